@@ -1,0 +1,5 @@
+import sys
+
+from hseval.cli import main
+
+sys.exit(main())

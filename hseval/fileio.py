@@ -1,0 +1,90 @@
+"""Atomic writes: write to a temporary name in the same folder, fsync, then rename.
+
+A reader never sees a half-written file, and an interrupted write leaves the previous version
+(or nothing) in place. Errors of the file system (full disk, no permission) become one-line
+:class:`~hseval.errors.HsevalError` messages that name the path.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import tempfile
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import IO, Any
+
+from hseval.errors import HsevalError
+
+__all__ = ["atomic_path", "write_text", "write_bytes", "write_json", "read_json"]
+
+
+@contextlib.contextmanager
+def atomic_path(path: str | Path) -> Iterator[Path]:
+    """Yield a temporary path next to ``path``; on success rename it onto ``path``."""
+    path = Path(path)
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+        os.close(fd)
+    except OSError as exc:
+        raise HsevalError(f"cannot write {path}: {exc.strerror or exc}; choose a writable folder") from None
+    tmp_path = Path(tmp)
+    try:
+        yield tmp_path
+        with open(tmp_path, "rb+") as fh:
+            os.fsync(fh.fileno())
+        os.replace(tmp_path, path)
+    except OSError as exc:
+        raise HsevalError(f"cannot write {path}: {exc.strerror or exc}") from None
+    finally:
+        with contextlib.suppress(FileNotFoundError):
+            tmp_path.unlink()
+
+
+def _write(path: str | Path, mode: str, writer: Callable[[IO[Any]], None], **kwargs: Any) -> None:
+    with atomic_path(path) as tmp, open(tmp, mode, **kwargs) as fh:
+        writer(fh)
+
+
+def write_text(path: str | Path, text: str) -> None:
+    _write(path, "w", lambda fh: fh.write(text), encoding="utf-8", newline="\n")
+
+
+def write_bytes(path: str | Path, data: bytes) -> None:
+    _write(path, "wb", lambda fh: fh.write(data))
+
+
+def write_json(path: str | Path, obj: Any) -> None:
+    """Strict JSON (no NaN/Infinity tokens: they become null), indented, atomic."""
+    write_text(path, json.dumps(_finite(obj), indent=2, allow_nan=False) + "\n")
+
+
+def read_json(path: str | Path, *, what: str = "JSON file") -> Any:
+    """Parse a JSON file, with a one-line error naming the file and line on failure."""
+    from hseval.errors import RunFormatError
+
+    path = Path(path)
+    try:
+        text = path.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        raise RunFormatError(f"{path}: {what} not found") from None
+    except UnicodeDecodeError:
+        raise RunFormatError(f"{path}: {what} is not UTF-8 text") from None
+    except OSError as exc:
+        raise RunFormatError(f"{path}: cannot read {what}: {exc.strerror or exc}") from None
+    try:
+        return json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise RunFormatError(f"{path}, line {exc.lineno}: {what} is not valid JSON ({exc.msg})") from None
+
+
+def _finite(obj: Any) -> Any:
+    if isinstance(obj, float):
+        return obj if obj == obj and abs(obj) != float("inf") else None
+    if isinstance(obj, dict):
+        return {str(k): _finite(v) for k, v in obj.items()}
+    if isinstance(obj, (list, tuple)):
+        return [_finite(v) for v in obj]
+    return obj

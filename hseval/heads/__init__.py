@@ -1,0 +1,22 @@
+"""Last layers (heads): a registry and one module per head.
+
+>>> from hseval.heads import create_head, list_heads
+>>> head = create_head("riemann", hierarchy, in_features=512, radius=1.0, radius_decay=0.5)
+"""
+
+import warnings
+
+# geoopt compiles helpers with torch.jit.script at import, which torch now warns about
+warnings.filterwarnings("ignore", message=r".*torch\.jit\.script.*deprecated", category=FutureWarning)
+
+# registration order is the order of list_heads(): the paper's table, then ablations, then comparison
+from hseval.heads import plain  # noqa: E402, I001
+from hseval.heads import multitask  # noqa: E402
+from hseval.heads import delta  # noqa: E402
+from hseval.heads import manifold  # noqa: E402
+from hseval.heads import riemann  # noqa: E402
+from hseval.heads import hyperbolic  # noqa: E402
+from hseval.heads.base import Head, create_head, head_class, list_heads, register_head  # noqa: E402
+
+__all__ = ["Head", "create_head", "head_class", "list_heads", "register_head",
+           "plain", "multitask", "delta", "manifold", "riemann", "hyperbolic"]

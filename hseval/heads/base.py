@@ -1,0 +1,126 @@
+"""The contract every head implements, and the registry that chooses heads by name."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any, ClassVar
+
+import numpy as np
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+from hseval.errors import ConfigError
+from hseval.hierarchy import Hierarchy
+
+__all__ = ["Head", "register_head", "list_heads", "create_head", "head_class"]
+
+_HEADS: dict[str, type[Head]] = {}
+
+
+class Head(nn.Module):
+    """A last layer over features ``z`` (B, d) for the classes of ``hierarchy``.
+
+    Contract (nothing outside a head checks which head it is):
+
+    - ``forward(z)`` -> (B, |L|) leaf logits;
+    - ``loss(z, target)`` -> (loss, leaf logits) for training (cross-entropy unless a head adds
+      terms of its own);
+    - ``level_logits(z)`` -> {depth: (B, #nodes at depth)} super-class logits for depth
+      1..max_depth-1 where the head has its own (the parent δ columns, or extra heads), else None;
+    - ``class_weights()`` -> (d, |L|) class vectors W where the head is linear, else None;
+    - ``node_weights()`` -> (d, |P|) vectors w_p of every non-root node for the Δ-heads, else None;
+    - ``radii()`` -> (|P|,) the radius R_p of each node where the head has one, else None;
+    - ``config()`` -> the keyword arguments that rebuild the head (plain JSON types).
+    """
+
+    name: ClassVar[str] = ""
+    description: ClassVar[str] = ""
+
+    def __init__(self, hierarchy: Hierarchy, in_features: int) -> None:
+        super().__init__()
+        if in_features < 1:
+            raise ConfigError(f"in_features must be positive, got {in_features}")
+        self.hierarchy = hierarchy
+        self.in_features = int(in_features)
+
+    def loss(self, z: torch.Tensor, target: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        logits = self(z)
+        return F.cross_entropy(logits, target), logits
+
+    def level_logits(self, z: torch.Tensor) -> dict[int, torch.Tensor] | None:
+        return None
+
+    def class_weights(self) -> torch.Tensor | None:
+        return None
+
+    def node_weights(self) -> torch.Tensor | None:
+        return None
+
+    def radii(self) -> torch.Tensor | None:
+        return None
+
+    def config(self) -> dict[str, Any]:
+        return {}
+
+    def extra_repr(self) -> str:
+        return f"classes={self.hierarchy.num_leaves}, nodes={self.hierarchy.num_nodes}, in_features={self.in_features}"
+
+
+def level_targets(hierarchy: Hierarchy, target: torch.Tensor) -> dict[int, torch.Tensor]:
+    """Per depth 1..max_depth-1, the index (among that depth's nodes) of each target's ancestor,
+    or -100 (cross-entropy's ignore index) where the class is shallower than that depth."""
+    out = {}
+    table = torch.as_tensor(_level_positions(hierarchy), device=target.device)
+    for depth in range(1, hierarchy.max_depth):
+        out[depth] = table[target, depth - 1]
+    return out
+
+
+def _level_positions(hierarchy: Hierarchy) -> np.ndarray:
+    """(|L|, max_depth): position of each class's ancestor within its depth, -100 when none."""
+    table = hierarchy.ancestor_table[: hierarchy.num_leaves]
+    position = np.full(hierarchy.num_nodes, -100, dtype=np.int64)
+    for depth in range(1, hierarchy.max_depth + 1):
+        nodes = hierarchy.nodes_at_depth(depth)
+        position[nodes] = np.arange(len(nodes))
+    return np.where(table >= 0, position[np.maximum(table, 0)], -100)
+
+
+def register_head(name: str, description: str = "") -> Callable[[type[Head]], type[Head]]:
+    """Class decorator: make a head available to :func:`create_head` under ``name``."""
+
+    def decorate(cls: type[Head]) -> type[Head]:
+        if name in _HEADS:
+            raise ValueError(f"head {name!r} is registered twice")
+        cls.name = name
+        cls.description = description or (cls.__doc__ or "").strip().splitlines()[0]
+        _HEADS[name] = cls
+        return cls
+
+    return decorate
+
+
+def list_heads() -> list[str]:
+    """Names of the registered heads, in registration order."""
+    return list(_HEADS)
+
+
+def head_class(name: str) -> type[Head]:
+    try:
+        return _HEADS[name]
+    except KeyError:
+        raise ConfigError(f"unknown head {name!r}; choose one of {', '.join(_HEADS)}") from None
+
+
+def create_head(name: str, hierarchy: Hierarchy, in_features: int, **config: Any) -> Head:
+    """Build head ``name``; unknown options are refused with the list of accepted ones."""
+    cls = head_class(name)
+    import inspect
+
+    accepted = [p for p in inspect.signature(cls.__init__).parameters if p not in ("self", "hierarchy", "in_features")]
+    unknown = sorted(set(config) - set(accepted))
+    if unknown:
+        raise ConfigError(f"head {name!r} has no option {unknown[0]!r}; its options are: "
+                          f"{', '.join(accepted) or '(none)'}")
+    return cls(hierarchy, in_features, **config)

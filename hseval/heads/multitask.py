@@ -1,0 +1,50 @@
+"""``multitask``: the plain head plus one linear head per super-class level (the paper's baseline)."""
+
+from __future__ import annotations
+
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+from hseval.errors import ConfigError
+from hseval.heads.base import Head, _level_positions, register_head
+from hseval.hierarchy import Hierarchy
+
+
+@register_head("multitask")
+class MultitaskHead(Head):
+    """Leaf head + a head per depth 1..max_depth-1; loss = CE_leaf + λ·Σ_depth CE_depth."""
+
+    def __init__(self, hierarchy: Hierarchy, in_features: int, *, level_weight: float = 1.0) -> None:
+        super().__init__(hierarchy, in_features)
+        if not level_weight >= 0:
+            raise ConfigError(f"multitask level_weight must be >= 0, got {level_weight}")
+        self.level_weight = float(level_weight)
+        self.classifier = nn.Linear(in_features, hierarchy.num_leaves, bias=False)
+        self.levels = nn.ModuleList(
+            nn.Linear(in_features, len(hierarchy.nodes_at_depth(depth)), bias=False)
+            for depth in range(1, hierarchy.max_depth)
+        )
+        self.register_buffer("level_targets", torch.as_tensor(_level_positions(hierarchy)), persistent=False)
+
+    def forward(self, z: torch.Tensor) -> torch.Tensor:
+        return self.classifier(z)
+
+    def level_logits(self, z: torch.Tensor) -> dict[int, torch.Tensor]:
+        return {depth: head(z) for depth, head in enumerate(self.levels, start=1)}
+
+    def loss(self, z: torch.Tensor, target: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        logits = self(z)
+        loss = F.cross_entropy(logits, target)
+        targets = self.level_targets[target]
+        for depth, level_logits in self.level_logits(z).items():
+            level_target = targets[:, depth - 1]
+            if (level_target >= 0).any():
+                loss = loss + self.level_weight * F.cross_entropy(level_logits, level_target, ignore_index=-100)
+        return loss, logits
+
+    def class_weights(self) -> torch.Tensor:
+        return self.classifier.weight.detach().t()
+
+    def config(self) -> dict:
+        return {"level_weight": self.level_weight}
