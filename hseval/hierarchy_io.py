@@ -9,10 +9,12 @@ Formats (``FORMATS``):
     sidecar ``<file>.names.tsv`` with ``index<TAB>name`` lines.
 ``isa``
     ``parent child`` name pairs, one per line (Making Better Mistakes' ``isa.txt``, cvjena's
-    ``parent-child.txt``); ``#`` starts a comment.
+    ``parent-child.txt``); ``#`` starts a comment. Leaves are in natural sort order (numeric ids
+    as numbers, WordNet ids as ImageNet's class index) unless a class list is given.
 ``nbdt``
     networkx node-link JSON as written by NBDT (``nodes`` with ``id``; ``links`` or ``edges``
-    with ``source`` -> ``target`` from parent to child).
+    with ``source`` -> ``target`` from parent to child). Leaves are in the order of ``nodes``;
+    nodes are named by their ``label`` where labels are unique, else by ``id``.
 ``paths``
     One label path per class in class order, components separated by ``/``
     (``animal/dog/husky``); a ``/`` inside a name is written ``\\/``.
@@ -246,9 +248,13 @@ def _read_nbdt(path: Path, text: str, classes: Sequence[str] | None) -> Hierarch
     # name nodes by their labels (WordNet words) when those are unique and the classes are not ids
     use_labels = (all(labels) and len(set(labels)) == len(labels)
                   and not (classes is not None and set(map(str, classes)) <= known))
+    if classes is None:  # NBDT lists the leaves in class order
+        parents = {p for p, _ in edges}
+        classes = [name for name in ids if name not in parents]
     if use_labels:
         rename = dict(zip(ids, labels))
         edges = [(rename[p], rename[c]) for p, c in edges]
+        classes = [rename.get(c, c) for c in classes]
     return Hierarchy.from_edges(edges, classes=classes, source=str(path))
 
 

@@ -67,6 +67,11 @@ class Head(nn.Module):
         return f"classes={self.hierarchy.num_leaves}, nodes={self.hierarchy.num_nodes}, in_features={self.in_features}"
 
 
+def full_precision(z: torch.Tensor) -> torch.Tensor:
+    """``z`` in float32 when it is half precision (autocast), else unchanged (float32/float64)."""
+    return z.float() if z.dtype in (torch.float16, torch.bfloat16) else z
+
+
 def level_targets(hierarchy: Hierarchy, target: torch.Tensor) -> dict[int, torch.Tensor]:
     """Per depth 1..max_depth-1, the index (among that depth's nodes) of each target's ancestor,
     or -100 (cross-entropy's ignore index) where the class is shallower than that depth."""

@@ -13,7 +13,7 @@ import torch
 from torch import nn
 
 from hseval.errors import ConfigError
-from hseval.heads.base import Head, register_head
+from hseval.heads.base import Head, full_precision, register_head
 from hseval.heads.tree import TreeIndex, all_node_weights, leaf_weights, tree_linear
 from hseval.hierarchy import Hierarchy
 
@@ -45,7 +45,7 @@ class DeltaHead(Head):
     def forward(self, z: torch.Tensor) -> torch.Tensor:
         # tree sums and normalisations stay in float32 under autocast
         with torch.autocast(z.device.type, enabled=False):
-            return tree_linear(z.float(), self.delta, self.scale(), self.index)
+            return tree_linear(full_precision(z), self.delta, self.scale(), self.index)
 
     def node_weights(self) -> torch.Tensor:
         with torch.no_grad():
@@ -58,7 +58,7 @@ class DeltaHead(Head):
         """Super-class logits from the parent δ columns: φᵀ w_p over the nodes of each depth."""
         with torch.autocast(z.device.type, enabled=False):
             node = all_node_weights(self.delta, self.scale(), self.index)
-            logits = z.float() @ node.t()
+            logits = full_precision(z) @ node.t()
         return {depth: logits[:, nodes.to(z.device)] for depth, nodes in enumerate(self._depth_nodes, start=1)}
 
     def _detached_scale(self) -> torch.Tensor | None:

@@ -20,13 +20,13 @@ import torch
 from torch import nn
 
 from hseval.errors import ConfigError
-from hseval.heads.base import Head, register_head
+from hseval.heads.base import Head, full_precision, register_head
 from hseval.hierarchy import Hierarchy
 
 
-def poincare_mlr(x: torch.Tensor, p: torch.Tensor, a: torch.Tensor, c: float) -> torch.Tensor:
+def poincare_mlr(x: torch.Tensor, p: torch.Tensor, a: torch.Tensor, c: float | torch.Tensor) -> torch.Tensor:
     """Logits (B, K) of points ``x`` (B, d) in the ball for hyperplanes (p, a), each (K, d)."""
-    sqrt_c = math.sqrt(c)
+    sqrt_c = c ** 0.5
     px = x @ p.t()
     xa = x @ a.t()
     pp = (p * p).sum(1)
@@ -60,7 +60,7 @@ class HyperbolicHead(Head):
     def hyperplanes(self) -> tuple[torch.Tensor, torch.Tensor]:
         """Points p (K, d) in the ball and normals a (K, d) of the class hyperplanes."""
         p = self.ball.expmap0(self.p_tangent)
-        a = self.a_tangent * (1 - self.curvature * (p * p).sum(1, keepdim=True))
+        a = self.a_tangent * (1 - self.ball.c * (p * p).sum(1, keepdim=True))
         return p, a
 
     def to_ball(self, z: torch.Tensor) -> torch.Tensor:
@@ -70,7 +70,8 @@ class HyperbolicHead(Head):
         # hyperbolic maths is unstable in half precision: keep it in float32 under autocast
         with torch.autocast(z.device.type, enabled=False):
             p, a = self.hyperplanes()
-            return poincare_mlr(self.to_ball(z.float()), p, a, self.curvature)
+            # the ball's own c (a float32 buffer), so that every step uses the same curvature
+            return poincare_mlr(self.to_ball(full_precision(z)), p, a, self.ball.c)
 
     def config(self) -> dict:
         return {"curvature": self.curvature}

@@ -1,0 +1,188 @@
+"""Reading and writing every hierarchy format, the public trees, and every malformed input."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from hypothesis import given, settings
+
+from hseval.errors import HierarchyError
+from hseval.hierarchy import Hierarchy
+from hseval.hierarchy_io import FORMATS, detect_format, names_sidecar
+from tests.conftest import FIXTURES, fashion_tree, trees, unbalanced
+
+PUBLIC = FIXTURES / "hierarchies"
+
+
+@pytest.mark.parametrize(("name", "leaves", "nodes", "depth"), [
+    ("CIFAR100_graph-wordnet.json", 100, 148, 11),       # NBDT: 149 nodes with the root
+    ("TinyImagenet200_graph-wordnet.json", 200, 294, 11),  # NBDT: 295 nodes with the root
+    ("CIFAR100_graph-induced-ResNet18.json", 100, 198, 10),
+    ("imagenet_isa.txt", 1000, 1371, 15),                 # MBM: 1372 nodes with the root
+    ("tiered_imagenet_isa.txt", 608, 842, 12),
+    ("inaturalist19_isa.txt", 1010, 1189, 7),
+    ("cifar.parent-child.txt", 100, 162, 8),              # cvjena: 163 nodes with the root
+])
+def test_public_trees_read_with_their_published_sizes(name, leaves, nodes, depth):
+    tree = Hierarchy.read(PUBLIC / name)
+    assert (tree.num_leaves, tree.num_nodes, tree.max_depth) == (leaves, nodes, depth)
+
+
+def test_nbdt_names_follow_the_class_list():
+    wnids = (PUBLIC / "wnids_CIFAR100.txt").read_text().split()
+    by_id = Hierarchy.read(PUBLIC / "CIFAR100_graph-wordnet.json", classes=wnids)
+    assert by_id.leaf_names == tuple(wnids)
+    by_label = Hierarchy.read(PUBLIC / "CIFAR100_graph-wordnet.json")
+    assert "apple" in by_label.leaf_names and by_label.root_name == "entity"
+
+
+def test_cvjena_tree_with_cifar_class_order():
+    rows = [line.split() for line in (PUBLIC / "cifar.class_names.txt").read_text().splitlines()]
+    assert rows[0] == ["0", "apple"]
+    ids = [i for i, _ in rows[:100]]
+    tree = Hierarchy.read(PUBLIC / "cifar.parent-child.txt", classes=ids[::-1])
+    assert tree.leaf_names == tuple(ids[::-1])
+
+
+@pytest.mark.parametrize("fmt", FORMATS)
+def test_every_format_round_trips(tmp_path, small_tree, fmt):
+    path = tmp_path / ("tree.json" if fmt == "nbdt" else "tree.txt")
+    if fmt == "isa" and any(" " in n for n in small_tree.node_names):
+        pytest.skip("isa names cannot hold spaces")
+    small_tree.write(path, fmt)
+    assert detect_format(path) == fmt
+    # isa has no class order of its own: it takes the class list (every other format keeps it)
+    again = Hierarchy.read(path, classes=small_tree.leaf_names if fmt == "isa" else None)
+    assert again.leaf_names == small_tree.leaf_names
+    assert again.stats() == small_tree.stats()
+    assert [again.path_names(i) for i in range(again.num_leaves)] == \
+        [small_tree.path_names(i) for i in range(small_tree.num_leaves)]
+
+
+@settings(max_examples=30, deadline=None)
+@given(tree=trees(max_leaves=20))
+def test_pairs_round_trip_is_exact(tmp_path_factory, tree):
+    path = tmp_path_factory.mktemp("pairs") / "tree_child_parent_pairs.txt"
+    tree.write(path, "pairs")
+    assert Hierarchy.read(path) == tree
+
+
+def test_pairs_file_layout_matches_the_paper(tmp_path):
+    path = tmp_path / "fmnist_child_parent_pairs.txt"
+    fashion_tree().write(path, "pairs")
+    lines = path.read_text().splitlines()
+    assert lines[0] == "13" and len(lines) == 14
+    pairs = [tuple(map(int, line.split())) for line in lines[1:]]
+    assert {child for child, _ in pairs} == set(range(13)) and {p for _, p in pairs} <= set(range(14))
+    assert names_sidecar(path).read_text().splitlines()[13] == "13\troot"
+
+
+def test_pairs_without_names_get_index_names(tmp_path):
+    path = tmp_path / "p.txt"
+    path.write_text("5\n0 3\n1 3\n2 4\n3 5\n4 5\n")
+    tree = Hierarchy.read(path)
+    assert tree.leaf_names == ("0", "1", "2") and tree.root_name == "5"
+    tree = Hierarchy.read(path, classes=["a", "b", "c"])
+    assert tree.leaf_names == ("a", "b", "c")
+
+
+def test_paths_escape_slashes(tmp_path):
+    path = tmp_path / "paths.txt"
+    fashion_tree().write(path, "paths")
+    assert "clothing/tops/T-shirt\\/top" in path.read_text().splitlines()
+
+
+def _write(tmp_path, text, name="tree.txt", mode="w"):
+    path = tmp_path / name
+    if mode == "wb":
+        path.write_bytes(text)
+    else:
+        path.write_text(text)
+    return path
+
+
+@pytest.mark.parametrize(("text", "fmt", "message"), [
+    ("", None, r"tree.txt: is empty"),
+    ("   \n\n", None, r"tree.txt: is empty"),
+    (b"\x00\x01\x02binary", None, r"tree.txt: is a binary file"),
+    (b"\xff\xfe\xfa oops", None, r"tree.txt: is not UTF-8 text"),
+    ("3\n0 2\n1 2\n", None, r"line 1: the count line says 3 entries but the file has 2"),
+    ("2\n0 2\nx 2\n", None, r"line 3: 'x' is not a non-negative integer index"),
+    ("2\n0 2\n1 2 7\n", None, r"line 3: expected 'child parent' \(two integers\)"),
+    ("2\n0 2\n0 1\n", None, r"line 3: node 0 has two parents \(2 on line 2 and 1\)"),
+    ("2\n0 1\n1 0\n", None, r"every node has a parent, so the pairs contain a cycle"),
+    ("2\n0 2\n1 3\n", None, r"2 roots \(nodes 2, 3 have no parent\)"),
+    ("2\n0 3\n1 3\n", None, r"index 2 is missing; node indices must run 0..3 without gaps"),
+    ("3\n0 3\n2 3\n3 1\n", None, r"node 1 is a super-class, but indices 0..1 must be the 2 classes"),
+    ("1\n0 0\n", None, r"line 2: node 0 is its own parent"),
+    ("a b c\nd e f\n", None, r"cannot tell the hierarchy format; pass --format"),
+    ("r a\nr a b\n", "isa", r"line 2: expected 'parent child' \(two names\)"),
+    ("r a\ns a\n", None, r"node 'a' has two parents \('r' and 's'\)"),
+    ("a/b\na//c\n", None, r"line 2: empty component in the path 'a//c'"),
+    ("a/b\na/b\n", None, r"the path 'a/b' is given twice"),
+    ("a\na/b\n", None, r"class 'a' is also a super-class of another class"),
+    ("2\n0 2\n1 2\n", "nope", r"unknown hierarchy format 'nope'"),
+])
+def test_bad_hierarchy_files_have_clear_errors(tmp_path, text, fmt, message):
+    path = _write(tmp_path, text, mode="wb" if isinstance(text, bytes) else "w")
+    with pytest.raises(HierarchyError, match=message):
+        Hierarchy.read(path, fmt)
+
+
+@pytest.mark.parametrize(("data", "message"), [
+    ("{not json", r"line 1: not valid JSON"),
+    (json.dumps([1, 2]), r"expected node-link JSON with 'nodes' and 'links'"),
+    (json.dumps({"nodes": [{"label": "x"}], "links": []}), r"nodes\[0\] has no 'id'"),
+    (json.dumps({"nodes": [{"id": "a"}, {"id": "b"}], "links": [{"source": "a"}]}),
+     r"links\[0\] needs 'source' and 'target'"),
+    (json.dumps({"nodes": [{"id": "a"}], "links": [{"source": "a", "target": "zz"}]}),
+     r"links\[0\] refers to 'zz', which is not in 'nodes'"),
+    (json.dumps({"nodes": [{"id": "a"}, {"id": "b"}, {"id": "c"}], "links": [{"source": "a", "target": "b"}]}),
+     r"node 'c' has no links"),
+])
+def test_bad_nbdt_files_have_clear_errors(tmp_path, data, message):
+    path = _write(tmp_path, data, name="tree.json")
+    with pytest.raises(HierarchyError, match=message):
+        Hierarchy.read(path)
+
+
+def test_class_list_mismatches(tmp_path):
+    path = _write(tmp_path, "r a\nr b\n")
+    with pytest.raises(HierarchyError, match=r"class 'c' is not in the hierarchy"):
+        Hierarchy.read(path, classes=["a", "c"])
+    with pytest.raises(HierarchyError, match=r"leaf 'b' is not a dataset class"):
+        Hierarchy.read(path, classes=["a"])
+    pairs = _write(tmp_path, "2\n0 2\n1 2\n", name="p.txt")
+    with pytest.raises(HierarchyError, match=r"2 leaves but 3 dataset classes"):
+        Hierarchy.read(pairs, classes=["a", "b", "c"])
+    paths = _write(tmp_path, "x/a\nx/b\n", name="paths.txt")
+    with pytest.raises(HierarchyError, match=r"line 2 ends in a class that does not match class 1"):
+        Hierarchy.read(paths, classes=["a", "c"])
+
+
+def test_bad_names_sidecar(tmp_path):
+    path = _write(tmp_path, "2\n0 2\n1 2\n", name="p.txt")
+    names_sidecar(path).write_text("0\tzero\n9\tnine\n")
+    with pytest.raises(HierarchyError, match=r"p.txt.names.tsv, line 2: index 9 is not a node of p.txt"):
+        Hierarchy.read(path)
+    names_sidecar(path).write_text("0 zero\n")
+    with pytest.raises(HierarchyError, match=r"line 1: expected 'index<TAB>name'"):
+        Hierarchy.read(path)
+
+
+def test_missing_file_and_folder(tmp_path):
+    with pytest.raises(HierarchyError, match=r"nothere.txt: no such file"):
+        Hierarchy.read(tmp_path / "nothere.txt")
+    with pytest.raises(HierarchyError, match=r"is a folder, expected a hierarchy file"):
+        Hierarchy.read(tmp_path)
+
+
+def test_isa_writer_refuses_names_with_spaces(tmp_path):
+    with pytest.raises(HierarchyError, match=r"node name 'Ankle boot' contains whitespace; use --to pairs"):
+        fashion_tree().write(tmp_path / "t.txt", "isa")
+
+
+def test_writes_are_atomic_and_leave_no_temporary_files(tmp_path):
+    unbalanced().write(tmp_path / "t.txt", "pairs")
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["t.txt", "t.txt.names.tsv"]

@@ -1,0 +1,97 @@
+"""The hierarchically connected layer against the paper: W = ΔDH, the recursion
+w_<p,i> = w_p + R δ_<p,i>, a dense reference, and gradients."""
+
+from __future__ import annotations
+
+import numpy as np
+import torch
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from hseval.heads.tree import TreeIndex, all_node_weights, leaf_weights, tree_linear
+from tests.conftest import random_tree, trees
+
+
+def dense_reference(hierarchy, delta, scale):
+    """W = (Δ S) H with a dense H (the paper's Proposition 1), as (|L|, d)."""
+    H = torch.tensor(hierarchy.H.toarray(), dtype=delta.dtype)
+    scaled = delta if scale is None else delta * scale[:, None]
+    return H.t() @ scaled
+
+
+def recursive_reference(hierarchy, delta, scale):
+    """w_root = 0, w_<p,i> = w_p + s_<p,i> δ_<p,i>, walking each node's path in plain Python."""
+    out = []
+    for node in range(hierarchy.num_nodes):
+        w = torch.zeros(delta.shape[1], dtype=delta.dtype)
+        for a in hierarchy.path(node):
+            w = w + (1.0 if scale is None else scale[a]) * delta[a]
+        out.append(w)
+    return torch.stack(out)
+
+
+@settings(max_examples=60, deadline=None)
+@given(tree=trees(), d=st.integers(1, 9), use_scale=st.booleans())
+def test_tree_weights_equal_recursion_and_dense_product(tree, d, use_scale):
+    delta = torch.randn(tree.num_nodes, d, dtype=torch.float64)
+    scale = torch.rand(tree.num_nodes, dtype=torch.float64) + 0.1 if use_scale else None
+    index = TreeIndex(tree)
+    nodes = all_node_weights(delta, scale, index)
+    torch.testing.assert_close(nodes, recursive_reference(tree, delta, scale))
+    torch.testing.assert_close(leaf_weights(delta, scale, index), dense_reference(tree, delta, scale))
+    torch.testing.assert_close(nodes[: tree.num_leaves], leaf_weights(delta, scale, index))
+
+
+@settings(max_examples=40, deadline=None)
+@given(tree=trees(max_leaves=20), batch=st.integers(1, 5), use_scale=st.booleans())
+def test_tree_linear_forward_and_gradients_match_dense_autograd(tree, batch, use_scale):
+    d = 4
+    x = torch.randn(batch, d, dtype=torch.float64, requires_grad=True)
+    delta = torch.randn(tree.num_nodes, d, dtype=torch.float64, requires_grad=True)
+    scale = (torch.rand(tree.num_nodes, dtype=torch.float64) + 0.1).requires_grad_(use_scale)
+    index = TreeIndex(tree)
+    grad_out = torch.randn(batch, tree.num_leaves, dtype=torch.float64)
+
+    out = tree_linear(x, delta, scale, index)
+    grads = torch.autograd.grad(out, [x, delta, scale] if use_scale else [x, delta], grad_out)
+    ref = x @ dense_reference(tree, delta, scale).t()
+    ref_grads = torch.autograd.grad(ref, [x, delta, scale] if use_scale else [x, delta], grad_out)
+    torch.testing.assert_close(out, ref)
+    for got, want in zip(grads, ref_grads):
+        torch.testing.assert_close(got, want)
+
+
+def test_tree_linear_passes_gradcheck():
+    tree = random_tree(12, seed=3)
+    index = TreeIndex(tree)
+    x = torch.randn(3, 5, dtype=torch.float64, requires_grad=True)
+    delta = torch.randn(tree.num_nodes, 5, dtype=torch.float64, requires_grad=True)
+    scale = torch.rand(tree.num_nodes, dtype=torch.float64, requires_grad=True)
+    assert torch.autograd.gradcheck(lambda a, b, c: tree_linear(a, b, c, index), (x, delta, scale))
+    assert torch.autograd.gradcheck(lambda a, b: tree_linear(a, b, None, index), (x, delta))
+
+
+def test_tree_linear_handles_flat_tree_and_frozen_inputs():
+    from hseval.hierarchy import Hierarchy
+
+    flat = Hierarchy([f"c{i}" for i in range(4)], [-1] * 4, 4)
+    index = TreeIndex(flat)
+    delta = torch.randn(4, 3, requires_grad=True)
+    x = torch.randn(2, 3)  # no gradient wanted for x
+    out = tree_linear(x, delta, None, index)
+    torch.testing.assert_close(out, x @ delta.t())
+    out.sum().backward()
+    torch.testing.assert_close(delta.grad, torch.ones(2, 4).t() @ x)
+
+
+def test_dense_h_is_never_built_for_large_trees(monkeypatch):
+    """The scalable path must not touch H (|P|×|L|): forbid it and run a 5,000-class tree."""
+    from hseval.hierarchy import Hierarchy
+
+    tree = random_tree(5000, seed=0)
+    monkeypatch.setattr(Hierarchy, "H", property(lambda self: (_ for _ in ()).throw(AssertionError("dense H"))))
+    index = TreeIndex(tree)
+    delta = torch.randn(tree.num_nodes, 8, requires_grad=True)
+    out = tree_linear(torch.randn(4, 8), delta, torch.ones(tree.num_nodes), index)
+    out.sum().backward()
+    assert out.shape == (4, 5000) and np.isfinite(delta.grad.numpy()).all()
