@@ -1,0 +1,75 @@
+"""The command line: hierarchy stats/convert/show, one-line errors with exit code 2."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from hseval.cli import main
+from hseval.hierarchy import Hierarchy
+from tests.conftest import FIXTURES
+
+FASHION = str(Path(__file__).parents[1] / "hseval" / "hierarchies" / "data" / "fashion_mnist.txt")
+
+
+def run(capsys, *argv):
+    code = main(list(argv))
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+def test_stats_json_has_exactly_the_documented_keys(capsys):
+    code, out, _ = run(capsys, "hierarchy", "stats", FASHION, "--json")
+    assert code == 0
+    assert json.loads(out) == {"num_leaves": 10, "num_nodes": 13, "max_depth": 3, "nodes_per_depth": [3, 6, 4]}
+
+
+def test_stats_text(capsys):
+    code, out, _ = run(capsys, "hierarchy", "stats", str(FIXTURES / "hierarchies" / "imagenet_isa.txt"))
+    assert code == 0 and "num_leaves: 1000" in out and "num_nodes: 1371" in out
+
+
+def test_convert_and_show(capsys, tmp_path):
+    out_file = tmp_path / "fm.json"
+    code, out, _ = run(capsys, "hierarchy", "convert", FASHION, str(out_file), "--to", "nbdt")
+    assert code == 0 and "13 nodes" in out
+    assert Hierarchy.read(out_file).stats()["num_nodes"] == 13
+    code, out, _ = run(capsys, "hierarchy", "show", str(out_file))
+    assert code == 0
+    assert out.splitlines()[0] == "root" and "│   └── tops  (4 classes)" in out and "└── Ankle boot" in out
+
+
+def test_convert_can_merge_chains(capsys, tmp_path):
+    src = tmp_path / "chain.txt"
+    src.write_text("a/b/x\na/b/y\nz\n")
+    code, _, _ = run(capsys, "hierarchy", "convert", str(src), str(tmp_path / "out.txt"), "--to", "pairs",
+                     "--merge-chains")
+    assert code == 0 and Hierarchy.read(tmp_path / "out.txt").num_nodes == 4
+
+
+@pytest.mark.parametrize(("argv", "message"), [
+    (["nope"], r"^hseval: error: argument COMMAND: invalid choice: 'nope'"),
+    (["hierarchy", "stats"], r"^hseval: error: the following arguments are required: file"),
+    (["hierarchy", "stats", "missing.txt"], r"^hseval: error: missing.txt: no such file$"),
+    (["hierarchy", "stats", FASHION, "--format", "xml"], r"^hseval: error: argument --format: invalid choice"),
+    (["hierarchy", "show", FASHION, "--max-depth", "-1"], r"argument --max-depth: expected a positive integer"),
+    (["hierarchy", "convert", FASHION, "x.txt", "--to", "isa"], r"contains whitespace; use --to pairs"),
+])
+def test_user_errors_are_one_line_exit_2(capsys, argv, message):
+    import re
+
+    code, out, err = run(capsys, *argv)
+    assert code == 2 and out == ""
+    assert len(err.strip().splitlines()) == 1 and re.search(message, err.strip())
+
+
+def test_console_script_entry_point_runs(tmp_path):
+    result = subprocess.run([sys.executable, "-m", "hseval", "hierarchy", "stats", "nothing.txt"],
+                            capture_output=True, text=True, cwd=tmp_path)
+    assert result.returncode == 2
+    assert result.stderr.strip() == "hseval: error: nothing.txt: no such file"
+    assert "Traceback" not in result.stderr
