@@ -1,0 +1,85 @@
+"""``hseval hierarchy stats | convert | show``: inspect and convert hierarchy files."""
+
+from __future__ import annotations
+
+import argparse
+import json
+
+from hseval.commands import positive_int
+from hseval.hierarchy_io import FORMATS
+
+
+def _read(args: argparse.Namespace, path: str):
+    from hseval.hierarchy import Hierarchy
+
+    return Hierarchy.read(path, args.format)
+
+
+def cmd_stats(args: argparse.Namespace) -> int:
+    stats = _read(args, args.file).stats()
+    if args.json:
+        print(json.dumps(stats))
+    else:
+        for key, value in stats.items():
+            print(f"{key}: {value}")
+    return 0
+
+
+def cmd_convert(args: argparse.Namespace) -> int:
+    from hseval.hierarchies.transforms import merge_single_child_chains
+
+    hierarchy = _read(args, args.input)
+    if args.merge_chains:
+        hierarchy = merge_single_child_chains(hierarchy)
+    hierarchy.write(args.output, args.to)
+    print(f"wrote {args.output} ({args.to}, {hierarchy.num_leaves} classes, {hierarchy.num_nodes} nodes)")
+    return 0
+
+
+def render_tree(hierarchy, max_depth: int | None = None) -> str:
+    """The tree as text, one node per line, super-classes with their number of classes."""
+    lines = [hierarchy.root_name]
+
+    def walk(node: int, prefix: str) -> None:
+        kids = hierarchy.children[node]
+        for k, child in enumerate(kids):
+            last = k == len(kids) - 1
+            label = hierarchy.node_names[child]
+            if not hierarchy.is_leaf(child):
+                label += f"  ({len(hierarchy.subtree_leaves(child))} classes)"
+            lines.append(f"{prefix}{'└── ' if last else '├── '}{label}")
+            if max_depth is None or hierarchy.depth[child] < max_depth:
+                walk(child, prefix + ("    " if last else "│   "))
+
+    walk(-1, "")
+    return "\n".join(lines)
+
+
+def cmd_show(args: argparse.Namespace) -> int:
+    print(render_tree(_read(args, args.file), args.max_depth))
+    return 0
+
+
+def register(commands: argparse._SubParsersAction) -> argparse._SubParsersAction:
+    """Add ``hierarchy`` and return its action sub-parser (other modules add actions to it)."""
+    hierarchy = commands.add_parser("hierarchy", help="inspect, convert and build hierarchy files")
+    actions = hierarchy.add_subparsers(dest="hierarchy_command", metavar="ACTION", required=True)
+    stats = actions.add_parser("stats", help="print |L|, |P|, max depth and nodes per depth")
+    stats.add_argument("file")
+    stats.add_argument("--format", choices=FORMATS, help="file format (default: detect)")
+    stats.add_argument("--json", action="store_true", help="print one JSON object")
+    stats.set_defaults(func=cmd_stats)
+    convert = actions.add_parser("convert", help="convert between hierarchy formats")
+    convert.add_argument("input")
+    convert.add_argument("output")
+    convert.add_argument("--to", required=True, choices=FORMATS, help="output format")
+    convert.add_argument("--format", choices=FORMATS, help="input format (default: detect)")
+    convert.add_argument("--merge-chains", action="store_true",
+                         help="merge every super-class that has a single child into that child")
+    convert.set_defaults(func=cmd_convert)
+    show = actions.add_parser("show", help="print the tree")
+    show.add_argument("file")
+    show.add_argument("--format", choices=FORMATS, help="file format (default: detect)")
+    show.add_argument("--max-depth", type=positive_int, help="stop at this depth")
+    show.set_defaults(func=cmd_show)
+    return actions

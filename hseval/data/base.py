@@ -1,0 +1,180 @@
+"""Datasets: a registry of loaders, each returning a :class:`LoadedDataset` (train/test splits,
+class names in the official order, the paper's hierarchy, image geometry and normalisation).
+
+Two kinds of split: :class:`TensorImages` keeps every image in one uint8 tensor (small datasets:
+the training engine can move it to the GPU whole and augment there), :class:`ImageFiles` decodes
+files on demand. Both return ``(float image (C, H, W), label)`` and expose ``labels``.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import torch
+import torch.nn.functional as F
+from torch.utils.data import Dataset
+
+from hseval.errors import ConfigError, DataError
+from hseval.hierarchy import Hierarchy
+
+__all__ = ["TensorPreprocess", "TensorImages", "ImageFiles", "LoadedDataset", "register_dataset",
+           "list_datasets", "load_dataset", "data_roots"]
+
+_DATASETS: dict[str, Callable[..., LoadedDataset]] = {}
+
+
+class TensorPreprocess:
+    """uint8 batches (B, C, H, W) -> normalised float batches, with the training augmentation
+    (random crop after zero padding, horizontal flip) done on whatever device the batch is on.
+
+    Random numbers come from a CPU ``generator`` so that a run is reproducible on any device.
+    """
+
+    def __init__(self, mean: tuple[float, ...], std: tuple[float, ...], *, crop_padding: int = 0,
+                 flip: bool = False) -> None:
+        self.mean, self.std = tuple(mean), tuple(std)
+        self.crop_padding, self.flip = int(crop_padding), bool(flip)
+
+    def __call__(self, images: torch.Tensor, *, train: bool, generator: torch.Generator | None = None
+                 ) -> torch.Tensor:
+        x = images.float().div_(255)
+        if train and self.crop_padding:
+            x = self._random_crop(x, generator)
+        if train and self.flip:
+            flip = torch.rand(x.shape[0], generator=generator) < 0.5
+            x = torch.where(flip.to(x.device)[:, None, None, None], x.flip(-1), x)
+        mean = torch.tensor(self.mean, device=x.device).view(1, -1, 1, 1)
+        std = torch.tensor(self.std, device=x.device).view(1, -1, 1, 1)
+        return x.sub_(mean).div_(std)
+
+    def _random_crop(self, x: torch.Tensor, generator: torch.Generator | None) -> torch.Tensor:
+        b, _, h, w = x.shape
+        p = self.crop_padding
+        padded = F.pad(x, (p, p, p, p))
+        dy = torch.randint(0, 2 * p + 1, (b,), generator=generator).to(x.device)
+        dx = torch.randint(0, 2 * p + 1, (b,), generator=generator).to(x.device)
+        rows = (dy[:, None] + torch.arange(h, device=x.device))[:, None, :, None].expand(b, x.shape[1], h, w + 2 * p)
+        out = padded.gather(2, rows)
+        cols = (dx[:, None] + torch.arange(w, device=x.device))[:, None, None, :].expand(b, x.shape[1], h, w)
+        return out.gather(3, cols)
+
+    def config(self) -> dict[str, Any]:
+        return {"mean": list(self.mean), "std": list(self.std), "crop_padding": self.crop_padding, "flip": self.flip}
+
+
+class TensorImages(Dataset):
+    """A split held in memory: ``images`` uint8 (N, C, H, W), ``labels`` int64 (N,)."""
+
+    def __init__(self, images: torch.Tensor, labels: np.ndarray, preprocess: TensorPreprocess, *,
+                 train: bool) -> None:
+        if images.dtype != torch.uint8 or images.ndim != 4:
+            raise DataError(f"expected uint8 images of shape (N, C, H, W), got {images.dtype} {tuple(images.shape)}")
+        if len(images) != len(labels):
+            raise DataError(f"{len(images)} images but {len(labels)} labels")
+        self.images = images
+        self.labels = np.asarray(labels, dtype=np.int64)
+        self.preprocess = preprocess
+        self.train = train
+
+    def __len__(self) -> int:
+        return len(self.labels)
+
+    def __getitem__(self, index: int) -> tuple[torch.Tensor, int]:
+        image = self.preprocess(self.images[index: index + 1], train=self.train)[0]
+        return image, int(self.labels[index])
+
+
+class ImageFiles(Dataset):
+    """A split of image files decoded on demand with ``transform`` (PIL image -> tensor)."""
+
+    def __init__(self, paths: list[Path], labels: np.ndarray, transform: Callable[[Any], torch.Tensor], *,
+                 channels: int = 3) -> None:
+        if len(paths) != len(labels):
+            raise DataError(f"{len(paths)} image files but {len(labels)} labels")
+        self.paths = [Path(p) for p in paths]
+        self.labels = np.asarray(labels, dtype=np.int64)
+        self.transform = transform
+        self.mode = "L" if channels == 1 else "RGB"
+
+    def __len__(self) -> int:
+        return len(self.paths)
+
+    def __getitem__(self, index: int) -> tuple[torch.Tensor, int]:
+        from PIL import Image, UnidentifiedImageError
+
+        path = self.paths[index]
+        try:
+            with Image.open(path) as image:
+                image = image.convert(self.mode)
+        except FileNotFoundError:
+            raise DataError(f"{path}: image file is missing; the dataset folder is incomplete") from None
+        except (UnidentifiedImageError, OSError, SyntaxError, ValueError) as exc:
+            raise DataError(f"{path}: corrupt or unreadable image ({exc.__class__.__name__}); replace or remove "
+                            "it") from None
+        return self.transform(image), int(self.labels[index])
+
+
+@dataclass
+class LoadedDataset:
+    """A dataset ready for training and evaluation."""
+
+    name: str
+    root: Path
+    class_names: list[str]
+    hierarchy: Hierarchy
+    train: Dataset
+    test: Dataset
+    image_size: int
+    channels: int
+    mean: tuple[float, ...]
+    std: tuple[float, ...]
+    info: dict[str, Any] = field(default_factory=dict)
+
+    def split(self, name: str) -> Dataset:
+        if name not in ("train", "test"):
+            raise ConfigError(f"unknown split {name!r}; choose train or test")
+        return self.train if name == "train" else self.test
+
+    def describe(self) -> dict[str, Any]:
+        """Plain-JSON summary stored in run.json."""
+        return {"name": self.name, "root": str(self.root), "class_names": list(self.class_names),
+                "image_size": self.image_size, "channels": self.channels, "mean": list(self.mean),
+                "std": list(self.std), "train_size": len(self.train), "test_size": len(self.test), **self.info}
+
+
+def register_dataset(name: str) -> Callable:
+    def decorate(fn: Callable[..., LoadedDataset]) -> Callable[..., LoadedDataset]:
+        if name in _DATASETS:
+            raise ValueError(f"dataset {name!r} is registered twice")
+        _DATASETS[name] = fn
+        return fn
+
+    return decorate
+
+
+def list_datasets() -> list[str]:
+    return list(_DATASETS)
+
+
+def load_dataset(name: str, root: str | Path | None = None, **options: Any) -> LoadedDataset:
+    """Load dataset ``name`` from ``root`` (or its usual places); options are dataset-specific."""
+    if name not in _DATASETS:
+        raise ConfigError(f"unknown dataset {name!r}; choose one of {', '.join(_DATASETS)}")
+    return _DATASETS[name](root, **options)
+
+
+def data_roots(root: str | Path | None, *defaults: str | Path) -> list[Path]:
+    """Where to look, in order: ``root`` (--data-root), ``$HSEVAL_DATA``, then ``defaults``."""
+    out: list[Path] = []
+    if root is not None:
+        out.append(Path(root).expanduser())
+    env = os.environ.get("HSEVAL_DATA")
+    if env:
+        out.append(Path(env).expanduser())
+    out.extend(Path(d).expanduser() for d in defaults)
+    return out
