@@ -80,3 +80,32 @@ def trees(draw, max_leaves: int = 30) -> Hierarchy:
     num_leaves = draw(st.integers(1, max_leaves))
     seed = draw(st.integers(0, 2**31 - 1))
     return random_tree(num_leaves, seed, max_depth=draw(st.integers(1, 5)), branching=draw(st.floats(0.1, 1.0)))
+
+
+def write_fashion_like(folder: Path, *, n_train: int = 600, n_test: int = 200, seed: int = 0) -> Path:
+    """A small learnable dataset in Fashion-MNIST's real on-disk format (gzipped IDX): class c is a
+    stripe pattern (period and orientation depend on c) on noise, so a few steps lower the loss."""
+    import gzip
+
+    folder.mkdir(parents=True, exist_ok=True)
+    rng = np.random.default_rng(seed)
+    grid = np.arange(28)
+    for split, n in (("train", n_train), ("t10k", n_test)):
+        labels = (np.arange(n) % 10).astype(np.uint8)
+        rng.shuffle(labels)
+        images = rng.integers(0, 80, (n, 28, 28), dtype=np.uint8)
+        for i, c in enumerate(labels):
+            period = 2 + int(c) % 5
+            stripes = (grid % period) < period / 2
+            mask = stripes[:, None] if c < 5 else stripes[None, :]
+            images[i] = np.where(np.broadcast_to(mask, (28, 28)), 230, images[i])
+        for kind, array, magic in (("images-idx3", images, b"\x00\x00\x08\x03"),
+                                   ("labels-idx1", labels, b"\x00\x00\x08\x01")):
+            header = magic + b"".join(int(s).to_bytes(4, "big") for s in array.shape)
+            (folder / f"{split}-{kind}-ubyte.gz").write_bytes(gzip.compress(header + array.tobytes()))
+    return folder
+
+
+@pytest.fixture(scope="session")
+def fashion_like(tmp_path_factory) -> Path:
+    return write_fashion_like(tmp_path_factory.mktemp("fashion-like"))

@@ -1,0 +1,139 @@
+"""``hseval train`` and ``hseval train-all`` (also ``python -m train``, e.g. under torchrun).
+
+The parsers live here; the :mod:`train` package is imported inside the commands.
+
+``train-all`` trains one run per (head, seed, sweep value) with the same data order and backbone
+initialisation for every head of a seed, so the heads compare fairly; the dataset is loaded once.
+"""
+
+from __future__ import annotations
+
+import argparse
+import itertools
+import time
+from pathlib import Path
+from typing import Any
+
+from hseval.errors import ConfigError
+
+__all__ = ["add_train_arguments", "cmd_train", "cmd_train_all", "plan_runs"]
+
+
+def add_train_arguments(parser: argparse.ArgumentParser, *, many: bool) -> None:
+    parser.add_argument("--dataset", default="fashion-mnist", help="dataset name (default: fashion-mnist)")
+    parser.add_argument("--data-root", help="folder of the dataset (see 'hseval data info')")
+    parser.add_argument("--backbone", help="backbone (default: the recipe's)")
+    parser.add_argument("--recipe", help="a shipped recipe name or a YAML file (default: <dataset>-<backbone>)")
+    parser.add_argument("--set", action="append", default=[], metavar="KEY=VALUE",
+                        help="override a setting, e.g. --set optim.lr=0.05 (repeatable)")
+    parser.add_argument("--hierarchy", help="a hierarchy file that replaces the dataset's tree")
+    parser.add_argument("--device", help="auto, cpu, cuda or cuda:N (default: auto)")
+    parser.add_argument("--force", action="store_true", help="overwrite a finished or unfinished run")
+    parser.add_argument("--resume", action="store_true", help="continue an interrupted run")
+    parser.add_argument("--quiet", action="store_true", help="no progress bars")
+    parser.add_argument("--out", required=True, help="run folder" + (" root (one sub-folder per run)" if many else ""))
+    if many:
+        parser.add_argument("--heads", default="all", help="comma-separated heads, or 'all' (default)")
+        parser.add_argument("--seeds", default=None, help="comma-separated seeds (default: the recipe's)")
+        parser.add_argument("--sweep", action="append", default=[], metavar="KEY=V1,V2,...",
+                            help="repeat the grid for each value, e.g. model.head_options.radius_decay=0.5,0.7,0.9")
+    else:
+        parser.add_argument("--head", default="plain", help="head (see the README's table)")
+
+
+def _config(args: argparse.Namespace, head: str, extra: list[str]):
+    from train.config import default_recipe, load_config
+
+    overrides = [f"data.dataset={args.dataset}"]
+    if args.data_root:
+        overrides.append(f"data.root={args.data_root}")
+    if args.backbone:
+        overrides.append(f"model.backbone={args.backbone}")
+    if args.device:
+        overrides.append(f"engine.device={args.device}")
+    if args.quiet:
+        overrides.append("engine.progress=false")
+    overrides += [f"model.head={head}", *args.set, *extra]
+    recipe = args.recipe or default_recipe(args.dataset, args.backbone)
+    return load_config(recipe, overrides)
+
+
+def _split(text: str, what: str) -> list[str]:
+    items = [t.strip() for t in text.split(",") if t.strip()]
+    if not items:
+        raise ConfigError(f"{what} is empty")
+    return items
+
+
+def plan_runs(args: argparse.Namespace) -> list[tuple[str, list[str], str]]:
+    """(head, overrides, folder name) for every run of the grid heads × sweeps × seeds."""
+    from hseval.heads import head_class, list_heads
+
+    heads = list_heads() if args.heads == "all" else _split(args.heads, "--heads")
+    for head in heads:
+        head_class(head)
+    seeds = [None] if args.seeds is None else _split(args.seeds, "--seeds")
+    for seed in seeds:
+        if seed is not None and not seed.isdigit():
+            raise ConfigError(f"--seeds takes non-negative integers, got {seed!r}")
+    sweeps: list[list[tuple[str, str]]] = []
+    for item in args.sweep:
+        key, sep, values = item.partition("=")
+        if not sep:
+            raise ConfigError(f"--sweep expects KEY=V1,V2,..., got {item!r}")
+        sweeps.append([(key.strip(), v) for v in _split(values, f"--sweep {key}")])
+    plan = []
+    for head in heads:
+        for combo in itertools.product(*sweeps):
+            for seed in seeds:
+                overrides = [f"{k}={v}" for k, v in combo]
+                name = head + "".join(f"-{k.split('.')[-1]}={v}" for k, v in combo)
+                if seed is not None:
+                    overrides.append(f"engine.seed={seed}")
+                    if len(seeds) > 1:
+                        name += f"-seed{seed}"
+                plan.append((head, overrides, name))
+    return plan
+
+
+def cmd_train(args: argparse.Namespace) -> int:
+    from train.engine import train
+
+    config = _config(args, args.head, [])
+    start = time.perf_counter()
+    out = train(config, args.out, resume=args.resume, force=args.force, hierarchy_file=args.hierarchy)
+    print(f"wrote {out} ({time.perf_counter() - start:.0f} s); evaluate it with: hseval evaluate {out} --out EVAL_DIR")
+    return 0
+
+
+def cmd_train_all(args: argparse.Namespace) -> int:
+    from train.engine import load_data, train
+
+    plan = plan_runs(args)
+    configs = [(_config(args, head, overrides), name) for head, overrides, name in plan]
+    data = load_data(configs[0][0], args.hierarchy)
+    root = Path(args.out)
+    summary: list[dict[str, Any]] = []
+    for k, (config, name) in enumerate(configs, start=1):
+        print(f"[{k}/{len(configs)}] {name}")
+        out = root / name
+        if args.resume and (out / "run.json").is_file():
+            print(f"  {out} is finished; skipping")
+            continue
+        start = time.perf_counter()
+        resume = args.resume and (out / "train_state.pt").is_file()
+        train(config, out, resume=resume, force=args.force, data=data)
+        summary.append({"run": name, "seconds": time.perf_counter() - start})
+    for row in summary:
+        print(f"  {row['run']}: {row['seconds']:.0f} s")
+    print(f"wrote {len(configs)} runs under {root}; evaluate them with: hseval evaluate {root} --out EVAL_DIR")
+    return 0
+
+
+def register(commands: argparse._SubParsersAction) -> None:
+    train = commands.add_parser("train", help="train one run (backbone + head) into a run folder")
+    add_train_arguments(train, many=False)
+    train.set_defaults(func=cmd_train)
+    train_all = commands.add_parser("train-all", help="train one run per head (and seed, sweep value)")
+    add_train_arguments(train_all, many=True)
+    train_all.set_defaults(func=cmd_train_all)

@@ -1,0 +1,172 @@
+"""The training engine: every head learns, runs load back, resume after kill -9 is bit-identical,
+DDP on CPU (gloo) keeps both ranks equal."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+import torch
+from safetensors.torch import load_file
+
+from hseval.checkpoint import load_run, load_train_state
+from hseval.cli import main
+from hseval.errors import ConfigError
+from hseval.heads import list_heads
+from train.config import load_config
+from train.engine import train
+
+ROOT = Path(__file__).parents[1]
+
+
+def quick(root, head="plain", *extra):
+    return load_config("fashion-mnist", [f"data.root={root}", f"model.head={head}", "data.train_subset=null",
+                                         "data.batch_size=32", "engine.progress=false", *extra])
+
+
+@pytest.mark.parametrize("head", list_heads())
+def test_every_head_learns(fashion_like, tmp_path, head):
+    config = quick(fashion_like, head, "optim.epochs=2", "optim.milestones=[10]", "data.train_subset=320",
+                   "data.batch_size=16")
+    out = train(config, tmp_path / head, log=lambda _: None)
+    history = json.loads((out / "run.json").read_text())["history"]
+    assert history[-1]["train_loss"] < history[0]["train_loss"]
+    assert history[-1]["test_acc"] > 0.3  # 10 classes: chance is 0.1
+    run = load_run(out)
+    if head.startswith("riemann"):
+        norms = torch.linalg.vector_norm(run.model.head.delta, dim=1)
+        torch.testing.assert_close(norms, torch.ones_like(norms), atol=1e-5, rtol=0)
+    assert set(history[-1]["test_superclass_acc"]) == {"1", "2"}
+
+
+def test_optimizers_split_manifold_parameters(fashion_like):
+    from hseval.model import build_model
+    from train.engine import load_data, model_spec
+    from train.optim import build_optimizers
+
+    config = quick(fashion_like, "riemann")
+    data = load_data(config)
+    model = build_model(model_spec(config, data), data.hierarchy)
+    optimizers = build_optimizers(model, config.optim).optimizers
+    assert set(optimizers) == {"sgd", "riemannian_sgd"}
+    assert optimizers["riemannian_sgd"].param_groups[0]["params"] == [model.head.delta]
+    assert optimizers["sgd"].param_groups[0]["weight_decay"] == 1e-4
+
+
+def test_run_folder_rules(fashion_like, tmp_path):
+    config = quick(fashion_like, "plain", "optim.epochs=1", "data.train_subset=100")
+    train(config, tmp_path / "r", log=lambda _: None)
+    with pytest.raises(ConfigError, match=r"already holds a finished run; pass --force"):
+        train(config, tmp_path / "r", log=lambda _: None)
+    with pytest.raises(ConfigError, match=r"the run is already finished; nothing to resume"):
+        train(config, tmp_path / "r", resume=True, log=lambda _: None)
+    with pytest.raises(ConfigError, match=r"no training state to resume"):
+        train(config, tmp_path / "other", resume=True, log=lambda _: None)
+    train(config, tmp_path / "r", force=True, log=lambda _: None)
+    assert (tmp_path / "r" / "history.csv").read_text().count("\n") == 2
+
+
+def test_resume_refuses_a_changed_config(fashion_like, tmp_path):
+    config = quick(fashion_like, "plain", "optim.epochs=1", "data.train_subset=100")
+    train(config, tmp_path / "r", log=lambda _: None)
+    (tmp_path / "r" / "run.json").unlink()  # pretend it was interrupted after the epoch
+    changed = quick(fashion_like, "plain", "optim.epochs=2", "data.train_subset=100", "optim.lr=0.5")
+    with pytest.raises(ConfigError, match=r"configuration differs from the one the run was started with"):
+        train(changed, tmp_path / "r", resume=True, log=lambda _: None)
+
+
+def _cli(*argv, **kwargs):
+    env = dict(os.environ, PYTHONPATH=str(ROOT), OMP_NUM_THREADS="1")
+    return subprocess.Popen([sys.executable, "-m", "hseval", *argv], env=env, stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True, **kwargs)
+
+
+def test_kill_9_then_resume_gives_the_uninterrupted_weights(fashion_like, tmp_path):
+    args = ["train", "--head", "riemann", "--data-root", str(fashion_like), "--quiet", "--set", "optim.epochs=4",
+            "--set", "optim.milestones=[2]", "--set", "data.train_subset=null", "--set", "data.batch_size=32",
+            "--set", "engine.threads=1"]
+    full = _cli(*args, "--out", str(tmp_path / "full"))
+    assert full.wait(timeout=300) == 0, full.stderr.read()
+
+    victim = _cli(*args, "--out", str(tmp_path / "killed"))
+    state = tmp_path / "killed" / "train_state.pt"
+    deadline = time.time() + 120
+    while not state.exists() and time.time() < deadline:
+        time.sleep(0.05)
+    os.kill(victim.pid, signal.SIGKILL)  # mid-run: after the first epoch's checkpoint
+    victim.wait()
+    epoch = load_train_state(tmp_path / "killed")["epoch"]
+    assert 1 <= epoch < 4 and not (tmp_path / "killed" / "run.json").exists()
+    resumed = _cli(*args, "--out", str(tmp_path / "killed"), "--resume")
+    assert resumed.wait(timeout=300) == 0, resumed.stderr.read()
+    a = load_file(str(tmp_path / "full" / "model.safetensors"))
+    b = load_file(str(tmp_path / "killed" / "model.safetensors"))
+    assert a.keys() == b.keys() and all(torch.equal(a[k], b[k]) for k in a)
+    assert not list((tmp_path / "killed").glob(".*tmp"))  # no temporary file left behind
+
+
+def test_train_all_writes_one_loadable_run_per_head(fashion_like, tmp_path, capsys):
+    code = main(["train-all", "--data-root", str(fashion_like), "--heads", "plain,riemann,hyperbolic", "--quiet",
+                 "--set", "optim.epochs=1", "--set", "data.train_subset=200", "--out", str(tmp_path / "runs")])
+    assert code == 0
+    runs = sorted(p.name for p in (tmp_path / "runs").iterdir())
+    assert runs == ["hyperbolic", "plain", "riemann"]
+    loaded = [load_run(tmp_path / "runs" / r) for r in runs]
+    # the same seed gives every head the same backbone initialisation and data order
+    first = [json.loads((tmp_path / "runs" / r / "run.json").read_text())["history"][0] for r in runs]
+    assert {f["epoch"] for f in first} == {1}
+    assert [r.head_name for r in loaded] == runs
+
+
+def test_train_all_grid_names(fashion_like, tmp_path):
+    import argparse
+
+    from hseval.commands.train import plan_runs
+
+    args = argparse.Namespace(heads="plain,riemann", seeds="0,1",
+                              sweep=["model.head_options.radius_decay=0.5,0.9"])
+    names = [name for _, _, name in plan_runs(args)]
+    assert len(names) == 8 and "riemann-radius_decay=0.9-seed1" in names
+    with pytest.raises(ConfigError, match=r"--seeds takes non-negative integers"):
+        plan_runs(argparse.Namespace(heads="plain", seeds="a", sweep=[]))
+
+
+@pytest.mark.parametrize(("argv", "message"), [
+    (["train", "--out", "x", "--head", "nope"], r"unknown head 'nope'"),
+    (["train", "--out", "x", "--set", "optim.lr=-1"], r"optim.lr must be > 0, got -1"),
+    (["train", "--out", "x", "--set", "optim.epochs=two"], r"optim.epochs must be an integer, got 'two'"),
+    (["train", "--out", "x", "--set", "lr"], r"--set expects key=value, got 'lr'"),
+    (["train", "--out", "x", "--recipe", "nope"], r"unknown recipe 'nope'; choose one of"),
+    (["train", "--out", "x", "--dataset", "mnist"], r"unknown dataset 'mnist'; choose one of"),
+    (["train", "--out", "x", "--set", "model.head_options.foo=1"], r"model.head_options.foo is not an option"),
+    (["train", "--out", "x", "--backbone", "vgg"], r"unknown backbone 'vgg'"),
+    (["train-all", "--out", "x", "--heads", "plain,nope"], r"unknown head 'nope'"),
+])
+def test_bad_training_arguments(tmp_path, capsys, argv, message, fashion_like):
+    import re
+
+    os.chdir(tmp_path)
+    code = main([*argv, "--data-root", str(fashion_like)])
+    err = capsys.readouterr().err.strip()
+    assert code == 2 and len(err.splitlines()) == 1 and re.search(message, err), err
+    assert not (tmp_path / "x" / "run.json").exists()
+
+
+def test_recipes_all_load():
+    from train.config import list_recipes
+
+    recipes = list_recipes()
+    assert {"paper", "fashion-mnist", "cifar100-resnet18", "tiny-imagenet-densenet161"} <= set(recipes)
+    for name in recipes:
+        config = load_config(name)
+        if name.startswith("tiny-imagenet"):
+            assert config.model.head_options["radius_decay"] == 0.9
+        elif name != "fashion-mnist":
+            assert (config.optim.lr, config.optim.epochs, config.optim.milestones, config.data.batch_size) == \
+                (0.1, 300, [150, 225], 64)

@@ -1,0 +1,8 @@
+"""``python -m train train|train-all ...``: the hseval training commands, e.g. under
+``torchrun --nproc_per_node N -m train train ...``."""
+
+import sys
+
+from hseval.cli import main
+
+sys.exit(main(sys.argv[1:]))

@@ -1,0 +1,344 @@
+"""The training loop: ``train_one_epoch``, ``evaluate``, ``load_data`` and ``train`` (the only
+place in hseval with a training loop).
+
+Device-agnostic: CPU, one GPU (bf16 autocast, channels_last, the dataset on the GPU when it fits)
+or several through ``torchrun`` (DDP; rank 0 writes). A checkpoint of the whole training state is
+written atomically after every epoch; ``resume=True`` continues from it and, on CPU with the same
+seed, ends with weights bit-identical to an uninterrupted run (data order and augmentation depend
+only on the seed and the epoch).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import math
+import random
+import shutil
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+from hseval import checkpoint, fileio
+from hseval.data import LoadedDataset, load_dataset
+from hseval.errors import ConfigError, RunFormatError
+from hseval.heads import head_class
+from hseval.hierarchy import Hierarchy
+from hseval.metrics import level_accuracy
+from hseval.model import HierarchicalClassifier, build_model
+from train import distributed, loader
+from train.config import TrainConfig
+from train.optim import Optimizers, build_optimizers
+
+__all__ = ["train", "train_one_epoch", "evaluate", "load_data", "head_options_for", "resolve_device"]
+
+HISTORY_FILE = "history.csv"
+
+
+class TrainStep(nn.Module):
+    """images, labels -> (loss, logits): the unit DDP wraps, so that every head's own loss
+    (multitask adds level terms) is part of the synchronised forward."""
+
+    def __init__(self, model: HierarchicalClassifier) -> None:
+        super().__init__()
+        self.model = model
+
+    def forward(self, x: torch.Tensor, y: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        return self.model.head.loss(self.model.embed(x), y)
+
+
+@dataclass
+class Context:
+    """What the loop needs besides the model: device, precision and the process group."""
+
+    device: torch.device
+    amp: bool
+    channels_last: bool
+    rank: int = 0
+    world: int = 1
+
+    def autocast(self) -> contextlib.AbstractContextManager:
+        if self.amp and self.device.type == "cuda":
+            return torch.autocast("cuda", dtype=torch.bfloat16)
+        return contextlib.nullcontext()
+
+    def prepare(self, x: torch.Tensor) -> torch.Tensor:
+        return x.contiguous(memory_format=torch.channels_last) if self.channels_last else x
+
+
+def resolve_device(name: str, local_rank: int = 0) -> torch.device:
+    if name == "auto":
+        name = f"cuda:{local_rank}" if torch.cuda.is_available() else "cpu"
+    if name.startswith("cuda") and not torch.cuda.is_available():
+        raise ConfigError(f"engine.device={name} but no CUDA device is available; use --set engine.device=cpu")
+    return torch.device(name)
+
+
+def head_options_for(head: str, options: dict[str, Any]) -> dict[str, Any]:
+    """The subset of ``options`` that head ``head`` accepts (a recipe sets options for all heads)."""
+    import inspect
+
+    accepted = set(inspect.signature(head_class(head).__init__).parameters) - {"self", "hierarchy", "in_features"}
+    return {k: v for k, v in options.items() if k in accepted}
+
+
+def check_head_options(heads: list[str], options: dict[str, Any]) -> None:
+    from hseval.heads import list_heads
+
+    known = set().union(*(head_options_for(h, options) for h in list_heads()))
+    unknown = sorted(set(options) - known)
+    if unknown:
+        raise ConfigError(f"model.head_options.{unknown[0]} is not an option of any head")
+    for head in heads:
+        head_class(head)
+
+
+def load_data(config: TrainConfig, hierarchy_file: str | None = None) -> LoadedDataset:
+    """The dataset of ``config`` with, optionally, its tree replaced by a hierarchy file."""
+    data = load_dataset(config.data.dataset, config.data.root)
+    path = hierarchy_file or config.data.hierarchy
+    if path:
+        data.hierarchy = Hierarchy.read(path, classes=data.class_names)
+    return data
+
+
+def model_spec(config: TrainConfig, data: LoadedDataset) -> dict[str, Any]:
+    backbone = {"in_channels": data.channels, "image_size": data.image_size, "small_stem": config.model.small_stem,
+                "embedding_dim": config.model.embedding_dim}
+    return {"backbone": {"name": config.model.backbone, "config": backbone},
+            "head": {"name": config.model.head, "config": head_options_for(config.model.head,
+                                                                            config.model.head_options)}}
+
+
+def train_one_epoch(step: nn.Module, optimizers: Optimizers, batches, ctx: Context, *, total: int,
+                    desc: str, progress: bool) -> dict[str, float]:
+    """One pass over ``batches``; returns mean loss, accuracy and images/s (this rank)."""
+    from tqdm import tqdm
+
+    step.train()
+    loss_sum = torch.zeros((), device=ctx.device, dtype=torch.float64)
+    correct = torch.zeros((), device=ctx.device, dtype=torch.int64)
+    seen = 0
+    start = time.perf_counter()
+    bar = tqdm(total=total, desc=desc, unit="img", unit_scale=True, leave=False, dynamic_ncols=True,
+               disable=not progress or ctx.rank != 0)
+    for i, (x, y) in enumerate(batches):
+        with ctx.autocast():
+            loss, logits = step(ctx.prepare(x), y)
+        optimizers.zero_grad()
+        loss.backward()
+        optimizers.step()
+        loss_sum += loss.detach() * len(y)
+        correct += (logits.detach().argmax(1) == y).sum()
+        seen += len(y)
+        bar.update(len(y) * ctx.world)
+        if i % 20 == 0:  # reading the loss synchronises the GPU: not every step
+            bar.set_postfix(loss=f"{loss_sum.item() / seen:.3f}", acc=f"{correct.item() / seen:.3f}", refresh=False)
+    bar.close()
+    elapsed = time.perf_counter() - start
+    if not math.isfinite(loss_sum.item()):
+        raise ConfigError("the training loss became NaN or infinite; lower optim.lr (hyperbolic heads are "
+                          "sensitive to the learning rate and the curvature)")
+    return {"train_loss": loss_sum.item() / max(seen, 1), "train_acc": correct.item() / max(seen, 1),
+            "images_per_s": seen * ctx.world / elapsed, "seconds": elapsed}
+
+
+@torch.inference_mode()
+def evaluate(model: HierarchicalClassifier, batches, ctx: Context) -> dict[str, Any]:
+    """Loss, leaf accuracy and super-class accuracy per depth (the leaf prediction's ancestor)
+    over every sample of ``batches``."""
+    model.eval()
+    preds, targets, loss_sum = [], [], 0.0
+    for x, y in batches:
+        with ctx.autocast():
+            logits = model(ctx.prepare(x)).float()
+        loss_sum += F.cross_entropy(logits, y, reduction="sum").item()
+        preds.append(logits.argmax(1).cpu())
+        targets.append(y.cpu())
+    pred = torch.cat(preds).numpy()
+    target = torch.cat(targets).numpy()
+    tree = model.hierarchy
+    levels = {str(depth): level_accuracy(tree.ancestor_at_depth(pred, depth), target, tree, depth)
+              for depth in range(1, tree.max_depth)}
+    return {"test_loss": loss_sum / len(target), "test_acc": float((pred == target).mean()),
+            "test_superclass_acc": levels, "test_samples": int(len(target))}
+
+
+def _prepare_out(out: Path, *, resume: bool, force: bool) -> None:
+    finished = (out / checkpoint.META_FILE).is_file()
+    unfinished = (out / checkpoint.STATE_FILE).is_file() and not finished
+    if resume:
+        if finished:
+            raise ConfigError(f"{out}: the run is already finished; nothing to resume (use --force to retrain)")
+        if not unfinished:
+            raise ConfigError(f"{out}: no training state to resume (no {checkpoint.STATE_FILE})")
+        return
+    if (finished or unfinished) and not force:
+        what = "a finished run" if finished else "an unfinished run (continue it with --resume)"
+        raise ConfigError(f"{out}: already holds {what}; pass --force to overwrite it")
+    for name in (checkpoint.META_FILE, checkpoint.MODEL_FILE, checkpoint.STATE_FILE, HISTORY_FILE):
+        with contextlib.suppress(FileNotFoundError):
+            (out / name).unlink()
+    with contextlib.suppress(FileNotFoundError):
+        shutil.rmtree(out / "tensorboard")
+
+
+def _resumable_config(config: dict[str, Any]) -> dict[str, Any]:
+    """The parts of a config that must not change on resume (epochs may grow, display may change)."""
+    out = {k: dict(v) if isinstance(v, dict) else v for k, v in config.items()}
+    out["optim"].pop("epochs", None)
+    for key in ("progress", "tensorboard", "eval_every", "device", "threads"):
+        out["engine"].pop(key, None)
+    out["data"].pop("workers", None)
+    out["data"].pop("root", None)
+    return out
+
+
+def _rng_state() -> dict[str, Any]:
+    return {"torch": torch.get_rng_state(), "numpy": np.random.get_state()[1].tolist(),
+            "python": list(random.getstate()[1])}
+
+
+def _write_history(out: Path, history: list[dict[str, Any]]) -> None:
+    import csv
+    import io
+
+    rows = []
+    for h in history:
+        row = {k: v for k, v in h.items() if not isinstance(v, dict)}
+        row.update({f"test_superclass_acc_depth{d}": v for d, v in h.get("test_superclass_acc", {}).items()})
+        rows.append(row)
+    buffer = io.StringIO()
+    fields = list(dict.fromkeys(k for row in rows for k in row))
+    writer = csv.DictWriter(buffer, fieldnames=fields)
+    writer.writeheader()
+    writer.writerows(rows)
+    fileio.write_text(out / HISTORY_FILE, buffer.getvalue())
+
+
+def train(config: TrainConfig, out: str | Path, *, resume: bool = False, force: bool = False,
+          data: LoadedDataset | None = None, hierarchy_file: str | None = None,
+          log: Callable[[str], None] = print) -> Path:
+    """Train ``config`` into the run folder ``out`` and return it."""
+    out = Path(out)
+    dist = distributed.setup()
+    ctx = Context(device=resolve_device(config.engine.device, dist.local_rank), amp=config.engine.amp,
+                  channels_last=False, rank=dist.rank, world=dist.world)
+    ctx.channels_last = config.engine.channels_last and ctx.device.type == "cuda"
+    if config.engine.threads:
+        torch.set_num_threads(config.engine.threads)
+    check_head_options([config.model.head], config.model.head_options)
+    if dist.rank == 0:
+        _prepare_out(out, resume=resume, force=force)
+    distributed.barrier(dist)
+    data = data or load_data(config, hierarchy_file)
+    seed = config.engine.seed
+    torch.manual_seed(seed)
+    np.random.seed(seed)
+    random.seed(seed)
+    model = build_model(model_spec(config, data), data.hierarchy).to(ctx.device)
+    if ctx.channels_last:
+        model = model.to(memory_format=torch.channels_last)
+    optimizers = build_optimizers(model, config.optim)
+    start_epoch, history = 0, []
+    if resume:
+        state = checkpoint.load_train_state(out)
+        saved = state.get("config")
+        if not isinstance(saved, dict) or _resumable_config(saved) != _resumable_config(config.to_dict()):
+            raise ConfigError(f"{out}: the configuration differs from the one the run was started with; resume with "
+                              "the same recipe and --set options (only optim.epochs may grow)")
+        try:
+            model.load_state_dict(state["model"])
+            optimizers.load_state_dict(state["optimizers"])
+        except (KeyError, RuntimeError, ValueError) as exc:
+            raise RunFormatError(f"{out / checkpoint.STATE_FILE}: does not match the model ({exc})") from None
+        start_epoch, history = int(state["epoch"]), list(state["history"])
+        log(f"resuming {out} at epoch {start_epoch + 1}/{config.optim.epochs}")
+    step: nn.Module = TrainStep(model)
+    if dist.world > 1:
+        step = nn.parallel.DistributedDataParallel(step, device_ids=[ctx.device.index] if ctx.device.type == "cuda"
+                                                   else None)
+    indices = loader.stratified_subset(data.train.labels, config.data.train_subset, seed)
+    train_images = loader.to_device_dataset(data.train, ctx.device, allowed=config.engine.gpu_dataset)
+    test_images = loader.to_device_dataset(data.test, ctx.device, allowed=config.engine.gpu_dataset)
+    writer = _tensorboard(out, config) if dist.rank == 0 else None
+    epochs = config.optim.epochs
+    started = time.perf_counter()
+    for epoch in range(start_epoch, epochs):
+        batches = loader.train_batches(data.train, indices, batch_size=config.data.batch_size, seed=seed, epoch=epoch,
+                                       device=ctx.device, device_images=train_images, workers=config.data.workers,
+                                       rank=dist.rank, world=dist.world)
+        total = loader.num_train_batches(len(indices), config.data.batch_size, dist.world) * \
+            config.data.batch_size * dist.world
+        record: dict[str, Any] = {"epoch": epoch + 1, "lr": optimizers.lr}
+        record.update(train_one_epoch(step, optimizers, batches, ctx, total=total, progress=config.engine.progress,
+                                      desc=f"{config.model.head} epoch {epoch + 1}/{epochs}"))
+        optimizers.epoch_end()
+        if dist.rank == 0 and ((epoch + 1) % config.engine.eval_every == 0 or epoch + 1 == epochs):
+            record.update(evaluate(model, loader.eval_batches(data.test, batch_size=config.data.eval_batch_size,
+                                                              device=ctx.device, device_images=test_images,
+                                                              workers=config.data.workers), ctx))
+        history.append(record)
+        if dist.rank == 0:
+            _log_epoch(log, config.model.head, record, epochs)
+            if writer is not None:
+                _tensorboard_epoch(writer, record)
+            checkpoint.save_train_state(out, {"epoch": epoch + 1, "history": history, "config": config.to_dict(),
+                                              "model": model.state_dict(), "optimizers": optimizers.state_dict(),
+                                              "rng": _rng_state()})
+            _write_history(out, history)
+        distributed.barrier(dist)
+    if dist.rank == 0:
+        final = next((h for h in reversed(history) if "test_acc" in h), {})
+        meta = {"dataset": data.describe(), "training": config.to_dict(), "seed": seed, "history": history,
+                "metrics": {k: v for k, v in final.items() if k.startswith("test_")},
+                "device": _device_info(ctx), "train_seconds": time.perf_counter() - started,
+                "train_subset": len(indices)}
+        checkpoint.save_run(out, model, meta)
+        if writer is not None:
+            writer.close()
+    distributed.barrier(dist)
+    return out
+
+
+def _log_epoch(log: Callable[[str], None], head: str, record: dict[str, Any], epochs: int) -> None:
+    text = (f"{head} epoch {record['epoch']}/{epochs}: loss {record['train_loss']:.4f}, train acc "
+            f"{record['train_acc']:.4f}, {record['images_per_s']:.0f} img/s")
+    if "test_acc" in record:
+        levels = ", ".join(f"L{d} {v:.4f}" for d, v in record["test_superclass_acc"].items())
+        text += f"; test acc {record['test_acc']:.4f}" + (f" (super-class {levels})" if levels else "")
+    log(text)
+
+
+def _device_info(ctx: Context) -> dict[str, Any]:
+    info = {"device": str(ctx.device), "world_size": ctx.world, "amp_bf16": ctx.amp and ctx.device.type == "cuda",
+            "channels_last": ctx.channels_last, "threads": torch.get_num_threads()}
+    if ctx.device.type == "cuda":
+        info["gpu"] = torch.cuda.get_device_name(ctx.device)
+    return info
+
+
+def _tensorboard(out: Path, config: TrainConfig):
+    if not config.engine.tensorboard:
+        return None
+    try:
+        from torch.utils.tensorboard import SummaryWriter
+    except ImportError:
+        print("hseval: tensorboard is not installed (pip install 'hseval[tensorboard]'); logging to run.json only")
+        return None
+    return SummaryWriter(str(out / "tensorboard"))
+
+
+def _tensorboard_epoch(writer, record: dict[str, Any]) -> None:
+    for key, value in record.items():
+        if isinstance(value, (int, float)) and key != "epoch":
+            writer.add_scalar(key, value, record["epoch"])
+        elif isinstance(value, dict):
+            for sub, v in value.items():
+                writer.add_scalar(f"{key}/depth{sub}", v, record["epoch"])

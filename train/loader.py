@@ -1,0 +1,103 @@
+"""Batches for training and evaluation, deterministic from (seed, epoch) on any device.
+
+In-memory splits (:class:`~hseval.data.TensorImages`) skip ``DataLoader`` altogether: a batch is
+an index into one uint8 tensor (kept on the GPU when it fits), augmented where it lies. File
+splits go through a ``DataLoader`` with workers. Under DDP each rank takes every world-th index of
+the same permutation. Training drops the last incomplete batch (BatchNorm cannot learn from a
+batch of one); evaluation never drops a sample.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+import numpy as np
+import torch
+from torch.utils.data import DataLoader, Dataset, Subset
+
+from hseval.data import TensorImages
+
+__all__ = ["epoch_generator", "stratified_subset", "train_batches", "eval_batches", "num_train_batches",
+           "to_device_dataset"]
+
+
+def epoch_generator(seed: int, epoch: int, stream: int = 0) -> torch.Generator:
+    """A CPU generator that depends only on (seed, epoch, stream): resuming replays it exactly."""
+    return torch.Generator().manual_seed((seed * 1_000_003 + epoch * 7_919 + stream) % (2**63))
+
+
+def stratified_subset(labels: np.ndarray, size: int | None, seed: int) -> np.ndarray:
+    """Indices of a class-stratified random subset of ``size`` samples (all when None or too big)."""
+    n = len(labels)
+    if size is None or size >= n:
+        return np.arange(n)
+    from sklearn.model_selection import train_test_split
+
+    chosen, _ = train_test_split(np.arange(n), train_size=size, stratify=labels, random_state=seed)
+    return np.sort(chosen)
+
+
+def to_device_dataset(dataset: Dataset, device: torch.device, *, allowed: bool) -> torch.Tensor | None:
+    """The split's images moved to ``device`` once, when it is an in-memory split that fits
+    comfortably (a quarter of the free GPU memory); else None (batches move one by one)."""
+    if not allowed or device.type != "cuda" or not isinstance(dataset, TensorImages):
+        return None
+    free, _ = torch.cuda.mem_get_info(device)
+    if dataset.images.numel() > free // 4:
+        return None
+    return dataset.images.to(device, non_blocking=True)
+
+
+def _shard(order: torch.Tensor, rank: int, world: int) -> torch.Tensor:
+    if world == 1:
+        return order
+    total = -(-len(order) // world) * world  # pad by wrapping, like DistributedSampler
+    order = torch.cat([order, order[: total - len(order)]])
+    return order[rank::world]
+
+
+def num_train_batches(n: int, batch_size: int, world: int = 1) -> int:
+    per_rank = -(-n // world)
+    return max(per_rank // batch_size, 1)
+
+
+def train_batches(dataset: Dataset, indices: np.ndarray, *, batch_size: int, seed: int, epoch: int,
+                  device: torch.device, device_images: torch.Tensor | None = None, workers: int = 0,
+                  rank: int = 0, world: int = 1) -> Iterator[tuple[torch.Tensor, torch.Tensor]]:
+    """One epoch of shuffled, augmented training batches on ``device``."""
+    perm = torch.randperm(len(indices), generator=epoch_generator(seed, epoch))
+    order = _shard(torch.as_tensor(indices)[perm], rank, world)
+    steps = num_train_batches(len(indices), batch_size, world)
+    if isinstance(dataset, TensorImages):
+        augment = epoch_generator(seed, epoch, stream=1)
+        labels = torch.as_tensor(dataset.labels)
+        for step in range(steps):
+            idx = order[step * batch_size: (step + 1) * batch_size]
+            if len(idx) < min(batch_size, len(order)):
+                break
+            source = device_images if device_images is not None else dataset.images
+            images = source[idx.to(source.device)].to(device, non_blocking=True)
+            x = dataset.preprocess(images, train=True, generator=augment)
+            yield x, labels[idx].to(device, non_blocking=True)
+        return
+    loader = DataLoader(Subset(dataset, order.tolist()), batch_size=batch_size, shuffle=False, drop_last=True,
+                        num_workers=workers, pin_memory=device.type == "cuda",
+                        generator=epoch_generator(seed, epoch, stream=2), persistent_workers=False)
+    for x, y in loader:
+        yield x.to(device, non_blocking=True), y.to(device, non_blocking=True)
+
+
+def eval_batches(dataset: Dataset, *, batch_size: int, device: torch.device, device_images: torch.Tensor | None = None,
+                 workers: int = 0) -> Iterator[tuple[torch.Tensor, torch.Tensor]]:
+    """Every sample of the split, in order, without augmentation."""
+    if isinstance(dataset, TensorImages):
+        labels = torch.as_tensor(dataset.labels)
+        source = device_images if device_images is not None else dataset.images
+        for start in range(0, len(dataset), batch_size):
+            images = source[start: start + batch_size].to(device, non_blocking=True)
+            yield dataset.preprocess(images, train=False), labels[start: start + batch_size].to(device)
+        return
+    loader = DataLoader(dataset, batch_size=batch_size, shuffle=False, drop_last=False, num_workers=workers,
+                        pin_memory=device.type == "cuda")
+    for x, y in loader:
+        yield x.to(device, non_blocking=True), y.to(device, non_blocking=True)
