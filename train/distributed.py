@@ -8,7 +8,7 @@ from dataclasses import dataclass
 import torch
 import torch.distributed as torch_dist
 
-__all__ = ["Dist", "setup", "barrier"]
+__all__ = ["Dist", "setup", "barrier", "broadcast_buffers", "same_on_all_ranks"]
 
 
 @dataclass(frozen=True)
@@ -34,6 +34,29 @@ def setup() -> Dist:
             torch.cuda.set_device(local_rank)
         torch_dist.init_process_group(backend=backend)
     return Dist(rank=rank, world=world, local_rank=local_rank)
+
+
+def same_on_all_ranks(dist: Dist, model: torch.nn.Module) -> bool:
+    """Whether every rank holds bit-identical weights (a SHA-256 of the state dict, gathered)."""
+    import hashlib
+
+    if dist.world == 1:
+        return True
+    digest = hashlib.sha256()
+    for name, tensor in sorted(model.state_dict().items()):
+        digest.update(name.encode())
+        digest.update(tensor.detach().cpu().contiguous().reshape(-1).view(torch.uint8).numpy().tobytes())
+    gathered: list[str | None] = [None] * dist.world
+    torch_dist.all_gather_object(gathered, digest.hexdigest())
+    return len(set(gathered)) == 1
+
+
+def broadcast_buffers(dist: Dist, model: torch.nn.Module) -> None:
+    """Give every rank rank 0's buffers (BatchNorm statistics: DDP broadcasts them before each
+    forward, so after the last step each rank holds the statistics of its own last batch)."""
+    if dist.world > 1:
+        for buffer in model.buffers():
+            torch_dist.broadcast(buffer, src=0)
 
 
 def barrier(dist: Dist) -> None:

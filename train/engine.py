@@ -294,12 +294,16 @@ def train(config: TrainConfig, out: str | Path, *, resume: bool = False, force: 
                                               "rng": _rng_state()})
             _write_history(out, history)
         distributed.barrier(dist)
+    distributed.broadcast_buffers(dist, model)
+    identical = distributed.same_on_all_ranks(dist, model)
+    if not identical:
+        raise RuntimeError("DDP ranks ended with different weights; this is a bug in the training engine")
     if dist.rank == 0:
         final = next((h for h in reversed(history) if "test_acc" in h), {})
         meta = {"dataset": data.describe(), "training": config.to_dict(), "seed": seed, "history": history,
                 "metrics": {k: v for k, v in final.items() if k.startswith("test_")},
                 "device": _device_info(ctx), "train_seconds": time.perf_counter() - started,
-                "train_subset": len(indices)}
+                "train_subset": len(indices), "world_size": dist.world}
         checkpoint.save_run(out, model, meta)
         if writer is not None:
             writer.close()
