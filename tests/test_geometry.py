@@ -1,0 +1,102 @@
+"""Geometry of class vectors (float64) and 2-D projections through their libraries."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import torch
+
+from hseval import geometry
+from hseval.heads import create_head
+from hseval.projection import project, stratified_sample
+from tests.conftest import appendix_a, fashion_tree
+
+
+def test_riemann_children_sit_at_radius_with_the_papers_angles():
+    tree = fashion_tree()
+    head = create_head("riemann", tree, 32, radius=2.0, radius_decay=0.5)
+    vectors, kind = geometry.node_vectors(head)
+    assert kind == "learned" and vectors.dtype == np.float64 and vectors.shape == (13, 32)
+    table = geometry.parent_child_table(tree, vectors, head.radii().numpy())
+    np.testing.assert_allclose(table["delta_norm"], table["radius"], rtol=1e-6)
+    assert table.loc[table["depth"] == 1, "angle_to_parent"].isna().all()
+    # a hand check: the angle between w_child = w_p + Rδ and w_p from the law of cosines
+    coat = tree.index("Coat")
+    w, wp = vectors[coat], vectors[tree.parents[coat]]
+    expected = np.degrees(np.arccos(w @ wp / np.linalg.norm(w) / np.linalg.norm(wp)))
+    assert table.loc[coat, "angle_to_parent"] == pytest.approx(expected)
+
+
+def test_plain_head_uses_centroids_of_its_class_vectors():
+    tree = appendix_a()
+    head = create_head("plain", tree, 3)
+    with torch.no_grad():
+        head.classifier.weight.copy_(torch.tensor([[1.0, 0, 0], [0, 1, 0], [0, 0, 1], [0, 0, 3]]))
+    vectors, kind = geometry.node_vectors(head)
+    assert kind == "centroid"
+    np.testing.assert_allclose(vectors[tree.index("fruit")], [0.5, 0.5, 0])
+    np.testing.assert_allclose(vectors[tree.index("animal")], [0, 0, 2])
+    table = geometry.parent_child_table(tree, vectors)
+    assert table.loc[tree.index("apple"), "angle_to_parent"] == pytest.approx(45.0)
+    assert table.loc[tree.index("dog"), "angle_to_parent"] == pytest.approx(0.0)
+
+
+def test_hyperbolic_head_has_no_vectors():
+    assert geometry.node_vectors(create_head("hyperbolic", fashion_tree(), 8)) is None
+
+
+def test_pair_angles_label_siblings():
+    tree = appendix_a()
+    vectors = np.array([[1.0, 0], [0, 1], [-1, 0], [1, 1], [1, 0], [0, 1]])
+    pairs = geometry.pair_angles(tree, vectors)
+    sib = pairs[(pairs["depth"] == 2) & (pairs["kind"] == "sibling")]
+    assert len(sib) == 2 and sorted(sib["angle"].round(6)) == [90.0, 135.0]
+    assert len(pairs[(pairs["depth"] == 2) & (pairs["kind"] == "non-sibling")]) == 4
+    assert pairs[pairs["depth"] == 1]["kind"].tolist() == ["sibling"]
+
+
+def test_tree_agreement_is_perfect_for_vectors_built_from_the_tree():
+    tree = fashion_tree()
+    rng = np.random.default_rng(0)
+    directions = rng.normal(size=(tree.num_nodes, 64))
+    H = tree.H.toarray().astype(float)
+    scale = 4.0 ** (-tree.depth.astype(float))
+    leaves = (H * scale[:, None]).T @ directions  # each class = its path's sum, big steps first
+    result = geometry.tree_agreement(tree, leaves)
+    assert result["cophenetic_correlation"] > 0.8
+    assert result["levels"]["1"]["adjusted_rand"] == pytest.approx(1.0)
+    shuffled = geometry.tree_agreement(tree, rng.normal(size=(10, 64)))
+    assert shuffled["cophenetic_correlation"] < result["cophenetic_correlation"]
+
+
+def test_stratified_sample_keeps_class_proportions():
+    labels = np.repeat(np.arange(10), [100, 50, 50, 50, 50, 50, 50, 50, 50, 500])
+    idx = stratified_sample(labels, 200, seed=1)
+    assert len(idx) == 200 and np.all(np.diff(idx) > 0)
+    counts = np.bincount(labels[idx], minlength=10)
+    assert counts[9] == pytest.approx(100, abs=2) and counts.min() >= 9
+    assert np.array_equal(stratified_sample(labels, 10_000), np.arange(len(labels)))
+    assert np.array_equal(idx, stratified_sample(labels, 200, seed=1))
+
+
+def test_pca_projection_matches_sklearn_and_places_class_vectors():
+    from sklearn.decomposition import PCA
+
+    rng = np.random.default_rng(0)
+    x = rng.normal(size=(50, 6)).astype(np.float32)
+    xy, cxy = project(x, "pca", class_vectors=np.eye(6)[:3], seed=0)
+    np.testing.assert_allclose(xy, PCA(2, random_state=0).fit_transform(x), rtol=1e-4, atol=1e-4)
+    assert cxy.shape == (3, 2)
+
+
+def test_tsne_and_umap_run_through_their_libraries():
+    rng = np.random.default_rng(0)
+    x = np.concatenate([rng.normal(0, 1, (40, 8)), rng.normal(8, 1, (40, 8))]).astype(np.float32)
+    for method in ("tsne", "umap"):
+        xy, cxy = project(x, method, class_vectors=x[:2], seed=0)
+        assert xy.shape == (80, 2) and cxy.shape == (2, 2) and np.isfinite(xy).all()
+        # the two clusters stay apart
+        a, b = xy[:40].mean(0), xy[40:].mean(0)
+        assert np.linalg.norm(a - b) > 2 * xy[:40].std(0).mean()
+    again, _ = project(x, "tsne", seed=0)
+    np.testing.assert_allclose(again, project(x, "tsne", seed=0)[0])
