@@ -27,7 +27,7 @@ class _Parser(argparse.ArgumentParser):
 
 def build_parser() -> argparse.ArgumentParser:
     from hseval import __version__
-    from hseval.commands import hierarchy, train
+    from hseval.commands import evaluate, hierarchy, train
 
     parser = _Parser(prog="hseval", description="Train, evaluate and inspect hierarchical classifiers "
                                                 "(hierarchical spheres, Scieur & Kim 2021).")
@@ -35,6 +35,7 @@ def build_parser() -> argparse.ArgumentParser:
     commands = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
     hierarchy.register(commands)
     train.register(commands)
+    evaluate.register(commands)
     return parser
 
 

@@ -32,6 +32,7 @@ def atomic_path(path: str | Path) -> Iterator[Path]:
         raise HsevalError(f"cannot write {path}: {exc.strerror or exc}; choose a writable folder") from None
     tmp_path = Path(tmp)
     try:
+        os.chmod(tmp_path, 0o666 & ~_umask())  # mkstemp makes 0600; give the usual permissions
         yield tmp_path
         with open(tmp_path, "rb+") as fh:
             os.fsync(fh.fileno())
@@ -41,6 +42,12 @@ def atomic_path(path: str | Path) -> Iterator[Path]:
     finally:
         with contextlib.suppress(FileNotFoundError):
             tmp_path.unlink()
+
+
+def _umask() -> int:
+    mask = os.umask(0)
+    os.umask(mask)
+    return mask
 
 
 def _write(path: str | Path, mode: str, writer: Callable[[IO[Any]], None], **kwargs: Any) -> None:

@@ -1,5 +1,34 @@
 """Metrics: pure functions first (numpy in, numbers out), thin accumulators on top."""
 
-from hseval.metrics.accuracy import level_accuracy, level_predictions_from_leaf, topk_accuracy
+from hseval.metrics.accumulate import EvaluationAccumulator
+from hseval.metrics.accuracy import (
+    level_accuracy,
+    level_agreement,
+    level_predictions_from_leaf,
+    level_predictions_from_logits,
+    per_node_accuracy,
+    superclass_accuracy_from_leaf,
+    superclass_accuracy_from_levels,
+    topk_accuracy,
+    topk_predictions,
+)
+from hseval.metrics.calibration import expected_calibration_error, reliability_bins
+from hseval.metrics.confusion import confusion_matrix, tree_order
+from hseval.metrics.hierarchical import hierarchical_prf
+from hseval.metrics.mistakes import (
+    avg_hierarchical_distance_at_k,
+    best_hierarchical_distance_at_k,
+    hierarchical_distance,
+    mistake_metrics,
+    mistake_metrics_from_topk,
+    mistake_severity,
+)
 
-__all__ = ["level_accuracy", "level_predictions_from_leaf", "topk_accuracy"]
+__all__ = [
+    "EvaluationAccumulator",
+    "avg_hierarchical_distance_at_k", "best_hierarchical_distance_at_k", "confusion_matrix",
+    "expected_calibration_error", "hierarchical_distance", "hierarchical_prf", "level_accuracy", "level_agreement",
+    "level_predictions_from_leaf", "level_predictions_from_logits", "mistake_metrics", "mistake_metrics_from_topk",
+    "mistake_severity", "per_node_accuracy", "reliability_bins", "superclass_accuracy_from_leaf",
+    "superclass_accuracy_from_levels", "topk_accuracy", "topk_predictions", "tree_order",
+]

@@ -1,0 +1,160 @@
+"""Figures as pure functions: tables in, ``plotly.graph_objects.Figure`` out.
+
+The offline HTML report and the Streamlit dashboard draw the same figures from these functions;
+none of them reads a file or computes a metric.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+import plotly.express as px
+import plotly.graph_objects as go
+
+from hseval.hierarchy import Hierarchy
+
+__all__ = ["accuracy_by_level", "node_sunburst", "angle_to_parent", "sibling_angles", "delta_vs_radius",
+           "projection_scatter", "confusion_heatmap", "history_curves", "reliability_diagram"]
+
+TEMPLATE = "plotly_white"
+
+
+def _empty(title: str, message: str) -> go.Figure:
+    fig = go.Figure()
+    fig.add_annotation(text=message, showarrow=False, x=0.5, y=0.5, xref="paper", yref="paper")
+    fig.update_layout(title=title, template=TEMPLATE, xaxis_visible=False, yaxis_visible=False, height=300)
+    return fig
+
+
+def accuracy_by_level(levels: pd.DataFrame, *, title: str = "Accuracy per level") -> go.Figure:
+    """Grouped bars from a long table with columns run, level (e.g. "leaf", "level 1"), way
+    ("leaf", "from leaf", "parent δ" ...) and accuracy in [0, 1]."""
+    if levels.empty:
+        return _empty(title, "no accuracy to show")
+    frame = levels.assign(series=levels["run"] + np.where(levels["way"].isin(["leaf", ""]), "",
+                                                          " (" + levels["way"] + ")"))
+    fig = px.bar(frame, x="level", y="accuracy", color="series", barmode="group", text_auto=".3f",
+                 template=TEMPLATE, title=title, range_y=[0, 1])
+    fig.update_layout(legend_title_text="run", yaxis_tickformat=".0%")
+    return fig
+
+
+def node_sunburst(hierarchy: Hierarchy, per_node: pd.DataFrame, *, value: str = "accuracy",
+                  title: str = "Accuracy per node", diverging: bool = False) -> go.Figure:
+    """The tree as a sunburst: sector size = support (samples), colour = ``value`` per node
+    (``diverging`` for a difference between two runs, centred on 0)."""
+    names = [*hierarchy.node_names]
+    parents = ["" if p < 0 else names[p] for p in hierarchy.parents.tolist()]
+    frame = per_node.set_index("node").reindex(range(hierarchy.num_nodes))
+    support = frame["support"].fillna(0).to_numpy(dtype=float)
+    colour = frame[value].to_numpy(dtype=float)
+    hover = [f"{'/'.join(hierarchy.path_names(i))}<br>{value}: {c:.3f}<br>samples: {int(s)}"
+             for i, (c, s) in enumerate(zip(np.nan_to_num(colour, nan=np.nan), support))]
+    scale = "RdBu" if diverging else "Viridis"
+    limit = np.nanmax(np.abs(colour)) if diverging and np.isfinite(colour).any() else None
+    marker = dict(colors=colour, colorscale=scale, colorbar=dict(title=value), showscale=True,
+                  cmid=0 if diverging else None,
+                  cmin=-limit if limit else (None if diverging else 0),
+                  cmax=limit if limit else (None if diverging else 1))
+    fig = go.Figure(go.Sunburst(ids=names, labels=names, parents=parents, values=np.maximum(support, 0),
+                                branchvalues="total", marker=marker, hovertext=hover, hoverinfo="text"))
+    fig.update_layout(title=title, template=TEMPLATE, margin=dict(t=50, l=0, r=0, b=0), height=560)
+    return fig
+
+
+def angle_to_parent(geometry: pd.DataFrame, *, title: str = "Angle between each node and its parent") -> go.Figure:
+    """Box plots of the parent/child angle (degrees) per depth, one colour per run; needs the
+    columns run, depth, angle_to_parent."""
+    data = geometry.dropna(subset=["angle_to_parent"]) if not geometry.empty else geometry
+    if data.empty:
+        return _empty(title, "no parent/child angles (depth-1 nodes have the root, w = 0, as parent)")
+    fig = px.box(data, x="depth", y="angle_to_parent", color="run", points=False, template=TEMPLATE,
+                 title=title, labels={"angle_to_parent": "angle to parent (°)"})
+    return fig
+
+
+def sibling_angles(pairs: pd.DataFrame, *, title: str = "Angles between siblings and non-siblings") -> go.Figure:
+    """Violins of pairwise angles per depth, split by sibling / non-sibling (columns run, depth,
+    kind, angle)."""
+    if pairs.empty:
+        return _empty(title, "no pairs of nodes to compare")
+    fig = px.violin(pairs, x="depth", y="angle", color="kind", facet_col="run", box=True, points=False,
+                    template=TEMPLATE, title=title, labels={"angle": "angle (°)"})
+    fig.for_each_annotation(lambda a: a.update(text=a.text.split("=")[-1]))
+    return fig
+
+
+def delta_vs_radius(geometry: pd.DataFrame, *, title: str = "‖w_p − w_parent‖ against the radius R_p") -> go.Figure:
+    """Scatter of the effective step ‖R_p δ_p‖ against R_p per node (columns run, name, depth,
+    delta_norm, radius); heads without radii show the step per depth."""
+    if geometry.empty:
+        return _empty(title, "no class vectors")
+    data = geometry.assign(radius=geometry["radius"].fillna(-1.0))
+    has_radius = (data["radius"] >= 0).any()
+    fig = px.strip(data, x="depth" if not has_radius else "radius", y="delta_norm", color="run",
+                   hover_name="name", template=TEMPLATE, title=title,
+                   labels={"delta_norm": "‖w_p − w_parent‖", "radius": "R_p"})
+    return fig
+
+
+def projection_scatter(points: pd.DataFrame, *, color: str = "level1", title: str = "Embeddings",
+                       max_legend: int = 40) -> go.Figure:
+    """Samples (small dots) and class vectors (large diamonds) of one projection; ``color`` is a
+    column (label, level1, level2, ..., correct). Hover shows the class path."""
+    if points.empty:
+        return _empty(title, "no projection (run 'hseval evaluate --projections pca,tsne')")
+    data = points.copy()
+    if color not in data.columns:
+        color = "label"
+    data[color] = data[color].astype(str)
+    levels = [c for c in data.columns if c.startswith("level")]
+    parts = data[levels + ["label"]].astype(object).where(data[levels + ["label"]].notna(), "")
+    data["path"] = ["/".join(str(p) for p in row if str(p)) for row in parts.itertuples(index=False)]
+    samples = data[data["kind"] == "sample"]
+    vectors = data[data["kind"] == "class_vector"]
+    fig = px.scatter(samples, x="x", y="y", color=color, hover_name="path", template=TEMPLATE, title=title,
+                     hover_data={"x": False, "y": False, "correct": True} if "correct" in samples else None,
+                     render_mode="webgl", opacity=0.6)
+    fig.update_traces(marker=dict(size=4))
+    if not vectors.empty:
+        fig.add_trace(go.Scatter(x=vectors["x"], y=vectors["y"], mode="markers+text", text=vectors["label"],
+                                 textposition="top center", name="class vectors", hovertext=vectors["path"],
+                                 marker=dict(symbol="diamond", size=11, color="black", line=dict(width=1,
+                                                                                                  color="white"))))
+    fig.update_layout(showlegend=samples[color].nunique() <= max_legend, legend_title_text=color, height=600,
+                      xaxis_title=None, yaxis_title=None)
+    return fig
+
+
+def confusion_heatmap(matrix: np.ndarray, labels: list[str], *, title: str = "Confusion matrix (tree order)",
+                      normalize: bool = True) -> go.Figure:
+    """Rows = true class, columns = prediction, in the given (tree) order; rows normalised to 1."""
+    m = np.asarray(matrix, dtype=float)
+    if m.size == 0:
+        return _empty(title, "no samples")
+    if normalize:
+        sums = m.sum(axis=1, keepdims=True)
+        m = np.divide(m, sums, out=np.zeros_like(m), where=sums > 0)
+    fig = go.Figure(go.Heatmap(z=m, x=labels, y=labels, colorscale="Blues", zmin=0,
+                               hovertemplate="true %{y}<br>predicted %{x}<br>%{z:.3f}<extra></extra>"))
+    fig.update_layout(title=title, template=TEMPLATE, yaxis_autorange="reversed", height=max(400, 14 * len(labels)),
+                      xaxis_title="predicted", yaxis_title="true")
+    return fig
+
+
+def history_curves(history: pd.DataFrame, *, title: str = "Training history") -> go.Figure:
+    """Test accuracy per epoch for each run (columns run, epoch, test_acc)."""
+    data = history.dropna(subset=["test_acc"]) if "test_acc" in history else pd.DataFrame()
+    if data.empty:
+        return _empty(title, "no history")
+    return px.line(data, x="epoch", y="test_acc", color="run", markers=True, template=TEMPLATE, title=title,
+                   labels={"test_acc": "test accuracy"})
+
+
+def reliability_diagram(bins: pd.DataFrame, *, title: str = "Reliability") -> go.Figure:
+    """Accuracy against confidence per bin (columns run, confidence, accuracy, count)."""
+    if bins.empty:
+        return _empty(title, "no calibration bins")
+    fig = px.line(bins, x="confidence", y="accuracy", color="run", markers=True, template=TEMPLATE, title=title)
+    fig.add_trace(go.Scatter(x=[0, 1], y=[0, 1], mode="lines", name="perfect", line=dict(dash="dot", color="grey")))
+    return fig

@@ -1,0 +1,53 @@
+"""``hseval evaluate`` and ``hseval report``."""
+
+from __future__ import annotations
+
+import argparse
+
+
+def _methods(text: str) -> list[str]:
+    return [m.strip() for m in text.split(",") if m.strip()] if text.strip().lower() != "none" else []
+
+
+def _int(text: str) -> int:
+    try:
+        return int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected an integer, got {text!r}") from None
+
+
+def cmd_evaluate(args: argparse.Namespace) -> int:
+    from hseval.evaluation import evaluate_runs
+
+    entries = evaluate_runs(args.runs, args.out, data_root=args.data_root, split=args.split,
+                            projections=_methods(args.projections), max_points=args.max_points, device=args.device,
+                            progress=not args.quiet)
+    print(f"evaluated {len(entries)} run(s) into {args.out}; next: hseval report {args.out}")
+    return 0
+
+
+def cmd_report(args: argparse.Namespace) -> int:
+    from hseval.report import write_report
+
+    paths = write_report(args.dir, out=args.out)
+    for path in paths:
+        print(f"wrote {path}")
+    return 0
+
+
+def register(commands: argparse._SubParsersAction) -> None:
+    evaluate = commands.add_parser("evaluate", help="metrics, geometry and projections of trained runs")
+    evaluate.add_argument("runs", nargs="+", metavar="RUN", help="run folders, folders of runs, or globs")
+    evaluate.add_argument("--out", required=True, help="evaluation folder (one sub-folder per run)")
+    evaluate.add_argument("--data-root", help="dataset folder (default: where the run was trained)")
+    evaluate.add_argument("--split", default="test", help="train or test (default: test)")
+    evaluate.add_argument("--projections", default="pca,tsne", help="comma-separated from pca,tsne,umap, or none "
+                                                                   "(default: pca,tsne)")
+    evaluate.add_argument("--max-points", type=_int, default=5000, help="samples kept for projections (default 5000)")
+    evaluate.add_argument("--device", default="auto", help="auto, cpu, cuda or cuda:N")
+    evaluate.add_argument("--quiet", action="store_true", help="no progress bars")
+    evaluate.set_defaults(func=cmd_evaluate)
+    report = commands.add_parser("report", help="tables and an offline HTML report of an evaluation folder")
+    report.add_argument("dir", help="a folder written by 'hseval evaluate'")
+    report.add_argument("--out", help="report.html path (default: DIR/report.html)")
+    report.set_defaults(func=cmd_report)

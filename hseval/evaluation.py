@@ -1,0 +1,307 @@
+"""``hseval evaluate``: metrics, geometry and projections of trained runs, written as files.
+
+Per run, into ``OUT/<run>/``: ``metrics.json``, ``per_node.csv``, ``geometry.csv``,
+``pair_angles.csv``, ``embeddings.npz`` (a stratified sample, capped), ``projections.csv`` and
+``predictions.npz`` (targets and top-k predictions of every sample, for confusion matrices); and
+``OUT/index.json`` listing the evaluated runs. A run's files are written into a hidden temporary
+folder that is renamed into place when complete, so a reader never sees a partial evaluation.
+Embeddings are computed once per run, on the whole split, under ``torch.inference_mode``.
+"""
+
+from __future__ import annotations
+
+import glob
+import os
+import shutil
+import time
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+import torch
+
+from hseval import fileio
+from hseval.checkpoint import Run, load_run
+from hseval.errors import ConfigError, DataError, RunFormatError
+
+__all__ = ["find_runs", "evaluate_run", "evaluate_runs", "EVAL_FILES", "read_index"]
+
+EVAL_FILES = ("metrics.json", "per_node.csv", "geometry.csv", "pair_angles.csv", "embeddings.npz",
+              "projections.csv", "predictions.npz")
+INDEX_FILE = "index.json"
+TOPK = 20
+
+
+def find_runs(patterns: list[str]) -> list[Path]:
+    """Run folders named by ``patterns``: run folders, folders holding runs (searched
+    recursively) or glob patterns; in sorted order, without duplicates."""
+    found: dict[Path, None] = {}
+    for pattern in patterns:
+        matches = sorted(glob.glob(pattern)) if glob.has_magic(pattern) else [pattern]
+        if not matches:
+            raise ConfigError(f"{pattern}: matches no file")
+        for match in matches:
+            path = Path(match)
+            if not path.exists():
+                raise RunFormatError(f"{path}: no such run folder")
+            if (path / "run.json").is_file():
+                found[path.resolve()] = None
+            elif path.is_dir():
+                for meta in sorted(path.rglob("run.json")):
+                    if not any(part.startswith(".") for part in meta.relative_to(path).parts):
+                        found[meta.parent.resolve()] = None
+    if not found:
+        raise RunFormatError(f"no runs (folders with run.json) in {', '.join(patterns)}; train some with "
+                             "'hseval train-all'")
+    return list(found)
+
+
+def run_names(runs: list[Path]) -> list[str]:
+    """Short unique names: the folder name, or the path below the runs' common folder."""
+    names = [r.name for r in runs]
+    if len(set(names)) == len(names):
+        return names
+    common = Path(os.path.commonpath([str(r) for r in runs]))
+    return [str(r.relative_to(common)).replace(os.sep, "__") or r.name for r in runs]
+
+
+def _dataset_for(run: Run, data_root: str | None, cache: dict):
+    from hseval.data import load_dataset
+
+    dataset = run.meta.get("dataset") or {}
+    name = dataset.get("name")
+    if not isinstance(name, str):
+        raise RunFormatError(f"{run.path / 'run.json'}: no 'dataset.name'; cannot tell which data to evaluate on")
+    root = data_root or dataset.get("root")
+    key = (name, root)
+    if key not in cache:
+        try:
+            cache[key] = load_dataset(name, root)
+        except DataError as exc:
+            raise DataError(f"{run.path}: its dataset {name!r} is not available: {exc}") from None
+    data = cache[key]
+    if list(data.class_names) != list(run.hierarchy.leaf_names) and \
+            list(data.class_names) != list(dataset.get("class_names") or []):
+        raise DataError(f"{run.path}: the run's classes do not match the classes of {name!r} found at {data.root}")
+    return data
+
+
+def _batches(split, batch_size: int, device: torch.device):
+    from torch.utils.data import DataLoader
+
+    from hseval.data import TensorImages
+
+    if isinstance(split, TensorImages):
+        labels = torch.as_tensor(split.labels)
+        for start in range(0, len(split), batch_size):
+            images = split.images[start: start + batch_size].to(device)
+            yield split.preprocess(images, train=False), labels[start: start + batch_size]
+        return
+    loader = DataLoader(split, batch_size=batch_size, shuffle=False, drop_last=False,
+                        num_workers=min(8, os.cpu_count() or 1), pin_memory=device.type == "cuda")
+    for x, y in loader:
+        yield x.to(device, non_blocking=True), y
+
+
+@torch.inference_mode()
+def _extract(run: Run, split, *, sample: np.ndarray, batch_size: int, device: torch.device,
+             progress: bool) -> dict[str, Any]:
+    from tqdm import tqdm
+
+    from hseval.metrics import EvaluationAccumulator
+
+    model = run.model
+    tree = run.hierarchy
+    acc = EvaluationAccumulator(tree, topk=TOPK)
+    in_sample = np.zeros(len(split), dtype=bool)
+    in_sample[sample] = True
+    kept, feature_norms, max_logits = [], [], []
+    bar = tqdm(total=len(split), desc=f"embed {run.path.name}", unit="img", unit_scale=True, leave=False,
+               disable=not progress, dynamic_ncols=True)
+    seen = 0
+    for x, y in _batches(split, batch_size, device):
+        z = model.embed(x).float()
+        logits = model.head(z).float()
+        levels = model.head.level_logits(z)
+        acc.update(logits, y, levels)
+        mask = in_sample[seen: seen + len(y)]
+        if mask.any():
+            kept.append(z[torch.as_tensor(mask, device=z.device)].cpu())
+        feature_norms.append(torch.linalg.vector_norm(z, dim=1).cpu())
+        max_logits.append(logits.max(1).values.cpu())
+        seen += len(y)
+        bar.update(len(y))
+    bar.close()
+    if seen != len(split):
+        raise DataError(f"{run.path}: evaluated {seen} samples but the split has {len(split)}")
+    norms = torch.cat(feature_norms).numpy()
+    return {"metrics": acc.compute(), "embeddings": torch.cat(kept).numpy() if kept else np.zeros((0, 0)),
+            "targets": acc.target, "topk": acc.topk_pred,
+            "feature_norm": {"mean": float(norms.mean()), "std": float(norms.std()), "max": float(norms.max())},
+            "max_logit": {"mean": float(torch.cat(max_logits).mean())}}
+
+
+def _level_columns(tree, leaves: np.ndarray) -> dict[str, list[str]]:
+    cols = {}
+    for depth in range(1, tree.max_depth):
+        nodes = tree.ancestor_at_depth(leaves, depth)
+        cols[f"level{depth}"] = [tree.node_names[n] if n >= 0 else "" for n in nodes.tolist()]
+    return cols
+
+
+def _projections(run: Run, emb: np.ndarray, labels: np.ndarray, pred: np.ndarray, methods: list[str],
+                 vectors: np.ndarray | None, seed: int) -> pd.DataFrame:
+    from hseval.projection import project
+
+    tree = run.hierarchy
+    frames = []
+    for method in methods:
+        xy, cxy = project(emb, method, class_vectors=vectors, seed=seed)
+        frame = pd.DataFrame({"method": method, "kind": "sample", "x": xy[:, 0], "y": xy[:, 1],
+                              "label": [tree.node_names[i] for i in labels.tolist()],
+                              **_level_columns(tree, labels), "correct": pred == labels})
+        frames.append(frame)
+        if cxy is not None:
+            nodes = np.arange(len(cxy))
+            leaf_of = np.where(nodes < tree.num_leaves, nodes, 0)
+            cols = _level_columns(tree, leaf_of)
+            for depth in range(1, tree.max_depth):  # a super-class vector belongs to its own ancestors
+                cols[f"level{depth}"] = [tree.node_names[a] if a >= 0 else "" for a in
+                                         tree.ancestor_at_depth(nodes, depth).tolist()]
+            frames.append(pd.DataFrame({"method": method, "kind": "class_vector", "x": cxy[:, 0], "y": cxy[:, 1],
+                                        "label": [tree.node_names[i] for i in nodes.tolist()], **cols,
+                                        "correct": np.nan}))
+    return pd.concat(frames, ignore_index=True) if frames else pd.DataFrame()
+
+
+def _write_csv(path: Path, frame: pd.DataFrame) -> None:
+    fileio.write_text(path, frame.to_csv(index=False))
+
+
+def _write_npz(path: Path, **arrays: np.ndarray) -> None:
+    with fileio.atomic_path(path) as tmp, open(tmp, "wb") as fh:
+        np.savez_compressed(fh, **arrays)
+
+
+def evaluate_run(run_dir: Path, out_dir: Path, *, name: str, data_root: str | None = None, split: str = "test",
+                 projections: list[str] = ("pca",), max_points: int = 5000, device: str = "auto",
+                 batch_size: int = 512, seed: int = 0, data_cache: dict | None = None,
+                 progress: bool = True) -> dict[str, Any]:
+    """Evaluate one run into ``out_dir / name`` and return its index entry."""
+    from hseval import geometry
+    from hseval.metrics import per_node_accuracy
+    from hseval.projection import stratified_sample
+
+    start = time.perf_counter()
+    torch_device = torch.device("cuda" if device == "auto" and torch.cuda.is_available() else
+                                ("cpu" if device == "auto" else device))
+    run = load_run(run_dir, device=torch_device)
+    data = _dataset_for(run, data_root, {} if data_cache is None else data_cache)
+    part = data.split(split)
+    sample = stratified_sample(part.labels, max_points, seed=seed)
+    result = _extract(run, part, sample=sample, batch_size=batch_size, device=torch_device, progress=progress)
+    tree = run.hierarchy
+    targets, pred = result["targets"], result["topk"][:, 0]
+
+    support, correct = per_node_accuracy(pred, targets, tree)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        per_node = pd.DataFrame({"node": np.arange(tree.num_nodes), "name": tree.node_names, "depth": tree.depth,
+                                 "parent": [tree.node_names[p] if p >= 0 else tree.root_name
+                                            for p in tree.parents.tolist()],
+                                 "is_leaf": np.arange(tree.num_nodes) < tree.num_leaves,
+                                 "support": support, "correct": correct, "accuracy": correct / support})
+    head = run.model.head
+    vectors = geometry.node_vectors(head)
+    metrics: dict[str, Any] = {**result["metrics"], "feature_norm": result["feature_norm"],
+                               "max_logit": result["max_logit"]}
+    geometry_table = pd.DataFrame()
+    pairs = pd.DataFrame()
+    if vectors is not None:
+        node_vec, kind = vectors
+        radii = head.radii()
+        geometry_table = geometry.parent_child_table(tree, node_vec, None if radii is None else radii.cpu().numpy())
+        geometry_table.insert(0, "vectors", kind)
+        pairs = geometry.pair_angles(tree, node_vec, seed=seed)
+        agreement = geometry.tree_agreement(tree, node_vec[: tree.num_leaves])
+        metrics["geometry"] = geometry.geometry_summary(tree, geometry_table, pairs, kind, agreement)
+        metrics["class_vector_norm"] = {"mean": float(np.linalg.norm(node_vec[: tree.num_leaves], axis=1).mean())}
+    else:
+        metrics["geometry"] = {"skipped": f"head {run.head_name!r} has no class vectors"}
+    sample_labels = targets[sample]
+    sample_pred = pred[sample]
+    class_vectors = None if vectors is None else vectors[0]
+    emb = result["embeddings"]
+    proj = _projections(run, emb, sample_labels, sample_pred, list(projections), class_vectors, seed) \
+        if len(sample) >= 4 and projections else pd.DataFrame()
+
+    meta = run.meta
+    metrics.update({"run": name, "run_path": str(run.path), "head": run.head_name,
+                    "backbone": meta["model"]["backbone"]["name"], "dataset": meta["dataset"]["name"],
+                    "split": split, "samples": int(len(targets)), "seed": meta.get("seed"),
+                    "training": meta.get("training", {}), "history": meta.get("history", []),
+                    "train_seconds": meta.get("train_seconds"), "eval_seconds": time.perf_counter() - start,
+                    "hierarchy": tree.to_dict()})
+
+    out_dir.mkdir(parents=True, exist_ok=True)
+    final = out_dir / name
+    staging = out_dir / f".tmp-{name}-{os.getpid()}"
+    shutil.rmtree(staging, ignore_errors=True)
+    try:
+        staging.mkdir()
+        fileio.write_json(staging / "metrics.json", metrics)
+        _write_csv(staging / "per_node.csv", per_node)
+        _write_csv(staging / "geometry.csv", geometry_table)
+        _write_csv(staging / "pair_angles.csv", pairs)
+        _write_csv(staging / "projections.csv", proj)
+        node_vectors = np.zeros((0, 0), np.float32) if vectors is None else vectors[0].astype(np.float32)
+        _write_npz(staging / "embeddings.npz", embeddings=emb.astype(np.float32), labels=sample_labels,
+                   predictions=sample_pred, indices=sample, node_vectors=node_vectors)
+        _write_npz(staging / "predictions.npz", targets=targets, topk=result["topk"])
+        old = out_dir / f".old-{name}-{os.getpid()}"
+        if final.exists():
+            final.rename(old)
+        staging.rename(final)
+        shutil.rmtree(old, ignore_errors=True)
+    finally:
+        shutil.rmtree(staging, ignore_errors=True)
+    return {"run": name, "path": str(run.path), "head": run.head_name, "dataset": metrics["dataset"],
+            "backbone": metrics["backbone"], "seed": metrics["seed"], "split": split,
+            "leaf_top1": metrics.get("top1")}
+
+
+def read_index(out_dir: str | Path) -> list[dict[str, Any]]:
+    path = Path(out_dir) / INDEX_FILE
+    if not path.is_file():
+        return []
+    data = fileio.read_json(path, what=INDEX_FILE)
+    return data.get("runs", []) if isinstance(data, dict) else []
+
+
+def evaluate_runs(patterns: list[str], out_dir: str | Path, *, data_root: str | None = None, split: str = "test",
+                  projections: list[str] = ("pca",), max_points: int = 5000, device: str = "auto",
+                  progress: bool = True, log=print) -> list[dict[str, Any]]:
+    """Evaluate every run matched by ``patterns`` into ``out_dir``; returns the index entries."""
+    from hseval.projection import PROJECTIONS
+
+    if max_points < 1:
+        raise ConfigError(f"--max-points must be a positive integer, got {max_points}")
+    unknown = [p for p in projections if p not in PROJECTIONS]
+    if unknown:
+        raise ConfigError(f"unknown projection {unknown[0]!r}; choose from {', '.join(PROJECTIONS)}")
+    if split not in ("train", "test"):
+        raise ConfigError(f"unknown split {split!r}; choose train or test")
+    runs = find_runs(patterns)
+    out_dir = Path(out_dir)
+    for stale in out_dir.glob(".tmp-*") if out_dir.is_dir() else []:
+        shutil.rmtree(stale, ignore_errors=True)  # left by a killed evaluation
+    cache: dict = {}
+    entries = {e["run"]: e for e in read_index(out_dir)}
+    for k, (run_dir, name) in enumerate(zip(runs, run_names(runs)), start=1):
+        log(f"[{k}/{len(runs)}] {run_dir}")
+        entry = evaluate_run(run_dir, out_dir, name=name, data_root=data_root, split=split, projections=projections,
+                             max_points=max_points, device=device, data_cache=cache, progress=progress)
+        entries[name] = entry
+        fileio.write_json(out_dir / INDEX_FILE, {"runs": list(entries.values())})
+        log(f"  leaf top-1 {entry['leaf_top1']:.4f} -> {out_dir / name}")
+    return list(entries.values())

@@ -1,0 +1,79 @@
+"""Input validation shared by the metrics: one named, actionable message per mistake.
+
+Metrics are called with arrays from a model and a dataset; the usual slips are passing scores
+where labels are expected, labels of another dataset, or positions within a level where canonical
+node indices are expected. Each check says what was expected, what came, and how to fix it.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from hseval.hierarchy import Hierarchy
+
+
+def to_numpy(values: Any, *, floating: bool = False) -> np.ndarray:
+    """``values`` as a numpy array; torch tensors (any device or dtype) are detached and copied
+    to the CPU without importing torch here."""
+    if hasattr(values, "detach"):
+        values = values.detach().cpu()
+        values = (values.double() if floating else values).numpy()
+    return np.asarray(values, dtype=np.float64 if floating else None)
+
+
+def indices(values: Any, name: str, *, num: int, what: str, ndim: int | None = 1) -> np.ndarray:
+    """Integer indices in ``0..num-1`` as int64; ``what`` names them ("class", "node")."""
+    array = to_numpy(values)
+    if ndim is not None and array.ndim != ndim:
+        raise ValueError(f"{name} must be a {ndim}-D array of {what} indices, got shape {array.shape}")
+    if array.size == 0:
+        return array.astype(np.int64)
+    if not np.issubdtype(array.dtype, np.integer):
+        raise ValueError(f"{name} must hold integer {what} indices, got dtype {array.dtype}; "
+                         "pass predicted labels (e.g. scores.argmax(1)), not scores")
+    outside = (array < 0) | (array >= num)
+    if outside.any():
+        raise ValueError(f"{name} holds {array[outside].flat[0]}, outside the {what} indices 0..{num - 1} of the "
+                         "hierarchy; check that the labels and the hierarchy come from the same dataset")
+    return array.astype(np.int64, copy=False)
+
+
+def leaves(values: Any, name: str, hierarchy: Hierarchy, **kwargs: Any) -> np.ndarray:
+    return indices(values, name, num=hierarchy.num_leaves, what="class", **kwargs)
+
+
+def same_length(first: np.ndarray, second: np.ndarray, names: str) -> None:
+    if len(first) != len(second):
+        raise ValueError(f"{names} hold {len(first)} and {len(second)} samples; give one entry per sample to each")
+
+
+def scores(values: Any, name: str, num_classes: int | None = None) -> np.ndarray:
+    """A finite (N, C) float64 array; C must equal ``num_classes`` when given."""
+    array = to_numpy(values, floating=True)
+    if array.ndim != 2:
+        raise ValueError(f"{name} must be 2-D (samples, classes), got shape {array.shape}")
+    if num_classes is not None and array.shape[1] != num_classes:
+        raise ValueError(f"{name} has {array.shape[1]} columns but the hierarchy has {num_classes} classes; "
+                         "give one column per class in class order")
+    if not np.isfinite(array).all():
+        raise ValueError(f"{name} holds NaN or infinite values; check the model's output (a diverged run?)")
+    return array
+
+
+def level_nodes(values: Any, depth: int, hierarchy: Hierarchy, num_samples: int) -> np.ndarray:
+    """Canonical node indices of depth ``depth``, one per sample."""
+    if not 1 <= depth <= hierarchy.max_depth:
+        raise ValueError(f"level {depth} is outside the tree's levels 1..{hierarchy.max_depth}")
+    nodes = indices(values, f"level_pred[{depth}]", num=hierarchy.num_nodes, what="node")
+    if len(nodes) != num_samples:
+        raise ValueError(f"level_pred[{depth}] holds {len(nodes)} predictions for {num_samples} samples; "
+                         "give one per sample")
+    wrong = hierarchy.depth[nodes] != depth
+    if wrong.any():
+        node = int(nodes[wrong][0])
+        raise ValueError(f"level_pred[{depth}] holds node {hierarchy.node_names[node]!r} (index {node}) of depth "
+                         f"{hierarchy.depth[node]}, not a node of depth {depth}; convert positions within the level "
+                         "to node indices with level_predictions_from_logits or hierarchy.nodes_at_depth")
+    return nodes

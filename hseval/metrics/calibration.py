@@ -1,0 +1,80 @@
+"""Calibration of the top-1 confidence: expected calibration error and reliability diagrams
+(Guo et al., ICML 2017).
+
+Binning: ``n_bins`` equal-width bins over (0, 1], closed on the right as in Guo et al.: bin ``b``
+(0-based) holds the confidences in ``(b / n_bins, (b + 1) / n_bins]``, so a confidence of exactly
+0.5 with 2 bins falls in the first bin, and 1.0 in the last. A confidence of 0 (only possible for
+all-zero rows) goes to the first bin, so no sample is dropped.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from hseval.metrics import _checks
+
+__all__ = ["expected_calibration_error", "reliability_bins"]
+
+
+def expected_calibration_error(probs: np.ndarray, target: np.ndarray, *, n_bins: int = 15) -> float:
+    """``ECE = Σ_b |B_b| / N · |acc(B_b) - conf(B_b)|`` with the confidence ``max_c probs[i, c]``.
+
+    Parameters
+    ----------
+    probs : (N, C) probabilities (softmax of the logits), values in [0, 1].
+    target : (N,) int class indices.
+    n_bins : int, number of equal-width bins over (0, 1].
+
+    Returns
+    -------
+    float in [0, 1]; NaN when N = 0.
+    """
+    return _ece(*_confidence_and_correct(probs, target), n_bins=n_bins)
+
+
+def reliability_bins(probs: np.ndarray, target: np.ndarray, *, n_bins: int = 15) -> dict[str, np.ndarray]:
+    """Per-bin statistics for a reliability diagram; arguments as :func:`expected_calibration_error`.
+
+    Returns
+    -------
+    One entry per bin, every array of shape (n_bins,), so the dict is a table: "lower" and
+    "upper" (the bin is (lower, upper]), "count" (int64), "accuracy" and "confidence" (the mean
+    confidence); accuracy and confidence are NaN in empty bins.
+    """
+    return _bins(*_confidence_and_correct(probs, target), n_bins=n_bins)
+
+
+def _confidence_and_correct(probs: np.ndarray, target: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    probs = _checks.scores(probs, "probs")
+    if probs.shape[1] == 0:
+        raise ValueError("probs has no column; give one column per class")
+    target = _checks.indices(target, "target", num=probs.shape[1], what="class")
+    _checks.same_length(probs, target, "probs and target")
+    if probs.size and (probs.min() < 0 or probs.max() > 1 + 1e-6):
+        raise ValueError(f"probs must lie in [0, 1], got values in [{probs.min():.3g}, {probs.max():.3g}]; "
+                         "pass softmax(logits), not the logits")
+    return probs.max(axis=1), probs.argmax(axis=1) == target
+
+
+def _bins(confidence: np.ndarray, correct: np.ndarray, *, n_bins: int) -> dict[str, np.ndarray]:
+    """Bin statistics from (N,) confidences and (N,) 0/1 correctness."""
+    if n_bins < 1:
+        raise ValueError(f"n_bins must be at least 1, got {n_bins}")
+    edges = np.linspace(0.0, 1.0, n_bins + 1)
+    # searchsorted(side="left") - 1 is the b with edges[b] < conf <= edges[b + 1]: right-closed bins
+    which = np.clip(np.searchsorted(edges, confidence, side="left") - 1, 0, n_bins - 1)
+    count = np.bincount(which, minlength=n_bins)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        accuracy = np.bincount(which, weights=correct.astype(np.float64), minlength=n_bins) / count
+        mean_confidence = np.bincount(which, weights=confidence, minlength=n_bins) / count
+    return {"lower": edges[:-1], "upper": edges[1:], "count": count.astype(np.int64), "accuracy": accuracy,
+            "confidence": mean_confidence}
+
+
+def _ece(confidence: np.ndarray, correct: np.ndarray, *, n_bins: int) -> float:
+    bins = _bins(confidence, correct, n_bins=n_bins)
+    if len(confidence) == 0:
+        return float("nan")
+    full = bins["count"] > 0
+    gap = np.abs(bins["accuracy"][full] - bins["confidence"][full])
+    return float((bins["count"][full] * gap).sum() / len(confidence))

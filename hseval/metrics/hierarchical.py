@@ -1,0 +1,44 @@
+"""Hierarchical precision, recall and F1 over ancestor sets (Kiritchenko et al., 2005), micro-averaged
+as in ``hiclass.metrics`` (``precision``, ``recall``, ``f1`` with ``average="micro"``).
+
+Each sample's label set is its class and the class's ancestors, root excluded; ``Y`` for the true
+class, ``Ŷ`` for the predicted one. Summing over samples:
+
+    hP = Σ|Ŷ ∩ Y| / Σ|Ŷ|,    hR = Σ|Ŷ ∩ Y| / Σ|Y|,    hF = 2 hP hR / (hP + hR).
+
+On a tree, ``|Y| = depth(true class)``, ``|Ŷ| = depth(predicted class)`` and ``|Ŷ ∩ Y|`` is the
+depth of their lowest common ancestor, so no set is built.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from hseval.hierarchy import Hierarchy
+from hseval.metrics import _checks
+
+__all__ = ["hierarchical_prf"]
+
+
+def hierarchical_prf(pred_leaf: np.ndarray, target: np.ndarray, hierarchy: Hierarchy) -> dict[str, float]:
+    """Micro-averaged hierarchical precision, recall and F1.
+
+    Parameters
+    ----------
+    pred_leaf, target : (N,) int class indices.
+
+    Returns
+    -------
+    {"precision", "recall", "f1"}: floats; all NaN when N = 0, and F1 = 0 when precision and
+    recall are both 0 (every prediction in another top-level branch).
+    """
+    pred_leaf = _checks.leaves(pred_leaf, "pred_leaf", hierarchy)
+    target = _checks.leaves(target, "target", hierarchy)
+    _checks.same_length(pred_leaf, target, "pred_leaf and target")
+    if len(target) == 0:
+        return {"precision": float("nan"), "recall": float("nan"), "f1": float("nan")}
+    overlap = int(hierarchy.lca_depth(pred_leaf, target).sum())
+    precision = overlap / int(hierarchy.depth[pred_leaf].sum())
+    recall = overlap / int(hierarchy.depth[target].sum())
+    f1 = 2 * precision * recall / (precision + recall) if overlap else 0.0
+    return {"precision": float(precision), "recall": float(recall), "f1": float(f1)}
