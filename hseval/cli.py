@@ -27,13 +27,13 @@ class _Parser(argparse.ArgumentParser):
 
 def build_parser() -> argparse.ArgumentParser:
     from hseval import __version__
-    from hseval.commands import evaluate, hierarchy, train
+    from hseval.commands import data, evaluate, hierarchy, train
 
     parser = _Parser(prog="hseval", description="Train, evaluate and inspect hierarchical classifiers "
                                                 "(hierarchical spheres, Scieur & Kim 2021).")
     parser.add_argument("--version", action="version", version=f"hseval {__version__}")
     commands = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
-    hierarchy.register(commands)
+    data.register(commands, hierarchy.register(commands))
     train.register(commands)
     evaluate.register(commands)
     return parser

@@ -109,3 +109,19 @@ def write_fashion_like(folder: Path, *, n_train: int = 600, n_test: int = 200, s
 @pytest.fixture(scope="session")
 def fashion_like(tmp_path_factory) -> Path:
     return write_fashion_like(tmp_path_factory.mktemp("fashion-like"))
+
+
+@pytest.fixture(scope="session")
+def evaluated(tmp_path_factory, fashion_like) -> Path:
+    """An evaluation folder written by the real pipeline: three heads trained for one epoch on the
+    small Fashion-MNIST-like set, then ``hseval evaluate`` with PCA (seconds, not minutes)."""
+    from hseval.cli import main
+
+    root = tmp_path_factory.mktemp("evaluated")
+    runs, out = root / "runs", root / "eval"
+    assert main(["train-all", "--data-root", str(fashion_like), "--heads", "plain,multitask,riemann", "--quiet",
+                 "--set", "optim.epochs=2", "--set", "data.train_subset=300", "--set", "data.batch_size=32",
+                 "--out", str(runs)]) == 0
+    assert main(["evaluate", str(runs), "--data-root", str(fashion_like), "--projections", "pca", "--quiet",
+                 "--out", str(out)]) == 0
+    return out

@@ -54,6 +54,7 @@ def test_data_root_and_env_lookup(tmp_path, monkeypatch):
     assert (len(data.train), len(data.test)) == (20, 10)
     monkeypatch.setenv("HSEVAL_DATA", str(tmp_path / "mine"))
     assert find_fashion_mnist() == tmp_path / "mine" / "fashion-mnist"
+    assert find_fashion_mnist(tmp_path / "elsewhere") is None
 
 
 def test_truncated_idx_file_is_a_one_line_error(tmp_path):
@@ -76,8 +77,11 @@ def test_missing_data_names_where_it_looked(tmp_path, monkeypatch):
     monkeypatch.setattr("hseval.data.fashion_mnist.DEBIAN", tmp_path / "no-debian")
     monkeypatch.setattr("hseval.data.fashion_mnist.CACHE", tmp_path / "no-cache")
     monkeypatch.delenv("HSEVAL_DATA", raising=False)
-    with pytest.raises(DataError, match=r"Fashion-MNIST not found \(looked in .*empty, .*no-debian, .*no-cache\)"):
-        load_dataset("fashion-mnist", tmp_path / "empty", download=False)
+    with pytest.raises(DataError, match=r"Fashion-MNIST not found \(looked in .*no-debian, .*no-cache\)"):
+        load_dataset("fashion-mnist", download=False)
+    # an explicit --data-root is the only place looked at: no silent fallback to other copies
+    with pytest.raises(DataError, match=r"Fashion-MNIST not found \(looked in [^,]*empty\)"):
+        load_dataset("fashion-mnist", tmp_path / "empty")
 
 
 def test_uncompressed_idx_files_are_read_too(tmp_path):

@@ -1,16 +1,25 @@
 """Datasets (registry): ``load_dataset(name, root)`` -> :class:`LoadedDataset`."""
 
-from hseval.data import fashion_mnist  # noqa: F401  (registration)
+from hseval.data import (  # noqa: F401  (registration)
+    cifar100,
+    cub200,
+    fashion_mnist,
+    image_folder,
+    stanford_cars,
+    stanford_dogs,
+    tiny_imagenet,
+)
 from hseval.data.base import (
     ImageFiles,
     LoadedDataset,
     TensorImages,
     TensorPreprocess,
     data_roots,
+    dataset_options,
     list_datasets,
     load_dataset,
     register_dataset,
 )
 
-__all__ = ["ImageFiles", "LoadedDataset", "TensorImages", "TensorPreprocess", "data_roots", "list_datasets",
-           "load_dataset", "register_dataset"]
+__all__ = ["ImageFiles", "LoadedDataset", "TensorImages", "TensorPreprocess", "data_roots", "dataset_options",
+           "list_datasets", "load_dataset", "register_dataset"]

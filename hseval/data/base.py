@@ -23,7 +23,7 @@ from hseval.errors import ConfigError, DataError
 from hseval.hierarchy import Hierarchy
 
 __all__ = ["TensorPreprocess", "TensorImages", "ImageFiles", "LoadedDataset", "register_dataset",
-           "list_datasets", "load_dataset", "data_roots"]
+           "list_datasets", "load_dataset", "dataset_options", "data_roots"]
 
 _DATASETS: dict[str, Callable[..., LoadedDataset]] = {}
 
@@ -168,11 +168,22 @@ def load_dataset(name: str, root: str | Path | None = None, **options: Any) -> L
     return _DATASETS[name](root, **options)
 
 
+def dataset_options(name: str) -> tuple[str, ...]:
+    """Names of the keyword-only options of dataset ``name``'s loader (``load_dataset(**options)``)."""
+    import inspect
+
+    if name not in _DATASETS:
+        raise ConfigError(f"unknown dataset {name!r}; choose one of {', '.join(_DATASETS)}")
+    parameters = inspect.signature(_DATASETS[name]).parameters.values()
+    return tuple(p.name for p in parameters if p.kind is inspect.Parameter.KEYWORD_ONLY)
+
+
 def data_roots(root: str | Path | None, *defaults: str | Path) -> list[Path]:
-    """Where to look, in order: ``root`` (--data-root), ``$HSEVAL_DATA``, then ``defaults``."""
-    out: list[Path] = []
+    """Where to look: ``root`` alone when given (an explicit --data-root is never second-guessed
+    with other data), else ``$HSEVAL_DATA`` then ``defaults``."""
     if root is not None:
-        out.append(Path(root).expanduser())
+        return [Path(root).expanduser()]
+    out: list[Path] = []
     env = os.environ.get("HSEVAL_DATA")
     if env:
         out.append(Path(env).expanduser())

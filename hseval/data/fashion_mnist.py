@@ -1,8 +1,9 @@
 """Fashion-MNIST, the embedded default: 70,000 real 28×28 grey images of 10 clothing classes.
 
-Looked up, in order, in ``--data-root``, ``$HSEVAL_DATA``, Debian's ``dataset-fashion-mnist``
-package (``/usr/share/datasets/fashion-mnist``) and ``~/.cache/hseval``; each of these may hold the
-four IDX files directly, or in ``fashion-mnist/`` or torchvision's ``FashionMNIST/raw/``. The IDX
+Looked up in ``--data-root`` when it is given (only there); otherwise, in order, in
+``$HSEVAL_DATA``, Debian's ``dataset-fashion-mnist`` package (``/usr/share/datasets/fashion-mnist``)
+and ``~/.cache/hseval``. Each may hold the four IDX files directly, or in ``fashion-mnist/`` or
+torchvision's ``FashionMNIST/raw/``. The IDX
 files are read directly (Debian recompressed them, so torchvision's checksums reject them). Where
 none is found, torchvision downloads them into ``~/.cache/hseval`` when a network is there.
 """
@@ -70,7 +71,7 @@ def _read_split(folder: Path, split: str) -> tuple[torch.Tensor, np.ndarray]:
 @register_dataset("fashion-mnist")
 def load_fashion_mnist(root: str | Path | None = None, *, download: bool = True) -> LoadedDataset:
     folder = find_fashion_mnist(root)
-    if folder is None and download:
+    if folder is None and download and root is None:
         try:
             folder = _download()
         except OSError as exc:

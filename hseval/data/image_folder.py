@@ -1,0 +1,82 @@
+"""A user's own images: ``root/train/<class>/*.jpg`` and ``root/test/<class>/*.jpg`` plus a hierarchy
+file whose leaves are the class folder names (any format :meth:`Hierarchy.read` reads).
+
+Classes are the sorted names of the ``train/`` folders, as torchvision's ``ImageFolder`` orders
+them; a test folder may lack a class, but not hold one that training lacks. Images get the
+paper's 224-pixel ImageNet-style recipe.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import numpy as np
+
+from hseval.data.base import LoadedDataset, register_dataset
+from hseval.data.folders import IMAGE_EXTENSIONS, file_dataset, list_images
+from hseval.errors import ConfigError, DataError
+from hseval.hierarchy import Hierarchy
+
+__all__ = ["load_image_folder", "class_folders", "reorder_leaves"]
+
+
+def class_folders(split_dir: Path) -> list[str]:
+    """Sorted names of the class folders of ``split_dir`` (hidden ones skipped)."""
+    return sorted(e.name for e in os.scandir(split_dir) if e.is_dir() and not e.name.startswith("."))
+
+
+def reorder_leaves(hierarchy: Hierarchy, classes: list[str]) -> Hierarchy:
+    """The same tree with its leaves in the order of ``classes`` (same set of names)."""
+    names = [*hierarchy.node_names, hierarchy.root_name]
+    edges = [(names[p], names[c]) for c, p in enumerate(hierarchy.parents.tolist())]
+    return Hierarchy.from_edges(edges, classes=classes)
+
+
+def _split(split_dir: Path, classes: list[str]) -> tuple[list[Path], np.ndarray]:
+    paths, labels = [], []
+    for label, name in enumerate(classes):
+        if not (split_dir / name).is_dir():
+            continue
+        files = list_images(split_dir / name)
+        if not files:
+            raise DataError(f"{split_dir / name}: class folder holds no images ({', '.join(IMAGE_EXTENSIONS)}); "
+                            "add images or remove the folder")
+        paths += files
+        labels += [label] * len(files)
+    return paths, np.array(labels, dtype=np.int64)
+
+
+@register_dataset("image-folder")
+def load_image_folder(root: str | Path | None = None, *, hierarchy: str | Path | None = None) -> LoadedDataset:
+    """Images in ``root/{train,test}/<class>/`` with the tree of the file ``hierarchy``."""
+    if root is None:
+        raise ConfigError("image-folder needs --data-root DIR, the folder holding train/<class>/ and test/<class>/")
+    if hierarchy is None:
+        raise ConfigError("image-folder needs a hierarchy file whose leaves are the class folder names: pass "
+                          "--hierarchy FILE")
+    root = Path(root).expanduser()
+    if not root.is_dir():
+        raise DataError(f"{root}: no such folder; expected root/train/<class>/*.jpg and root/test/<class>/*.jpg")
+    for split in ("train", "test"):
+        if not (root / split).is_dir():
+            raise DataError(f"{root / split}: folder is missing; expected {root}/{split}/<class>/*.jpg")
+    classes = class_folders(root / "train")
+    if not classes:
+        raise DataError(f"{root / 'train'}: no class folders; expected {root}/train/<class>/*.jpg")
+    extra = [name for name in class_folders(root / "test") if name not in set(classes)]
+    if extra:
+        raise DataError(f"{root / 'test' / extra[0]}: class folder {extra[0]!r} has no counterpart in "
+                        f"{root / 'train'}; every test class must be a training class")
+    tree = Hierarchy.read(hierarchy)
+    leaves = set(tree.leaf_names)
+    missing = [name for name in classes if name not in leaves]
+    if missing:
+        raise DataError(f"{root / 'train' / missing[0]}: class folder {missing[0]!r} is not a leaf of the hierarchy "
+                        f"{hierarchy} ({len(missing)} such folders); add it to the hierarchy or remove the folder")
+    unused = sorted(leaves - set(classes))
+    if unused:
+        raise DataError(f"{hierarchy}: leaf {unused[0]!r} has no class folder in {root / 'train'} ({len(unused)} "
+                        "such leaves); add the folder or remove the leaf")
+    return file_dataset("image-folder", root, classes, reorder_leaves(tree, classes), _split(root / "train", classes),
+                        _split(root / "test", classes), info={"hierarchy_file": str(hierarchy)})

@@ -1,0 +1,105 @@
+"""``hseval hierarchy build | random`` and ``hseval data list | info``, wired into a local parser the
+way ``hseval.cli`` wires them (so these tests do not depend on the front door's wiring)."""
+
+from __future__ import annotations
+
+import json
+import re
+import sys
+
+import pytest
+
+from hseval.cli import _Parser
+from hseval.commands import data, hierarchy
+from hseval.errors import HsevalError
+from hseval.hierarchy import Hierarchy
+from hseval.hierarchy_io import names_sidecar
+from tests.fake_datasets import write_cifar100, write_cub200
+
+
+def main(argv: list[str]) -> int:
+    parser = _Parser(prog="hseval")
+    commands = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
+    data.register(commands, hierarchy.register(commands))
+    try:
+        args = parser.parse_args(argv)
+        return int(args.func(args) or 0)
+    except HsevalError as exc:
+        print(f"hseval: error: {exc}", file=sys.stderr)
+        return 2
+
+
+def run(capsys, *argv):
+    code = main([str(a) for a in argv])
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+def test_build_from_the_shipped_lists_writes_the_papers_pairs_file(capsys, tmp_path):
+    out_file = tmp_path / "CUB200_child_parent_pairs.txt"
+    code, out, _ = run(capsys, "hierarchy", "build", "cub200", "--out", out_file)
+    assert code == 0 and "(200 classes, 270 nodes, depth 2)" in out
+    lines = out_file.read_text().splitlines()
+    assert lines[0] == "270" and len(lines) == 271
+    assert names_sidecar(out_file).read_text().splitlines()[0] == "0\t001.Black_footed_Albatross"
+    assert Hierarchy.read(out_file).num_nodes == 270
+
+
+def test_build_from_a_data_root(capsys, tmp_path):
+    write_cifar100(tmp_path / "data", per_class=(1, 1))
+    code, out, _ = run(capsys, "hierarchy", "build", "cifar100", "--data-root", tmp_path / "data",
+                       "--out", tmp_path / "cifar.txt")
+    assert code == 0 and "(100 classes, 120 nodes" in out
+    assert Hierarchy.read(tmp_path / "cifar.txt").leaf_names[:2] == ("apple", "aquarium_fish")
+
+
+def test_random_tree_keeps_the_shape(capsys, tmp_path):
+    run(capsys, "hierarchy", "build", "stanford-dogs", "--out", tmp_path / "dogs.txt")
+    code, out, _ = run(capsys, "hierarchy", "random", tmp_path / "dogs.txt", "--seed", 7, "--out",
+                       tmp_path / "shuffled.json")
+    assert code == 0 and "seed 7" in out
+    tree, shuffled = Hierarchy.read(tmp_path / "dogs.txt"), Hierarchy.read(tmp_path / "shuffled.json")
+    assert shuffled.nodes_per_depth == tree.nodes_per_depth == [78, 120]
+    assert shuffled.leaf_names == tree.leaf_names and shuffled != tree
+
+
+def test_data_info_text_and_json(capsys, tmp_path):
+    write_cub200(tmp_path)
+    code, out, _ = run(capsys, "data", "info", "cub200", "--data-root", tmp_path)
+    assert code == 0
+    assert "images: 200 train, 200 test; 3×224×224" in out and "classes (200):" in out
+    assert "  001.Black_footed_Albatross, 002.Laysan_Albatross" in out
+    assert "hierarchy: 200 classes, 270 nodes, depth 2, nodes per depth [70, 200]" in out
+    code, out, _ = run(capsys, "data", "info", "cub200", "--data-root", tmp_path, "--json")
+    summary = json.loads(out)
+    assert summary["train_size"] == 200 and summary["hierarchy"]["num_nodes"] == 270
+    assert len(summary["class_names"]) == 200
+
+
+def test_data_list_names_every_dataset_and_its_options(capsys):
+    code, out, _ = run(capsys, "data", "list")
+    assert code == 0
+    lines = out.splitlines()
+    assert "cifar100" in lines and "image-folder [--hierarchy ...]" in lines
+    assert "tiny-imagenet [--wordnet ...]" in lines and "fashion-mnist" in lines
+
+
+@pytest.mark.parametrize(("argv", "message"), [
+    (["hierarchy", "build", "mnist", "--out", "x.txt"], r"no built-in hierarchy for 'mnist'; choose one of"),
+    (["hierarchy", "build", "image-folder", "--out", "x.txt"], r"no built-in hierarchy for 'image-folder'"),
+    (["hierarchy", "build", "cub200", "--wordnet", "wn", "--out", "x.txt"],
+     r"--wordnet does not apply to cub200 \(its options: none\)"),
+    (["data", "info", "cifar100", "--data-root", "{tmp}/nowhere"], r"CIFAR-100 not found \(looked in "),
+    (["data", "info", "image-folder", "--data-root", "{tmp}"], r"image-folder needs a hierarchy file"),
+    (["data", "info", "imagenet"], r"unknown dataset 'imagenet'; choose one of"),
+    (["hierarchy", "random", "missing.txt", "--seed", "1", "--out", "y.txt"], r"missing.txt: no such file"),
+    (["hierarchy", "random", "missing.txt", "--seed", "-1", "--out", "y.txt"],
+     r"argument --seed: expected a non-negative integer, got -1"),
+])
+def test_errors_are_one_line_with_exit_code_2(capsys, tmp_path, monkeypatch, argv, message):
+    monkeypatch.delenv("HSEVAL_DATA", raising=False)
+    code, out, err = run(capsys, *[a.replace("{tmp}", str(tmp_path)) for a in argv])
+    assert code == 2 and out == ""
+    assert len(err.strip().splitlines()) == 1
+    assert err.startswith("hseval: error: ")
+    assert re.search(message, err), err

@@ -1,0 +1,159 @@
+"""``hseval evaluate`` and ``hseval report`` on runs trained by ``train-all``."""
+
+from __future__ import annotations
+
+import json
+import re
+import shutil
+
+import numpy as np
+import pandas as pd
+import pytest
+import torch
+from safetensors.torch import load_file
+
+from hseval.cli import main
+from hseval.evaluation import EVAL_FILES, find_runs
+from hseval.hierarchy import Hierarchy
+from hseval.results import load_evaluation
+
+
+def test_every_file_of_the_output_contract(evaluated):
+    runs = sorted(p.name for p in evaluated.iterdir() if p.is_dir())
+    assert runs == ["multitask", "plain", "riemann"]
+    for run in runs:
+        for name in EVAL_FILES:
+            assert (evaluated / run / name).is_file(), name
+        metrics = json.loads((evaluated / run / "metrics.json").read_text())
+        assert metrics["samples"] == 200 and 0 <= metrics["top1"] <= 1
+        assert set(metrics["superclass_acc"]) == {"1", "2"}
+        proj = pd.read_csv(evaluated / run / "projections.csv")
+        assert {"method", "kind", "x", "y", "label", "level1", "level2", "correct"} <= set(proj.columns)
+        assert (proj["kind"] == "sample").sum() == 200 and set(proj["method"]) == {"pca"}
+        with np.load(evaluated / run / "embeddings.npz", allow_pickle=False) as emb:
+            assert emb["embeddings"].shape == (200, 128) and len(emb["labels"]) == 200
+        per_node = pd.read_csv(evaluated / run / "per_node.csv")
+        assert len(per_node) == 13 and per_node.loc[per_node["is_leaf"], "support"].sum() == 200
+    index = json.loads((evaluated / "index.json").read_text())
+    assert sorted(e["run"] for e in index["runs"]) == runs
+    assert "superclass_acc_from_levels" not in json.loads((evaluated / "plain" / "metrics.json").read_text())
+
+
+def test_superclass_accuracy_via_parent_delta_equals_a_direct_computation(evaluated, fashion_like):
+    """Recompute way (a) from model.safetensors alone: w_p = Σ_{a ⪯ p} R_a δ_a, argmax over depth-k nodes."""
+    from hseval.checkpoint import load_run
+    from hseval.data import load_dataset
+
+    metrics = json.loads((evaluated / "riemann" / "metrics.json").read_text())
+    run_dir = metrics["run_path"]
+    tensors = load_file(f"{run_dir}/model.safetensors")
+    tree = Hierarchy.from_dict(json.loads(open(f"{run_dir}/run.json").read())["hierarchy"])
+    delta = tensors["head.delta"].double()
+    radius = tensors["head.radius"].double()
+    w = torch.zeros(tree.num_nodes, delta.shape[1], dtype=torch.float64)
+    for node in range(tree.num_nodes):
+        for a in tree.path(node):
+            w[node] += radius[a] * delta[a]
+    data = load_dataset("fashion-mnist", fashion_like, download=False)
+    model = load_run(run_dir).model
+    with torch.no_grad():
+        z = model.embed(data.test.preprocess(data.test.images, train=False)).double()
+    for depth in (1, 2):
+        nodes = tree.nodes_at_depth(depth)
+        pred = nodes[(z @ w[nodes].t()).argmax(1).numpy()]
+        truth = tree.ancestor_at_depth(data.test.labels, depth)
+        keep = truth >= 0
+        direct = float((pred[keep] == truth[keep]).mean())
+        assert metrics["superclass_acc_from_levels"][str(depth)] == pytest.approx(direct, abs=1e-9)
+
+
+def test_report_writes_tables_and_an_offline_page(evaluated, tmp_path, capsys):
+    folder = tmp_path / "eval"
+    shutil.copytree(evaluated, folder)
+    assert main(["report", str(folder)]) == 0
+    for name in ("summary.csv", "summary_grouped.csv", "superclass_accuracy.csv", "superclass_accuracy.md",
+                 "report.md", "report.html"):
+        assert (folder / name).is_file(), name
+    levels = pd.read_csv(folder / "superclass_accuracy.csv")
+    assert list(levels["run"]) == ["multitask", "plain", "riemann"]
+    assert {"level 1 (from leaf)", "level 2 (parent δ / level head)"} <= set(levels.columns)
+    page = (folder / "report.html").read_text()
+    # nothing is loaded from a network: no external script, stylesheet, image or frame
+    # (plotly.js itself mentions URLs inside strings, e.g. its logo link, which load nothing)
+    assert not re.search(r"""<(script|link|img|iframe)\b[^>]*\b(src|href)\s*=\s*["']?(https?:)?//""", page)
+    assert "<script type='text/javascript'>" in page  # plotly.js inlined
+    assert page.count("Plotly.newPlot") >= 6 and "hseval report" in page
+
+
+def test_runs_grouped_over_seeds(fashion_like, tmp_path):
+    runs = tmp_path / "runs"
+    assert main(["train-all", "--data-root", str(fashion_like), "--heads", "plain", "--seeds", "0,1", "--quiet",
+                 "--set", "optim.epochs=1", "--set", "data.train_subset=100", "--out", str(runs)]) == 0
+    assert main(["evaluate", str(runs / "*"), "--data-root", str(fashion_like), "--projections", "none",
+                 "--quiet", "--out", str(tmp_path / "eval")]) == 0
+    assert main(["report", str(tmp_path / "eval")]) == 0
+    grouped = pd.read_csv(tmp_path / "eval" / "summary_grouped.csv")
+    assert len(grouped) == 1 and grouped.loc[0, "seeds"] == 2
+    summary = pd.read_csv(tmp_path / "eval" / "summary.csv")
+    assert grouped.loc[0, "top1_mean"] == pytest.approx(summary["top1"].mean())
+    assert grouped.loc[0, "top1_std"] == pytest.approx(summary["top1"].std(ddof=1))
+    assert "± " in (tmp_path / "eval" / "report.md").read_text()
+
+
+def _error(capsys, argv):
+    code = main(argv)
+    err = capsys.readouterr().err.strip()
+    return code, err
+
+
+def test_evaluate_errors_leave_no_output(evaluated, fashion_like, tmp_path, capsys):
+    run = json.loads((evaluated / "plain" / "metrics.json").read_text())["run_path"]
+    out = tmp_path / "out"
+    cases = [
+        (["evaluate", str(tmp_path / "nothing"), "--out", str(out)], r"no such run folder"),
+        (["evaluate", str(tmp_path), "--out", str(out)], r"no runs \(folders with run.json\)"),
+        (["evaluate", run, "--out", str(out), "--max-points", "0"], r"--max-points must be a positive integer, got 0"),
+        (["evaluate", run, "--out", str(out), "--max-points", "-5"], r"--max-points must be a positive integer"),
+        (["evaluate", run, "--out", str(out), "--projections", "mds"], r"unknown projection 'mds'"),
+        (["evaluate", run, "--out", str(out), "--data-root", str(tmp_path / "empty")], r"Fashion-MNIST not found"),
+    ]
+    for argv, message in cases:
+        code, err = _error(capsys, argv)
+        assert code == 2 and len(err.splitlines()) == 1 and re.search(message, err), (argv, err)
+        assert not out.exists() or not any(out.iterdir())
+
+
+def test_evaluate_refuses_unknown_schema(evaluated, tmp_path, capsys):
+    run = json.loads((evaluated / "plain" / "metrics.json").read_text())["run_path"]
+    copy = tmp_path / "run"
+    shutil.copytree(run, copy)
+    meta = json.loads((copy / "run.json").read_text())
+    meta["schema_version"] = 7
+    (copy / "run.json").write_text(json.dumps(meta))
+    code, err = _error(capsys, ["evaluate", str(copy), "--out", str(tmp_path / "out")])
+    assert code == 2 and "schema version 7 is newer" in err
+    assert not (tmp_path / "out" / "run").exists()
+
+
+def test_report_on_garbage_is_a_clear_error(tmp_path, capsys):
+    (tmp_path / "x").mkdir()
+    (tmp_path / "x" / "metrics.json").write_text("{broken")
+    code, err = _error(capsys, ["report", str(tmp_path)])
+    assert code == 2 and "no readable evaluated run" in err
+    code, err = _error(capsys, ["report", str(tmp_path / "missing")])
+    assert code == 2 and "no such evaluation folder" in err
+
+
+def test_load_evaluation_sets_damaged_runs_aside(evaluated, tmp_path):
+    folder = tmp_path / "eval"
+    shutil.copytree(evaluated, folder)
+    (folder / "plain" / "metrics.json").write_text("[1,2")
+    result = load_evaluation(folder)
+    assert [r.name for r in result.runs] == ["multitask", "riemann"]
+    assert len(result.problems) == 1 and "plain/metrics.json, line 1" in result.problems[0]
+
+
+def test_find_runs_globs_and_folders(evaluated):
+    root = json.loads((evaluated / "plain" / "metrics.json").read_text())["run_path"].rsplit("/", 1)[0]
+    assert [p.name for p in find_runs([root])] == ["multitask", "plain", "riemann"]
+    assert [p.name for p in find_runs([root + "/p*"])] == ["plain"]
