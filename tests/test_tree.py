@@ -4,6 +4,7 @@ w_<p,i> = w_p + R δ_<p,i>, a dense reference, and gradients."""
 from __future__ import annotations
 
 import numpy as np
+import pytest
 import torch
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -95,3 +96,53 @@ def test_dense_h_is_never_built_for_large_trees(monkeypatch):
     out = tree_linear(torch.randn(4, 8), delta, torch.ones(tree.num_nodes), index)
     out.sum().backward()
     assert out.shape == (4, 5000) and np.isfinite(delta.grad.numpy()).all()
+
+
+@pytest.mark.parametrize("dtype", [torch.float64, torch.float32])
+@pytest.mark.parametrize("scale_kind", ["none", "fixed", "learnable"])
+def test_chunked_path_for_large_layers_matches_dense(dtype, scale_kind):
+    """|L| = 1,500 at d = 512 runs the chunked path (several ~1 MB chunks); same values and grads."""
+    tree = random_tree(1500, seed=7)
+    index = TreeIndex(tree)
+    assert len(index.chunks(512 * torch.finfo(dtype).bits // 8)) > 1
+    x = torch.randn(6, 512, dtype=dtype, requires_grad=True)
+    delta = torch.randn(tree.num_nodes, 512, dtype=dtype, requires_grad=True)
+    scale = None if scale_kind == "none" else \
+        (torch.rand(tree.num_nodes, dtype=dtype) + 0.5).requires_grad_(scale_kind == "learnable")
+    inputs = [x, delta] + ([scale] if scale_kind == "learnable" else [])
+    grad_out = torch.randn(6, 1500, dtype=dtype)
+    out = tree_linear(x, delta, scale, index)
+    got = torch.autograd.grad(out, inputs, grad_out)
+    ref = x @ dense_reference(tree, delta, scale).t()
+    want = torch.autograd.grad(ref, inputs, grad_out)
+    tol = {"rtol": 1e-9, "atol": 1e-9} if dtype == torch.float64 else {"rtol": 2e-4, "atol": 2e-3}
+    torch.testing.assert_close(out, ref, **tol)
+    for g, w in zip(got, want):
+        torch.testing.assert_close(g, w, **tol)
+
+
+def test_reused_buffers_never_overwrite_live_gradients():
+    """Gradient accumulation without reset, a kept .grad, two forwards before one backward: the
+    scratch buffers of the large-layer path must not alias anything still alive."""
+    tree = random_tree(3000, seed=2)
+    index = TreeIndex(tree)
+    delta = torch.nn.Parameter(torch.randn(tree.num_nodes, 512))
+    x1, x2 = torch.randn(4, 512), torch.randn(4, 512)
+
+    def grad_of(x):
+        d = delta.detach().clone().requires_grad_()
+        (tree_linear(x, d, None, TreeIndex(tree)) ** 2).sum().backward()
+        return d.grad
+
+    g1, g2 = grad_of(x1), grad_of(x2)
+    (tree_linear(x1, delta, None, index) ** 2).sum().backward()
+    kept = delta.grad
+    snapshot = kept.clone()
+    (tree_linear(x2, delta, None, index) ** 2).sum().backward()  # accumulates into .grad
+    torch.testing.assert_close(delta.grad, g1 + g2, rtol=1e-4, atol=1e-3)
+    delta.grad = None
+    a = tree_linear(x1, delta, None, index)
+    b = tree_linear(x2, delta, None, index)
+    ((a ** 2).sum() + (b ** 2).sum()).backward()
+    torch.testing.assert_close(delta.grad, g1 + g2, rtol=1e-4, atol=1e-3)
+    torch.testing.assert_close(snapshot + g2, kept, rtol=1e-4, atol=1e-3)  # the kept tensor was only added to

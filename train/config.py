@@ -63,6 +63,7 @@ class EngineConfig:
     gpu_dataset: bool = True            # keep in-memory datasets on the GPU, augment there
     eval_every: int = 1                 # evaluate on the test split every N epochs (and at the end)
     threads: int | None = None          # torch CPU threads (None: torch's default)
+    tune_malloc: bool = True            # CPU: keep big blocks in glibc's heap (no page faults per step)
     progress: bool = True
     tensorboard: bool = False
 

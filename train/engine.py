@@ -193,7 +193,7 @@ def _resumable_config(config: dict[str, Any]) -> dict[str, Any]:
     """The parts of a config that must not change on resume (epochs may grow, display may change)."""
     out = {k: dict(v) if isinstance(v, dict) else v for k, v in config.items()}
     out["optim"].pop("epochs", None)
-    for key in ("progress", "tensorboard", "eval_every", "device", "threads"):
+    for key in ("progress", "tensorboard", "eval_every", "device", "threads", "tune_malloc"):
         out["engine"].pop(key, None)
     out["data"].pop("workers", None)
     out["data"].pop("root", None)
@@ -233,6 +233,10 @@ def train(config: TrainConfig, out: str | Path, *, resume: bool = False, force: 
     ctx.channels_last = config.engine.channels_last and ctx.device.type == "cuda"
     if config.engine.threads:
         torch.set_num_threads(config.engine.threads)
+    if config.engine.tune_malloc and ctx.device.type == "cpu":
+        from hseval.perf import tune_malloc
+
+        tune_malloc()
     check_head_options([config.model.head], config.model.head_options)
     if dist.rank == 0:
         _prepare_out(out, resume=resume, force=force)

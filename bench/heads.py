@@ -1,0 +1,183 @@
+"""Forward+backward time of every registered head, relative to ``plain``.
+
+    python bench/heads.py [--sizes 100,1000,20000] [--repeats N] [--malloc both|default|tuned]
+
+For each number of classes |L| a random tree is built deterministically (about 1.5·|L| nodes
+counting the leaves, depth <= 4). Every head then runs one training step's worth of work on a
+batch of 256 features of size d = 512: forward, cross-entropy (``head.loss``) on random targets,
+backward into the parameters *and* the input (as in training), grads reset to None before each
+step (``zero_grad``'s default).
+
+Heads are timed round-robin (one measurement of each head per round, several rounds) and each
+head's time is divided by ``plain``'s time from the same round; the table shows the median of
+those ratios, so slow drifts of the machine (other jobs, frequency scaling) cancel out.
+
+``--malloc``: :func:`hseval.perf.tune_malloc` changes how glibc serves big tensors, which
+changes ``plain``'s time too, so each setting runs in a fresh process and both are reported.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import statistics
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+import torch
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from hseval.heads import create_head, list_heads  # noqa: E402
+from hseval.hierarchy import Hierarchy  # noqa: E402
+
+BATCH, DIM = 256, 512
+
+
+def random_tree(num_leaves: int, seed: int = 0, *, max_depth: int = 4, branching: float = 0.5) -> Hierarchy:
+    """A random tree (as tests/conftest.py's generator, linear time): ``branching·|L|`` super-classes,
+    70% of them under an earlier super-class that is not too deep, leaves under any node; childless
+    super-classes are pruned."""
+    rng = np.random.default_rng(seed)
+    n_super = max(1, int(num_leaves * branching))
+    parent = np.full(n_super, -1, dtype=np.int64)
+    depth = np.ones(n_super, dtype=np.int64)
+    open_nodes: list[int] = []  # super-classes that may still get a super-class child
+    for k in range(n_super):
+        if open_nodes and rng.random() < 0.7:
+            p = open_nodes[rng.integers(len(open_nodes))]
+            parent[k], depth[k] = p, depth[p] + 1
+        if depth[k] < max_depth - 1:
+            open_nodes.append(k)
+    leaf_parent = rng.integers(-1, n_super, size=num_leaves)
+    alive = np.zeros(n_super, dtype=bool)  # a super-class is kept when a leaf lies below it
+    for p in leaf_parent[leaf_parent >= 0]:
+        while p >= 0 and not alive[p]:
+            alive[p] = True
+            p = parent[p]
+    remap = np.full(n_super, -1, dtype=np.int64)
+    remap[alive] = num_leaves + np.arange(alive.sum())
+    parents = np.concatenate([np.where(leaf_parent >= 0, remap[np.maximum(leaf_parent, 0)], -1),
+                              np.where(parent[alive] >= 0, remap[np.maximum(parent[alive], 0)], -1)])
+    names = [f"c{i}" for i in range(num_leaves)] + [f"s{i}" for i in range(int(alive.sum()))]
+    return Hierarchy(names, parents, num_leaves)
+
+
+def cpu_model() -> str:
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return platform.processor() or platform.machine()
+
+
+def measure(size: int, rounds: int, heads: list[str]) -> dict:
+    """Median time ratio to plain per head (and plain's median ms) for one tree size."""
+    torch.manual_seed(0)
+    tree = random_tree(size, seed=size)
+    models = {name: create_head(name, tree, DIM) for name in heads}
+    x = torch.randn(BATCH, DIM, requires_grad=True)
+    target = torch.randint(0, size, (BATCH,))
+
+    def step(head):
+        head.zero_grad(set_to_none=True)
+        x.grad = None
+        loss, _ = head.loss(x, target)
+        loss.backward()
+
+    def timed(head, iters):
+        start = time.perf_counter()
+        for _ in range(iters):
+            step(head)
+        return (time.perf_counter() - start) / iters
+
+    for head in models.values():  # warm-up: first calls allocate, pick kernels, fault pages in
+        for _ in range(3):
+            step(head)
+    # iterations per measurement: about 20 ms of plain work, so that timer and loop costs vanish
+    iters = max(1, round(0.02 / timed(models["plain"], 5)))
+    times: dict[str, list[float]] = {name: [] for name in heads}
+    for r in range(rounds):
+        order = heads if r % 2 == 0 else heads[::-1]  # alternate so no head always follows the same one
+        for name in order:
+            times[name].append(timed(models[name], iters))
+    ratios = {name: statistics.median(t / p for t, p in zip(times[name], times["plain"])) for name in heads}
+    return {"size": size, "nodes": tree.num_nodes, "iters": iters, "plain_ms": 1e3 * statistics.median(times["plain"]),
+            "ratios": ratios}
+
+
+def default_rounds(size: int, repeats: int | None) -> int:
+    if repeats is not None:
+        return repeats
+    return 21 if size <= 1000 else 9 if size <= 5000 else 5
+
+
+def run(sizes: list[int], repeats: int | None, tuned: bool) -> list[dict]:
+    if tuned:
+        from hseval.perf import tune_malloc
+
+        tune_malloc()
+    heads = list_heads()
+    assert heads[0] == "plain" or "plain" in heads
+    heads = ["plain"] + [h for h in heads if h != "plain"]
+    return [measure(size, default_rounds(size, repeats), heads) for size in sizes]
+
+
+def table(results: list[dict], title: str) -> str:
+    heads = list(results[0]["ratios"])
+    name_w = max(len(h) for h in heads) + 2
+    cols = [f"|L|={r['size']:,}" for r in results]
+    col_w = max(12, *(len(c) + 2 for c in cols))
+    lines = [title, "head".ljust(name_w) + "".join(c.rjust(col_w) for c in cols)]
+    lines.append("-" * len(lines[-1]))
+    for h in heads:
+        lines.append(h.ljust(name_w) + "".join(f"{r['ratios'][h]:.2f}".rjust(col_w) for r in results))
+    lines.append("-" * len(lines[1]))
+    lines.append("plain (ms)".ljust(name_w) + "".join(f"{r['plain_ms']:.2f}".rjust(col_w) for r in results))
+    lines.append("nodes |P|".ljust(name_w) + "".join(f"{r['nodes']:,}".rjust(col_w) for r in results))
+    lines.append("steps x rounds".ljust(name_w)
+                 + "".join(f"{r['iters']}x{r['rounds']}".rjust(col_w) for r in results))
+    return "\n".join(lines)
+
+
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--sizes", default="100,1000,20000", help="comma-separated numbers of classes")
+    parser.add_argument("--repeats", type=int, default=None, help="rounds per size (default: 21, 9 or 5 by size)")
+    parser.add_argument("--malloc", choices=["both", "default", "tuned"], default="both",
+                        help="glibc malloc as it comes, tuned by hseval.perf.tune_malloc, or both (default)")
+    parser.add_argument("--json", action="store_true", help=argparse.SUPPRESS)  # child-process mode
+    args = parser.parse_args(argv)
+    sizes = [int(s) for s in args.sizes.split(",") if s.strip()]
+
+    if args.json:  # one setting, in this process; results as JSON on stdout
+        results = run(sizes, args.repeats, args.malloc == "tuned")
+        for r, size in zip(results, sizes):
+            r["rounds"] = default_rounds(size, args.repeats)
+        print(json.dumps(results))
+        return
+
+    print(f"torch {torch.__version__}, {torch.get_num_threads()} threads, {cpu_model()}")
+    print(f"batch {BATCH}, d {DIM}; forward + cross-entropy + backward (input and parameters), "
+          "median over rounds of time / plain's time in the same round\n")
+    settings = ["default", "tuned"] if args.malloc == "both" else [args.malloc]
+    for setting in settings:
+        cmd = [sys.executable, __file__, "--json", "--malloc", setting, "--sizes", args.sizes]
+        if args.repeats is not None:
+            cmd += ["--repeats", str(args.repeats)]
+        out = subprocess.run(cmd, check=True, stdout=subprocess.PIPE, text=True, env=os.environ.copy()).stdout
+        results = json.loads(out.strip().splitlines()[-1])
+        title = ("glibc malloc as it comes" if setting == "default"
+                 else "with hseval.perf.tune_malloc() (big blocks reused, no page faults)")
+        print(table(results, title) + "\n", flush=True)
+
+
+if __name__ == "__main__":
+    main()
