@@ -14,7 +14,8 @@ import plotly.graph_objects as go
 from hseval.hierarchy import Hierarchy
 
 __all__ = ["accuracy_by_level", "node_sunburst", "angle_to_parent", "sibling_angles", "delta_vs_radius",
-           "projection_scatter", "confusion_heatmap", "history_curves", "reliability_diagram"]
+           "projection_scatter", "confusion_heatmap", "history_curves", "reliability_diagram", "child_angles",
+           "node_deltas"]
 
 TEMPLATE = "plotly_white"
 
@@ -40,24 +41,34 @@ def accuracy_by_level(levels: pd.DataFrame, *, title: str = "Accuracy per level"
 
 
 def node_sunburst(hierarchy: Hierarchy, per_node: pd.DataFrame, *, value: str = "accuracy",
-                  title: str = "Accuracy per node", diverging: bool = False) -> go.Figure:
-    """The tree as a sunburst: sector size = support (samples), colour = ``value`` per node
-    (``diverging`` for a difference between two runs, centred on 0)."""
+                  title: str = "Accuracy per node", diverging: bool = False, kind: str = "sunburst") -> go.Figure:
+    """The tree as a sunburst (or ``kind="treemap"``): sector size = support (samples), colour =
+    ``value`` per node (``diverging`` for a difference between two runs, centred on 0).
+
+    ``per_node`` has the columns node (canonical index), support and ``value``; each sector's
+    ``customdata`` is its node index, so a click can be mapped back to the tree."""
+    if kind not in ("sunburst", "treemap"):
+        raise ValueError(f"kind must be 'sunburst' or 'treemap', got {kind!r}")
+    if per_node.empty or not {"node", "support", value} <= set(per_node.columns):
+        return _empty(title, f"no per-node {value} to show")
     names = [*hierarchy.node_names]
     parents = ["" if p < 0 else names[p] for p in hierarchy.parents.tolist()]
     frame = per_node.set_index("node").reindex(range(hierarchy.num_nodes))
     support = frame["support"].fillna(0).to_numpy(dtype=float)
     colour = frame[value].to_numpy(dtype=float)
-    hover = [f"{'/'.join(hierarchy.path_names(i))}<br>{value}: {c:.3f}<br>samples: {int(s)}"
-             for i, (c, s) in enumerate(zip(np.nan_to_num(colour, nan=np.nan), support))]
+    hover = [f"{' / '.join(hierarchy.path_names(i))}<br>{value}: {c:.3f}<br>samples: {int(s)}"
+             for i, (c, s) in enumerate(zip(colour, support))]
     scale = "RdBu" if diverging else "Viridis"
-    limit = np.nanmax(np.abs(colour)) if diverging and np.isfinite(colour).any() else None
+    finite = np.isfinite(colour)
+    limit = float(np.abs(colour[finite]).max()) if diverging and finite.any() else None
     marker = dict(colors=colour, colorscale=scale, colorbar=dict(title=value), showscale=True,
                   cmid=0 if diverging else None,
                   cmin=-limit if limit else (None if diverging else 0),
                   cmax=limit if limit else (None if diverging else 1))
-    fig = go.Figure(go.Sunburst(ids=names, labels=names, parents=parents, values=np.maximum(support, 0),
-                                branchvalues="total", marker=marker, hovertext=hover, hoverinfo="text"))
+    trace = go.Sunburst if kind == "sunburst" else go.Treemap
+    fig = go.Figure(trace(ids=names, labels=names, parents=parents, values=np.maximum(support, 0),
+                          branchvalues="total", marker=marker, hovertext=hover, hoverinfo="text",
+                          customdata=np.arange(hierarchy.num_nodes)))
     fig.update_layout(title=title, template=TEMPLATE, margin=dict(t=50, l=0, r=0, b=0), height=560)
     return fig
 
@@ -86,24 +97,27 @@ def sibling_angles(pairs: pd.DataFrame, *, title: str = "Angles between siblings
 
 def delta_vs_radius(geometry: pd.DataFrame, *, title: str = "‖w_p − w_parent‖ against the radius R_p") -> go.Figure:
     """Scatter of the effective step ‖R_p δ_p‖ against R_p per node (columns run, name, depth,
-    delta_norm, radius); heads without radii show the step per depth."""
-    if geometry.empty:
+    delta_norm, radius). When some node has no radius (heads without radii, alone or mixed with
+    others) the step is shown per depth instead, so no run is drawn at a made-up R."""
+    if geometry.empty or "delta_norm" not in geometry:
         return _empty(title, "no class vectors")
-    data = geometry.assign(radius=geometry["radius"].fillna(-1.0))
-    has_radius = (data["radius"] >= 0).any()
-    fig = px.strip(data, x="depth" if not has_radius else "radius", y="delta_norm", color="run",
-                   hover_name="name", template=TEMPLATE, title=title,
-                   labels={"delta_norm": "‖w_p − w_parent‖", "radius": "R_p"})
+    radius = geometry["radius"] if "radius" in geometry else pd.Series(np.nan, index=geometry.index)
+    all_radii = bool(radius.notna().all())
+    fig = px.strip(geometry.assign(radius=radius), x="radius" if all_radii else "depth", y="delta_norm",
+                   color="run" if "run" in geometry else None, hover_name="name" if "name" in geometry else None,
+                   hover_data=["radius"] if not all_radii and radius.notna().any() else None, template=TEMPLATE,
+                   title=title, labels={"delta_norm": "‖w_p − w_parent‖", "radius": "R_p"})
     return fig
 
 
 def projection_scatter(points: pd.DataFrame, *, color: str = "level1", title: str = "Embeddings",
-                       max_legend: int = 40) -> go.Figure:
-    """Samples (small dots) and class vectors (large diamonds) of one projection; ``color`` is a
-    column (label, level1, level2, ..., correct). Hover shows the class path."""
-    if points.empty:
+                       max_legend: int = 40, show_vectors: bool = True) -> go.Figure:
+    """Samples (small dots) and class vectors (large diamonds, unless ``show_vectors`` is False) of
+    one projection; ``color`` is a column (label, level1, level2, ..., correct). Hover shows the
+    class path."""
+    if points.empty or not {"x", "y", "label"} <= set(points.columns):
         return _empty(title, "no projection (run 'hseval evaluate --projections pca,tsne')")
-    data = points.copy()
+    data = points.copy() if "kind" in points else points.assign(kind="sample")
     if color not in data.columns:
         color = "label"
     data[color] = data[color].astype(str)
@@ -116,7 +130,7 @@ def projection_scatter(points: pd.DataFrame, *, color: str = "level1", title: st
                      hover_data={"x": False, "y": False, "correct": True} if "correct" in samples else None,
                      render_mode="webgl", opacity=0.6)
     fig.update_traces(marker=dict(size=4))
-    if not vectors.empty:
+    if show_vectors and not vectors.empty:
         fig.add_trace(go.Scatter(x=vectors["x"], y=vectors["y"], mode="markers+text", text=vectors["label"],
                                  textposition="top center", name="class vectors", hovertext=vectors["path"],
                                  marker=dict(symbol="diamond", size=11, color="black", line=dict(width=1,
@@ -132,6 +146,7 @@ def confusion_heatmap(matrix: np.ndarray, labels: list[str], *, title: str = "Co
     m = np.asarray(matrix, dtype=float)
     if m.size == 0:
         return _empty(title, "no samples")
+    labels = [str(label) for label in labels]
     if normalize:
         sums = m.sum(axis=1, keepdims=True)
         m = np.divide(m, sums, out=np.zeros_like(m), where=sums > 0)
@@ -157,4 +172,33 @@ def reliability_diagram(bins: pd.DataFrame, *, title: str = "Reliability") -> go
         return _empty(title, "no calibration bins")
     fig = px.line(bins, x="confidence", y="accuracy", color="run", markers=True, template=TEMPLATE, title=title)
     fig.add_trace(go.Scatter(x=[0, 1], y=[0, 1], mode="lines", name="perfect", line=dict(dash="dot", color="grey")))
+    return fig
+
+
+def child_angles(children: pd.DataFrame, *, title: str = "Children: angle to their parent") -> go.Figure:
+    """Bars of the angle (degrees) between each child's vector and its parent's, one colour per
+    run (columns run, name, angle_to_parent; delta_norm and radius shown on hover when present)."""
+    data = children.dropna(subset=["angle_to_parent"]) if "angle_to_parent" in children else pd.DataFrame()
+    if data.empty:
+        return _empty(title, "no child angles (a depth-1 node's parent is the root, w = 0)")
+    hover = [c for c in ("delta_norm", "radius", "norm") if c in data]
+    fig = px.bar(data, x="name", y="angle_to_parent", color="run" if "run" in data else None, barmode="group",
+                 hover_data=hover, template=TEMPLATE, title=title,
+                 labels={"angle_to_parent": "angle to parent (°)", "name": "child"})
+    return fig
+
+
+def node_deltas(deltas: pd.DataFrame, *, title: str = "Per-node accuracy difference", top: int = 30) -> go.Figure:
+    """Horizontal bars of the per-node difference (columns path, delta), the ``top`` largest in
+    absolute value, red below zero and blue above (the diverging scale of the sunburst)."""
+    data = deltas.dropna(subset=["delta"]) if "delta" in deltas else pd.DataFrame()
+    if data.empty:
+        return _empty(title, "no nodes to compare")
+    data = data.reindex(data["delta"].abs().sort_values(ascending=False).index).head(top).iloc[::-1]
+    limit = float(data["delta"].abs().max()) or 1.0
+    fig = go.Figure(go.Bar(x=data["delta"], y=data["path"], orientation="h",
+                           marker=dict(color=data["delta"], colorscale="RdBu", cmin=-limit, cmax=limit, cmid=0),
+                           hovertemplate="%{y}<br>Δ %{x:+.3f}<extra></extra>"))
+    fig.update_layout(title=title, template=TEMPLATE, height=max(300, 22 * len(data) + 120),
+                      xaxis_title="difference", yaxis_title=None)
     return fig

@@ -27,7 +27,7 @@ class _Parser(argparse.ArgumentParser):
 
 def build_parser() -> argparse.ArgumentParser:
     from hseval import __version__
-    from hseval.commands import data, evaluate, hierarchy, train
+    from hseval.commands import dashboard, data, demo, evaluate, hierarchy, train
 
     parser = _Parser(prog="hseval", description="Train, evaluate and inspect hierarchical classifiers "
                                                 "(hierarchical spheres, Scieur & Kim 2021).")
@@ -36,6 +36,8 @@ def build_parser() -> argparse.ArgumentParser:
     data.register(commands, hierarchy.register(commands))
     train.register(commands)
     evaluate.register(commands)
+    dashboard.register(commands)
+    demo.register(commands)
     return parser
 
 

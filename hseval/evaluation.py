@@ -215,8 +215,10 @@ def evaluate_run(run_dir: Path, out_dir: Path, *, name: str, data_root: str | No
     vectors = geometry.node_vectors(head)
     metrics: dict[str, Any] = {**result["metrics"], "feature_norm": result["feature_norm"],
                                "max_logit": result["max_logit"]}
-    geometry_table = pd.DataFrame()
-    pairs = pd.DataFrame()
+    # heads without class vectors (hyperbolic) still get the files, with their header only
+    geometry_table = pd.DataFrame(columns=["vectors", "node", "name", "depth", "is_leaf", "parent", "norm",
+                                           "angle_to_parent", "delta_norm", "radius"])
+    pairs = pd.DataFrame(columns=["depth", "kind", "node_a", "node_b", "angle"])
     if vectors is not None:
         node_vec, kind = vectors
         radii = head.radii()
@@ -233,7 +235,8 @@ def evaluate_run(run_dir: Path, out_dir: Path, *, name: str, data_root: str | No
     class_vectors = None if vectors is None else vectors[0]
     emb = result["embeddings"]
     proj = _projections(run, emb, sample_labels, sample_pred, list(projections), class_vectors, seed) \
-        if len(sample) >= 4 and projections else pd.DataFrame()
+        if len(sample) >= 4 and projections else \
+        pd.DataFrame(columns=["method", "kind", "x", "y", "label", *_level_columns(tree, sample_labels), "correct"])
 
     meta = run.meta
     metrics.update({"run": name, "run_path": str(run.path), "head": run.head_name,

@@ -8,6 +8,7 @@ unpickles: JSON, CSV and ``np.load(allow_pickle=False)`` only.
 from __future__ import annotations
 
 import math
+import zipfile
 from dataclasses import dataclass, field
 from functools import cached_property
 from pathlib import Path
@@ -71,7 +72,7 @@ class RunResult:
                 return data["targets"], data["topk"]
         except FileNotFoundError:
             raise RunFormatError(f"{path}: missing") from None
-        except (OSError, ValueError, KeyError) as exc:
+        except (OSError, ValueError, KeyError, EOFError, zipfile.BadZipFile) as exc:
             raise RunFormatError(f"{path}: not a readable predictions file ({exc.__class__.__name__})") from None
 
     @property

@@ -36,7 +36,8 @@ from train import distributed, loader
 from train.config import TrainConfig
 from train.optim import Optimizers, build_optimizers
 
-__all__ = ["train", "train_one_epoch", "evaluate", "load_data", "head_options_for", "resolve_device"]
+__all__ = ["train", "train_one_epoch", "evaluate", "load_data", "head_options_for", "resolve_device",
+           "comparable_config"]
 
 HISTORY_FILE = "history.csv"
 
@@ -189,7 +190,7 @@ def _prepare_out(out: Path, *, resume: bool, force: bool) -> None:
         shutil.rmtree(out / "tensorboard")
 
 
-def _resumable_config(config: dict[str, Any]) -> dict[str, Any]:
+def comparable_config(config: dict[str, Any]) -> dict[str, Any]:
     """The parts of a config that must not change on resume (epochs may grow, display may change)."""
     out = {k: dict(v) if isinstance(v, dict) else v for k, v in config.items()}
     out["optim"].pop("epochs", None)
@@ -254,7 +255,7 @@ def train(config: TrainConfig, out: str | Path, *, resume: bool = False, force: 
     if resume:
         state = checkpoint.load_train_state(out)
         saved = state.get("config")
-        if not isinstance(saved, dict) or _resumable_config(saved) != _resumable_config(config.to_dict()):
+        if not isinstance(saved, dict) or comparable_config(saved) != comparable_config(config.to_dict()):
             raise ConfigError(f"{out}: the configuration differs from the one the run was started with; resume with "
                               "the same recipe and --set options (only optim.epochs may grow)")
         try:

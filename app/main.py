@@ -1,0 +1,51 @@
+"""Entry point of the hseval dashboard: ``streamlit run app/main.py -- DIR`` (``hseval dashboard DIR``).
+
+Reads the evaluation folder (argv after ``--``, or ``$HSEVAL_EVAL_DIR``), draws the sidebar that
+chooses the runs, and hands over to the page chosen in the navigation. The pages only present what
+``hseval evaluate`` wrote; see ``app/loading.py`` for how files are read and cached.
+"""
+
+from __future__ import annotations
+
+import streamlit as st
+
+from app import loading, state
+from app.views import common
+from hseval.errors import HsevalError
+
+PAGES = [
+    ("views/overview.py", "Overview", ":material/table_chart:"),
+    ("views/hierarchy.py", "Hierarchy", ":material/account_tree:"),
+    ("views/geometry.py", "Geometry", ":material/architecture:"),
+    ("views/embeddings.py", "Embeddings", ":material/scatter_plot:"),
+    ("views/confusion.py", "Confusion", ":material/grid_on:"),
+    ("views/compare.py", "Compare", ":material/compare_arrows:"),
+]
+
+
+def main() -> None:
+    st.set_page_config(page_title="hseval dashboard", page_icon=":material/account_tree:", layout="wide")
+    root = state.eval_dir()
+    if not root:
+        st.title("hseval dashboard")
+        st.error("No evaluation folder given: start the dashboard with 'hseval dashboard DIR' "
+                 f"(or set ${state.ENV_VAR}).")
+        st.stop()
+    try:
+        evaluation = loading.evaluation(root)
+    except HsevalError as exc:
+        st.title("hseval dashboard")
+        st.error(str(exc))
+        st.stop()
+    if not evaluation.runs:
+        st.title("hseval dashboard")
+        st.error(f"{root}: none of its runs could be read; re-run 'hseval evaluate'.")
+        for problem in evaluation.problems:
+            st.error(problem)
+        st.stop()
+    state.set_context(common.sidebar(evaluation))
+    pages = [st.Page(path, title=title, icon=icon, default=i == 0) for i, (path, title, icon) in enumerate(PAGES)]
+    st.navigation(pages).run()
+
+
+main()

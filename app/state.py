@@ -1,0 +1,61 @@
+"""Where the dashboard's shared state lives: the evaluation folder and the runs being compared.
+
+The entry script (``app/main.py``) builds one :class:`Context` per script run from the sidebar
+widgets and stores it here; every page reads it with :func:`context`. Widget keys used across
+pages are named once, below, so a test can drive them by ``key=``.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from hseval.results import Evaluation, RunResult
+
+__all__ = ["ENV_VAR", "KEY_RUNS", "KEY_DATASET", "Context", "eval_dir", "set_context", "context"]
+
+ENV_VAR = "HSEVAL_EVAL_DIR"
+"""The evaluation folder, when not given after ``--`` (``hseval dashboard`` sets both; AppTest
+has no argv, so tests set this)."""
+
+KEY_RUNS = "runs"
+KEY_DATASET = "dataset"
+_CONTEXT = "_hseval_context"
+
+
+@dataclass
+class Context:
+    """What every page needs: the loaded folder, the runs of the chosen dataset (``available``)
+    and, among them, the runs the user selected to compare (``runs``)."""
+
+    root: Path
+    evaluation: Evaluation
+    dataset: str
+    available: list[RunResult] = field(default_factory=list)
+    runs: list[RunResult] = field(default_factory=list)
+
+
+def eval_dir(argv: Sequence[str] | None = None, environ: Mapping[str, str] | None = None) -> str | None:
+    """The evaluation folder: ``$HSEVAL_EVAL_DIR`` if set, else the first argument after ``--``
+    (``streamlit run app/main.py -- DIR`` leaves ``sys.argv == [script, DIR]``)."""
+    environ = os.environ if environ is None else environ
+    argv = sys.argv if argv is None else argv
+    if environ.get(ENV_VAR):
+        return environ[ENV_VAR]
+    return argv[1] if len(argv) > 1 else None
+
+
+def set_context(ctx: Context) -> None:
+    import streamlit as st
+
+    st.session_state[_CONTEXT] = ctx
+
+
+def context() -> Context:
+    """The context of the current script run (set by ``app/main.py`` before the page runs)."""
+    import streamlit as st
+
+    return st.session_state[_CONTEXT]

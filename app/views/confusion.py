@@ -1,0 +1,33 @@
+"""Confusion page: the confusion matrix with classes in tree order (each super-class a block),
+at the leaves or at any super-class level."""
+
+from __future__ import annotations
+
+import streamlit as st
+
+from app import loading, tables
+from app.state import Context, context
+from app.views.common import PLOT, needs_runs, number, pick, pick_run, shows_problems
+from hseval import charts
+
+
+def render(ctx: Context) -> None:
+    st.title("Confusion")
+    if not needs_runs(ctx):
+        return
+    top = st.columns(3)
+    run = pick_run("Run", ctx.runs, key="confusion_run", container=top[0])
+    levels = {"classes (leaves)": None, **{f"level {d}": d for d in range(1, run.hierarchy.max_depth)}}
+    level = pick("Level", list(levels), key="confusion_level", container=top[1])
+    normalize = top[2].toggle("Rows as fractions", value=True, key="confusion_normalize")
+    with shows_problems():
+        matrix, labels = loading.confusion(run, levels[level])
+        accuracy = tables.matrix_accuracy(matrix)
+        st.metric(f"Accuracy at {level}", number(accuracy))
+        names = tables.confusion_labels(labels, run.hierarchy)
+        st.plotly_chart(charts.confusion_heatmap(matrix, names, normalize=normalize,
+                                                 title=f"{run.name}: confusion at {level}, tree order"),
+                        key="confusion_heatmap", config=PLOT)
+
+
+render(context())

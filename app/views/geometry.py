@@ -1,0 +1,83 @@
+"""Geometry page: how the learned class vectors sit relative to the tree — parent/child angles and
+steps ‖w_p − w_parent‖ against the radius R per depth, sibling vs non-sibling angles, agreement of
+the tree recovered from the vectors with the given one, and one node's children in detail."""
+
+from __future__ import annotations
+
+import streamlit as st
+
+from app import loading, tables
+from app.state import Context, context
+from app.views.common import PLOT, needs_runs, pick, pick_run, shows_problems
+from hseval import charts
+from hseval.results import RunResult
+
+
+def _with_vectors(ctx: Context) -> list[RunResult]:
+    """Runs whose head has class vectors; the others get a note saying why they are left out."""
+    kept = []
+    for run in ctx.runs:
+        skipped = (run.metrics.get("geometry") or {}).get("skipped")
+        if skipped:
+            st.info(f"{run.name}: no geometry — {skipped} (e.g. the hyperbolic head's classes are points and "
+                    "normals in the Poincaré ball, not vectors).")
+            continue
+        with shows_problems():
+            if not loading.table(run, "geometry.csv").empty:
+                kept.append(run)
+            else:
+                st.info(f"{run.name}: geometry.csv is empty (no class vectors).")
+    return kept
+
+
+def _drill_down(runs: list[RunResult]) -> None:
+    st.subheader("A node and its children")
+    left, right = st.columns(2)
+    run = pick_run("Run", runs, key="geometry_run", container=left)
+    paths = {p: n for p, n in tables.node_paths(run.hierarchy).items() if run.hierarchy.children[n]}
+    if not paths:
+        st.info("This tree has no super-classes.")
+        return
+    path = pick("Super-class", list(paths), key="geometry_node", container=right)
+    node = paths[path]
+    name = run.hierarchy.node_names[node]
+    with shows_problems():
+        children = tables.children_of(loading.table(run, "geometry.csv"), name)
+        st.plotly_chart(charts.child_angles(children.assign(run=run.name), title=f"Children of {name}: angle to it"),
+                        key="geometry_children", config=PLOT)
+        columns = [c for c in ("name", "depth", "is_leaf", "angle_to_parent", "delta_norm", "radius", "norm")
+                   if c in children]
+        st.dataframe(children[columns], hide_index=True, key="geometry_children_table")
+        pairs = tables.child_pair_angles(loading.table(run, "pair_angles.csv"), run.hierarchy, node)
+        if not pairs.empty:
+            st.caption(f"Angles between children of {name} (sampled pairs)")
+            st.dataframe(pairs, hide_index=True, key="geometry_child_pairs")
+
+
+def render(ctx: Context) -> None:
+    st.title("Geometry")
+    if not needs_runs(ctx):
+        return
+    runs = _with_vectors(ctx)
+    if not runs:
+        st.warning("None of the selected runs has class vectors to measure.")
+        return
+    metrics = {r.name: r.metrics for r in runs}
+    st.subheader("Tree recovered from the class vectors")
+    st.caption("Agreement between the given tree and hierarchical clustering of the leaf vectors: cophenetic "
+               "correlation and Rand indices per level (1 = identical).")
+    st.dataframe(tables.tree_agreement(metrics), hide_index=True, key="geometry_agreement")
+    with st.expander("Per-depth summary"):
+        st.dataframe(tables.depth_summary(metrics), hide_index=True, key="geometry_depths")
+    with shows_problems():
+        geometry = tables.concat_runs({r.name: loading.table(r, "geometry.csv") for r in runs})
+        left, right = st.columns(2)
+        left.plotly_chart(charts.angle_to_parent(geometry), key="geometry_angles", config=PLOT)
+        right.plotly_chart(charts.delta_vs_radius(geometry), key="geometry_steps", config=PLOT)
+    with shows_problems():
+        pairs = tables.concat_runs({r.name: loading.table(r, "pair_angles.csv") for r in runs})
+        st.plotly_chart(charts.sibling_angles(pairs), key="geometry_siblings", config=PLOT)
+    _drill_down(runs)
+
+
+render(context())

@@ -1,0 +1,158 @@
+"""Chart functions alone (no Streamlit): hand-made frames in, the expected traces out; empty
+inputs give an annotated empty figure rather than an exception."""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+import plotly.graph_objects as go
+import pytest
+
+from hseval import charts
+from tests.conftest import appendix_a
+
+
+def is_empty(fig: go.Figure) -> bool:
+    return len(fig.data) == 0 and len(fig.layout.annotations) == 1 and fig.layout.annotations[0].text
+
+
+def per_node_frame(tree, accuracy) -> pd.DataFrame:
+    support = np.zeros(tree.num_nodes)
+    support[: tree.num_leaves] = 10
+    for leaf in range(tree.num_leaves):  # a super-class's support is the sum over its leaves
+        for node in tree.path(leaf)[:-1]:
+            support[node] += 10
+    return pd.DataFrame({"node": np.arange(tree.num_nodes), "support": support, "accuracy": accuracy})
+
+
+def test_accuracy_by_level_one_bar_series_per_run_and_way():
+    levels = pd.DataFrame({"run": ["a", "a", "a", "b", "b"], "level": ["leaf", "level 1", "level 1", "leaf", "level 1"],
+                           "way": ["leaf", "from leaf", "parent δ", "leaf", "from leaf"],
+                           "accuracy": [0.5, 0.8, 0.7, 0.6, 0.9]})
+    fig = charts.accuracy_by_level(levels)
+    assert {t.type for t in fig.data} == {"bar"}
+    assert sorted(t.name for t in fig.data) == ["a", "a (from leaf)", "a (parent δ)", "b", "b (from leaf)"]
+    assert is_empty(charts.accuracy_by_level(pd.DataFrame()))
+
+
+@pytest.mark.parametrize("kind", ["sunburst", "treemap"])
+def test_node_sunburst_ids_and_parents_are_the_tree(kind):
+    tree = appendix_a()
+    accuracy = np.linspace(0, 1, tree.num_nodes)
+    fig = charts.node_sunburst(tree, per_node_frame(tree, accuracy), kind=kind)
+    (trace,) = fig.data
+    assert trace.type == kind
+    assert list(trace.ids) == list(tree.node_names)
+    expected_parents = ["" if p < 0 else tree.node_names[p] for p in tree.parents.tolist()]
+    assert list(trace.parents) == expected_parents
+    np.testing.assert_allclose(trace.marker.colors, accuracy)
+    assert (trace.marker.cmin, trace.marker.cmax) == (0, 1)
+    assert list(trace.customdata) == list(range(tree.num_nodes))
+    fruit = tree.index("fruit")
+    assert trace.values[fruit] == trace.values[tree.index("apple")] + trace.values[tree.index("orange")]
+
+
+def test_node_sunburst_diverging_is_symmetric_around_zero():
+    tree = appendix_a()
+    frame = per_node_frame(tree, np.zeros(tree.num_nodes)).rename(columns={"accuracy": "delta"})
+    frame.loc[0, "delta"], frame.loc[1, "delta"] = -0.2, 0.1
+    trace = charts.node_sunburst(tree, frame, value="delta", diverging=True).data[0]
+    assert trace.marker.cmid == 0
+    assert (trace.marker.cmin, trace.marker.cmax) == (pytest.approx(-0.2), pytest.approx(0.2))
+
+
+def test_node_sunburst_empty_and_bad_kind():
+    tree = appendix_a()
+    assert is_empty(charts.node_sunburst(tree, pd.DataFrame()))
+    with pytest.raises(ValueError, match="sunburst' or 'treemap"):
+        charts.node_sunburst(tree, per_node_frame(tree, np.ones(tree.num_nodes)), kind="pie")
+
+
+def test_angle_to_parent_one_box_per_run():
+    geometry = pd.DataFrame({"run": ["a", "a", "b"], "depth": [2, 2, 2], "angle_to_parent": [10.0, 20.0, 30.0]})
+    fig = charts.angle_to_parent(geometry)
+    assert [t.type for t in fig.data] == ["box", "box"] and [t.name for t in fig.data] == ["a", "b"]
+    assert is_empty(charts.angle_to_parent(pd.DataFrame()))
+    assert is_empty(charts.angle_to_parent(geometry.assign(angle_to_parent=np.nan)))
+
+
+def test_sibling_angles_split_by_kind():
+    pairs = pd.DataFrame({"run": "a", "depth": [1, 1, 2, 2], "kind": ["sibling", "non-sibling"] * 2,
+                          "angle": [80.0, 100.0, 30.0, 110.0]})
+    fig = charts.sibling_angles(pairs)
+    assert {t.type for t in fig.data} == {"violin"} and {t.name for t in fig.data} == {"sibling", "non-sibling"}
+    assert is_empty(charts.sibling_angles(pd.DataFrame()))
+
+
+def test_delta_vs_radius_uses_radius_when_there_is_one():
+    geometry = pd.DataFrame({"run": "a", "name": ["x", "y"], "depth": [1, 2], "delta_norm": [1.0, 0.5],
+                             "radius": [1.0, 0.5]})
+    assert charts.delta_vs_radius(geometry).layout.xaxis.title.text == "R_p"
+    assert charts.delta_vs_radius(geometry.assign(radius=np.nan)).layout.xaxis.title.text == "depth"
+    mixed = pd.concat([geometry, geometry.assign(run="b", radius=np.nan)], ignore_index=True)
+    fig = charts.delta_vs_radius(mixed)
+    assert fig.layout.xaxis.title.text == "depth" and [t.name for t in fig.data] == ["a", "b"]
+    assert is_empty(charts.delta_vs_radius(pd.DataFrame()))
+
+
+def projection_points() -> pd.DataFrame:
+    return pd.DataFrame({"method": "pca", "kind": ["sample"] * 4 + ["class_vector"] * 2,
+                         "x": np.arange(6.0), "y": np.arange(6.0),
+                         "label": ["apple", "cat", "apple", "dog", "apple", "cat"],
+                         "level1": ["fruit", "animal", "fruit", "animal", "fruit", "animal"],
+                         "correct": [True, False, True, True, np.nan, np.nan]})
+
+
+def test_projection_scatter_samples_coloured_and_vectors_overlaid():
+    fig = charts.projection_scatter(projection_points(), color="level1")
+    names = [t.name for t in fig.data]
+    assert names == ["fruit", "animal", "class vectors"]
+    vectors = fig.data[-1]
+    assert list(vectors.text) == ["apple", "cat"] and vectors.marker.symbol == "diamond"
+    assert "fruit/apple" in set(fig.data[0].hovertext)
+
+
+def test_projection_scatter_options():
+    points = projection_points()
+    assert [t.name for t in charts.projection_scatter(points, color="correct", show_vectors=False).data] == \
+        ["True", "False"]
+    assert [t.name for t in charts.projection_scatter(points, color="nope").data][:3] == ["apple", "cat", "dog"]
+    assert is_empty(charts.projection_scatter(pd.DataFrame()))
+
+
+def test_confusion_heatmap_rows_sum_to_one():
+    matrix = np.array([[3, 1, 0], [0, 0, 0], [2, 2, 4]])
+    fig = charts.confusion_heatmap(matrix, ["a", "b", 7])
+    (trace,) = fig.data
+    z = np.asarray(trace.z)
+    np.testing.assert_allclose(z.sum(axis=1), [1, 0, 1])
+    assert list(trace.x) == ["a", "b", "7"] and list(trace.y) == ["a", "b", "7"]
+    np.testing.assert_array_equal(np.asarray(charts.confusion_heatmap(matrix, ["a", "b", "c"],
+                                                                      normalize=False).data[0].z), matrix)
+    assert is_empty(charts.confusion_heatmap(np.zeros((0, 0)), []))
+
+
+def test_history_and_reliability():
+    history = pd.DataFrame({"run": "a", "epoch": [1, 2], "test_acc": [0.5, 0.6]})
+    assert [t.type for t in charts.history_curves(history).data] == ["scatter"]
+    assert is_empty(charts.history_curves(pd.DataFrame()))
+    bins = pd.DataFrame({"run": "a", "confidence": [0.2, 0.8], "accuracy": [0.1, 0.9], "count": [5, 5]})
+    assert [t.name for t in charts.reliability_diagram(bins).data] == ["a", "perfect"]
+    assert is_empty(charts.reliability_diagram(pd.DataFrame()))
+
+
+def test_child_angles_bars_per_child():
+    children = pd.DataFrame({"run": "a", "name": ["apple", "orange"], "angle_to_parent": [12.0, 15.0],
+                             "delta_norm": [0.5, 0.5], "radius": [0.5, 0.5]})
+    (trace,) = charts.child_angles(children).data
+    assert trace.type == "bar" and list(trace.x) == ["apple", "orange"] and list(trace.y) == [12.0, 15.0]
+    assert is_empty(charts.child_angles(pd.DataFrame()))
+    assert is_empty(charts.child_angles(children.assign(angle_to_parent=np.nan)))
+
+
+def test_node_deltas_keeps_the_largest_absolute_differences():
+    deltas = pd.DataFrame({"path": ["a", "b", "c", "d"], "delta": [0.1, -0.5, 0.3, np.nan]})
+    (trace,) = charts.node_deltas(deltas, top=2).data
+    assert list(trace.y) == ["c", "b"]  # largest |delta| drawn at the top (last)
+    assert trace.marker.cmid == 0
+    assert is_empty(charts.node_deltas(pd.DataFrame()))

@@ -1,0 +1,235 @@
+"""Every page of the dashboard through ``streamlit.testing.v1.AppTest`` on a real evaluation folder
+(the session fixture ``evaluated``: plain, multitask, riemann): no exception, the expected
+elements, widgets driven by ``key=`` change what is shown, and damaged folders give messages."""
+
+from __future__ import annotations
+
+import base64
+import json
+import shutil
+from pathlib import Path
+
+import numpy as np
+import pytest
+from streamlit.testing.v1 import AppTest
+
+from hseval import fileio
+
+MAIN = Path(__file__).parents[1] / "app" / "main.py"
+PAGES = ["overview", "hierarchy", "geometry", "embeddings", "confusion", "compare"]
+
+
+def copy_runs(source: Path, target: Path, copies: int = 1) -> Path:
+    """An evaluation folder with ``copies`` copies of each run of ``source`` (named ``run``,
+    ``run-2``...), its index.json regenerated: a bigger folder without evaluating again."""
+    target.mkdir(parents=True, exist_ok=True)
+    entries = []
+    for folder in sorted(p for p in source.iterdir() if (p / "metrics.json").is_file()):
+        for k in range(1, copies + 1):
+            name = folder.name if k == 1 else f"{folder.name}-{k}"
+            shutil.copytree(folder, target / name)
+            metrics = json.loads((target / name / "metrics.json").read_text())
+            metrics["run"] = name
+            fileio.write_json(target / name / "metrics.json", metrics)
+            entries.append({"run": name, "head": metrics["head"], "dataset": metrics["dataset"],
+                            "backbone": metrics["backbone"], "seed": metrics["seed"], "leaf_top1": metrics["top1"]})
+    fileio.write_json(target / "index.json", {"runs": entries})
+    return target
+
+
+def app(folder: Path, monkeypatch) -> AppTest:
+    monkeypatch.setenv("HSEVAL_EVAL_DIR", str(folder))
+    return AppTest.from_file(str(MAIN), default_timeout=60)
+
+
+def page(at: AppTest, name: str) -> AppTest:
+    at.switch_page(f"views/{name}.py").run()
+    assert not at.exception, [e.message for e in at.exception]
+    return at
+
+
+def figures(at: AppTest) -> dict:
+    """The plotly figures on the page by widget key, as plain JSON dicts."""
+    return {el.key: json.loads(el.proto.spec) for el in at.get("plotly_chart")}
+
+
+def table(at: AppTest, column: str):
+    """The first table on the page with ``column`` (``st.dataframe`` has no key without selections)."""
+    for element in at.dataframe:
+        if column in element.value.columns:
+            return element.value
+    raise AssertionError(f"no table with a column {column!r}")
+
+
+def array(value) -> np.ndarray:
+    """A plotly JSON array, plain or binary-encoded ({"dtype", "bdata"})."""
+    if isinstance(value, dict) and "bdata" in value:
+        return np.frombuffer(base64.b64decode(value["bdata"]), dtype=value["dtype"])
+    return np.asarray(value)
+
+
+@pytest.fixture
+def at(evaluated, monkeypatch) -> AppTest:
+    test = app(evaluated, monkeypatch).run()
+    assert not test.exception, [e.message for e in test.exception]
+    return test
+
+
+def test_overview_shows_the_runs_table_and_level_bars(at):
+    assert [t.value for t in at.title] == ["Overview"]
+    runs = table(at, "dataset")
+    assert runs["run"].tolist() == ["multitask", "plain", "riemann"]
+    assert {"head", "top1", "level1_from_leaf", "level1_from_levels", "hierarchical_f1"} <= set(runs.columns)
+    charts = figures(at)
+    assert "overview_levels" in charts
+    assert {t["name"].split(" (")[0] for t in charts["overview_levels"]["data"]} == {"multitask", "plain", "riemann"}
+    assert not at.error
+
+
+def test_run_selection_filters_the_other_pages(at):
+    at.multiselect(key="runs").set_value(["plain", "riemann"]).run()
+    bars = figures(at)["overview_levels"]["data"]
+    assert {t["name"].split(" (")[0] for t in bars} == {"plain", "riemann"}
+    assert table(at, "dataset")["run"].tolist() == ["multitask", "plain", "riemann"]
+    page(at, "hierarchy")
+    assert at.selectbox(key="hierarchy_run").options == ["plain", "riemann"]
+    at.multiselect(key="runs").set_value([]).run()
+    assert any("Select at least 1 run" in i.value for i in at.info)
+
+
+def test_hierarchy_colours_follow_the_chosen_run(at):
+    page(at, "hierarchy")
+    assert [t.value for t in at.title] == ["Hierarchy"]
+    first = figures(at)["hierarchy_tree"]["data"][0]
+    assert first["type"] == "sunburst" and len(first["ids"]) == 13
+    at.selectbox(key="hierarchy_run").set_value("riemann").run()
+    second = figures(at)["hierarchy_tree"]["data"][0]
+    assert not np.allclose(array(first["marker"]["colors"]), array(second["marker"]["colors"]), equal_nan=True)
+    at.selectbox(key="hierarchy_baseline").set_value("plain").run()
+    diff = figures(at)["hierarchy_tree"]["data"][0]
+    assert diff["marker"]["cmid"] == 0 and diff["marker"]["colorscale"][0][1] != first["marker"]["colorscale"][0][1]
+    at.radio(key="hierarchy_chart").set_value("treemap").run()
+    assert figures(at)["hierarchy_tree"]["data"][0]["type"] == "treemap"
+
+
+def test_hierarchy_node_detail_shows_classes_and_confusions(at):
+    page(at, "hierarchy")
+    at.selectbox(key="hierarchy_node").set_value("clothing / tops").run()
+    classes = table(at, "class")
+    assert classes["class"].tolist() == ["T-shirt/top", "Pullover", "Coat", "Shirt"]
+    confusions = table(at, "predicted")
+    assert set(confusions.columns) == {"true", "predicted", "count", "share", "tree_distance", "inside"}
+    assert set(confusions["true"]) <= set(classes["class"])
+    samples = {m.label: m.value for m in at.metric}["Samples under it"]
+    at.selectbox(key="hierarchy_node").set_value("footwear").run()
+    assert table(at, "class")["class"].tolist() == ["Sandal", "Sneaker", "Ankle boot"]
+    assert {m.label: m.value for m in at.metric}["Samples under it"] != samples
+
+
+def test_geometry_page(at):
+    page(at, "geometry")
+    charts = figures(at)
+    assert {"geometry_angles", "geometry_steps", "geometry_siblings", "geometry_children"} <= set(charts)
+    agreement = table(at, "cophenetic_correlation")
+    assert agreement["run"].tolist() == ["multitask", "plain", "riemann"]
+    assert agreement["cophenetic_correlation"].between(-1, 1).all()
+    at.selectbox(key="geometry_run").set_value("riemann").run()
+    at.selectbox(key="geometry_node").set_value("footwear").run()
+    children = table(at, "angle_to_parent")
+    assert children["name"].tolist() == ["Sandal", "Sneaker", "Ankle boot"]
+    assert np.allclose(children["delta_norm"], children["radius"], rtol=1e-4)  # riemann: ‖R δ‖ = R
+
+
+def test_embeddings_page_colours_and_vectors(at):
+    page(at, "embeddings")
+    scatter = figures(at)["embeddings_scatter"]
+    names = [t.get("name") for t in scatter["data"]]
+    assert names[-1] == "class vectors" and set(names[:-1]) == {"clothing", "footwear", "Bag"}
+    at.selectbox(key="embeddings_colour").set_value("correct").run()
+    assert {t.get("name") for t in figures(at)["embeddings_scatter"]["data"][:-1]} <= {"True", "False"}
+    at.toggle(key="embeddings_vectors").set_value(False).run()
+    assert "class vectors" not in [t.get("name") for t in figures(at)["embeddings_scatter"]["data"]]
+    assert at.selectbox(key="embeddings_method").options == ["pca"]
+
+
+def test_confusion_page_levels(at):
+    page(at, "confusion")
+    leaf = figures(at)["confusion_heatmap"]["data"][0]
+    z = np.asarray(leaf["z"], dtype=float) if not isinstance(leaf["z"], dict) else array(leaf["z"]).reshape(10, 10)
+    assert z.shape == (10, 10) and np.allclose(z.sum(axis=1), 1)
+    leaf_accuracy = float(at.metric[0].value)
+    at.selectbox(key="confusion_level").set_value("level 1").run()
+    level1 = figures(at)["confusion_heatmap"]["data"][0]
+    assert list(level1["x"]) == ["Bag", "clothing", "footwear"]  # tree order
+    assert float(at.metric[0].value) >= leaf_accuracy
+
+
+def test_compare_page(at):
+    page(at, "compare")
+    assert at.selectbox(key="compare_a").value == "multitask" and at.selectbox(key="compare_b").value == "plain"
+    deltas = table(at, "metric")
+    assert deltas.columns.tolist() == ["metric", "multitask", "plain", "delta"]
+    assert {"compare_levels", "compare_sunburst", "compare_deltas", "compare_angles"} <= set(figures(at))
+    at.selectbox(key="compare_b").set_value("riemann").run()
+    assert table(at, "metric").columns.tolist()[2] == "riemann"
+    at.selectbox(key="compare_b").set_value("multitask").run()
+    assert any("two different runs" in i.value for i in at.info)
+
+
+def test_a_corrupt_metrics_file_is_named_and_the_other_runs_render(evaluated, tmp_path, monkeypatch):
+    folder = copy_runs(evaluated, tmp_path / "eval")
+    (folder / "plain" / "metrics.json").write_text('{"top1": 0.5, "hier')
+    at = app(folder, monkeypatch).run()
+    assert not at.exception
+    assert any("plain" in e.value and "metrics.json" in e.value for e in at.error)
+    assert table(at, "dataset")["run"].tolist() == ["multitask", "riemann"]
+    for name in PAGES[1:]:
+        page(at, name)
+
+
+def test_damaged_run_files_are_reported_on_the_pages_that_need_them(evaluated, tmp_path, monkeypatch):
+    folder = copy_runs(evaluated, tmp_path / "eval")
+    (folder / "plain" / "predictions.npz").write_bytes(b"PK\x03\x04 half-written")
+    (folder / "riemann" / "per_node.csv").write_text("node,name\n0,x\n")
+    (folder / "multitask" / "projections.csv").unlink()
+    at = app(folder, monkeypatch).run()
+    at.multiselect(key="runs").set_value(["plain", "riemann", "multitask"]).run()
+    page(at, "confusion")
+    at.selectbox(key="confusion_run").set_value("plain").run()
+    assert any("predictions.npz" in e.value for e in at.error) and not at.exception
+    at.selectbox(key="confusion_run").set_value("riemann").run()
+    assert not at.error and figures(at)["confusion_heatmap"]
+    page(at, "hierarchy")
+    at.selectbox(key="hierarchy_run").set_value("riemann").run()
+    assert any("per_node.csv" in e.value for e in at.error)
+    page(at, "embeddings")
+    at.selectbox(key="embeddings_run").set_value("multitask").run()
+    assert any("no projections" in i.value for i in at.info)
+    page(at, "compare")  # multitask vs plain still compares
+
+
+def test_runs_of_different_datasets_are_separated(evaluated, tmp_path, monkeypatch):
+    folder = copy_runs(evaluated, tmp_path / "eval")
+    metrics = json.loads((folder / "plain" / "metrics.json").read_text())
+    metrics["dataset"] = "cifar100"
+    fileio.write_json(folder / "plain" / "metrics.json", metrics)
+    at = app(folder, monkeypatch).run()
+    assert any("mixes runs of 2 datasets" in w.value for w in at.sidebar.warning)
+    assert at.selectbox(key="dataset").options == ["cifar100", "fashion-mnist"]
+    assert table(at, "dataset")["run"].tolist() == ["plain"]
+    at.selectbox(key="dataset").set_value("fashion-mnist").run()
+    assert table(at, "dataset")["run"].tolist() == ["multitask", "riemann"]
+    assert at.multiselect(key="runs").value == ["multitask", "riemann"]
+
+
+def test_an_empty_folder_gives_a_clear_message(tmp_path, monkeypatch):
+    at = app(tmp_path, monkeypatch).run()
+    assert not at.exception
+    assert any("holds no evaluated runs" in e.value for e in at.error)
+
+
+def test_no_folder_given(monkeypatch):
+    monkeypatch.delenv("HSEVAL_EVAL_DIR", raising=False)
+    monkeypatch.setattr("sys.argv", ["main.py"])
+    at = AppTest.from_file(str(MAIN), default_timeout=60).run()
+    assert any("hseval dashboard DIR" in e.value for e in at.error)
