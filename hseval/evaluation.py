@@ -68,16 +68,20 @@ def run_names(runs: list[Path]) -> list[str]:
 
 def _dataset_for(run: Run, data_root: str | None, cache: dict):
     from hseval.data import load_dataset
+    from hseval.data.base import dataset_options
 
     dataset = run.meta.get("dataset") or {}
     name = dataset.get("name")
     if not isinstance(name, str):
         raise RunFormatError(f"{run.path / 'run.json'}: no 'dataset.name'; cannot tell which data to evaluate on")
     root = data_root or dataset.get("root")
-    key = (name, root)
+    options = {}
+    if "hierarchy" in dataset_options(name):  # image folders: the tree the run was trained with
+        options["hierarchy"] = dataset.get("hierarchy_file")
+    key = (name, root, tuple(options.items()))
     if key not in cache:
         try:
-            cache[key] = load_dataset(name, root)
+            cache[key] = load_dataset(name, root, **options)
         except DataError as exc:
             raise DataError(f"{run.path}: its dataset {name!r} is not available: {exc}") from None
     data = cache[key]

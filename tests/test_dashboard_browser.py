@@ -9,7 +9,6 @@ binary) and the ``playwright`` package; never ``playwright install`` (it downloa
 
 from __future__ import annotations
 
-import argparse
 import os
 import shutil
 import signal
@@ -37,13 +36,7 @@ ROOT = Path(__file__).parents[1]
 
 
 def dashboard_argv(folder: Path, port: int) -> list[str]:
-    """``python -m hseval dashboard``; ``python -m hseval.commands.dashboard`` (the same code)
-    while the subcommand is not yet wired into hseval/cli.py."""
-    from hseval.cli import build_parser
-
-    commands = next(a for a in build_parser()._actions if isinstance(a, argparse._SubParsersAction))
-    prefix = ["hseval", "dashboard"] if "dashboard" in commands.choices else ["hseval.commands.dashboard"]
-    return [sys.executable, "-m", *prefix, str(folder), "--port", str(port)]
+    return [sys.executable, "-m", "hseval", "dashboard", str(folder), "--port", str(port)]
 
 
 class Server:

@@ -182,3 +182,18 @@ def test_image_folder_errors(tmp_path):
         load_dataset("image-folder", root, hierarchy=tree_file)
     with pytest.raises(DataError, match=r"nowhere: no such folder"):
         load_dataset("image-folder", tmp_path / "nowhere", hierarchy=tree_file)
+
+
+def test_image_folder_trains_and_evaluates_end_to_end(tmp_path):
+    """A user's own folders and tree through train-all, evaluate and report (small images)."""
+    from hseval.cli import main
+
+    root, tree_file = _image_folder(tmp_path)
+    runs, out = tmp_path / "runs", tmp_path / "eval"
+    assert main(["train-all", "--dataset", "image-folder", "--data-root", str(root), "--hierarchy", str(tree_file),
+                 "--heads", "plain,riemann", "--backbone", "small-cnn", "--recipe", "paper", "--quiet",
+                 "--set", "optim.epochs=1", "--set", "data.batch_size=2", "--set", "data.workers=0",
+                 "--set", "engine.threads=1", "--out", str(runs)]) == 0
+    assert main(["evaluate", str(runs), "--projections", "none", "--quiet", "--out", str(out)]) == 0
+    assert main(["report", str(out)]) == 0
+    assert (out / "riemann" / "metrics.json").is_file() and (out / "report.html").is_file()

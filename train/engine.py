@@ -102,8 +102,12 @@ def check_head_options(heads: list[str], options: dict[str, Any]) -> None:
 
 def load_data(config: TrainConfig, hierarchy_file: str | None = None) -> LoadedDataset:
     """The dataset of ``config`` with, optionally, its tree replaced by a hierarchy file."""
-    data = load_dataset(config.data.dataset, config.data.root)
+    from hseval.data.base import dataset_options
+
     path = hierarchy_file or config.data.hierarchy
+    if "hierarchy" in dataset_options(config.data.dataset):  # a user's image folders take their tree here
+        return load_dataset(config.data.dataset, config.data.root, hierarchy=path)
+    data = load_dataset(config.data.dataset, config.data.root)
     if path:
         data.hierarchy = Hierarchy.read(path, classes=data.class_names)
     return data

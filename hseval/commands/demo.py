@@ -89,8 +89,33 @@ def cmd_demo(args: argparse.Namespace) -> int:
     print(_table(rows, levels))
     print("\n'L1 own' / 'L2 own': super-class accuracy from the head's own super-class scores (parent δ columns"
           " for the Δ-heads, the level heads for multitask); '—': the head has none.")
-    print(f"\ndone in {time.perf_counter() - start:.0f} s. Open the dashboard with:\n  hseval dashboard {eval_dir}")
+    total = time.perf_counter() - start
+    _record(out, total, seconds, quick=args.quick)
+    print(f"\ndone in {total:.0f} s. Open the dashboard with:\n  hseval dashboard {eval_dir}")
     return 0
+
+
+def _record(out: Path, total: float, seconds: dict[str, float], *, quick: bool) -> None:
+    """``demo.json``: what ran, where and how long (read by scripts/readme_demo.py)."""
+    import datetime
+    import platform
+
+    import torch
+
+    from hseval import fileio
+
+    cpu = platform.processor() or platform.machine()
+    try:
+        with open("/proc/cpuinfo") as fh:
+            cpu = next((line.split(":", 1)[1].strip() for line in fh if line.startswith("model name")), cpu)
+    except OSError:
+        pass
+    gpu = torch.cuda.get_device_name(0) if torch.cuda.is_available() else None
+    fileio.write_json(out / "demo.json", {
+        "seconds": total, "quick": quick, "heads": list(seconds), "train_seconds": seconds,
+        "date": datetime.date.today().isoformat(),
+        "machine": {"cpu": cpu, "threads": torch.get_num_threads(), "gpu": gpu, "torch": torch.__version__,
+                    "python": platform.python_version()}})
 
 
 def register(commands: argparse._SubParsersAction) -> None:

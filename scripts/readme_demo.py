@@ -1,0 +1,108 @@
+"""Regenerate the README's demo table and its picture from a real demo run.
+
+    python scripts/readme_demo.py [--out DIR] [--reuse]
+
+Runs ``hseval demo --out DIR`` (unless ``--reuse`` and DIR already holds a finished demo), then
+writes the table of leaf and super-class accuracy per head, with the machine, the versions and the
+wall time, between the ``demo-table`` markers of README.md, and saves a screenshot of the dashboard
+on that evaluation to docs/dashboard.png (headless Chromium, when playwright and /usr/bin/chromium
+are there).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import re
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+CHROMIUM = "/usr/bin/chromium"
+
+
+def table(demo: Path) -> str:
+    info = json.loads((demo / "demo.json").read_text())
+    rows = []
+    for head in info["heads"]:
+        m = json.loads((demo / "eval" / head / "metrics.json").read_text())
+        leaf = m.get("superclass_acc", {})
+        own = m.get("superclass_acc_from_levels", {})
+        cells = [f"`{head}`", f"{m['top1']:.4f}"]
+        cells += [f"{leaf[d]:.4f}" if d in leaf else "" for d in ("1", "2")]
+        cells += [f"{own[d]:.4f}" if d in own else "—" for d in ("1", "2")]
+        cells += [f"{m.get('mistake_severity', float('nan')):.3f}", f"{m.get('hierarchical_f1', float('nan')):.4f}",
+                  f"{info['train_seconds'].get(head, 0):.0f}"]
+        rows.append("| " + " | ".join(cells) + " |")
+    header = ("| head | leaf acc | L1 from leaf | L2 from leaf | L1 own | L2 own | mistake severity | hF1 | train s |\n"
+              "|---|---|---|---|---|---|---|---|---|")
+    machine = info["machine"]
+    note = (f"Test split of Fashion-MNIST (10,000 images), seed 0, `hseval demo` on {machine['cpu']} "
+            f"({machine['threads']} threads, no GPU), torch {machine['torch']}, {info['date']}: "
+            f"{info['seconds'] / 60:.1f} minutes in all. Regenerate with `python scripts/readme_demo.py`.")
+    return f"{header}\n" + "\n".join(rows) + f"\n\n{note}\n"
+
+
+def screenshot(demo: Path, target: Path) -> bool:
+    try:
+        from playwright.sync_api import sync_playwright
+    except ImportError:
+        print("no playwright: the picture is not updated")
+        return False
+    if not Path(CHROMIUM).is_file():
+        print(f"no {CHROMIUM}: the picture is not updated")
+        return False
+    import socket
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    server = subprocess.Popen([sys.executable, "-m", "hseval", "dashboard", str(demo / "eval"), "--port", str(port)],
+                              cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    try:
+        for line in server.stdout:
+            if "http://" in line:
+                break
+        with sync_playwright() as pw:
+            browser = pw.chromium.launch(executable_path=CHROMIUM, headless=True,
+                                         args=["--no-sandbox", "--disable-gpu", "--disable-background-networking",
+                                               "--disable-component-update", "--disable-sync", "--no-first-run"])
+            page = browser.new_page(viewport={"width": 1400, "height": 900})
+            page.goto(f"http://127.0.0.1:{port}/", timeout=60_000)
+            page.wait_for_selector('[data-testid="stDataFrame"]', timeout=60_000)
+            page.wait_for_selector(".js-plotly-plot .main-svg", timeout=60_000)
+            page.wait_for_timeout(2000)
+            target.parent.mkdir(parents=True, exist_ok=True)
+            page.screenshot(path=str(target))
+            browser.close()
+    finally:
+        server.terminate()
+        server.wait(timeout=30)
+    return True
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--out", default=str(ROOT / "hseval-demo"))
+    parser.add_argument("--reuse", action="store_true", help="use DIR's finished demo instead of running it")
+    args = parser.parse_args()
+    demo = Path(args.out)
+    if not (args.reuse and (demo / "demo.json").is_file()):
+        start = time.perf_counter()
+        subprocess.run([sys.executable, "-m", "hseval", "demo", "--force", "--out", str(demo)], cwd=ROOT, check=True)
+        print(f"demo took {time.perf_counter() - start:.0f} s")
+    readme = ROOT / "README.md"
+    text = readme.read_text()
+    new = re.sub(r"(<!-- demo-table:start -->\n).*?(<!-- demo-table:end -->)",
+                 lambda m: m.group(1) + table(demo) + m.group(2), text, flags=re.S)
+    readme.write_text(new)
+    print("README.md table updated")
+    if screenshot(demo, ROOT / "docs" / "dashboard.png"):
+        print("docs/dashboard.png updated")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
