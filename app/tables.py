@@ -15,7 +15,7 @@ import pandas as pd
 
 from hseval.hierarchy import Hierarchy
 
-__all__ = ["levels_long", "overview_columns", "preorder", "node_paths", "per_node_difference", "classes_under",
+__all__ = ["levels_long", "overview_columns", "node_paths", "per_node_difference", "classes_under",
            "top_confusions", "concat_runs", "tree_agreement", "depth_summary", "children_of", "child_pair_angles",
            "confusion_labels", "node_accuracy", "history", "clicked_node", "matrix_accuracy", "metric_deltas"]
 
@@ -52,22 +52,9 @@ def overview_columns(summary: pd.DataFrame) -> pd.DataFrame:
     return summary[columns].dropna(axis=1, how="all")
 
 
-def preorder(hierarchy: Hierarchy) -> list[int]:
-    """Every non-root node in depth-first order (children in canonical order): the order in which
-    a tree reads top to bottom."""
-    children = hierarchy.children
-    order: list[int] = []
-    stack = list(reversed(children[-1]))
-    while stack:
-        node = stack.pop()
-        order.append(node)
-        stack.extend(reversed(children[node]))
-    return order
-
-
 def node_paths(hierarchy: Hierarchy) -> dict[str, int]:
     """``{"clothing / tops / Coat": node index}`` for every node, in tree order."""
-    return {SEP.join(hierarchy.path_names(n)): n for n in preorder(hierarchy)}
+    return {SEP.join(hierarchy.path_names(n)): n for n in hierarchy.preorder().tolist()}
 
 
 def node_accuracy(per_node: pd.DataFrame, node: int) -> dict[str, Any]:
@@ -98,7 +85,7 @@ def per_node_difference(hierarchy: Hierarchy, a: pd.DataFrame, b: pd.DataFrame) 
 def classes_under(hierarchy: Hierarchy, per_node: pd.DataFrame, node: int) -> pd.DataFrame:
     """The classes (leaves) under ``node`` with their support, correct count and accuracy, in tree order."""
     leaves = set(hierarchy.subtree_leaves(node).tolist())
-    order = [n for n in preorder(hierarchy) if n in leaves]
+    order = [n for n in hierarchy.preorder().tolist() if n in leaves]
     table = per_node.set_index("node").reindex(order)
     return pd.DataFrame({"class": [hierarchy.node_names[n] for n in order],
                          "path": [SEP.join(hierarchy.path_names(n)) for n in order],

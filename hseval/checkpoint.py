@@ -172,6 +172,10 @@ def load_run(run_dir: str | Path, *, device: str | torch.device = "cpu") -> Run:
         model = build_model(meta["model"], hierarchy)
     except HsevalError as exc:
         raise RunFormatError(f"{run_dir / META_FILE}: cannot rebuild the model: {exc}") from None
+    except (TypeError, ValueError, OverflowError, RuntimeError) as exc:  # an option of the wrong type or size
+        reason = (str(exc).splitlines() or [""])[0][:200]
+        raise RunFormatError(f"{run_dir / META_FILE}: cannot rebuild the model ({exc.__class__.__name__}: "
+                             f"{reason}); the file was edited or is damaged") from None
     _check_tensors(model, tensors, where, meta)
     model.load_state_dict(tensors, strict=True)
     model.to(device).eval()

@@ -95,6 +95,7 @@ def _batches(split, batch_size: int, device: torch.device):
     from torch.utils.data import DataLoader
 
     from hseval.data import TensorImages
+    from hseval.data.base import worker_errors
 
     if isinstance(split, TensorImages):
         labels = torch.as_tensor(split.labels)
@@ -104,7 +105,7 @@ def _batches(split, batch_size: int, device: torch.device):
         return
     loader = DataLoader(split, batch_size=batch_size, shuffle=False, drop_last=False,
                         num_workers=min(8, os.cpu_count() or 1), pin_memory=device.type == "cuda")
-    for x, y in loader:
+    for x, y in worker_errors(loader):
         yield x.to(device, non_blocking=True), y
 
 
@@ -300,8 +301,11 @@ def evaluate_runs(patterns: list[str], out_dir: str | Path, *, data_root: str | 
         raise ConfigError(f"unknown split {split!r}; choose train or test")
     runs = find_runs(patterns)
     out_dir = Path(out_dir)
-    for stale in out_dir.glob(".tmp-*") if out_dir.is_dir() else []:
-        shutil.rmtree(stale, ignore_errors=True)  # left by a killed evaluation
+    fileio.check_output_folder(out_dir)
+    for pattern in (".tmp-*", ".old-*"):  # left by a killed evaluation
+        for stale in out_dir.glob(pattern) if out_dir.is_dir() else []:
+            shutil.rmtree(stale, ignore_errors=True)
+    fileio.remove_stale_temporaries(out_dir)
     cache: dict = {}
     entries = {e["run"]: e for e in read_index(out_dir)}
     for k, (run_dir, name) in enumerate(zip(runs, run_names(runs)), start=1):

@@ -17,7 +17,8 @@ from typing import IO, Any
 
 from hseval.errors import HsevalError
 
-__all__ = ["atomic_path", "write_text", "write_bytes", "write_json", "read_json"]
+__all__ = ["atomic_path", "write_text", "write_bytes", "write_json", "read_json", "check_output_folder",
+           "remove_stale_temporaries"]
 
 
 @contextlib.contextmanager
@@ -42,6 +43,28 @@ def atomic_path(path: str | Path) -> Iterator[Path]:
     finally:
         with contextlib.suppress(FileNotFoundError):
             tmp_path.unlink()
+
+
+def check_output_folder(path: str | Path, *, option: str = "--out") -> None:
+    """Refuse, before any work, an output folder that cannot be created or written (a file in the
+    way, a read-only place); creates nothing."""
+    path = Path(path)
+    if path.exists() and not path.is_dir():
+        raise HsevalError(f"{path}: is a file, not a folder; choose another {option}")
+    existing = next(p for p in (path, *path.parents) if p.exists() or p == p.parent)
+    if not existing.is_dir():
+        raise HsevalError(f"{path}: cannot be created ({existing} is a file); choose another {option}")
+    if not os.access(existing, os.W_OK | os.X_OK):
+        raise HsevalError(f"{path}: cannot write there ({existing} is not writable); choose another {option}")
+
+
+def remove_stale_temporaries(folder: str | Path) -> None:
+    """Remove the temporary files that a killed writer left in ``folder`` (``.NAME.XXXXXXXX.tmp``)."""
+    folder = Path(folder)
+    for stale in folder.glob(".*.tmp") if folder.is_dir() else []:
+        with contextlib.suppress(OSError):
+            if stale.is_file():
+                stale.unlink()
 
 
 def _umask() -> int:
@@ -85,6 +108,12 @@ def read_json(path: str | Path, *, what: str = "JSON file") -> Any:
         return json.loads(text)
     except json.JSONDecodeError as exc:
         raise RunFormatError(f"{path}, line {exc.lineno}: {what} is not valid JSON ({exc.msg})") from None
+    except (ValueError, RecursionError) as exc:  # a number too long to convert, nesting too deep
+        raise RunFormatError(f"{path}: {what} is not valid JSON ({_first_line(exc)})") from None
+
+
+def _first_line(exc: BaseException) -> str:
+    return (str(exc).splitlines() or [exc.__class__.__name__])[0].split(";")[0]
 
 
 def _finite(obj: Any) -> Any:

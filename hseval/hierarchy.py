@@ -145,7 +145,10 @@ class Hierarchy:
         index = {name: i for i, name in enumerate(names)}
         index[root] = -1
         parents = [index[parent_of[name]] for name in names]
-        return cls(names, parents, len(leaves), root_name=root)
+        try:
+            return cls(names, parents, len(leaves), root_name=root)
+        except HierarchyError as exc:  # a cycle beside the root, a name with a tab...: say which file
+            raise HierarchyError(f"{source}: {exc}") from None
 
     @classmethod
     def from_paths(cls, paths: Sequence[Sequence[str]], *, root_name: str = "root",
@@ -160,6 +163,9 @@ class Hierarchy:
             path = tuple(path)
             if not path or any(not part for part in path):
                 raise HierarchyError(f"{source}, class {line}: empty path component in {'/'.join(path)!r}")
+            if len(path) > MAX_DEPTH:  # checked first: the prefixes below cost O(depth²)
+                raise HierarchyError(f"{source}, class {line}: the path is {len(path)} levels deep (limit "
+                                     f"{MAX_DEPTH}); merge single-child chains")
             for k in range(1, len(path) + 1):
                 keys.setdefault(path[:k])
         leaves = [tuple(p) for p in paths]
@@ -262,6 +268,18 @@ class Hierarchy:
             kids[parent].append(child)
         return tuple(tuple(k) for k in kids)
 
+    def preorder(self) -> np.ndarray:
+        """Every non-root node in depth-first preorder, children in canonical order: the order in
+        which the tree reads top to bottom (each super-class's classes are contiguous)."""
+        children = self.children
+        order: list[int] = []
+        stack = list(reversed(children[-1]))
+        while stack:
+            node = stack.pop()
+            order.append(node)
+            stack.extend(reversed(children[node]))
+        return np.asarray(order, dtype=np.int64)
+
     # ----------------------------------------------------------------- paths and matrices
     @cached_property
     def ancestor_table(self) -> np.ndarray:
@@ -340,7 +358,7 @@ class Hierarchy:
     def from_dict(cls, data: dict) -> Hierarchy:
         try:
             return cls(data["names"], data["parents"], int(data["num_leaves"]), root_name=str(data["root"]))
-        except (KeyError, TypeError, ValueError) as exc:
+        except (KeyError, TypeError, ValueError, OverflowError) as exc:
             if isinstance(exc, HierarchyError):
                 raise
             raise HierarchyError(f"hierarchy record is malformed ({exc.__class__.__name__}: {exc}); it needs "

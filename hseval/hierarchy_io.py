@@ -35,6 +35,7 @@ __all__ = ["FORMATS", "detect_format", "read_hierarchy", "write_hierarchy", "nam
 
 FORMATS = ("pairs", "isa", "nbdt", "paths")
 MAX_FILE_BYTES = 256 * 1024 * 1024
+MAX_INDEX_DIGITS = 12
 
 
 def names_sidecar(path: str | Path) -> Path:
@@ -111,6 +112,8 @@ def read_hierarchy(path: str | Path, format: str | None = None, *,
         raise HierarchyError(f"unknown hierarchy format {format!r}; choose one of {', '.join(FORMATS)}")
     text = _read_text(path)
     format = format or detect_format(path, text)
+    if format != "nbdt" and not _content_lines(text):
+        raise HierarchyError(f"{path}: holds only comments; expected a hierarchy")
     reader = {"pairs": _read_pairs, "isa": _read_isa, "nbdt": _read_nbdt, "paths": _read_paths}[format]
     return reader(path, text, classes)
 
@@ -118,6 +121,9 @@ def read_hierarchy(path: str | Path, format: str | None = None, *,
 def _int_token(path: Path, number: int, token: str) -> int:
     if not re.fullmatch(r"\d+", token):
         raise HierarchyError(f"{path}, line {number}: {token!r} is not a non-negative integer index")
+    if len(token) > MAX_INDEX_DIGITS:
+        raise HierarchyError(f"{path}, line {number}: index {token[:20]}... is too large (more than "
+                             f"{MAX_INDEX_DIGITS} digits)")
     return int(token)
 
 
@@ -129,6 +135,8 @@ def _read_pairs(path: Path, text: str, classes: Sequence[str] | None) -> Hierarc
                              f"got {first!r}")
     count = _int_token(path, number, first)
     entries = lines[1:]
+    if not entries:
+        raise HierarchyError(f"{path}: no 'child parent' pairs after the count line; the hierarchy is empty")
     if count != len(entries):
         raise HierarchyError(f"{path}, line {number}: the count line says {count} entries but the file has "
                              f"{len(entries)}; fix the first line")
@@ -147,8 +155,8 @@ def _read_pairs(path: Path, text: str, classes: Sequence[str] | None) -> Hierarc
         parent_of[child] = (parent, number)
     nodes = set(parent_of) | {p for p, _ in parent_of.values()}
     size = max(nodes) + 1
-    if len(nodes) != size:
-        gap = min(set(range(size)) - nodes)
+    if len(nodes) != size:  # the first gap, without building range(size): an index may be huge
+        gap = next(i for i, node in enumerate(sorted(nodes)) if i != node)
         raise HierarchyError(f"{path}: index {gap} is missing; node indices must run 0..{size - 1} without gaps")
     roots = sorted(nodes - set(parent_of))
     if len(roots) != 1:
@@ -222,6 +230,9 @@ def _read_nbdt(path: Path, text: str, classes: Sequence[str] | None) -> Hierarch
         data = json.loads(text)
     except json.JSONDecodeError as exc:
         raise HierarchyError(f"{path}, line {exc.lineno}: not valid JSON ({exc.msg})") from None
+    except (ValueError, RecursionError) as exc:  # a number too long to convert, nesting too deep
+        reason = (str(exc).splitlines() or [exc.__class__.__name__])[0].split(";")[0]
+        raise HierarchyError(f"{path}: not valid JSON ({reason})") from None
     links = data.get("links", data.get("edges")) if isinstance(data, dict) else None
     if not isinstance(data, dict) or not isinstance(data.get("nodes"), list) or not isinstance(links, list):
         raise HierarchyError(f"{path}: expected node-link JSON with 'nodes' and 'links' lists (NBDT format)")

@@ -137,33 +137,37 @@ def _html(evaluation: Evaluation, tables: list[tuple[str, pd.DataFrame]], figs: 
 
 
 def write_report(root: str | Path, *, out: str | Path | None = None) -> list[Path]:
-    """Write the tables and the HTML report of the evaluation folder ``root``; returns the paths."""
+    """Write the tables and the HTML report of the evaluation folder ``root``; returns the paths.
+
+    Every file is rendered before the first is written (a bad ``out`` or a damaged run writes
+    nothing), and each is written atomically: a killed report leaves the old file or the new one."""
     root = Path(root)
     evaluation = load_evaluation(root)
     if not evaluation.runs:
         raise RunFormatError(f"{root}: no readable evaluated run ({'; '.join(evaluation.problems)})")
+    html_path = Path(out) if out else root / "report.html"
+    fileio.check_output_folder(html_path.parent, option="--out folder")
     summary = summary_table(evaluation.runs)
     grouped = grouped_summary(evaluation.runs)
     levels = level_table(evaluation.runs)
-    written = []
+    files: dict[Path, str] = {}
     for name, frame in (("summary.csv", summary), ("summary_grouped.csv", grouped),
                         ("superclass_accuracy.csv", levels)):
-        fileio.write_text(root / name, frame.to_csv(index=False))
-        written.append(root / name)
-    fileio.write_text(root / "superclass_accuracy.md", "# Super-class accuracy\n\n" + _markdown(levels))
-    written.append(root / "superclass_accuracy.md")
+        files[root / name] = frame.to_csv(index=False)
+    files[root / "superclass_accuracy.md"] = "# Super-class accuracy\n\n" + _markdown(levels)
     headline = summary[[c for c in ("run", "head", "top1", "top5", "mistake_severity", "hierarchical_f1", "ece",
                                     "feature_norm", "max_logit", "cophenetic_correlation") if c in summary]]
     md = ["# hseval report", "", f"{len(evaluation.runs)} run(s) from `{root}`.", "",
           "## Runs", "", _markdown(headline), "## Super-class accuracy", "", _markdown(levels)]
     if (grouped["seeds"] > 1).any():
         md += ["## Mean ± std over seeds", "", _markdown(_mean_std(grouped))]
-    fileio.write_text(root / "report.md", "\n".join(md))
-    written.append(root / "report.md")
+    files[root / "report.md"] = "\n".join(md)
     tables = [("Runs", headline), ("Super-class accuracy (runs × levels)", levels)]
     if (grouped["seeds"] > 1).any():
         tables.append(("Mean ± std over seeds", _mean_std(grouped)))
-    html_path = Path(out) if out else root / "report.html"
-    fileio.write_text(html_path, _html(evaluation, tables, figures(evaluation)))
-    written.append(html_path)
-    return written
+    files[html_path] = _html(evaluation, tables, figures(evaluation))
+    for folder in {root, html_path.parent}:
+        fileio.remove_stale_temporaries(folder)  # left by a killed report
+    for path, text in files.items():
+        fileio.write_text(path, text)
+    return list(files)

@@ -8,6 +8,7 @@ unpickles: JSON, CSV and ``np.load(allow_pickle=False)`` only.
 from __future__ import annotations
 
 import math
+import re
 import zipfile
 from dataclasses import dataclass, field
 from functools import cached_property
@@ -24,6 +25,14 @@ from hseval.hierarchy import Hierarchy
 __all__ = ["RunResult", "Evaluation", "load_evaluation", "summary_table", "grouped_summary", "level_table"]
 
 REQUIRED = ("metrics.json", "per_node.csv", "geometry.csv")
+# the types that the tables, the report and the dashboard rely on (a key may be missing or null)
+_TYPES: dict[str, tuple[type, ...]] = {
+    "head": (str,), "dataset": (str,), "backbone": (str,), "split": (str,), "seed": (int, str),
+    "samples": (int,), "hierarchy": (dict,), "history": (list,), "training": (dict,), "geometry": (dict,),
+    "feature_norm": (dict,), "max_logit": (dict,), "class_vector_norm": (dict,), "reliability": (dict,),
+    "superclass_acc": (dict,), "superclass_acc_from_levels": (dict,), "level_agreement": (dict,),
+    "geometry.tree_agreement": (dict,), "training.engine": (dict,), "training.data": (dict,),
+}
 
 
 def _csv(path: Path) -> pd.DataFrame:
@@ -108,11 +117,34 @@ def _load_run(folder: Path) -> RunResult:
     metrics = fileio.read_json(folder / "metrics.json", what="metrics.json")
     if not isinstance(metrics, dict) or "top1" not in metrics or "hierarchy" not in metrics:
         raise RunFormatError(f"{folder / 'metrics.json'}: not written by 'hseval evaluate' (no 'top1'/'hierarchy')")
+    _check_types(metrics, folder / "metrics.json")
     try:
         hierarchy = Hierarchy.from_dict(metrics["hierarchy"])
     except HsevalError as exc:
         raise RunFormatError(f"{folder / 'metrics.json'}: {exc}") from None
     return RunResult(name=folder.name, path=folder, metrics=metrics, hierarchy=hierarchy)
+
+
+def _check_types(metrics: dict[str, Any], path: Path) -> None:
+    """A one-line error for a value of the wrong type (an edited or foreign metrics.json)."""
+    def fail(key: str, value: Any, expected: str) -> None:
+        raise RunFormatError(f"{path}: '{key}' must be {expected}, got {type(value).__name__}; re-run "
+                             "'hseval evaluate'")
+
+    for dotted, kinds in _TYPES.items():
+        outer, _, inner = dotted.partition(".")
+        value = metrics.get(outer)
+        if inner:
+            value = value.get(inner) if isinstance(value, dict) else None
+        if value is not None and (not isinstance(value, kinds) or isinstance(value, bool)):
+            fail(dotted, value, " or ".join("an object" if k is dict else "a list" if k is list else k.__name__
+                                            for k in kinds))
+    for entry in metrics.get("history") or []:
+        if not isinstance(entry, dict):
+            fail("history[]", entry, "an object")
+    reliability = metrics.get("reliability") or {}
+    if any(not isinstance(v, list) for v in reliability.values()) or len({len(v) for v in reliability.values()}) > 1:
+        fail("reliability", reliability, "lists of one length")
 
 
 def load_evaluation(root: str | Path, *, strict: bool = False) -> Evaluation:
@@ -143,7 +175,8 @@ def _levels(values: Any) -> list[tuple[int, Any]]:
     """(depth, value) pairs of a {"1": ..., "2": ...} record, in numeric order."""
     if not isinstance(values, dict):
         return []
-    return sorted(((int(k), v) for k, v in values.items() if str(k).isdigit()), key=lambda kv: kv[0])
+    return sorted(((int(k), v) for k, v in values.items() if re.fullmatch("[0-9]{1,4}", str(k))),
+                  key=lambda kv: kv[0])
 
 
 def summary_table(runs: list[RunResult]) -> pd.DataFrame:

@@ -116,3 +116,25 @@ def test_dashboard_renders_in_chromium(six_runs, tmp_path, record_property):
     assert code == 0, "".join(server.lines)
     with pytest.raises(OSError):
         urllib.request.urlopen(f"{url}/_stcore/health", timeout=2)
+
+
+def test_report_opens_offline_in_chromium(evaluated, tmp_path):
+    """report.html renders its plots from the file alone: the browser requests nothing else."""
+    import shutil
+
+    from hseval.report import write_report
+
+    folder = tmp_path / "eval"
+    shutil.copytree(evaluated, folder)
+    write_report(folder)
+    requests: list[str] = []
+    with sync_api.sync_playwright() as playwright:
+        browser = playwright.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS, headless=True)
+        page = browser.new_page()
+        page.on("request", lambda request: requests.append(request.url))
+        page.goto((folder / "report.html").as_uri())
+        page.wait_for_selector(".js-plotly-plot .main-svg", timeout=30_000)
+        plots = page.evaluate("document.querySelectorAll('.js-plotly-plot .main-svg').length")
+        browser.close()
+    assert plots >= 6
+    assert [url for url in requests if not url.startswith("file:")] == []

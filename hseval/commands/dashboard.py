@@ -18,7 +18,7 @@ import time
 import urllib.request
 from pathlib import Path
 
-from hseval.errors import ConfigError, HsevalError
+from hseval.errors import ConfigError, HsevalError, RunFormatError
 
 __all__ = ["register", "free_port", "streamlit_command", "app_entry", "cmd_dashboard", "main"]
 
@@ -117,6 +117,9 @@ def cmd_dashboard(args: argparse.Namespace) -> int:
 
     folder = Path(args.dir).expanduser().resolve()
     evaluation = load_evaluation(folder)  # raises a one-line RunFormatError for a wrong folder
+    if not evaluation.runs:  # a folder of damaged runs: nothing to show
+        more = f" (and {len(evaluation.problems) - 1} more)" if len(evaluation.problems) > 1 else ""
+        raise RunFormatError(f"{folder}: no readable evaluated run: {evaluation.problems[0]}{more}")
     for problem in evaluation.problems:
         print(f"hseval: warning: skipped {problem}", file=sys.stderr)
     try:

@@ -12,21 +12,14 @@ import argparse
 import json
 import textwrap
 
+from hseval.commands import non_negative_int
 from hseval.hierarchy_io import FORMATS
 
 # dataset options that the command line exposes (each a --flag taking a path)
 CLI_OPTIONS = ("hierarchy", "wordnet")
 
 
-def seed_int(text: str) -> int:
-    """argparse type: an integer >= 0."""
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a non-negative integer, got {text!r}") from None
-    if value < 0:
-        raise argparse.ArgumentTypeError(f"expected a non-negative integer, got {value}")
-    return value
+seed_int = non_negative_int
 
 
 def _options(args: argparse.Namespace, accepted: tuple[str, ...]) -> dict:

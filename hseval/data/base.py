@@ -9,7 +9,7 @@ files on demand. Both return ``(float image (C, H, W), label)`` and expose ``lab
 from __future__ import annotations
 
 import os
-from collections.abc import Callable
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -19,11 +19,11 @@ import torch
 import torch.nn.functional as F
 from torch.utils.data import Dataset
 
-from hseval.errors import ConfigError, DataError
+from hseval.errors import ConfigError, DataError, HsevalError
 from hseval.hierarchy import Hierarchy
 
 __all__ = ["TensorPreprocess", "TensorImages", "ImageFiles", "LoadedDataset", "register_dataset",
-           "list_datasets", "load_dataset", "dataset_options", "data_roots"]
+           "list_datasets", "load_dataset", "dataset_options", "data_roots", "worker_errors"]
 
 _DATASETS: dict[str, Callable[..., LoadedDataset]] = {}
 
@@ -117,6 +117,19 @@ class ImageFiles(Dataset):
             raise DataError(f"{path}: corrupt or unreadable image ({exc.__class__.__name__}); replace or remove "
                             "it") from None
         return self.transform(image), int(self.labels[index])
+
+
+def worker_errors(batches: Iterable[Any]) -> Iterator[Any]:
+    """``batches`` of a ``DataLoader``, with an hseval error raised in a worker process given back its
+    own one-line message (torch re-raises it with the worker's whole traceback as the message)."""
+    try:
+        yield from batches
+    except HsevalError as exc:
+        lines = str(exc).strip().splitlines()
+        if len(lines) < 2:
+            raise
+        prefix = f"{type(exc).__module__}.{type(exc).__qualname__}: "
+        raise type(exc)(lines[-1].removeprefix(prefix)) from None
 
 
 @dataclass

@@ -63,5 +63,6 @@ def load_pickle(path: str | Path) -> Any:
     except FileNotFoundError:
         raise DataError(f"{path}: file is missing; the dataset folder is incomplete") from None
     except Exception as exc:  # any failure to parse means a damaged file
-        raise DataError(f"{path}: not a readable pickle ({exc.__class__.__name__}: {exc}); the file is damaged, "
+        reason = " ".join(str(exc).split())[:200]  # one line: some pickle errors span two
+        raise DataError(f"{path}: not a readable pickle ({exc.__class__.__name__}: {reason}); the file is damaged, "
                         "download it again") from None

@@ -19,7 +19,7 @@ SHALLOWER = -1
 def tree_order(hierarchy: Hierarchy) -> np.ndarray:
     """(|L|,) int64: the classes in depth-first order of the tree, children in canonical order, so
     the classes under any super-class are contiguous."""
-    preorder = _preorder(hierarchy)
+    preorder = hierarchy.preorder()
     return preorder[preorder < hierarchy.num_leaves]
 
 
@@ -54,7 +54,7 @@ def confusion_matrix(pred: np.ndarray, target: np.ndarray, hierarchy: Hierarchy,
         if not 1 <= depth <= hierarchy.max_depth:
             raise ValueError(f"depth {depth} is outside the tree's levels 1..{hierarchy.max_depth}; "
                              "use depth=None for the classes")
-        preorder = _preorder(hierarchy)
+        preorder = hierarchy.preorder()
         labels = preorder[hierarchy.depth[preorder] == depth]
         if (hierarchy.depth[: hierarchy.num_leaves] < depth).any():
             labels = np.append(labels, SHALLOWER)
@@ -64,15 +64,3 @@ def confusion_matrix(pred: np.ndarray, target: np.ndarray, hierarchy: Hierarchy,
     if len(target) == 0:  # sklearn refuses empty input
         return np.zeros((len(labels), len(labels)), dtype=np.int64), labels
     return sk_confusion_matrix(target, pred, labels=labels).astype(np.int64), labels
-
-
-def _preorder(hierarchy: Hierarchy) -> np.ndarray:
-    """Every non-root node in depth-first preorder, children in canonical order."""
-    children = hierarchy.children
-    order: list[int] = []
-    stack = list(reversed(children[-1]))
-    while stack:
-        node = stack.pop()
-        order.append(node)
-        stack.extend(reversed(children[node]))
-    return np.asarray(order, dtype=np.int64)

@@ -1,0 +1,121 @@
+"""Evaluation costs, as ratios measured in the same run.
+
+    python bench/evaluate.py [--samples 10000] [--skip-umap]
+
+1. Metrics + geometry against embedding extraction, for ``--samples`` test images of
+   Fashion-MNIST through a small CNN with the ``riemann`` head (goal: ≤ 0.1×): the metric pass
+   (the accumulator over the logits, per-node accuracy) and the geometry (parent/child table,
+   pair angles, tree agreement) are timed separately from the forward pass that produces the
+   embeddings.
+2. t-SNE of 10,000 × 128 points: openTSNE against scikit-learn (same perplexity 30, 2 threads).
+3. UMAP (umap-learn) of 5,000 × 128 points: the first call (which compiles numba code) and a
+   second call in the same process.
+"""
+
+from __future__ import annotations
+
+import argparse
+import platform
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+import torch
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from hseval import geometry  # noqa: E402
+from hseval.heads import create_head  # noqa: E402
+from hseval.hierarchies.fashion_mnist import fashion_mnist_hierarchy  # noqa: E402
+from hseval.metrics import EvaluationAccumulator, per_node_accuracy  # noqa: E402
+
+
+def timed(fn):
+    start = time.perf_counter()
+    out = fn()
+    return out, time.perf_counter() - start
+
+
+def bench_metrics(samples: int) -> None:
+    from hseval.backbones import create_backbone
+    from hseval.data import load_dataset
+
+    data = load_dataset("fashion-mnist")
+    tree = fashion_mnist_hierarchy()
+    backbone = create_backbone("small-cnn", in_channels=1, image_size=28).eval()
+    head = create_head("riemann", tree, backbone.out_features, radius=8.0).eval()
+    images = data.test.images[:samples]
+    labels = torch.as_tensor(data.test.labels[:samples])
+
+    def extract():
+        out = []
+        with torch.inference_mode():
+            for start in range(0, len(images), 1000):
+                x = data.test.preprocess(images[start:start + 1000], train=False)
+                z = backbone(x)
+                out.append((z, head(z), head.level_logits(z)))
+        return out
+
+    batches, t_embed = timed(extract)
+
+    def metrics():
+        acc = EvaluationAccumulator(tree)
+        for (z, logits, levels), y in zip(batches, labels.split(1000)):
+            acc.update(logits, y, levels)
+        result = acc.compute()
+        per_node_accuracy(acc.topk_pred[:, 0], acc.target, tree)
+        return result
+
+    def geom():
+        vectors, _ = geometry.node_vectors(head)
+        table = geometry.parent_child_table(tree, vectors, head.radii().numpy())
+        pairs = geometry.pair_angles(tree, vectors)
+        geometry.tree_agreement(tree, vectors[: tree.num_leaves])
+        return table, pairs
+
+    _, t_metrics = timed(metrics)
+    _, t_geom = timed(geom)
+    print(f"1. {samples} samples: embedding extraction {t_embed:.2f} s; metrics {t_metrics:.3f} s "
+          f"({t_metrics / t_embed:.3f}×), geometry {t_geom:.3f} s ({t_geom / t_embed:.3f}×), "
+          f"together {(t_metrics + t_geom) / t_embed:.3f}× (goal ≤ 0.1×)")
+
+
+def bench_tsne() -> None:
+    from openTSNE import TSNE as OpenTSNE
+    from sklearn.manifold import TSNE as SkTSNE
+
+    rng = np.random.default_rng(0)
+    centres = rng.normal(0, 4, (10, 128))
+    x = (centres[rng.integers(0, 10, 10_000)] + rng.normal(size=(10_000, 128))).astype(np.float32)
+    _, t_open = timed(lambda: OpenTSNE(perplexity=30, n_jobs=2, random_state=0, verbose=False).fit(x))
+    _, t_sk = timed(lambda: SkTSNE(perplexity=30, n_jobs=2, random_state=0, init="pca").fit_transform(x))
+    print(f"2. t-SNE 10,000×128: openTSNE {t_open:.1f} s, scikit-learn {t_sk:.1f} s; "
+          f"scikit-learn / openTSNE = {t_sk / t_open:.2f}")
+
+
+def bench_umap() -> None:
+    import umap
+
+    rng = np.random.default_rng(0)
+    x = rng.normal(size=(5_000, 128)).astype(np.float32)
+    _, first = timed(lambda: umap.UMAP(random_state=0).fit_transform(x))
+    _, second = timed(lambda: umap.UMAP(random_state=0).fit_transform(x))
+    print(f"3. UMAP 5,000×128: first call {first:.1f} s (numba compilation included), second {second:.1f} s")
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--samples", type=int, default=10_000)
+    parser.add_argument("--skip-umap", action="store_true")
+    args = parser.parse_args()
+    print(f"torch {torch.__version__}, {torch.get_num_threads()} threads, {platform.processor() or platform.machine()}")
+    bench_metrics(args.samples)
+    bench_tsne()
+    if not args.skip_umap:
+        bench_umap()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,543 @@
+"""The catalogue of bad inputs: one :class:`Case` per row of ``README.md``.
+
+Each case builds its bad input in its own folder and returns the command line that a user would
+type; ``test_catalogue.py`` runs it through ``hseval.cli.main`` (or a subprocess) and checks the
+exit code 2, the one pinned line on stderr and that nothing new appeared on disk.
+
+``python -m tests.bad_inputs.cases`` rewrites the table in ``README.md`` from this list.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import sys
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+from tests.bad_inputs.builders import (
+    Good,
+    copy_fashion,
+    copy_run,
+    edit_meta,
+    image_folder,
+    match_checksum,
+    planted_pickle,
+    resave_tensors,
+    write,
+    write_idx,
+)
+
+README = Path(__file__).with_name("README.md")
+START, END = "<!-- catalogue:start -->", "<!-- catalogue:end -->"
+
+
+@dataclass(frozen=True)
+class Case:
+    id: str
+    area: str
+    input: str                                   # the bad input, for the README
+    expect: str                                  # the message after "hseval: error: "; "…" elides a part
+    build: Callable[[Path, Good], list[str]]     # (case folder, good inputs) -> argv
+    subprocess: bool = False                     # run as `python -m hseval` (a server or a crash to catch)
+
+    def pattern(self) -> re.Pattern:
+        return re.compile(".*".join(re.escape(part) for part in self.expect.split("…")), re.DOTALL)
+
+
+CASES: list[Case] = []
+
+
+def case(id: str, area: str, input: str, expect: str, *, subprocess: bool = False):
+    def register(build):
+        CASES.append(Case(id, area, input, expect, build, subprocess))
+        return build
+
+    return register
+
+
+# ====================================================================== hierarchy files
+def convert(path: Path, tmp: Path, *extra: str) -> list[str]:
+    """`hseval hierarchy convert FILE OUT --to pairs`: OUT (and OUT.names.tsv) must not appear."""
+    return ["hierarchy", "convert", str(path), str(tmp / "out.txt"), "--to", "pairs", *extra]
+
+
+def hierarchy(id: str, input: str, expect: str, text: str | bytes, name: str = "tree.txt", *extra: str):
+    case(id, "hierarchy", input, expect)(lambda tmp, good: convert(write(tmp / name, text), tmp, *extra))
+
+
+hierarchy("empty-file", "an empty file", "tree.txt: is empty; expected a hierarchy in one of the formats pairs, "
+          "isa, nbdt, paths", "")
+hierarchy("binary-file", "random binary bytes (with NUL)", "tree.txt: is a binary file, not a hierarchy (expected "
+          "text: one of pairs, isa, nbdt, paths)", bytes(range(256)) * 4)
+hierarchy("latin-1-file", "Latin-1 text (`caf\\xe9/x`)", "tree.txt: is not UTF-8 text (byte 3); save it as UTF-8",
+          b"caf\xe9/x\n")
+hierarchy("only-comments", "only `#` comments", "tree.txt: holds only comments; expected a hierarchy",
+          "# a tree\n# to come\n")
+hierarchy("undetectable", "three names on a line", "tree.txt: cannot tell the hierarchy format; pass --format "
+          "(pairs, isa, nbdt, paths)", "a b c\n")
+hierarchy("pairs-cycle", "pairs: 2 → 3 → 2, no root", "tree.txt: every node has a parent, so the pairs contain a "
+          "cycle", "4\n0 2\n1 2\n2 3\n3 2\n")
+hierarchy("pairs-self-parent", "pairs: a node its own parent", "tree.txt, line 2: node 0 is its own parent (a cycle)",
+          "1\n0 0\n")
+hierarchy("isa-cycle-beside-root", "isa: a cycle a → b → a beside a proper root",
+          "tree.txt: the parent links contain a cycle through node 'a'", "root x\nx y\na b\nb a\n")
+hierarchy("isa-two-parents", "isa: a node with two parents", "tree.txt: node 'x' has two parents ('a' and 'b'); a "
+          "hierarchy must be a tree", "root a\nroot b\na x\nb x\n")
+hierarchy("pairs-two-parents", "pairs: a node with two parents", "tree.txt, line 4: node 0 has two parents (2 on "
+          "line 2 and 3); a hierarchy must be a tree", "3\n0 2\n1 2\n0 3\n")
+hierarchy("two-roots", "isa: two roots", "tree.txt: 2 roots ('r1', 'r2'); a tree has exactly one node without a "
+          "parent: add a common root", "r1 a\nr2 b\n")
+hierarchy("pairs-gap", "pairs: index 4 never used", "tree.txt: index 4 is missing; node indices must run 0..5 "
+          "without gaps", "4\n0 3\n1 3\n2 5\n3 5\n")
+hierarchy("pairs-huge-index", "pairs: an index of 10^11 (used to hang building range(10^11))",
+          "tree.txt: index 3 is missing; node indices must run 0..99999999999 without gaps",
+          "2\n0 2\n1 99999999999\n")
+hierarchy("count-line-lies", "pairs: count line says 5, file has 2", "tree.txt, line 1: the count line says 5 "
+          "entries but the file has 2; fix the first line", "5\n0 2\n1 2\n")
+hierarchy("count-line-5000-digits", "pairs: a 5,000-digit count (used to crash: int() digit limit)",
+          "tree.txt, line 1: index 11111111111111111111... is too large (more than 12 digits)", "1" * 5000 + "\n")
+hierarchy("negative-index", "pairs: a negative index", "tree.txt, line 2: '-1' is not a non-negative integer index",
+          "1\n0 -1\n")
+hierarchy("pairs-not-a-count", "`--format pairs` on a names file", "tree.txt, line 1: 'a' is not a non-negative "
+          "integer index", "a\nb c\n", "tree.txt", "--format", "pairs")
+hierarchy("leaf-not-first", "pairs: a super-class among indices 0..L-1", "tree.txt: node 0 is a super-class, but "
+          "indices 0..1 must be the 2 classes (leaves) in class order; renumber the file", "3\n1 0\n2 0\n0 3\n")
+
+
+@case("names-sidecar-unknown-index", "hierarchy", "pairs + names.tsv naming node 7 of 3",
+      "tree.txt.names.tsv, line 1: index 7 is not a node of tree.txt (0..2)")
+def _(tmp, good):
+    write(tmp / "tree.txt.names.tsv", "7\tghost\n")
+    return convert(write(tmp / "tree.txt", "2\n0 2\n1 2\n"), tmp)
+
+
+@case("names-sidecar-duplicate", "hierarchy", "pairs + names.tsv giving two nodes one name",
+      "tree.txt: two nodes are called 'x'; node names must be unique")
+def _(tmp, good):
+    write(tmp / "tree.txt.names.tsv", "0\tx\n1\tx\n")
+    return convert(write(tmp / "tree.txt", "2\n0 2\n1 2\n"), tmp)
+
+
+@case("chain-of-a-million", "hierarchy", "pairs: 10^6 nodes in a chain", "tree.txt: the tree is 1000000 levels deep "
+      "(limit 1000); merge single-child chains or check the parent links")
+def _(tmp, good):
+    n = 10**6
+    lines = "\n".join(f"{k} {k + 1}" for k in range(n))
+    return convert(write(tmp / "tree.txt", f"{n}\n{lines}\n"), tmp)
+
+
+@case("path-100000-deep", "hierarchy", "paths: one class 100,000 levels deep (used to hang: O(depth²))",
+      "tree.txt, class 1: the path is 100000 levels deep (limit 1000); merge single-child chains")
+def _(tmp, good):
+    return convert(write(tmp / "tree.txt", "/".join(f"n{k}" for k in range(10**5)) + "\n"), tmp)
+
+
+hierarchy("paths-duplicate", "paths: the same class twice", "tree.txt: the path 'a/x' is given twice",
+          "a/x\na/x\n")
+hierarchy("paths-class-is-super-class", "paths: a class that is also a super-class",
+          "tree.txt: class 'a/x' is also a super-class of another class; every class must be a leaf", "a/x\na/x/y\n")
+hierarchy("nbdt-not-json", "nbdt: broken JSON", "tree.json, line 1: not valid JSON (Expecting property name enclosed "
+          "in double quotes)", "{nodes: [", "tree.json")
+hierarchy("nbdt-nested-100000", "nbdt: `[` × 100,000 (used to crash: RecursionError)",
+          "tree.json: not valid JSON (maximum recursion depth exceeded", "[" * 100_000, "tree.json")
+hierarchy("nbdt-5000-digit-id", "nbdt: a 5,000-digit node id (used to crash: int() digit limit)",
+          "tree.json: not valid JSON (Exceeds the limit (4300 digits) for integer string conversion",
+          '{"nodes": [{"id": ' + "7" * 5000 + '}], "links": []}', "tree.json")
+hierarchy("nbdt-wrong-shape", "nbdt: `nodes` not a list", "tree.json: expected node-link JSON with 'nodes' and "
+          "'links' lists (NBDT format)", '{"nodes": 3, "links": []}', "tree.json")
+hierarchy("nbdt-unknown-name", "nbdt: a link to a node that is not listed", "tree.json: links[0] refers to 'zzz', "
+          "which is not in 'nodes'", '{"nodes": [{"id": "r"}, {"id": "a"}], "links": [{"source": "r", '
+          '"target": "zzz"}]}', "tree.json")
+
+
+@case("hierarchy-unknown-classes", "hierarchy", "`train --hierarchy` with names that are not the dataset's classes",
+      "tree.txt: class 'T-shirt/top' is not in the hierarchy; every class must be a leaf")
+def _(tmp, good):
+    tree = write(tmp / "tree.txt", "root cat\nroot dog\n")
+    return ["train", "--data-root", str(good.fashion), "--hierarchy", str(tree), "--quiet", "--out", str(tmp / "r")]
+
+
+@case("hierarchy-is-a-folder", "hierarchy", "a folder given as the hierarchy file",
+      "tree: is a folder, expected a hierarchy file")
+def _(tmp, good):
+    (tmp / "tree").mkdir()
+    return convert(tmp / "tree", tmp)
+
+
+@case("hierarchy-missing", "hierarchy", "a hierarchy file that does not exist", "nothing.txt: no such file")
+def _(tmp, good):
+    return convert(tmp / "nothing.txt", tmp)
+
+
+# ====================================================================== runs
+def evaluate(run: Path, tmp: Path, good: Good) -> list[str]:
+    """`hseval evaluate RUN --out OUT`: OUT must not appear."""
+    return ["evaluate", str(run), "--out", str(tmp / "eval"), "--data-root", str(good.fashion), "--projections",
+            "none", "--quiet"]
+
+
+def run_case(id: str, input: str, expect: str, damage: Callable[[Path], object]):
+    def build(tmp, good):
+        run = copy_run(good, tmp)
+        damage(run)
+        return evaluate(run, tmp, good)
+
+    case(id, "run", input, expect)(build)
+
+
+def _set_head(meta, name):
+    meta["model"]["head"] = {"name": name, "config": {}}
+
+
+run_case("no-run-json", "a run folder without run.json", "no runs (folders with run.json) in …/run; train some with "
+         "'hseval train-all'", lambda p: (p / "run.json").unlink())
+run_case("no-tensors", "run.json without model.safetensors", "run/model.safetensors: missing; the run is incomplete "
+         "(was training interrupted? 'hseval train --resume' finishes it)", lambda p: (p / "model.safetensors").unlink())
+run_case("truncated-tensors", "model.safetensors cut to 1,000 bytes", "run/model.safetensors: does not match the "
+         "checksum in run.json (truncated, tampered with or from another run)",
+         lambda p: write(p / "model.safetensors", (p / "model.safetensors").read_bytes()[:1000]))
+run_case("tampered-tensors", "one byte of a weight changed", "run/model.safetensors: does not match the checksum in "
+         "run.json (truncated, tampered with or from another run)",
+         lambda p: write(p / "model.safetensors", (p / "model.safetensors").read_bytes()[:-1] + b"\x7f"))
+run_case("pickle-as-tensors", "a pickle (os.system payload) planted as model.safetensors, checksum updated",
+         "run/model.safetensors: not a valid safetensors file (…)",
+         lambda p: (write(p / "model.safetensors", planted_pickle(p / "PWNED")), match_checksum(p)))
+run_case("run-json-not-json", "run.json cut in the middle", "run/run.json, line …: run.json is not valid JSON (…)",
+         lambda p: write(p / "run.json", (p / "run.json").read_text()[:50]))
+run_case("run-json-binary", "run.json of random bytes", "run/run.json: run.json is not UTF-8 text",
+         lambda p: write(p / "run.json", bytes(range(128, 256))))
+run_case("run-json-nested", "run.json `[` × 100,000 (used to crash: RecursionError)", "run/run.json: run.json is not "
+         "valid JSON (maximum recursion depth exceeded", lambda p: write(p / "run.json", "[" * 100_000))
+run_case("run-json-a-list", "run.json holding a list", "run/run.json: expected a JSON object, got list",
+         lambda p: write(p / "run.json", "[1, 2]"))
+run_case("wrong-type-head-name", "run.json: `model.head.name` is a number", "run/run.json: 'model.head.name' must be "
+         "str, got int", lambda p: edit_meta(p, lambda m: m["model"]["head"].update(name=3)))
+run_case("wrong-type-parents", "run.json: hierarchy parents are strings", "run/run.json: 'hierarchy': hierarchy record "
+         "is malformed (ValueError: …)", lambda p: edit_meta(p, lambda m: m["hierarchy"].update(parents=["x"] * 13)))
+run_case("num-leaves-infinity", "run.json: `num_leaves: Infinity` (used to crash: OverflowError)",
+         "run/run.json: 'hierarchy': hierarchy record is malformed (OverflowError: cannot convert float infinity to "
+         "integer)", lambda p: write(p / "run.json", (p / "run.json").read_text().replace(
+             '"num_leaves": 10', '"num_leaves": Infinity')))
+run_case("huge-parent-index", "run.json: a parent index of 10^30 (used to crash: OverflowError)",
+         "run/run.json: 'hierarchy': hierarchy record is malformed (OverflowError: …)",
+         lambda p: edit_meta(p, lambda m: m["hierarchy"]["parents"].__setitem__(0, 10**30)))
+run_case("head-option-wrong-type", "run.json: head option `radius: \"big\"` (used to crash: TypeError)",
+         "run/run.json: cannot rebuild the model (…); the file was edited or is damaged",
+         lambda p: edit_meta(p, lambda m: m["model"]["head"]["config"].update(radius="big")))
+run_case("newer-schema", "run.json: schema version 99", "run/run.json: schema version 99 is newer than this hseval "
+         "understands (1); upgrade hseval", lambda p: edit_meta(p, lambda m: m.update(schema_version=99)))
+run_case("old-schema", "run.json: schema version 0", "run/run.json: unknown schema version 0 (this hseval reads 1)",
+         lambda p: edit_meta(p, lambda m: m.update(schema_version=0)))
+run_case("head-does-not-match", "run.json says multitask, the tensors are riemann's", "run/model.safetensors: has no "
+         "tensor 'head.classifier.weight' that head 'multitask' with backbone 'small-cnn' needs; run.json does not "
+         "match the tensors", lambda p: edit_meta(p, lambda m: _set_head(m, "multitask")))
+run_case("shape-changed", "a head tensor of another shape, checksum updated", "run/model.safetensors: tensor "
+         "'head.delta' has shape (13, 7) but run.json's model needs (13, 128)",
+         lambda p: resave_tensors(p, lambda t: t.update({"head.delta": __import__("torch").zeros(13, 7)})))
+run_case("nan-weights", "NaN weights, checksum updated", "run/model.safetensors: tensor 'head.delta' holds NaN or "
+         "infinite values; the run diverged", lambda p: resave_tensors(p, lambda t: t["head.delta"].fill_(np.nan)))
+run_case("inf-weights", "an infinite backbone weight, checksum updated", "run/model.safetensors: tensor …holds NaN "
+         "or infinite values; the run diverged",
+         lambda p: resave_tensors(p, lambda t: next(v for k, v in t.items() if k.startswith("backbone") and
+                                                    v.is_floating_point()).view(-1).__setitem__(0, np.inf)))
+
+
+def resume(run: Path, tmp: Path, good: Good) -> list[str]:
+    return ["train", "--head", "riemann", "--data-root", str(good.fashion), "--quiet", "--set", "data.train_subset=null",
+            "--out", str(run), "--resume"]
+
+
+@case("pickle-as-train-state", "run", "a pickle (os.system payload) planted as train_state.pt, then `--resume`",
+      "run/train_state.pt: cannot be read as a training state (UnpicklingError); remove it to restart training "
+      "from the beginning")
+def _(tmp, good):
+    run = tmp / "run"
+    run.mkdir()
+    import torch
+
+    from tests.bad_inputs.builders import PlantedSystem
+    torch.save({"epoch": 1, "model": PlantedSystem(tmp / "PWNED")}, run / "train_state.pt")
+    return resume(run, tmp, good)
+
+
+@case("train-state-a-list", "run", "train_state.pt holding a list, then `--resume` (used to crash: AttributeError)",
+      "run/train_state.pt: not a training state written by hseval (no 'epoch' and 'history'); remove it to restart "
+      "training from the beginning")
+def _(tmp, good):
+    import torch
+
+    (tmp / "run").mkdir()
+    torch.save([1, 2, 3], tmp / "run" / "train_state.pt")
+    return resume(tmp / "run", tmp, good)
+
+
+# ====================================================================== data folders
+def train_on(dataset: str, root: Path, tmp: Path, *extra: str) -> list[str]:
+    """`hseval train` on a damaged data folder: the run folder must not appear."""
+    return ["train", "--dataset", dataset, "--data-root", str(root), "--backbone", "small-cnn", "--quiet",
+            "--set", "optim.epochs=1", "--set", "data.batch_size=4", "--out", str(tmp / "r"), *extra]
+
+
+@case("fashion-missing-split", "data", "Fashion-MNIST folder without the test images",
+      "Fashion-MNIST not found (looked in …/fashion); install dataset-fashion-mnist or pass --data-root DIR with "
+      "the four IDX files")
+def _(tmp, good):
+    root = copy_fashion(good, tmp)
+    (root / "t10k-images-idx3-ubyte.gz").unlink()
+    return train_on("fashion-mnist", root, tmp)
+
+
+@case("fashion-truncated", "data", "training images cut in half (gzip)", "fashion/train-images-idx3-ubyte.gz: "
+      "cannot decompress (EOFError: …); the file is damaged, download it again")
+def _(tmp, good):
+    root = copy_fashion(good, tmp)
+    path = root / "train-images-idx3-ubyte.gz"
+    path.write_bytes(path.read_bytes()[: path.stat().st_size // 2])
+    return train_on("fashion-mnist", root, tmp)
+
+
+@case("fashion-bad-deflate", "data", "a gzip header followed by garbage (used to crash: zlib.error)",
+      "fashion/train-labels-idx1-ubyte.gz: cannot decompress (error: Error -3 while decompressing data: …); the file "
+      "is damaged, download it again")
+def _(tmp, good):
+    root = copy_fashion(good, tmp)
+    (root / "train-labels-idx1-ubyte.gz").write_bytes(b"\x1f\x8b\x08\x00\x00\x00\x00\x00\x00\x03" + b"garbage" * 9)
+    return train_on("fashion-mnist", root, tmp)
+
+
+@case("fashion-not-idx", "data", "a PNG renamed to an IDX file", "fashion/t10k-labels-idx1-ubyte.gz: not an IDX file "
+      "(bad magic number)")
+def _(tmp, good):
+    root = copy_fashion(good, tmp)
+    import gzip
+
+    (root / "t10k-labels-idx1-ubyte.gz").write_bytes(gzip.compress(b"\x89PNG\r\n\x1a\n" + bytes(100)))
+    return train_on("fashion-mnist", root, tmp)
+
+
+@case("fashion-label-out-of-range", "data", "a label 12 in a 10-class dataset", "fashion: train-labels-idx1-ubyte has "
+      "label 12, outside 0..9")
+def _(tmp, good):
+    root = copy_fashion(good, tmp)
+    labels = np.arange(600) % 10
+    labels[5] = 12
+    write_idx(root / "train-labels-idx1-ubyte.gz", labels)
+    return train_on("fashion-mnist", root, tmp)
+
+
+@case("fashion-count-mismatch", "data", "600 training images but 599 labels", "fashion: 600 train images but 599 "
+      "labels")
+def _(tmp, good):
+    root = copy_fashion(good, tmp)
+    write_idx(root / "train-labels-idx1-ubyte.gz", np.arange(599) % 10)
+    return train_on("fashion-mnist", root, tmp)
+
+
+@case("cifar-missing-split", "data", "cifar-100-python/ without its `test` file", "cifar-100-python/test: file is "
+      "missing; the CIFAR-100 folder …/cifar-100-python is incomplete (download or extract the dataset again)")
+def _(tmp, good):
+    from tests.fake_datasets import write_cifar100
+
+    (write_cifar100(tmp / "data", per_class=(1, 1)) / "test").unlink()
+    return train_on("cifar100", tmp / "data", tmp)
+
+
+@case("cifar-planted-pickle", "data", "cifar-100-python/train replaced by an os.system pickle",
+      "cifar-100-python/train: refused to load: the pickle asks for posix.system, which the CIFAR format never uses "
+      "(a foreign or tampered file); download the dataset again")
+def _(tmp, good):
+    from tests.fake_datasets import write_cifar100
+
+    write(write_cifar100(tmp / "data", per_class=(1, 1)) / "train", planted_pickle(tmp / "PWNED"))
+    return train_on("cifar100", tmp / "data", tmp)
+
+
+@case("cifar-label-out-of-range", "data", "a CIFAR fine label 100", "cifar-100-python/test: 'fine_labels' has label "
+      "100, out of range 0..99")
+def _(tmp, good):
+    from tests.fake_datasets import cifar100_lists, py2_pickle, write_cifar100
+
+    folder = write_cifar100(tmp / "data", per_class=(1, 1))
+    _, _, fine_to_coarse = cifar100_lists()
+    labels = list(range(100))
+    labels[0] = 100
+    write(folder / "test", py2_pickle({"data": np.zeros((100, 3072), np.uint8), "fine_labels": labels,
+                                       "coarse_labels": [fine_to_coarse[j % 100] for j in labels]}))
+    return train_on("cifar100", tmp / "data", tmp)
+
+
+@case("images-empty-class", "data", "image folders: a class folder with no images", "images/train/b: class folder "
+      "holds no images (…); add images or remove the folder")
+def _(tmp, good):
+    root, tree = image_folder(tmp)
+    for path in (root / "train" / "b").iterdir():
+        path.unlink()
+    return train_on("image-folder", root, tmp, "--hierarchy", str(tree))
+
+
+@case("images-corrupt-image", "data", "image folders: a corrupt JPEG, read by a loader worker (used to print the "
+      "worker's traceback)", "images/train/a/0.jpg: corrupt or unreadable image (UnidentifiedImageError); replace or "
+      "remove it")
+def _(tmp, good):
+    root, tree = image_folder(tmp)
+    (root / "train" / "a" / "0.jpg").write_bytes(b"\xff\xd8\xff not a jpeg")
+    return train_on("image-folder", root, tmp, "--hierarchy", str(tree), "--set", "data.workers=1")
+
+
+@case("images-missing-test", "data", "image folders: no test/ folder", "images/test: folder is missing; expected "
+      "…/images/test/<class>/*.jpg")
+def _(tmp, good):
+    import shutil
+
+    root, tree = image_folder(tmp)
+    shutil.rmtree(root / "test")
+    return train_on("image-folder", root, tmp, "--hierarchy", str(tree))
+
+
+@case("images-class-not-in-tree", "data", "image folders: a class folder the hierarchy lacks", "images/train/c: class "
+      "folder 'c' is not a leaf of the hierarchy …/tree.txt (1 such folders); add it to the hierarchy or remove the "
+      "folder")
+def _(tmp, good):
+    root, tree = image_folder(tmp, classes=("a", "b", "c"))
+    write(tree, "things/a\nthings/b\n")
+    return train_on("image-folder", root, tmp, "--hierarchy", str(tree))
+
+
+# ====================================================================== command-line arguments
+def cli(id: str, input: str, expect: str, argv: Callable[[Path, Good], list[str]]):
+    case(id, "cli", input, expect)(argv)
+
+
+def fashion_train(tmp: Path, good: Good, *extra: str) -> list[str]:
+    return ["train", "--data-root", str(good.fashion), "--quiet", "--out", str(tmp / "r"), *extra]
+
+
+cli("unknown-command", "`hseval trian`", "argument COMMAND: invalid choice: 'trian' (choose from …) (see 'hseval "
+    "--help')", lambda tmp, good: ["trian"])
+cli("unknown-dataset", "`--dataset mnist`", "unknown dataset 'mnist'; choose one of cifar100, …",
+    lambda tmp, good: fashion_train(tmp, good, "--dataset", "mnist"))
+cli("unknown-head", "`--head nope`", "unknown head 'nope'; choose one of plain, …",
+    lambda tmp, good: fashion_train(tmp, good, "--head", "nope"))
+cli("unknown-backbone", "`--backbone vgg`", "unknown backbone 'vgg'; choose one of …",
+    lambda tmp, good: fashion_train(tmp, good, "--backbone", "vgg"))
+cli("unknown-setting", "`--set optim.lrr=0.1`", "--set: unknown setting 'optim.lrr'; known settings: …",
+    lambda tmp, good: fashion_train(tmp, good, "--set", "optim.lrr=0.1"))
+cli("negative-batch-size", "`--set data.batch_size=-1`", "data.batch_size must be >= 1, got -1",
+    lambda tmp, good: fashion_train(tmp, good, "--set", "data.batch_size=-1"))
+cli("negative-subset", "`--set data.train_subset=-5`", "data.train_subset must be >= 1, got -5",
+    lambda tmp, good: fashion_train(tmp, good, "--set", "data.train_subset=-5"))
+cli("negative-max-points", "`evaluate --max-points -5`", "--max-points must be a positive integer, got -5",
+    lambda tmp, good: [*evaluate(good.run, tmp, good), "--max-points", "-5"])
+cli("negative-max-depth", "`hierarchy show --max-depth -1`", "argument --max-depth: expected a positive integer, got "
+    "-1 (see 'hseval hierarchy show --help')",
+    lambda tmp, good: ["hierarchy", "show", str(write(tmp / "t.txt", "a/x\n")), "--max-depth", "-1"])
+cli("negative-seed", "`hierarchy random --seed -3`", "argument --seed: expected a non-negative integer, got -3",
+    lambda tmp, good: ["hierarchy", "random", str(write(tmp / "t.txt", "a/x\na/y\n")), "--seed", "-3", "--out",
+                       str(tmp / "out.txt")])
+cli("port-out-of-range", "`dashboard --port 70000`", "argument --port: expected a port number in 1..65535, got 70000",
+    lambda tmp, good: ["dashboard", str(tmp), "--port", "70000"])
+cli("unknown-projection", "`evaluate --projections mds`", "unknown projection 'mds'; choose from pca, tsne, umap",
+    lambda tmp, good: [*evaluate(good.run, tmp, good)[:-3], "--projections", "mds"])
+cli("recipe-not-utf8", "`--recipe` of binary bytes (used to crash: UnicodeDecodeError)", "bad.yaml: not UTF-8 text "
+    "(byte 0); a recipe is a YAML file",
+    lambda tmp, good: fashion_train(tmp, good, "--recipe", str(write(tmp / "bad.yaml", b"\xff\xfe\x00\x01"))))
+cli("recipe-not-yaml", "`--recipe` with broken YAML", "bad.yaml, line …: not valid YAML",
+    lambda tmp, good: fashion_train(tmp, good, "--recipe", str(write(tmp / "bad.yaml", "optim: [lr: 1\n"))))
+cli("out-is-a-file", "`train --out` naming an existing file (used to crash: NotADirectoryError)",
+    "afile: is a file, not a folder; choose another --out",
+    lambda tmp, good: [*fashion_train(tmp, good)[:-2], "--out", str(write(tmp / "afile", "x"))])
+cli("out-below-a-file", "`train --out afile/run`", "afile/run: cannot be created (…/afile is a file); choose another "
+    "--out", lambda tmp, good: [*fashion_train(tmp, good)[:-2], "--out", str(write(tmp / "afile", "x") / "run")])
+cli("evaluate-out-is-a-file", "`evaluate --out` naming a file (used to crash after the whole evaluation)",
+    "afile: is a file, not a folder; choose another --out",
+    lambda tmp, good: [*evaluate(good.run, tmp, good)[:3], str(write(tmp / "afile", "x")),
+                       *evaluate(good.run, tmp, good)[4:]])
+
+
+@case("convert-out-below-a-file", "cli", "`hierarchy convert` into a path below a file",
+      "cannot write …/afile/out.txt.names.tsv: File exists; choose a writable folder")
+def _(tmp, good):
+    write(tmp / "afile", "x")
+    return ["hierarchy", "convert", str(write(tmp / "t.txt", "a/x\n")), str(tmp / "afile" / "out.txt"), "--to", "pairs"]
+
+
+# ====================================================================== evaluation folders, report, dashboard
+def garbage_folder(tmp: Path) -> Path:
+    """Random files at the top, and run-like folders of garbage."""
+    rng = np.random.default_rng(0)
+    root = tmp / "garbage"
+    write(root / "noise.bin", rng.bytes(2000))
+    write(root / "index.json", "{not json")
+    write(root / "plain" / "metrics.json", rng.bytes(500))
+    write(root / "plain" / "per_node.csv", rng.bytes(300))
+    write(root / "riemann" / "metrics.json", json.dumps({"top1": "high", "hierarchy": [1, 2]}))
+    write(root / "riemann" / "geometry.csv", "a,b\n1\n")
+    write(root / "multitask" / "metrics.json", "[" * 50_000)
+    return root
+
+
+@case("dashboard-garbage", "dashboard", "`hseval dashboard` on a folder of garbage (used to start a server with "
+      "nothing to show)", "garbage: no readable evaluated run: …/garbage/multitask/… (and 2 more)", subprocess=True)
+def _(tmp, good):
+    return ["dashboard", str(garbage_folder(tmp)), "--port", "1"]
+
+
+@case("dashboard-empty", "dashboard", "`hseval dashboard` on an empty folder", "empty: holds no evaluated runs; write "
+      "them with 'hseval evaluate RUNS --out …/empty'", subprocess=True)
+def _(tmp, good):
+    (tmp / "empty").mkdir()
+    return ["dashboard", str(tmp / "empty")]
+
+
+@case("dashboard-missing", "dashboard", "`hseval dashboard` on a folder that does not exist", "nowhere: no such "
+      "evaluation folder; write one with 'hseval evaluate RUNS --out …/nowhere'")
+def _(tmp, good):
+    return ["dashboard", str(tmp / "nowhere")]
+
+
+@case("report-garbage", "dashboard", "`hseval report` on a folder of garbage", "garbage: no readable evaluated run (…)")
+def _(tmp, good):
+    return ["report", str(garbage_folder(tmp))]
+
+
+@case("report-out-below-a-file", "dashboard", "`hseval report --out afile/report.html` (used to write the tables, then "
+      "fail)", "afile: is a file, not a folder; choose another --out folder")
+def _(tmp, good):
+    import shutil
+
+    evaluation = Path(shutil.copytree(good.evaluation, tmp / "eval"))
+    return ["report", str(evaluation), "--out", str(write(tmp / "afile", "x") / "report.html")]
+
+
+# ====================================================================== the README table
+def _cell(text: str) -> str:
+    return text.replace("|", "\\|").replace("\n", " ")
+
+
+def table() -> str:
+    lines = ["| # | area | id | bad input | expected message (`hseval: error: …`, exit code 2, nothing written) |",
+             "|---|---|---|---|---|"]
+    for k, c in enumerate(CASES, start=1):
+        lines.append(f"| {k} | {c.area} | `{c.id}` | {_cell(c.input)} | `{_cell(c.expect)}` |")
+    return "\n".join(lines) + "\n"
+
+
+def readme_table() -> str:
+    text = README.read_text(encoding="utf-8")
+    return text.split(START, 1)[1].split(END, 1)[0].strip("\n") + "\n"
+
+
+def write_readme() -> None:
+    text = README.read_text(encoding="utf-8")
+    head, rest = text.split(START, 1)
+    tail = rest.split(END, 1)[1]
+    README.write_text(f"{head}{START}\n{table()}{END}{tail}", encoding="utf-8")
+
+
+if __name__ == "__main__":
+    write_readme()
+    print(f"wrote {len(CASES)} rows into {README}", file=sys.stderr)
