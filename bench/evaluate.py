@@ -61,7 +61,7 @@ def bench_metrics(samples: int) -> None:
 
     def metrics():
         acc = EvaluationAccumulator(tree)
-        for (z, logits, levels), y in zip(batches, labels.split(1000)):
+        for (_, logits, levels), y in zip(batches, labels.split(1000)):
             acc.update(logits, y, levels)
         result = acc.compute()
         per_node_accuracy(acc.topk_pred[:, 0], acc.target, tree)
