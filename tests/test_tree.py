@@ -146,3 +146,27 @@ def test_reused_buffers_never_overwrite_live_gradients():
     ((a ** 2).sum() + (b ** 2).sum()).backward()
     torch.testing.assert_close(delta.grad, g1 + g2, rtol=1e-4, atol=1e-3)
     torch.testing.assert_close(snapshot + g2, kept, rtol=1e-4, atol=1e-3)  # the kept tensor was only added to
+
+
+@pytest.mark.parametrize("size", [12, 1500])
+def test_normalized_scale_matches_autograd_through_the_norm(size):
+    """normalize=True (the manifold heads): the closed-form gradient equals autograd's through
+    s = r / ‖δ‖, on the small and the chunked path, for δ and for learnable radii."""
+    tree = random_tree(size, seed=5)
+    index = TreeIndex(tree)
+    d = 5 if size < 100 else 512
+    x = torch.randn(3, d, dtype=torch.float64, requires_grad=True)
+    delta = torch.randn(tree.num_nodes, d, dtype=torch.float64, requires_grad=True)
+    radius = (torch.rand(tree.num_nodes, dtype=torch.float64) + 0.5).requires_grad_()
+    grad_out = torch.randn(3, size, dtype=torch.float64)
+    out = tree_linear(x, delta, radius, index, normalize=True)
+    got = torch.autograd.grad(out, [x, delta, radius], grad_out)
+    scale = radius / torch.linalg.vector_norm(delta, dim=1)
+    ref = x @ dense_reference(tree, delta, scale).t()
+    want = torch.autograd.grad(ref, [x, delta, radius], grad_out)
+    torch.testing.assert_close(out, ref)
+    for g, w in zip(got, want):
+        torch.testing.assert_close(g, w)
+    if size < 100:
+        assert torch.autograd.gradcheck(lambda a, b, c: tree_linear(a, b, c, index, normalize=True),
+                                        (x, delta, radius))

@@ -42,10 +42,16 @@ class DeltaHead(Head):
         """(|P|,) per-node factor s_p, or None for 1."""
         return None
 
+    def tree_inputs(self) -> tuple[torch.Tensor | None, bool]:
+        """(scale, normalize) for :func:`tree_linear`: the factor itself, or the radii with the
+        normalisation done inside the layer (its gradient in closed form)."""
+        return self.scale(), False
+
     def forward(self, z: torch.Tensor) -> torch.Tensor:
         # tree sums and normalisations stay in float32 under autocast
+        scale, normalize = self.tree_inputs()
         with torch.autocast(z.device.type, enabled=False):
-            return tree_linear(full_precision(z), self.delta, self.scale(), self.index)
+            return tree_linear(full_precision(z), self.delta, scale, self.index, normalize=normalize)
 
     def node_weights(self) -> torch.Tensor:
         with torch.no_grad():

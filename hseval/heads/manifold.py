@@ -25,6 +25,9 @@ class ManifoldHead(RadiusHead):
     def scale(self) -> torch.Tensor:
         return self.radius / torch.linalg.vector_norm(self.delta, dim=1).clamp_min(_EPS)
 
+    def tree_inputs(self) -> tuple[torch.Tensor, bool]:
+        return self.radius, True
+
 
 @register_head("manifold-learnable-radius")
 class ManifoldLearnableRadiusHead(ManifoldHead):

@@ -210,76 +210,106 @@ def _bag_sum(weight, indices, offsets, per_sample_weights=None):
     return torch.embedding_bag(weight, indices, offsets, False, 0, False, per_sample_weights)[0]
 
 
+_EPS = 1e-12
+
+
+def _effective_scale(delta: torch.Tensor, scale: torch.Tensor | None, normalize: bool
+                     ) -> tuple[torch.Tensor | None, torch.Tensor | None]:
+    """(s, ‖δ‖): the per-node factor, ``scale / ‖δ_p‖`` when normalising (the norms are kept for
+    the backward pass), else ``scale`` itself."""
+    if not normalize:
+        return scale, None
+    norms = torch.linalg.vector_norm(delta, dim=1).clamp_min(_EPS)
+    return scale / norms, norms
+
+
+def _parameter_grads(g: torch.Tensor, delta: torch.Tensor, eff: torch.Tensor | None, norms: torch.Tensor | None, *,
+                     need_delta: bool, grad_scale: torch.Tensor | None) -> None:
+    """Turn rows ``g`` of the subtree-summed gradient (∂L/∂(s_p δ_p), already handed to the
+    parents) into ∂L/∂δ in place, and write ∂L/∂scale into ``grad_scale``.
+
+    With s = r/‖δ‖ (normalising): ∂L/∂δ = s·(g − (⟨g, δ⟩/‖δ‖²)·δ) and ∂L/∂r = ⟨g, δ⟩/‖δ‖; this
+    replaces autograd through the norm, which cost two extra |P|×d tensors per step."""
+    dots = None
+    if grad_scale is not None or (need_delta and norms is not None):
+        dots = torch.linalg.vecdot(g, delta, dim=1)
+    if grad_scale is not None:
+        grad_scale.copy_(dots if norms is None else dots / norms)
+    if need_delta and eff is not None:
+        g.mul_(eff[:, None])
+        if norms is not None:
+            g.addcmul_(delta, (-eff * dots / norms.square())[:, None])
+
+
 class _TreeLinearSmall(torch.autograd.Function):
     @staticmethod
-    def forward(ctx, x, delta, scale, index):  # type: ignore[override]
-        psw = None if scale is None else scale.index_select(0, index.leaf_anc)
+    def forward(ctx, x, delta, scale, index, normalize):  # type: ignore[override]
+        eff, norms = _effective_scale(delta, scale, normalize)
+        psw = None if eff is None else eff.index_select(0, index.leaf_anc)
         weight = _bag_sum(delta, index.leaf_anc, index.leaf_anc_offsets, psw)
-        ctx.save_for_backward(x, weight, delta, scale)
+        ctx.save_for_backward(x, weight, delta, eff, norms)
         ctx.index = index
         return torch.mm(x, weight.t())
 
     @staticmethod
     def backward(ctx, grad_out):  # type: ignore[override]
-        x, weight, delta, scale = ctx.saved_tensors
+        x, weight, delta, eff, norms = ctx.saved_tensors
         index: TreeIndex = ctx.index
         need_x, need_delta, need_scale = ctx.needs_input_grad[:3]
         grad_x = torch.mm(grad_out, weight) if need_x else None
         if not (need_delta or need_scale):
-            return grad_x, None, None, None
+            return grad_x, None, None, None, None
         L, P, d = index.num_leaves, index.num_nodes, delta.shape[1]
         grad = delta.new_empty(P, d)
         torch.mm(grad_out.t(), x, out=grad[:L])
         if P > L:  # each super-class: the sum of its leaves' rows, one bag per super-class
             grad[L:].copy_(_bag_sum(grad[:L], index.super_leaves, index.super_leaves_offsets))
-        grad_scale = torch.linalg.vecdot(grad, delta, dim=1) if need_scale else None
-        if need_delta and scale is not None:
-            grad.mul_(scale[:, None])
-        return grad_x, (grad if need_delta else None), grad_scale, None
+        grad_scale = delta.new_empty(P) if need_scale else None
+        _parameter_grads(grad, delta, eff, norms, need_delta=need_delta, grad_scale=grad_scale)
+        return grad_x, (grad if need_delta else None), grad_scale, None, None
 
 
 class _TreeLinearChunked(torch.autograd.Function):
     @staticmethod
-    def forward(ctx, x, delta, scale, index):  # type: ignore[override]
+    def forward(ctx, x, delta, scale, index, normalize):  # type: ignore[override]
         L, d = index.num_leaves, delta.shape[1]
+        eff, norms = _effective_scale(delta, scale, normalize)
         ws = index._workspace
-        table = _super_weights(delta, scale, index, out=ws.empty("table", (index.num_super + 1, d), delta))
+        table = _super_weights(delta, eff, index, out=ws.empty("table", (index.num_super + 1, d), delta))
         weight = ws.empty("weight", (L, d), delta)
         out = x.new_empty(x.shape[0], L)
         # build each chunk of W and multiply it while it is still in cache
         for a, b in index.chunks(d * delta.element_size()):
-            w = _leaf_rows(delta, scale, index, table, a, b, out=weight[a:b])
+            w = _leaf_rows(delta, eff, index, table, a, b, out=weight[a:b])
             torch.mm(x, w.t(), out=out[:, a:b])
-        ctx.save_for_backward(x, weight, delta, scale)
+        ctx.save_for_backward(x, weight, delta, eff, norms)
         ctx.index = index
         return out
 
     @staticmethod
     def backward(ctx, grad_out):  # type: ignore[override]
-        x, weight, delta, scale = ctx.saved_tensors
+        x, weight, delta, eff, norms = ctx.saved_tensors
         index: TreeIndex = ctx.index
         need_x, need_delta, need_scale = ctx.needs_input_grad[:3]
         grad_x = torch.mm(grad_out, weight) if need_x else None
         if not (need_delta or need_scale):
-            return grad_x, None, None, None
+            return grad_x, None, None, None, None
         L, P, d = index.num_leaves, index.num_nodes, delta.shape[1]
         # rows 0..L-1: leaves (written by the matmul); L..P-1: super-classes; P: the root (a sink)
         grad = index._workspace.empty("grad", (P + 1, d), delta)
         sup = grad[L:]
         sup.zero_()
         grad_scale = delta.new_empty(P) if need_scale else None
-        rescale = need_delta and scale is not None
 
         def finish(rows: slice, parent_rows: torch.Tensor | None, parents: torch.Tensor | None) -> None:
             """Rows whose gradient (the sum over their subtree) is complete: hand it to the parents,
-            then turn it into the gradients of s and δ. Done per chunk, while the rows are cached."""
+            then turn it into the gradients of the scale and δ, per chunk, while the rows are cached."""
             g = grad[rows]
             if parents is not None:
                 parent_rows.index_add_(0, parents, g)
-            if need_scale:
-                torch.linalg.vecdot(g, delta[rows], dim=1, out=grad_scale[rows])
-            if rescale:
-                g.mul_(scale[rows, None])
+            _parameter_grads(g, delta[rows], None if eff is None else eff[rows],
+                             None if norms is None else norms[rows], need_delta=need_delta,
+                             grad_scale=None if grad_scale is None else grad_scale[rows])
 
         for a, b in index.chunks(d * delta.element_size()):
             torch.mm(grad_out[:, a:b].t(), x, out=grad[a:b])
@@ -288,11 +318,17 @@ class _TreeLinearChunked(torch.autograd.Function):
             a, b = index.levels[level]
             parents = index.level_parent(level) if level else None
             finish(slice(L + a, L + b), sup[:a] if level else None, parents)
-        return grad_x, (grad[:P] if need_delta else None), grad_scale, None
+        return grad_x, (grad[:P] if need_delta else None), grad_scale, None, None
 
 
-def tree_linear(x: torch.Tensor, delta: torch.Tensor, scale: torch.Tensor | None, index: TreeIndex) -> torch.Tensor:
-    """Leaf logits ``x @ (Δ S H)``: x (B, d), delta (|P|, d), scale (|P|,) or None -> (B, |L|)."""
+def tree_linear(x: torch.Tensor, delta: torch.Tensor, scale: torch.Tensor | None, index: TreeIndex, *,
+                normalize: bool = False) -> torch.Tensor:
+    """Leaf logits ``x @ (Δ S H)``: x (B, d), delta (|P|, d), scale (|P|,) or None -> (B, |L|).
+
+    ``normalize=True`` uses ``S = diag(scale / ‖δ_p‖)`` (the manifold heads' normalised columns,
+    ``scale`` being the radii) with its gradient computed in closed form."""
+    if normalize and scale is None:
+        raise ValueError("normalize=True needs the radii as scale")
     if len(index.chunks(delta.shape[1] * delta.element_size())) == 1:
-        return _TreeLinearSmall.apply(x, delta, scale, index)
-    return _TreeLinearChunked.apply(x, delta, scale, index)
+        return _TreeLinearSmall.apply(x, delta, scale, index, normalize)
+    return _TreeLinearChunked.apply(x, delta, scale, index, normalize)
