@@ -49,7 +49,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"hseval: error: {exc}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:
-        print("hseval: interrupted", file=sys.stderr)
+        print("hseval: interrupted (training keeps its last finished epoch: continue it with --resume)",
+              file=sys.stderr)
         return 130
     except BrokenPipeError:
         return 0
