@@ -78,11 +78,17 @@ class RunResult:
         path = self.path / "predictions.npz"
         try:
             with np.load(path, allow_pickle=False) as data:
-                return data["targets"], data["topk"]
+                targets, topk = data["targets"], data["topk"]
         except FileNotFoundError:
             raise RunFormatError(f"{path}: missing") from None
         except (OSError, ValueError, KeyError, EOFError, zipfile.BadZipFile) as exc:
             raise RunFormatError(f"{path}: not a readable predictions file ({exc.__class__.__name__})") from None
+        # np.load gives the raw bytes of a member that is not an .npy array
+        if not all(isinstance(a, np.ndarray) and a.dtype.kind in "iu" for a in (targets, topk)) or \
+                targets.ndim != 1 or topk.ndim != 2 or len(topk) != len(targets):
+            raise RunFormatError(f"{path}: not a readable predictions file (expected integer arrays 'targets' (N,) "
+                                 "and 'topk' (N, k))")
+        return targets, topk
 
     @property
     def head(self) -> str:
@@ -143,8 +149,10 @@ def _check_types(metrics: dict[str, Any], path: Path) -> None:
         if not isinstance(entry, dict):
             fail("history[]", entry, "an object")
     reliability = metrics.get("reliability") or {}
-    if any(not isinstance(v, list) for v in reliability.values()) or len({len(v) for v in reliability.values()}) > 1:
-        fail("reliability", reliability, "lists of one length")
+    columns = list(reliability.values())
+    if any(not isinstance(c, list) or any(isinstance(v, (bool, str, list, dict)) for v in c) for c in columns) \
+            or len({len(c) for c in columns}) > 1:
+        fail("reliability", reliability, "lists of numbers of one length")
 
 
 def load_evaluation(root: str | Path, *, strict: bool = False) -> Evaluation:

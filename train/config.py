@@ -204,7 +204,7 @@ def apply_overrides(config: TrainConfig, overrides: list[str]) -> TrainConfig:
             raise ConfigError(f"--set expects key=value, got {item!r}")
         try:
             value = yaml.safe_load(text) if text.strip() else None
-        except yaml.YAMLError:
+        except (yaml.YAMLError, RecursionError):
             value = text
         _set(config, key.strip(), value, source="--set")
     config.validate()
@@ -232,6 +232,12 @@ def _read_recipe(name_or_path: str, seen: tuple[str, ...] = ()) -> dict[str, Any
         mark = getattr(exc, "problem_mark", None)
         line = f", line {mark.line + 1}" if mark else ""
         raise ConfigError(f"{path}{line}: not valid YAML") from None
+    except UnicodeDecodeError as exc:
+        raise ConfigError(f"{path}: not UTF-8 text (byte {exc.start}); a recipe is a YAML file") from None
+    except RecursionError:
+        raise ConfigError(f"{path}: nested too deeply to be a recipe") from None
+    except OSError as exc:
+        raise ConfigError(f"{path}: cannot read ({exc.strerror or exc})") from None
     if not isinstance(data, dict):
         raise ConfigError(f"{path}: a recipe must be a YAML mapping")
     parent = data.pop("extends", None)

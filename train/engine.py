@@ -176,6 +176,8 @@ def evaluate(model: HierarchicalClassifier, batches, ctx: Context) -> dict[str, 
 
 
 def _prepare_out(out: Path, *, resume: bool, force: bool) -> None:
+    fileio.check_output_folder(out)
+    fileio.remove_stale_temporaries(out)  # left by a run killed while writing
     finished = (out / checkpoint.META_FILE).is_file()
     unfinished = (out / checkpoint.STATE_FILE).is_file() and not finished
     if resume:
@@ -258,6 +260,10 @@ def train(config: TrainConfig, out: str | Path, *, resume: bool = False, force: 
     start_epoch, history = 0, []
     if resume:
         state = checkpoint.load_train_state(out)
+        if not isinstance(state, dict) or not isinstance(state.get("epoch"), int) or \
+                not isinstance(state.get("history"), list):
+            raise RunFormatError(f"{out / checkpoint.STATE_FILE}: not a training state written by hseval (no "
+                                 "'epoch' and 'history'); remove it to restart training from the beginning")
         saved = state.get("config")
         if not isinstance(saved, dict) or comparable_config(saved) != comparable_config(config.to_dict()):
             raise ConfigError(f"{out}: the configuration differs from the one the run was started with; resume with "
@@ -265,8 +271,9 @@ def train(config: TrainConfig, out: str | Path, *, resume: bool = False, force: 
         try:
             model.load_state_dict(state["model"])
             optimizers.load_state_dict(state["optimizers"])
-        except (KeyError, RuntimeError, ValueError) as exc:
-            raise RunFormatError(f"{out / checkpoint.STATE_FILE}: does not match the model ({exc})") from None
+        except (KeyError, RuntimeError, ValueError, TypeError) as exc:
+            reason = (str(exc).splitlines() or [exc.__class__.__name__])[0][:200]
+            raise RunFormatError(f"{out / checkpoint.STATE_FILE}: does not match the model ({reason})") from None
         start_epoch, history = int(state["epoch"]), list(state["history"])
         log(f"resuming {out} at epoch {start_epoch + 1}/{config.optim.epochs}")
     step: nn.Module = TrainStep(model)

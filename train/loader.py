@@ -16,6 +16,7 @@ import torch
 from torch.utils.data import DataLoader, Dataset, Subset
 
 from hseval.data import TensorImages
+from hseval.data.base import worker_errors
 
 __all__ = ["epoch_generator", "stratified_subset", "train_batches", "eval_batches", "num_train_batches",
            "to_device_dataset"]
@@ -83,7 +84,7 @@ def train_batches(dataset: Dataset, indices: np.ndarray, *, batch_size: int, see
     loader = DataLoader(Subset(dataset, order.tolist()), batch_size=batch_size, shuffle=False, drop_last=True,
                         num_workers=workers, pin_memory=device.type == "cuda",
                         generator=epoch_generator(seed, epoch, stream=2), persistent_workers=False)
-    for x, y in loader:
+    for x, y in worker_errors(loader):
         yield x.to(device, non_blocking=True), y.to(device, non_blocking=True)
 
 
@@ -99,5 +100,5 @@ def eval_batches(dataset: Dataset, *, batch_size: int, device: torch.device, dev
         return
     loader = DataLoader(dataset, batch_size=batch_size, shuffle=False, drop_last=False, num_workers=workers,
                         pin_memory=device.type == "cuda")
-    for x, y in loader:
+    for x, y in worker_errors(loader):
         yield x.to(device, non_blocking=True), y.to(device, non_blocking=True)

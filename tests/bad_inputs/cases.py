@@ -196,7 +196,8 @@ def _set_head(meta, name):
 run_case("no-run-json", "a run folder without run.json", "no runs (folders with run.json) in …/run; train some with "
          "'hseval train-all'", lambda p: (p / "run.json").unlink())
 run_case("no-tensors", "run.json without model.safetensors", "run/model.safetensors: missing; the run is incomplete "
-         "(was training interrupted? 'hseval train --resume' finishes it)", lambda p: (p / "model.safetensors").unlink())
+         "(was training interrupted? 'hseval train --resume' finishes it)",
+         lambda p: (p / "model.safetensors").unlink())
 run_case("truncated-tensors", "model.safetensors cut to 1,000 bytes", "run/model.safetensors: does not match the "
          "checksum in run.json (truncated, tampered with or from another run)",
          lambda p: write(p / "model.safetensors", (p / "model.safetensors").read_bytes()[:1000]))
@@ -247,8 +248,8 @@ run_case("inf-weights", "an infinite backbone weight, checksum updated", "run/mo
 
 
 def resume(run: Path, tmp: Path, good: Good) -> list[str]:
-    return ["train", "--head", "riemann", "--data-root", str(good.fashion), "--quiet", "--set", "data.train_subset=null",
-            "--out", str(run), "--resume"]
+    return ["train", "--head", "riemann", "--data-root", str(good.fashion), "--quiet", "--set",
+            "data.train_subset=null", "--out", str(run), "--resume"]
 
 
 @case("pickle-as-train-state", "run", "a pickle (os.system payload) planted as train_state.pt, then `--resume`",

@@ -26,7 +26,7 @@ from tests.conftest import trees
 EXAMPLES = {
     "hierarchy_bytes": 300, "hierarchy_text": 300, "hierarchy_mutated": 200, "nbdt_json": 150,
     "run_json_bytes": 100, "run_json_edits": 150, "safetensors": 100, "idx": 300, "pickle": 300,
-    "evaluation": 100, "config": 200,
+    "evaluation": 150, "report": 40, "config": 200,
 }
 SUPPRESS = [HealthCheck.too_slow, HealthCheck.function_scoped_fixture, HealthCheck.data_too_large]
 
@@ -295,22 +295,15 @@ def evaluation_copy(good, scratch):
 @given(target=st.sampled_from(["metrics.json", "per_node.csv", "geometry.csv", "pair_angles.csv", "projections.csv",
                                "predictions.npz"]),
        data=st.one_of(st.binary(max_size=300), st.text(max_size=200).map(str.encode)),
-       where=st.integers(0, 10**6), value=json_values, mode=st.sampled_from(["bytes", "json edit"]))
+       where=st.integers(0, 10**6), value=json_values, mode=st.sampled_from(["bytes", "top-level value",
+                                                                             "nested value"]))
 def test_load_evaluation_and_its_tables(evaluation_copy, target, data, where, value, mode):
     """Random bytes in one file of an evaluated run, or one value of its metrics.json replaced:
     loading the folder, its tables (what ``hseval report`` and the dashboard show) and the
     predictions give results or hseval errors."""
     from hseval.results import grouped_summary, level_table, load_evaluation, summary_table
 
-    folder, run, original = evaluation_copy
-    for name, content in original.items():
-        (run / name).write_bytes(content)
-    if mode == "json edit":
-        target = "metrics.json"
-        metrics = json.loads(original[target])
-        paths = list(paths_of(metrics))
-        data = json.dumps(replaced(metrics, paths[where % len(paths)], value)).encode()
-    (run / target).write_bytes(data)
+    folder, run = damage_evaluation(evaluation_copy, target, data, where, value, mode)
     evaluation = read_or_error(load_evaluation, folder)
     if evaluation is None:
         return
@@ -320,6 +313,36 @@ def test_load_evaluation_and_its_tables(evaluation_copy, target, data, where, va
         read_or_error(result.predictions)
     for table in (summary_table, grouped_summary, level_table):
         read_or_error(table, evaluation.runs)
+
+
+def damage_evaluation(evaluation_copy, target, data, where, value, mode):
+    folder, run, original = evaluation_copy
+    for name, content in original.items():
+        (run / name).write_bytes(content)
+    for name in ("summary.csv", "report.html"):
+        (folder / name).unlink(missing_ok=True)
+    if mode != "bytes":
+        target = "metrics.json"
+        metrics = json.loads(original[target])
+        paths = [p for p in paths_of(metrics) if (len(p) == 1) == (mode == "top-level value")]
+        data = json.dumps(replaced(metrics, paths[where % len(paths)], value)).encode()
+    (run / target).write_bytes(data)
+    return folder, run
+
+
+@fuzz("report")
+@given(target=st.sampled_from(["metrics.json", "per_node.csv", "geometry.csv", "pair_angles.csv", "projections.csv",
+                               "predictions.npz"]),
+       data=st.binary(max_size=200), where=st.integers(0, 10**6), value=json_values,
+       mode=st.sampled_from(["bytes", "top-level value", "top-level value", "nested value"]))
+def test_report_on_a_damaged_evaluation(evaluation_copy, target, data, where, value, mode):
+    """``hseval report`` end to end (tables, figures, the HTML page) on a damaged evaluation: it
+    writes its files, or raises an hseval error having written none of them."""
+    from hseval.report import write_report
+
+    folder, _ = damage_evaluation(evaluation_copy, target, data, where, value, mode)
+    written = read_or_error(write_report, folder)
+    assert (folder / "report.html").exists() == (written is not None)
 
 
 # ------------------------------------------------------------------ training recipes
