@@ -17,7 +17,7 @@ from typing import IO, Any
 
 from hseval.errors import HsevalError
 
-__all__ = ["atomic_path", "write_text", "write_bytes", "write_json", "read_json", "check_output_folder",
+__all__ = ["atomic_path", "write_text", "write_bytes", "write_json", "read_text", "read_json", "check_output_folder",
            "remove_stale_temporaries"]
 
 
@@ -91,19 +91,27 @@ def write_json(path: str | Path, obj: Any) -> None:
     write_text(path, json.dumps(_finite(obj), indent=2, allow_nan=False) + "\n")
 
 
+def read_text(path: str | Path, *, what: str, error: type[HsevalError] = HsevalError,
+              missing: str = "not found", damaged: str = "is not UTF-8 text") -> str:
+    """A UTF-8 text file, or one line ``error`` naming the file (``what`` names it for the user;
+    ``missing`` and ``damaged`` end the messages for a missing and a non-text file)."""
+    path = Path(path)
+    try:
+        return path.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        raise error(f"{path}: {what} {missing}") from None
+    except UnicodeDecodeError:
+        raise error(f"{path}: {what} {damaged}") from None
+    except OSError as exc:
+        raise error(f"{path}: cannot read {what}: {exc.strerror or exc}") from None
+
+
 def read_json(path: str | Path, *, what: str = "JSON file") -> Any:
     """Parse a JSON file, with a one-line error naming the file and line on failure."""
     from hseval.errors import RunFormatError
 
     path = Path(path)
-    try:
-        text = path.read_text(encoding="utf-8")
-    except FileNotFoundError:
-        raise RunFormatError(f"{path}: {what} not found") from None
-    except UnicodeDecodeError:
-        raise RunFormatError(f"{path}: {what} is not UTF-8 text") from None
-    except OSError as exc:
-        raise RunFormatError(f"{path}: cannot read {what}: {exc.strerror or exc}") from None
+    text = read_text(path, what=what, error=RunFormatError)
     try:
         return json.loads(text)
     except json.JSONDecodeError as exc:

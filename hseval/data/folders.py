@@ -13,6 +13,7 @@ from typing import Any
 
 import numpy as np
 
+from hseval import fileio
 from hseval.data.base import ImageFiles, LoadedDataset, data_roots
 from hseval.errors import DataError
 from hseval.hierarchy import Hierarchy
@@ -68,14 +69,8 @@ def require(folder: Path, name: str, *, title: str, kind: str = "file") -> Path:
 
 def read_lines(path: Path) -> list[tuple[int, list[str]]]:
     """Non-blank lines of a whitespace-separated annotation file, as (line number, fields)."""
-    try:
-        text = path.read_text(encoding="utf-8")
-    except FileNotFoundError:
-        raise DataError(f"{path}: file is missing; the dataset folder is incomplete") from None
-    except UnicodeDecodeError:
-        raise DataError(f"{path}: not a text file; the file is damaged, download it again") from None
-    except OSError as exc:
-        raise DataError(f"{path}: cannot read ({exc.strerror or exc})") from None
+    text = fileio.read_text(path, what="file", error=DataError, missing="is missing; the dataset folder is incomplete",
+                            damaged="is not text; it is damaged, download it again")
     return [(number, line.split()) for number, line in enumerate(text.splitlines(), start=1) if line.strip()]
 
 
