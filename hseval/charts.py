@@ -29,13 +29,15 @@ def _empty(title: str, message: str) -> go.Figure:
 
 def accuracy_by_level(levels: pd.DataFrame, *, title: str = "Accuracy per level") -> go.Figure:
     """Grouped bars from a long table with columns run, level (e.g. "leaf", "level 1"), way
-    ("leaf", "from leaf", "parent δ" ...) and accuracy in [0, 1]."""
+    ("leaf", "from leaf", "parent δ" ...) and accuracy in [0, 1]: one panel per way, one colour
+    per run, so that a run keeps its colour across panels."""
     if levels.empty:
         return _empty(title, "no accuracy to show")
-    frame = levels.assign(series=levels["run"] + np.where(levels["way"].isin(["leaf", ""]), "",
-                                                          " (" + levels["way"] + ")"))
-    fig = px.bar(frame, x="level", y="accuracy", color="series", barmode="group", text_auto=".3f",
-                 template=TEMPLATE, title=title, range_y=[0, 1])
+    ways = list(dict.fromkeys(levels["way"]))
+    fig = px.bar(levels, x="level", y="accuracy", color="run", facet_col="way", barmode="group", text_auto=".3f",
+                 template=TEMPLATE, title=title, range_y=[0, 1], category_orders={"way": ways})
+    fig.for_each_annotation(lambda a: a.update(text=a.text.split("=", 1)[-1]))
+    fig.update_xaxes(matches=None, title=None)
     fig.update_layout(legend_title_text="run", yaxis_tickformat=".0%")
     return fig
 

@@ -25,13 +25,15 @@ def per_node_frame(tree, accuracy) -> pd.DataFrame:
     return pd.DataFrame({"node": np.arange(tree.num_nodes), "support": support, "accuracy": accuracy})
 
 
-def test_accuracy_by_level_one_bar_series_per_run_and_way():
+def test_accuracy_by_level_one_panel_per_way_one_colour_per_run():
     levels = pd.DataFrame({"run": ["a", "a", "a", "b", "b"], "level": ["leaf", "level 1", "level 1", "leaf", "level 1"],
                            "way": ["leaf", "from leaf", "parent δ", "leaf", "from leaf"],
                            "accuracy": [0.5, 0.8, 0.7, 0.6, 0.9]})
     fig = charts.accuracy_by_level(levels)
     assert {t.type for t in fig.data} == {"bar"}
-    assert sorted(t.name for t in fig.data) == ["a", "a (from leaf)", "a (parent δ)", "b", "b (from leaf)"]
+    assert sorted(t.name for t in fig.data) == ["a", "a", "a", "b", "b"]  # a run's bars in each panel
+    assert [a.text for a in fig.layout.annotations] == ["leaf", "from leaf", "parent δ"]
+    assert sum(len(t.y) for t in fig.data) == 5
     assert is_empty(charts.accuracy_by_level(pd.DataFrame()))
 
 
