@@ -9,14 +9,23 @@ A run is a folder with:
   ``torch.load(weights_only=True)`` only.
 
 Writes are atomic; :func:`load_run` rebuilds the model from ``run.json`` alone and checks the
-schema, the checksum, tensor names, shapes and values, with one-line errors.
+schema, both checksums, tensor names, shapes and values, with one-line errors.
+
+Two SHA-256 checksums make a run tamper-evident: ``model_sha256`` of ``model.safetensors``, and
+``meta_sha256`` of ``run.json`` itself (every key but this one, as canonical JSON), so that an
+edited tree, class list or head option is refused instead of silently relabelling the classes.
+Runs of schema 1 (before ``meta_sha256``) are read with a warning that their metadata cannot be
+verified.
 """
 
 from __future__ import annotations
 
 import datetime as _dt
 import hashlib
+import io
+import json
 import platform
+import warnings
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -24,17 +33,35 @@ from typing import Any
 import torch
 
 from hseval import fileio
-from hseval.errors import HierarchyError, HsevalError, RunFormatError
+from hseval.errors import HierarchyError, HsevalError, HsevalWarning, RunFormatError
 from hseval.hierarchy import Hierarchy
 from hseval.model import HierarchicalClassifier, build_model
 
-__all__ = ["SCHEMA_VERSION", "MODEL_FILE", "META_FILE", "STATE_FILE", "Run", "save_run", "load_run",
-           "read_run_meta", "is_run_dir", "save_train_state", "load_train_state"]
+__all__ = ["SCHEMA_VERSION", "MODEL_FILE", "META_FILE", "STATE_FILE", "HISTORY_FILE", "RUN_FILES", "Run", "RunInfo",
+           "save_run", "load_run", "verify_run", "read_run_meta", "is_run_dir", "save_train_state",
+           "load_train_state", "meta_checksum"]
 
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2
+READABLE_SCHEMAS = (1, 2)  # 1: before meta_sha256
 MODEL_FILE = "model.safetensors"
 META_FILE = "run.json"
 STATE_FILE = "train_state.pt"
+HISTORY_FILE = "history.csv"
+RUN_FILES = (META_FILE, MODEL_FILE, STATE_FILE, HISTORY_FILE)
+"""The files of a run folder (besides ``tensorboard/``): what ``--force`` removes."""
+
+
+@dataclass
+class RunInfo:
+    """A run checked without loading its tensors: its folder, ``run.json`` and the tree."""
+
+    path: Path
+    meta: dict[str, Any] = field(repr=False)
+    hierarchy: Hierarchy = field(repr=False)
+
+    @property
+    def head_name(self) -> str:
+        return self.meta["model"]["head"]["name"]
 
 
 @dataclass
@@ -68,10 +95,22 @@ def library_versions() -> dict[str, str]:
 
 def _sha256(path: Path) -> str:
     digest = hashlib.sha256()
-    with open(path, "rb") as fh:
-        for chunk in iter(lambda: fh.read(1 << 20), b""):
-            digest.update(chunk)
+    try:
+        with open(path, "rb") as fh:
+            for chunk in iter(lambda: fh.read(1 << 20), b""):
+                digest.update(chunk)
+    except OSError as exc:
+        raise RunFormatError(f"{path}: cannot read ({exc.strerror or exc})") from None
     return digest.hexdigest()
+
+
+def meta_checksum(record: dict[str, Any]) -> str:
+    """SHA-256 of ``record`` without its ``meta_sha256`` key, as canonical JSON (sorted keys, no
+    spaces): what ``run.json`` parses to, so any edit of a value changes it."""
+    body = {k: v for k, v in record.items() if k != "meta_sha256"}
+    # allow_nan: hseval never writes NaN or Infinity, but an edited file may hold them
+    text = json.dumps(body, sort_keys=True, separators=(",", ":"), ensure_ascii=False, allow_nan=True)
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()
 
 
 def save_run(run_dir: str | Path, model: HierarchicalClassifier, meta: dict[str, Any] | None = None) -> Path:
@@ -80,22 +119,25 @@ def save_run(run_dir: str | Path, model: HierarchicalClassifier, meta: dict[str,
     The tensors are written first, then ``run.json`` with their checksum, each atomically, so a
     reader sees either the previous complete run or the new one.
     """
-    from safetensors.torch import save_file
+    from safetensors.torch import save
 
     run_dir = Path(run_dir)
     tensors = {name: t.detach().to("cpu").contiguous() for name, t in model.state_dict().items()}
-    with fileio.atomic_path(run_dir / MODEL_FILE) as tmp:
-        save_file(tensors, str(tmp), metadata={"format": "pt", "hseval_schema": str(SCHEMA_VERSION)})
-        checksum = _sha256(tmp)
+    # serialised in memory, then written by fileio: a full disk or a read-only folder is one
+    # line that names the file, and the previous model.safetensors stays in place
+    data = save(tensors, metadata={"format": "pt", "hseval_schema": str(SCHEMA_VERSION)})
+    fileio.write_bytes(run_dir / MODEL_FILE, data)
     record = dict(meta or {})
     record.update({
         "schema_version": SCHEMA_VERSION,
         "model": model.spec(),
         "hierarchy": model.hierarchy.to_dict(),
-        "model_sha256": checksum,
+        "model_sha256": hashlib.sha256(data).hexdigest(),
         "versions": library_versions(),
         "saved_at": _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"),
     })
+    record = fileio.json_ready(record)
+    record["meta_sha256"] = meta_checksum(record)
     fileio.write_json(run_dir / META_FILE, record)
     return run_dir
 
@@ -133,8 +175,18 @@ def read_run_meta(run_dir: str | Path) -> dict[str, Any]:
     if version > SCHEMA_VERSION:
         raise RunFormatError(f"{where}: schema version {version} is newer than this hseval understands "
                              f"({SCHEMA_VERSION}); upgrade hseval")
-    if version != SCHEMA_VERSION:
-        raise RunFormatError(f"{where}: unknown schema version {version} (this hseval reads {SCHEMA_VERSION})")
+    if version not in READABLE_SCHEMAS:
+        raise RunFormatError(f"{where}: unknown schema version {version} (this hseval reads "
+                             f"{', '.join(map(str, READABLE_SCHEMAS))})")
+    if version >= 2:
+        recorded = _expect(meta, "meta_sha256", str, where)
+        if recorded != meta_checksum(meta):
+            raise RunFormatError(f"{where}: was edited after training (its checksum 'meta_sha256' no longer "
+                                 "matches); a run's tree, classes and model must stay as trained: restore the file "
+                                 "or train again")
+    else:
+        warnings.warn(f"{where}: written by an older hseval (schema {version}) without a checksum of its metadata; "
+                      "its tree and class names cannot be verified", HsevalWarning, stacklevel=2)
     for dotted, kind in (("model.backbone.name", str), ("model.backbone.config", dict), ("model.head.name", str),
                          ("model.head.config", dict), ("hierarchy", dict), ("model_sha256", str)):
         _expect(meta, dotted, kind, where)
@@ -142,18 +194,19 @@ def read_run_meta(run_dir: str | Path) -> dict[str, Any]:
         hierarchy = Hierarchy.from_dict(meta["hierarchy"])
     except HierarchyError as exc:
         raise RunFormatError(f"{where}: 'hierarchy': {exc}") from None
-    classes = meta.get("dataset", {}).get("class_names") if isinstance(meta.get("dataset"), dict) else None
-    if classes is not None and (not isinstance(classes, list) or len(classes) != hierarchy.num_leaves):
-        raise RunFormatError(f"{where}: 'dataset.class_names' must list the {hierarchy.num_leaves} classes "
-                             "of the hierarchy")
+    dataset = meta.get("dataset")
+    if dataset is not None and not isinstance(dataset, dict):
+        raise RunFormatError(f"{where}: 'dataset' must be an object, got {type(dataset).__name__}")
+    classes = (dataset or {}).get("class_names")
+    if classes is not None and classes != list(hierarchy.leaf_names):
+        raise RunFormatError(f"{where}: 'dataset.class_names' must be the {hierarchy.num_leaves} leaves of "
+                             "'hierarchy' in class order; the file is damaged")
     return meta
 
 
-def load_run(run_dir: str | Path, *, device: str | torch.device = "cpu") -> Run:
-    """Rebuild the model of ``run_dir`` from ``run.json`` and load its tensors onto ``device``."""
-    from safetensors import SafetensorError
-    from safetensors.torch import load_file
-
+def verify_run(run_dir: str | Path) -> RunInfo:
+    """Check ``run_dir`` without loading its tensors: ``run.json`` (schema, types, checksum of the
+    metadata, the tree) and the checksum of ``model.safetensors``."""
     run_dir = Path(run_dir)
     meta = read_run_meta(run_dir)
     where = run_dir / MODEL_FILE
@@ -163,11 +216,21 @@ def load_run(run_dir: str | Path, *, device: str | torch.device = "cpu") -> Run:
     if _sha256(where) != meta["model_sha256"]:
         raise RunFormatError(f"{where}: does not match the checksum in {META_FILE} (truncated, tampered with "
                              "or from another run)")
+    return RunInfo(path=run_dir, meta=meta, hierarchy=Hierarchy.from_dict(meta["hierarchy"]))
+
+
+def load_run(run_dir: str | Path, *, device: str | torch.device = "cpu") -> Run:
+    """Rebuild the model of ``run_dir`` from ``run.json`` and load its tensors onto ``device``."""
+    from safetensors import SafetensorError
+    from safetensors.torch import load_file
+
+    info = verify_run(run_dir)
+    run_dir, meta, hierarchy = info.path, info.meta, info.hierarchy
+    where = run_dir / MODEL_FILE
     try:
         tensors = load_file(str(where), device="cpu")
     except (SafetensorError, OSError, ValueError) as exc:
         raise RunFormatError(f"{where}: not a valid safetensors file ({exc})") from None
-    hierarchy = Hierarchy.from_dict(meta["hierarchy"])
     try:
         model = build_model(meta["model"], hierarchy)
     except HsevalError as exc:
@@ -205,9 +268,11 @@ def _check_tensors(model: torch.nn.Module, tensors: dict[str, torch.Tensor], whe
 
 
 def save_train_state(run_dir: str | Path, state: dict[str, Any]) -> None:
-    """Write the resumable training state (tensors and plain Python values only)."""
-    with fileio.atomic_path(Path(run_dir) / STATE_FILE) as tmp:
-        torch.save(state, tmp)
+    """Write the resumable training state (tensors and plain Python values only), serialised in
+    memory first so that a failed write keeps the previous state."""
+    buffer = io.BytesIO()
+    torch.save(state, buffer)
+    fileio.write_bytes(Path(run_dir) / STATE_FILE, buffer.getvalue())
 
 
 def load_train_state(run_dir: str | Path, *, device: str | torch.device = "cpu") -> dict[str, Any]:

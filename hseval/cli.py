@@ -1,17 +1,32 @@
 """The ``hseval`` command line: the composition root of the product.
 
-Each group of subcommands lives in :mod:`hseval.commands` and registers its parsers here. User
-errors (any :class:`HsevalError`, and bad arguments) print one line ``hseval: error: ...`` on
-stderr and return 2. ``train`` and ``app`` are imported lazily, inside the commands that need them.
+Each group of subcommands lives in :mod:`hseval.commands` and registers its parsers here.
+``train`` and ``app`` are imported lazily, inside the commands that need them.
+
+What reaches the user is always one line on stderr:
+
+- a user error (any :class:`HsevalError`, a bad argument) or a known failure of the machine (a full
+  disk, a missing permission: :class:`OSError`) is ``hseval: error: ...`` and exit code 2; every
+  file hseval writes is written atomically, so the last good state is kept;
+- anything else is a bug: ``hseval: internal error ...`` names the log file that holds the
+  traceback, and the exit code is 1;
+- a :class:`~hseval.errors.HsevalWarning` is ``hseval: warning: ...``, once per message.
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
+import datetime as _dt
+import os
 import sys
-from collections.abc import Sequence
+import tempfile
+import traceback
+import warnings
+from collections.abc import Iterator, Sequence
+from pathlib import Path
 
-from hseval.errors import HsevalError
+from hseval.errors import HsevalError, HsevalWarning
 
 __all__ = ["main", "build_parser"]
 
@@ -42,18 +57,92 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    with _warnings_as_lines():
+        try:
+            args = build_parser().parse_args(argv)
+            return int(args.func(args) or 0)
+        except HsevalError as exc:
+            print(f"hseval: error: {_one_line(exc)}", file=sys.stderr)
+            return 2
+        except KeyboardInterrupt:
+            print("hseval: interrupted (training keeps its last finished epoch: continue it with --resume)",
+                  file=sys.stderr)
+            return 130
+        except BrokenPipeError:
+            return 0
+        except OSError as exc:  # the machine's, not hseval's: a full disk, a permission, a vanished file
+            print(f"hseval: error: {os_error_line(exc)}", file=sys.stderr)
+            return 2
+        except MemoryError:
+            print("hseval: error: out of memory; use a smaller batch (--set data.eval_batch_size=...) or fewer "
+                  "runs at once", file=sys.stderr)
+            return 2
+        except Exception as exc:  # a bug: one line for the user, the traceback for the report
+            log = write_crash_log(exc, argv)
+            where = f"the traceback is in {log}" if log else "the traceback could not be written to a log file"
+            print(f"hseval: internal error ({type(exc).__name__}: {_one_line(exc)[:300]}); this is a bug in hseval, "
+                  f"{where}; please report it", file=sys.stderr)
+            return 1
+
+
+def _one_line(exc: BaseException) -> str:
+    lines = str(exc).strip().splitlines()
+    return lines[0] if lines else type(exc).__name__
+
+
+def os_error_line(exc: OSError) -> str:
+    """``PATH: reason`` for an error of the file system."""
+    where = exc.filename if exc.filename is not None else ""
+    reason = exc.strerror or _one_line(exc)
+    hint = {28: "; free some space and run the command again (finished files are kept)",
+            13: "; choose a folder you can write to", 30: "; choose a folder you can write to"}.get(exc.errno or 0, "")
+    return f"{where}: {reason}{hint}" if where else f"{reason}{hint}"
+
+
+def crash_log_dir() -> Path:
+    """Where tracebacks of internal errors go: ``$HSEVAL_LOG_DIR``, else the temporary folder."""
+    return Path(os.environ.get("HSEVAL_LOG_DIR") or Path(tempfile.gettempdir()) / "hseval-logs")
+
+
+def write_crash_log(exc: BaseException, argv: Sequence[str] | None) -> Path | None:
+    """Write the traceback of ``exc`` with the command line and versions; None if that fails too."""
+    from hseval import __version__
+
+    stamp = _dt.datetime.now().strftime("%Y%m%d-%H%M%S")
+    path = crash_log_dir() / f"crash-{stamp}-{os.getpid()}.log"
+    text = (f"hseval {__version__}, python {sys.version.split()[0]}, {_dt.datetime.now().isoformat()}\n"
+            f"command: hseval {' '.join(sys.argv[1:] if argv is None else argv)}\n\n"
+            + "".join(traceback.format_exception(type(exc), exc, exc.__traceback__)))
     try:
-        args = build_parser().parse_args(argv)
-        return int(args.func(args) or 0)
-    except HsevalError as exc:
-        print(f"hseval: error: {exc}", file=sys.stderr)
-        return 2
-    except KeyboardInterrupt:
-        print("hseval: interrupted (training keeps its last finished epoch: continue it with --resume)",
-              file=sys.stderr)
-        return 130
-    except BrokenPipeError:
-        return 0
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(text, encoding="utf-8")
+    except OSError:
+        return None
+    return path
+
+
+@contextlib.contextmanager
+def _warnings_as_lines() -> Iterator[None]:
+    """Show each :class:`HsevalWarning` once, as ``hseval: warning: ...``; other warnings as usual."""
+    shown: set[str] = set()
+    previous = warnings.showwarning
+
+    def show(message, category, filename, lineno, file=None, line=None):
+        if issubclass(category, HsevalWarning):
+            text = str(message)
+            if text not in shown:
+                shown.add(text)
+                print(f"hseval: warning: {text}", file=sys.stderr)
+            return
+        previous(message, category, filename, lineno, file, line)
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("always", HsevalWarning)
+        warnings.showwarning = show
+        try:
+            yield
+        finally:
+            warnings.showwarning = previous
 
 
 if __name__ == "__main__":

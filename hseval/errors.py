@@ -25,3 +25,8 @@ class ConfigError(HsevalError, ValueError):
 
 class DataError(HsevalError, ValueError):
     """A dataset is missing, incomplete or corrupt."""
+
+
+class HsevalWarning(UserWarning):
+    """Something the user should know that does not stop the command (the CLI prints it as one
+    line ``hseval: warning: ...``)."""

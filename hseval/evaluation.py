@@ -21,15 +21,16 @@ import numpy as np
 import pandas as pd
 import torch
 
-from hseval import fileio
-from hseval.checkpoint import Run, load_run
-from hseval.errors import ConfigError, DataError, RunFormatError
+from hseval import fileio, ownership
+from hseval.checkpoint import Run, RunInfo, load_run
+from hseval.errors import ConfigError, DataError, HsevalError, RunFormatError
 
 __all__ = ["find_runs", "evaluate_run", "evaluate_runs", "EVAL_FILES", "read_index"]
 
 EVAL_FILES = ("metrics.json", "per_node.csv", "geometry.csv", "pair_angles.csv", "embeddings.npz",
               "projections.csv", "predictions.npz")
 INDEX_FILE = "index.json"
+STAGING_PREFIX = ".hseval-staging-"
 TOPK = 20
 
 
@@ -57,16 +58,52 @@ def find_runs(patterns: list[str]) -> list[Path]:
     return list(found)
 
 
-def run_names(runs: list[Path]) -> list[str]:
-    """Short unique names: the folder name, or the path below the runs' common folder."""
-    names = [r.name for r in runs]
-    if len(set(names)) == len(names):
-        return names
-    common = Path(os.path.commonpath([str(r) for r in runs]))
-    return [str(r.relative_to(common)).replace(os.sep, "__") or r.name for r in runs]
+def evaluation_names(runs: list[Path], taken: dict[str, str | None] | None = None) -> list[str]:
+    """Distinct folder names for ``runs`` (resolved paths): the folder name where it is unique, else
+    more of the path (``a__x`` for ``a/x``), else a numbered name (``x-2``).
+
+    ``taken`` maps the names already used in the output folder to the run each evaluated (None:
+    not an evaluation, or of an unknown run): a run evaluated there before keeps its name, so
+    re-evaluating replaces a run's evaluation, and a name is never reused for another run."""
+    from collections import Counter
+
+    taken = dict(taken or {})
+    paths = [str(r) for r in runs]
+    before = {run: name for name, run in sorted(taken.items()) if run is not None}
+    fixed = {before[p] for p in paths if p in before}
+    parts = [[p for p in r.parts if p != r.anchor] or [r.name] for r in runs]
+    common = Path(os.path.commonpath(paths)) if len(runs) > 1 else None
+    # a name may take in the path below the runs' common folder, and at least the parent folder
+    limit = [min(len(parts[i]), max(2, len(r.relative_to(common).parts) if common else 0))
+             for i, r in enumerate(runs)]
+    depth = [1] * len(runs)
+    while True:
+        names = ["__".join(parts[i][-depth[i]:]) for i in range(len(runs))]
+        counts = Counter(names)
+        clash = [i for i, n in enumerate(names) if counts[n] > 1 or taken.get(n, paths[i]) != paths[i]]
+        grow = [i for i in clash if depth[i] < limit[i]]
+        if not grow:
+            break
+        for i in grow:
+            depth[i] += 1
+    used = {n for n, run in taken.items() if run not in paths} | fixed
+    out = []
+    for i, n in enumerate(names):
+        if paths[i] in before:
+            out.append(before[paths[i]])
+            continue
+        candidate, k = n, 1
+        while candidate in used or taken.get(candidate, paths[i]) != paths[i]:
+            k += 1
+            candidate = f"{n}-{k}"
+        used.add(candidate)
+        out.append(candidate)
+    return out
 
 
-def _dataset_for(run: Run, data_root: str | None, cache: dict):
+def _dataset_for(run: RunInfo, data_root: str | None, cache: dict):
+    """The dataset ``run`` was trained on (``data_root`` overrides where it was), checked to hold
+    the run's classes in the run's order."""
     from hseval.data import load_dataset
     from hseval.data.base import dataset_options
 
@@ -76,8 +113,8 @@ def _dataset_for(run: Run, data_root: str | None, cache: dict):
         raise RunFormatError(f"{run.path / 'run.json'}: no 'dataset.name'; cannot tell which data to evaluate on")
     root = data_root or dataset.get("root")
     options = {}
-    if "hierarchy" in dataset_options(name):  # image folders: the tree the run was trained with
-        options["hierarchy"] = dataset.get("hierarchy_file")
+    if "hierarchy" in dataset_options(name):  # image folders: the tree the run carries
+        options["hierarchy"] = run.hierarchy
     key = (name, root, tuple(options.items()))
     if key not in cache:
         try:
@@ -85,9 +122,12 @@ def _dataset_for(run: Run, data_root: str | None, cache: dict):
         except DataError as exc:
             raise DataError(f"{run.path}: its dataset {name!r} is not available: {exc}") from None
     data = cache[key]
-    if list(data.class_names) != list(run.hierarchy.leaf_names) and \
-            list(data.class_names) != list(dataset.get("class_names") or []):
-        raise DataError(f"{run.path}: the run's classes do not match the classes of {name!r} found at {data.root}")
+    if list(data.class_names) != list(run.hierarchy.leaf_names):
+        differ = next((i for i, (a, b) in enumerate(zip(data.class_names, run.hierarchy.leaf_names)) if a != b),
+                      min(len(data.class_names), run.hierarchy.num_leaves))
+        raise DataError(f"{run.path}: the run's classes do not match the classes of {name!r} found at {data.root} "
+                        f"({run.hierarchy.num_leaves} against {len(data.class_names)} classes, first difference at "
+                        f"class {differ}); evaluate on the data the run was trained on (--data-root)")
     return data
 
 
@@ -199,8 +239,9 @@ def evaluate_run(run_dir: Path, out_dir: Path, *, name: str, data_root: str | No
     from hseval.projection import stratified_sample
 
     start = time.perf_counter()
-    torch_device = torch.device("cuda" if device == "auto" and torch.cuda.is_available() else
-                                ("cpu" if device == "auto" else device))
+    from hseval.device import resolve_device
+
+    torch_device = resolve_device(device)
     run = load_run(run_dir, device=torch_device)
     data = _dataset_for(run, data_root, {} if data_cache is None else data_cache)
     part = data.split(split)
@@ -251,12 +292,11 @@ def evaluate_run(run_dir: Path, out_dir: Path, *, name: str, data_root: str | No
                     "train_seconds": meta.get("train_seconds"), "eval_seconds": time.perf_counter() - start,
                     "hierarchy": tree.to_dict()})
 
-    out_dir.mkdir(parents=True, exist_ok=True)
-    final = out_dir / name
-    staging = out_dir / f".tmp-{name}-{os.getpid()}"
+    staging = out_dir / f"{STAGING_PREFIX}{name}-{os.getpid()}"
     shutil.rmtree(staging, ignore_errors=True)
     try:
         staging.mkdir()
+        ownership.claim(staging, "evaluation", run_path=str(run.path))
         fileio.write_json(staging / "metrics.json", metrics)
         _write_csv(staging / "per_node.csv", per_node)
         _write_csv(staging / "geometry.csv", geometry_table)
@@ -266,11 +306,7 @@ def evaluate_run(run_dir: Path, out_dir: Path, *, name: str, data_root: str | No
         _write_npz(staging / "embeddings.npz", embeddings=emb.astype(np.float32), labels=sample_labels,
                    predictions=sample_pred, indices=sample, node_vectors=node_vectors)
         _write_npz(staging / "predictions.npz", targets=targets, topk=result["topk"])
-        old = out_dir / f".old-{name}-{os.getpid()}"
-        if final.exists():
-            final.rename(old)
-        staging.rename(final)
-        shutil.rmtree(old, ignore_errors=True)
+        ownership.replace_folder(staging, out_dir / name, "evaluation")
     finally:
         shutil.rmtree(staging, ignore_errors=True)
     return {"run": name, "path": str(run.path), "head": run.head_name, "dataset": metrics["dataset"],
@@ -286,10 +322,48 @@ def read_index(out_dir: str | Path) -> list[dict[str, Any]]:
     return data.get("runs", []) if isinstance(data, dict) else []
 
 
+def _evaluated_runs(out_dir: Path) -> dict[str, str | None]:
+    """Name -> path of the run it evaluated, for every evaluation folder in ``out_dir``."""
+    out: dict[str, str | None] = {}
+    for folder in sorted(out_dir.iterdir()) if out_dir.is_dir() else []:
+        if folder.name.startswith(".") or not folder.is_dir():
+            continue
+        if ownership.kind_of(folder) != "evaluation":
+            out[folder.name] = None  # not ours: its name is taken, and it is kept
+            continue
+        marker = ownership.read_marker(folder) or {}
+        run_path = marker.get("run_path")
+        if not isinstance(run_path, str):  # written before markers: metrics.json says which run
+            try:
+                run_path = fileio.read_json(folder / "metrics.json").get("run_path")
+            except (HsevalError, AttributeError):
+                run_path = None
+        out[folder.name] = run_path if isinstance(run_path, str) else None
+    return out
+
+
+def _write_index(out_dir: Path, entries: dict[str, dict[str, Any]]) -> None:
+    """index.json: the runs evaluated in ``out_dir``, rebuilt from its folders (so that no earlier
+    entry is lost and none outlives its folder)."""
+    previous = {e.get("run"): e for e in read_index(out_dir) if isinstance(e, dict)} \
+        if (out_dir / INDEX_FILE).is_file() else {}
+    rows = []
+    for name, run_path in _evaluated_runs(out_dir).items():
+        if run_path is None:
+            continue
+        rows.append(entries.get(name) or previous.get(name) or {"run": name, "path": run_path})
+    fileio.write_json(out_dir / INDEX_FILE, {"runs": rows})
+
+
 def evaluate_runs(patterns: list[str], out_dir: str | Path, *, data_root: str | None = None, split: str = "test",
                   projections: list[str] = ("pca",), max_points: int = 5000, device: str = "auto",
                   progress: bool = True, log=print) -> list[dict[str, Any]]:
-    """Evaluate every run matched by ``patterns`` into ``out_dir``; returns the index entries."""
+    """Evaluate every run matched by ``patterns`` into ``out_dir``; returns the index entries.
+
+    Everything that can be checked is checked before the output folder is touched: the
+    arguments, the device, every run (its files and checksums) and its data. Then the folder is
+    claimed (created with its marker, or checked to be an evaluation folder) and locked."""
+    from hseval.device import resolve_device
     from hseval.projection import PROJECTIONS
 
     if max_points < 1:
@@ -299,20 +373,26 @@ def evaluate_runs(patterns: list[str], out_dir: str | Path, *, data_root: str | 
         raise ConfigError(f"unknown projection {unknown[0]!r}; choose from {', '.join(PROJECTIONS)}")
     if split not in ("train", "test"):
         raise ConfigError(f"unknown split {split!r}; choose train or test")
+    resolve_device(device)
     runs = find_runs(patterns)
     out_dir = Path(out_dir)
-    fileio.check_output_folder(out_dir)
-    for pattern in (".tmp-*", ".old-*"):  # left by a killed evaluation
-        for stale in out_dir.glob(pattern) if out_dir.is_dir() else []:
-            shutil.rmtree(stale, ignore_errors=True)
-    fileio.remove_stale_temporaries(out_dir)
+    ownership.check_claimable(out_dir, "evaluations")
     cache: dict = {}
-    entries = {e["run"]: e for e in read_index(out_dir)}
-    for k, (run_dir, name) in enumerate(zip(runs, run_names(runs)), start=1):
-        log(f"[{k}/{len(runs)}] {run_dir}")
-        entry = evaluate_run(run_dir, out_dir, name=name, data_root=data_root, split=split, projections=projections,
-                             max_points=max_points, device=device, data_cache=cache, progress=progress)
-        entries[name] = entry
-        fileio.write_json(out_dir / INDEX_FILE, {"runs": list(entries.values())})
-        log(f"  leaf top-1 {entry['leaf_top1']:.4f} -> {out_dir / name}")
+    for run_dir in runs:  # every run whole (checksums, tensors, model) and its data, before writing anything
+        _dataset_for(load_run(run_dir), data_root, cache)
+    entries: dict[str, dict[str, Any]] = {}
+    with ownership.output_folder(out_dir, "evaluations"):
+        for stale in out_dir.glob(".*-*"):  # left by a killed evaluation (the lock says none is running)
+            if stale.is_dir() and stale.name.startswith((STAGING_PREFIX, ".hseval-old-", ".tmp-", ".old-")):
+                shutil.rmtree(stale, ignore_errors=True)  # .tmp-, .old-: hseval 0.1's names
+        fileio.remove_stale_temporaries(out_dir)
+        names = evaluation_names(runs, _evaluated_runs(out_dir))
+        for k, (run_dir, name) in enumerate(zip(runs, names), start=1):
+            log(f"[{k}/{len(runs)}] {run_dir}")
+            entry = evaluate_run(run_dir, out_dir, name=name, data_root=data_root, split=split,
+                                 projections=projections, max_points=max_points, device=device, data_cache=cache,
+                                 progress=progress)
+            entries[name] = entry
+            _write_index(out_dir, entries)
+            log(f"  leaf top-1 {entry['leaf_top1']:.4f} -> {out_dir / name}")
     return list(entries.values())

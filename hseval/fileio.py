@@ -18,7 +18,7 @@ from typing import IO, Any
 from hseval.errors import HsevalError
 
 __all__ = ["atomic_path", "write_text", "write_bytes", "write_json", "read_text", "read_json", "check_output_folder",
-           "remove_stale_temporaries"]
+           "remove_stale_temporaries", "json_ready"]
 
 
 @contextlib.contextmanager
@@ -122,6 +122,12 @@ def read_json(path: str | Path, *, what: str = "JSON file") -> Any:
 
 def _first_line(exc: BaseException) -> str:
     return (str(exc).splitlines() or [exc.__class__.__name__])[0].split(";")[0]
+
+
+def json_ready(obj: Any) -> Any:
+    """``obj`` as what strict JSON holds and reads back: non-finite floats become None, tuples
+    lists, keys strings (so ``json.loads(json.dumps(json_ready(x))) == json_ready(x)``)."""
+    return _finite(obj)
 
 
 def _finite(obj: Any) -> Any:

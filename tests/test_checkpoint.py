@@ -16,6 +16,7 @@ from hseval.checkpoint import (
     STATE_FILE,
     load_run,
     load_train_state,
+    meta_checksum,
     read_run_meta,
     save_run,
     save_train_state,
@@ -83,10 +84,25 @@ def test_load_on_another_device_string(run_dir):
     assert next(load_run(run_dir, device="cpu").model.parameters()).device.type == "cpu"
 
 
-def _edit_meta(path, edit):
+def _edit_meta(path, edit, *, reseal=True):
+    """Edit run.json; ``reseal`` updates its metadata checksum, to reach the checks behind it."""
     meta = json.loads((path / META_FILE).read_text())
     edit(meta)
+    if reseal and isinstance(meta, dict) and "meta_sha256" in meta:
+        meta["meta_sha256"] = meta_checksum(meta)
     (path / META_FILE).write_text(json.dumps(meta))
+
+
+def _swap_leaves(meta):
+    names = meta["hierarchy"]["names"]
+    names[0], names[1] = names[1], names[0]
+    classes = meta["dataset"]["class_names"]
+    classes[0], classes[1] = classes[1], classes[0]
+
+
+def _move_class(meta):
+    """Move class 0 under the parent of class 9 (a super-class with the same node count)."""
+    meta["hierarchy"]["parents"][0] = meta["hierarchy"]["parents"][9]
 
 
 def _resave_tensors(path, edit):
@@ -119,7 +135,7 @@ BROKEN = {
                           r"run.json, line 1: run.json is not valid JSON"),
     "run.json a list": (lambda p: (p / META_FILE).write_text("[]"), r"expected a JSON object, got list"),
     "newer schema": (lambda p: _edit_meta(p, lambda m: m.update(schema_version=99)),
-                     r"schema version 99 is newer than this hseval understands \(1\); upgrade hseval"),
+                     rf"schema version 99 is newer than this hseval understands \({SCHEMA_VERSION}\); upgrade hseval"),
     "old schema": (lambda p: _edit_meta(p, lambda m: m.update(schema_version=0)), r"unknown schema version 0"),
     "no schema": (lambda p: _edit_meta(p, lambda m: m.pop("schema_version")), r"no integer 'schema_version'"),
     "wrong type": (lambda p: _edit_meta(p, lambda m: m["model"]["head"].update(name=3)),
@@ -136,7 +152,21 @@ BROKEN = {
     "wrong shape": (lambda p: _edit_meta(p, lambda m: m["model"]["backbone"]["config"].update(embedding_dim=4)),
                     r"has no tensor 'backbone.bottleneck.weight'"),
     "class list mismatch": (lambda p: _edit_meta(p, lambda m: m["dataset"].update(class_names=["a"])),
-                            r"'dataset.class_names' must list the 10 classes"),
+                            r"'dataset.class_names' must be the 10 leaves of 'hierarchy' in class order"),
+    "class names swapped, hierarchy not": (
+        lambda p: _edit_meta(p, lambda m: m["dataset"]["class_names"].reverse()),
+        r"'dataset.class_names' must be the 10 leaves of 'hierarchy' in class order"),
+    # edits that keep the file consistent are caught by the checksum of the metadata
+    "two leaves swapped": (lambda p: _edit_meta(p, _swap_leaves, reseal=False),
+                           r"run.json: was edited after training \(its checksum 'meta_sha256' no longer matches\)"),
+    "class moved to another super-class": (lambda p: _edit_meta(p, _move_class, reseal=False),
+                                           r"run.json: was edited after training"),
+    "head option edited": (lambda p: _edit_meta(p, lambda m: m["model"]["head"]["config"].update(radius=2.0),
+                                                reseal=False), r"run.json: was edited after training"),
+    "history edited": (lambda p: _edit_meta(p, lambda m: m.update(seed=7), reseal=False),
+                       r"run.json: was edited after training"),
+    "checksum removed": (lambda p: _edit_meta(p, lambda m: m.pop("meta_sha256"), reseal=False),
+                         r"run.json: missing 'meta_sha256'"),
     "NaN weights": (lambda p: _resave_tensors(p, lambda t: t["head.delta"].fill_(float("nan"))),
                     r"tensor 'head.delta' holds NaN or infinite values"),
     "shape changed": (lambda p: _resave_tensors(p, lambda t: t.update({"head.delta": torch.zeros(13, 7)})),
@@ -164,6 +194,22 @@ def test_broken_runs_give_clear_errors(run_dir, tmp_path, case):
     breaker(path)
     with pytest.raises(RunFormatError, match=message):
         load_run(path)
+
+
+def test_run_of_schema_1_loads_with_a_warning(run_dir, tmp_path):
+    """Runs written before the metadata checksum (schema 1) stay readable, with a warning."""
+    from hseval.errors import HsevalWarning
+
+    path = copy_run(run_dir, tmp_path / "copy")
+    _edit_meta(path, lambda m: (m.pop("meta_sha256"), m.update(schema_version=1)), reseal=False)
+    with pytest.warns(HsevalWarning, match=r"run.json: written by an older hseval \(schema 1\) without a checksum"):
+        run = load_run(path)
+    assert run.hierarchy == fashion_tree()
+
+
+def test_save_run_writes_every_file_with_the_same_permissions(run_dir):
+    modes = {p.name: p.stat().st_mode & 0o777 for p in run_dir.iterdir() if not p.name.startswith(".")}
+    assert len(set(modes.values())) == 1, modes
 
 
 def test_read_run_meta_checks_without_tensors(run_dir, tmp_path):

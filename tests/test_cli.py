@@ -73,3 +73,52 @@ def test_console_script_entry_point_runs(tmp_path):
     assert result.returncode == 2
     assert result.stderr.strip() == "hseval: error: nothing.txt: no such file"
     assert "Traceback" not in result.stderr
+
+
+def test_an_unexpected_error_is_one_line_with_a_log_and_exit_1(tmp_path, monkeypatch, capsys):
+    """A bug shows one line that says so and names the log holding the traceback; never a bare traceback."""
+    from hseval.commands import hierarchy
+
+    def boom(args):
+        raise ZeroDivisionError("division by zero")
+
+    monkeypatch.setenv("HSEVAL_LOG_DIR", str(tmp_path / "logs"))
+    monkeypatch.setattr(hierarchy, "cmd_stats", boom)
+    tree = tmp_path / "t.txt"
+    tree.write_text("a/x\n")
+    assert main(["hierarchy", "stats", str(tree)]) == 1
+    lines = capsys.readouterr().err.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("hseval: internal error (ZeroDivisionError: division by zero); "
+                                                   "this is a bug in hseval, the traceback is in "), lines
+    log = Path(lines[0].split("the traceback is in ", 1)[1].split("; please report it")[0])
+    assert log.parent == tmp_path / "logs"
+    text = log.read_text()
+    assert "command: hseval hierarchy stats" in text and "Traceback" in text and "ZeroDivisionError" in text
+
+
+def test_an_os_error_is_one_line_and_exit_2(tmp_path, monkeypatch, capsys):
+    import errno
+    import os
+
+    from hseval.commands import hierarchy
+
+    def full(args):
+        raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC), str(tmp_path / "x.txt"))
+
+    monkeypatch.setattr(hierarchy, "cmd_stats", full)
+    assert main(["hierarchy", "stats", "whatever"]) == 2
+    assert capsys.readouterr().err.strip() == (f"hseval: error: {tmp_path / 'x.txt'}: No space left on device; free "
+                                               "some space and run the command again (finished files are kept)")
+
+
+def test_a_device_this_machine_lacks_is_refused_before_any_work(tmp_path, capsys):
+    import torch
+
+    if torch.cuda.is_available():
+        pytest.skip("this machine has a CUDA device")
+    assert main(["evaluate", str(tmp_path / "nothing"), "--out", str(tmp_path / "e"), "--device", "cuda"]) == 2
+    assert capsys.readouterr().err.strip() == ("hseval: error: --device=cuda but this machine has no CUDA device; use "
+                                               "--device=cpu or auto")
+    assert main(["evaluate", str(tmp_path / "nothing"), "--out", str(tmp_path / "e"), "--device", "gpu0"]) == 2
+    assert "--device='gpu0' is not a device; use auto, cpu, cuda or cuda:N" in capsys.readouterr().err
+    assert not (tmp_path / "e").exists()

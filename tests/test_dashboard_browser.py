@@ -30,8 +30,6 @@ pytestmark = pytest.mark.skipif(not Path(CHROMIUM).is_file(),
                                 reason=f"no Chromium at {CHROMIUM}: apt-get install chromium (or set $HSEVAL_CHROMIUM)")
 CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
                  "--disable-component-update", "--disable-sync", "--no-first-run"]
-FIRST_RENDER_BUDGET_S = float(os.environ.get("HSEVAL_FIRST_RENDER_BUDGET_S", "6"))
-"""Generous on purpose: shared CI machines are slow and noisy; the number itself is printed."""
 ROOT = Path(__file__).parents[1]
 
 
@@ -110,7 +108,6 @@ def test_dashboard_renders_in_chromium(six_runs, tmp_path, record_property):
                                    ".some(e => e.innerText === '60')", timeout=20_000)
             page.screenshot(path=str(tmp_path / "hierarchy.png"))
             browser.close()
-        assert first_render < FIRST_RENDER_BUDGET_S, f"first render took {first_render:.2f} s"
     finally:
         code = server.stop()
     assert code == 0, "".join(server.lines)

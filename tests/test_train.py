@@ -131,10 +131,32 @@ def test_train_all_grid_names(fashion_like, tmp_path):
 
     args = argparse.Namespace(heads="plain,riemann", seeds="0,1",
                               sweep=["model.head_options.radius_decay=0.5,0.9"])
-    names = [name for _, _, name in plan_runs(args)]
-    assert len(names) == 8 and "riemann-radius_decay=0.9-seed1" in names
+    notes = []
+    plan = plan_runs(args, note=notes.append)
+    names = [name for _, _, name in plan]
+    # the sweep applies to the heads that take the option: plain is trained once per seed, not twice
+    assert names == ["plain-seed0", "plain-seed1", "riemann-radius_decay=0.5-seed0", "riemann-radius_decay=0.5-seed1",
+                     "riemann-radius_decay=0.9-seed0", "riemann-radius_decay=0.9-seed1"]
+    assert [o for h, o, _ in plan if h == "plain"] == [["engine.seed=0"], ["engine.seed=1"]]
+    assert notes == ["note: --sweep model.head_options.radius_decay does not apply to plain (it has no option "
+                     "'radius_decay'); training it once"]
+    # a non-head setting applies to every head
+    plan = plan_runs(argparse.Namespace(heads="plain,riemann", seeds=None, sweep=["optim.lr=0.1,0.2"]))
+    assert [name for _, _, name in plan] == ["plain-lr=0.1", "plain-lr=0.2", "riemann-lr=0.1", "riemann-lr=0.2"]
     with pytest.raises(ConfigError, match=r"--seeds takes non-negative integers"):
         plan_runs(argparse.Namespace(heads="plain", seeds="a", sweep=[]))
+
+
+@pytest.mark.parametrize(("heads", "seeds", "sweep"), [
+    ("plain", "0,0", []), ("plain,plain", None, []), ("riemann", None, ["model.head_options.radius=1,1"])])
+def test_train_all_refuses_two_runs_in_one_folder(heads, seeds, sweep):
+    import argparse
+
+    from hseval.commands.train import plan_runs
+
+    with pytest.raises(ConfigError, match=r"two runs would be written to '.*'; a head, seed or sweep value is "
+                                          r"listed twice"):
+        plan_runs(argparse.Namespace(heads=heads, seeds=seeds, sweep=sweep))
 
 
 @pytest.mark.parametrize(("argv", "message"), [

@@ -13,7 +13,6 @@ from __future__ import annotations
 import contextlib
 import math
 import random
-import shutil
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -25,10 +24,11 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from hseval import checkpoint, fileio
+from hseval import checkpoint, fileio, ownership
 from hseval.data import LoadedDataset, load_dataset
+from hseval.device import resolve_device
 from hseval.errors import ConfigError, RunFormatError
-from hseval.heads import head_class
+from hseval.heads import create_head, head_class, head_options
 from hseval.hierarchy import Hierarchy
 from hseval.metrics import level_accuracy
 from hseval.model import HierarchicalClassifier, build_model
@@ -36,10 +36,10 @@ from train import distributed, loader
 from train.config import TrainConfig
 from train.optim import Optimizers, build_optimizers
 
-__all__ = ["train", "train_one_epoch", "evaluate", "load_data", "head_options_for", "resolve_device",
-           "comparable_config"]
+__all__ = ["train", "train_one_epoch", "evaluate", "load_data", "head_options_for", "comparable_config",
+           "check_before_training", "check_run_folder"]
 
-HISTORY_FILE = "history.csv"
+HISTORY_FILE = checkpoint.HISTORY_FILE
 
 
 class TrainStep(nn.Module):
@@ -73,31 +73,48 @@ class Context:
         return x.contiguous(memory_format=torch.channels_last) if self.channels_last else x
 
 
-def resolve_device(name: str, local_rank: int = 0) -> torch.device:
-    if name == "auto":
-        name = f"cuda:{local_rank}" if torch.cuda.is_available() else "cpu"
-    if name.startswith("cuda") and not torch.cuda.is_available():
-        raise ConfigError(f"engine.device={name} but no CUDA device is available; use --set engine.device=cpu")
-    return torch.device(name)
-
-
 def head_options_for(head: str, options: dict[str, Any]) -> dict[str, Any]:
     """The subset of ``options`` that head ``head`` accepts (a recipe sets options for all heads)."""
-    import inspect
-
-    accepted = set(inspect.signature(head_class(head).__init__).parameters) - {"self", "hierarchy", "in_features"}
+    accepted = head_options(head)
     return {k: v for k, v in options.items() if k in accepted}
 
 
 def check_head_options(heads: list[str], options: dict[str, Any]) -> None:
     from hseval.heads import list_heads
 
-    known = set().union(*(head_options_for(h, options) for h in list_heads()))
+    known = set().union(*(head_options(h) for h in list_heads()))
     unknown = sorted(set(options) - known)
     if unknown:
         raise ConfigError(f"model.head_options.{unknown[0]} is not an option of any head")
     for head in heads:
         head_class(head)
+
+
+_PROBE_TREE = Hierarchy(["a", "b", "s"], [2, 2, -1], 2)  # a tiny tree to build a head on before training
+
+
+def check_before_training(config: TrainConfig, data: LoadedDataset, *, world: int = 1) -> np.ndarray:
+    """Everything about ``config`` that can fail, checked before anything is written or trained:
+    the device, the head and its options (types and values), the training subset and that an
+    epoch has at least one full batch. Returns the indices of the training images."""
+    from hseval.backbones import create_backbone
+
+    resolve_device(config.engine.device, option="engine.device")
+    check_head_options([config.model.head], config.model.head_options)
+    spec = model_spec(config, data)
+    with torch.device("meta"):  # the backbone's name and options, without allocating its weights
+        create_backbone(spec["backbone"]["name"], **spec["backbone"]["config"])
+    create_head(config.model.head, _PROBE_TREE, 2, **spec["head"]["config"])
+    indices = loader.stratified_subset(data.train.labels, config.data.train_subset, config.engine.seed)
+    if loader.num_train_batches(len(indices), config.data.batch_size, world) == 0:
+        per_rank = -(-len(indices) // world)
+        who = "each process has" if world > 1 else "there are"
+        raise ConfigError(f"data.batch_size={config.data.batch_size} but {who} only {per_rank} training "
+                          "images: an epoch would train no step (the last incomplete batch is dropped)"
+                          f"; lower data.batch_size to at most {per_rank}")
+    if len(data.test) == 0:
+        raise ConfigError(f"{data.root}: the test split of {data.name!r} is empty; there is nothing to evaluate on")
+    return indices
 
 
 def load_data(config: TrainConfig, hierarchy_file: str | None = None) -> LoadedDataset:
@@ -175,9 +192,10 @@ def evaluate(model: HierarchicalClassifier, batches, ctx: Context) -> dict[str, 
             "test_superclass_acc": levels, "test_samples": int(len(target))}
 
 
-def _prepare_out(out: Path, *, resume: bool, force: bool) -> None:
-    fileio.check_output_folder(out)
-    fileio.remove_stale_temporaries(out)  # left by a run killed while writing
+def check_run_folder(out: Path, *, resume: bool, force: bool) -> None:
+    """Refuse, without writing, an ``out`` that is not a run folder or whose state does not fit
+    --resume/--force."""
+    ownership.check_claimable(out, "run")
     finished = (out / checkpoint.META_FILE).is_file()
     unfinished = (out / checkpoint.STATE_FILE).is_file() and not finished
     if resume:
@@ -189,11 +207,29 @@ def _prepare_out(out: Path, *, resume: bool, force: bool) -> None:
     if (finished or unfinished) and not force:
         what = "a finished run" if finished else "an unfinished run (continue it with --resume)"
         raise ConfigError(f"{out}: already holds {what}; pass --force to overwrite it")
-    for name in (checkpoint.META_FILE, checkpoint.MODEL_FILE, checkpoint.STATE_FILE, HISTORY_FILE):
-        with contextlib.suppress(FileNotFoundError):
-            (out / name).unlink()
-    with contextlib.suppress(FileNotFoundError):
-        shutil.rmtree(out / "tensorboard")
+
+
+def _prepare_out(out: Path, *, resume: bool, force: bool) -> None:
+    """Check ``out`` again under its lock (another process may have written it since) and, for a
+    new run, remove what an earlier run left there."""
+    check_run_folder(out, resume=resume, force=force)
+    fileio.remove_stale_temporaries(out)  # left by a run killed while writing
+    if not resume:
+        ownership.remove_owned(out, "run", only=lambda p: p.name in (*checkpoint.RUN_FILES, "tensorboard"))
+
+
+def _resume_state(out: Path, config: TrainConfig) -> dict[str, Any]:
+    """The training state to continue from, checked to be hseval's and of the same configuration."""
+    state = checkpoint.load_train_state(out)
+    if not isinstance(state, dict) or not isinstance(state.get("epoch"), int) or \
+            not isinstance(state.get("history"), list):
+        raise RunFormatError(f"{out / checkpoint.STATE_FILE}: not a training state written by hseval (no "
+                             "'epoch' and 'history'); remove it to restart training from the beginning")
+    saved = state.get("config")
+    if not isinstance(saved, dict) or comparable_config(saved) != comparable_config(config.to_dict()):
+        raise ConfigError(f"{out}: the configuration differs from the one the run was started with; resume with "
+                          "the same recipe and --set options (only optim.epochs may grow)")
+    return state
 
 
 def comparable_config(config: dict[str, Any]) -> dict[str, Any]:
@@ -232,23 +268,36 @@ def _write_history(out: Path, history: list[dict[str, Any]]) -> None:
 def train(config: TrainConfig, out: str | Path, *, resume: bool = False, force: bool = False,
           data: LoadedDataset | None = None, hierarchy_file: str | None = None,
           log: Callable[[str], None] = print) -> Path:
-    """Train ``config`` into the run folder ``out`` and return it."""
+    """Train ``config`` into the run folder ``out`` and return it.
+
+    Everything that can be checked is checked before ``out`` is touched (the folder, the device,
+    the data, the head's options, the subset and batch sizes); then ``out`` is claimed as a run
+    folder and locked for the whole training, so a second process writing there is refused."""
     out = Path(out)
     dist = distributed.setup()
-    ctx = Context(device=resolve_device(config.engine.device, dist.local_rank), amp=config.engine.amp,
-                  channels_last=False, rank=dist.rank, world=dist.world)
+    if dist.rank == 0:
+        check_run_folder(out, resume=resume, force=force)
+    ctx = Context(device=resolve_device(config.engine.device, dist.local_rank, option="engine.device"),
+                  amp=config.engine.amp, channels_last=False, rank=dist.rank, world=dist.world)
     ctx.channels_last = config.engine.channels_last and ctx.device.type == "cuda"
+    data = data or load_data(config, hierarchy_file)
+    indices = check_before_training(config, data, world=dist.world)
+    state = _resume_state(out, config) if resume else None
+    with ownership.output_folder(out, "run") if dist.rank == 0 else contextlib.nullcontext():
+        if dist.rank == 0:
+            _prepare_out(out, resume=resume, force=force)
+        distributed.barrier(dist)
+        return _train(config, out, data, indices, ctx, dist, state=state, log=log)
+
+
+def _train(config: TrainConfig, out: Path, data: LoadedDataset, indices: np.ndarray, ctx: Context, dist, *,
+           state: dict[str, Any] | None, log: Callable[[str], None]) -> Path:
     if config.engine.threads:
         torch.set_num_threads(config.engine.threads)
     if config.engine.tune_malloc and ctx.device.type == "cpu":
         from hseval.perf import tune_malloc
 
         tune_malloc()
-    check_head_options([config.model.head], config.model.head_options)
-    if dist.rank == 0:
-        _prepare_out(out, resume=resume, force=force)
-    distributed.barrier(dist)
-    data = data or load_data(config, hierarchy_file)
     seed = config.engine.seed
     torch.manual_seed(seed)
     np.random.seed(seed)
@@ -258,16 +307,7 @@ def train(config: TrainConfig, out: str | Path, *, resume: bool = False, force: 
         model = model.to(memory_format=torch.channels_last)
     optimizers = build_optimizers(model, config.optim)
     start_epoch, history = 0, []
-    if resume:
-        state = checkpoint.load_train_state(out)
-        if not isinstance(state, dict) or not isinstance(state.get("epoch"), int) or \
-                not isinstance(state.get("history"), list):
-            raise RunFormatError(f"{out / checkpoint.STATE_FILE}: not a training state written by hseval (no "
-                                 "'epoch' and 'history'); remove it to restart training from the beginning")
-        saved = state.get("config")
-        if not isinstance(saved, dict) or comparable_config(saved) != comparable_config(config.to_dict()):
-            raise ConfigError(f"{out}: the configuration differs from the one the run was started with; resume with "
-                              "the same recipe and --set options (only optim.epochs may grow)")
+    if state is not None:
         try:
             model.load_state_dict(state["model"])
             optimizers.load_state_dict(state["optimizers"])
@@ -280,7 +320,6 @@ def train(config: TrainConfig, out: str | Path, *, resume: bool = False, force: 
     if dist.world > 1:
         step = nn.parallel.DistributedDataParallel(step, device_ids=[ctx.device.index] if ctx.device.type == "cuda"
                                                    else None)
-    indices = loader.stratified_subset(data.train.labels, config.data.train_subset, seed)
     train_images = loader.to_device_dataset(data.train, ctx.device, allowed=config.engine.gpu_dataset)
     test_images = loader.to_device_dataset(data.test, ctx.device, allowed=config.engine.gpu_dataset)
     writer = _tensorboard(out, config) if dist.rank == 0 else None

@@ -34,7 +34,22 @@ def stratified_subset(labels: np.ndarray, size: int | None, seed: int) -> np.nda
         return np.arange(n)
     from sklearn.model_selection import train_test_split
 
-    chosen, _ = train_test_split(np.arange(n), train_size=size, stratify=labels, random_state=seed)
+    from hseval.errors import ConfigError
+
+    classes = np.unique(labels)
+    if size < len(classes):
+        raise ConfigError(f"data.train_subset={size} is smaller than the {len(classes)} classes; a stratified "
+                          f"subset needs at least one image per class: use data.train_subset >= {len(classes)}")
+    if n - size < len(classes):
+        raise ConfigError(f"data.train_subset={size} leaves out fewer images than there are classes "
+                          f"({len(classes)}), which a stratified split cannot do: use at most {n - len(classes)}, or "
+                          f"leave data.train_subset unset to train on all {n}")
+    try:
+        chosen, _ = train_test_split(np.arange(n), train_size=size, stratify=labels, random_state=seed)
+    except ValueError as exc:  # e.g. a class with a single image
+        reason = (str(exc).splitlines() or ["ValueError"])[0]
+        raise ConfigError(f"data.train_subset={size}: a stratified subset of these {n} images cannot be drawn "
+                          f"({reason}); leave data.train_subset unset") from None
     return np.sort(chosen)
 
 
@@ -58,8 +73,10 @@ def _shard(order: torch.Tensor, rank: int, world: int) -> torch.Tensor:
 
 
 def num_train_batches(n: int, batch_size: int, world: int = 1) -> int:
+    """Full batches per rank and epoch (the last incomplete one is dropped): 0 when a rank has
+    fewer than ``batch_size`` samples, which the engine refuses before training."""
     per_rank = -(-n // world)
-    return max(per_rank // batch_size, 1)
+    return per_rank // batch_size
 
 
 def train_batches(dataset: Dataset, indices: np.ndarray, *, batch_size: int, seed: int, epoch: int,

@@ -65,9 +65,12 @@ def _split(text: str, what: str) -> list[str]:
     return items
 
 
-def plan_runs(args: argparse.Namespace) -> list[tuple[str, list[str], str]]:
-    """(head, overrides, folder name) for every run of the grid heads × sweeps × seeds."""
-    from hseval.heads import head_class, list_heads
+def plan_runs(args: argparse.Namespace, *, note=print) -> list[tuple[str, list[str], str]]:
+    """(head, overrides, folder name) for every run of the grid heads × sweeps × seeds.
+
+    A sweep of a head option (``model.head_options.X``) applies to the heads that take X; the
+    others are trained once (``note`` says so). Two runs with one folder name are refused."""
+    from hseval.heads import head_class, head_options, list_heads
 
     heads = list_heads() if args.heads == "all" else _split(args.heads, "--heads")
     for head in heads:
@@ -76,15 +79,22 @@ def plan_runs(args: argparse.Namespace) -> list[tuple[str, list[str], str]]:
     for seed in seeds:
         if seed is not None and not seed.isdigit():
             raise ConfigError(f"--seeds takes non-negative integers, got {seed!r}")
-    sweeps: list[list[tuple[str, str]]] = []
+    sweeps: list[tuple[str, list[str]]] = []
     for item in args.sweep:
         key, sep, values = item.partition("=")
         if not sep:
             raise ConfigError(f"--sweep expects KEY=V1,V2,..., got {item!r}")
-        sweeps.append([(key.strip(), v) for v in _split(values, f"--sweep {key}")])
-    plan = []
+        sweeps.append((key.strip(), _split(values, f"--sweep {key}")))
+    plan, names = [], set()
     for head in heads:
-        for combo in itertools.product(*sweeps):
+        grid = []
+        for key, values in sweeps:
+            option = key.removeprefix("model.head_options.") if key.startswith("model.head_options.") else None
+            if option is not None and option not in head_options(head):
+                note(f"note: --sweep {key} does not apply to {head} (it has no option {option!r}); training it once")
+                continue
+            grid.append([(key, v) for v in values])
+        for combo in itertools.product(*grid):
             for seed in seeds:
                 overrides = [f"{k}={v}" for k, v in combo]
                 name = head + "".join(f"-{k.split('.')[-1]}={v}" for k, v in combo)
@@ -92,6 +102,10 @@ def plan_runs(args: argparse.Namespace) -> list[tuple[str, list[str], str]]:
                     overrides.append(f"engine.seed={seed}")
                     if len(seeds) > 1:
                         name += f"-seed{seed}"
+                if name in names:
+                    raise ConfigError(f"two runs would be written to {name!r}; a head, seed or sweep value is "
+                                      "listed twice")
+                names.add(name)
                 plan.append((head, overrides, name))
     return plan
 
@@ -107,23 +121,30 @@ def cmd_train(args: argparse.Namespace) -> int:
 
 
 def cmd_train_all(args: argparse.Namespace) -> int:
-    from train.engine import load_data, train
+    from hseval.checkpoint import META_FILE, STATE_FILE
+    from train.engine import check_before_training, check_run_folder, load_data, train
 
     plan = plan_runs(args)
     configs = [(_config(args, head, overrides), name) for head, overrides, name in plan]
-    data = load_data(configs[0][0], args.hierarchy)
     root = Path(args.out)
-    summary: list[dict[str, Any]] = []
-    for k, (config, name) in enumerate(configs, start=1):
-        print(f"[{k}/{len(configs)}] {name}")
+    todo = []
+    for config, name in configs:  # every run's folder and settings, before the first one trains
         out = root / name
-        if args.resume and (out / "run.json").is_file():
-            print(f"  {out} is finished; skipping")
+        if args.resume and (out / META_FILE).is_file():
+            print(f"{out} is finished; skipping")
             continue
+        resume = args.resume and (out / STATE_FILE).is_file()
+        check_run_folder(out, resume=resume, force=args.force)
+        todo.append((config, out, resume))
+    data = load_data(configs[0][0], args.hierarchy)
+    for config, _, _ in todo:
+        check_before_training(config, data)
+    summary: list[dict[str, Any]] = []
+    for k, (config, out, resume) in enumerate(todo, start=1):
+        print(f"[{k}/{len(todo)}] {out.name}")
         start = time.perf_counter()
-        resume = args.resume and (out / "train_state.pt").is_file()
         train(config, out, resume=resume, force=args.force, data=data)
-        summary.append({"run": name, "seconds": time.perf_counter() - start})
+        summary.append({"run": out.name, "seconds": time.perf_counter() - start})
     for row in summary:
         print(f"  {row['run']}: {row['seconds']:.0f} s")
     print(f"wrote {len(configs)} runs under {root}; evaluate them with: hseval evaluate {root} --out EVAL_DIR")

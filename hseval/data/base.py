@@ -155,7 +155,9 @@ class LoadedDataset:
 
     def describe(self) -> dict[str, Any]:
         """Plain-JSON summary stored in run.json."""
-        return {"name": self.name, "root": str(self.root), "class_names": list(self.class_names),
+        # an absolute root: a run is evaluated from wherever the user stands later
+        return {"name": self.name, "root": str(Path(self.root).expanduser().resolve()),
+                "class_names": list(self.class_names),
                 "image_size": self.image_size, "channels": self.channels, "mean": list(self.mean),
                 "std": list(self.std), "train_size": len(self.train), "test_size": len(self.test), **self.info}
 

@@ -48,8 +48,10 @@ def _split(split_dir: Path, classes: list[str]) -> tuple[list[Path], np.ndarray]
 
 
 @register_dataset("image-folder")
-def load_image_folder(root: str | Path | None = None, *, hierarchy: str | Path | None = None) -> LoadedDataset:
-    """Images in ``root/{train,test}/<class>/`` with the tree of the file ``hierarchy``."""
+def load_image_folder(root: str | Path | None = None, *, hierarchy: str | Path | Hierarchy | None = None
+                      ) -> LoadedDataset:
+    """Images in ``root/{train,test}/<class>/`` with the tree of the file ``hierarchy`` (or the tree
+    itself: a run carries the one it was trained with)."""
     if root is None:
         raise ConfigError("image-folder needs --data-root DIR, the folder holding train/<class>/ and test/<class>/")
     if hierarchy is None:
@@ -68,15 +70,19 @@ def load_image_folder(root: str | Path | None = None, *, hierarchy: str | Path |
     if extra:
         raise DataError(f"{root / 'test' / extra[0]}: class folder {extra[0]!r} has no counterpart in "
                         f"{root / 'train'}; every test class must be a training class")
-    tree = Hierarchy.read(hierarchy)
+    tree = hierarchy if isinstance(hierarchy, Hierarchy) else Hierarchy.read(hierarchy)
+    given = isinstance(hierarchy, Hierarchy)
+    where, named = ("the run's hierarchy",) * 2 if given else (str(hierarchy), f"the hierarchy {hierarchy}")
     leaves = set(tree.leaf_names)
     missing = [name for name in classes if name not in leaves]
     if missing:
-        raise DataError(f"{root / 'train' / missing[0]}: class folder {missing[0]!r} is not a leaf of the hierarchy "
-                        f"{hierarchy} ({len(missing)} such folders); add it to the hierarchy or remove the folder")
+        raise DataError(f"{root / 'train' / missing[0]}: class folder {missing[0]!r} is not a leaf of "
+                        f"{named} ({len(missing)} such folders); add it to the hierarchy or remove the folder")
     unused = sorted(leaves - set(classes))
     if unused:
-        raise DataError(f"{hierarchy}: leaf {unused[0]!r} has no class folder in {root / 'train'} ({len(unused)} "
-                        "such leaves); add the folder or remove the leaf")
+        raise DataError(f"{where}: leaf {unused[0]!r} has no class folder in {root / 'train'} ({len(unused)} such "
+                        "leaves); add the folder or remove the leaf")
     return file_dataset("image-folder", root, classes, reorder_leaves(tree, classes), _split(root / "train", classes),
-                        _split(root / "test", classes), info={"hierarchy_file": str(hierarchy)})
+                        _split(root / "test", classes),
+                        info={"hierarchy_file": None if given else
+                              str(Path(hierarchy).expanduser().resolve())})

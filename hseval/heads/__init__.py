@@ -16,7 +16,7 @@ from hseval.heads import delta  # noqa: E402
 from hseval.heads import manifold  # noqa: E402
 from hseval.heads import riemann  # noqa: E402
 from hseval.heads import hyperbolic  # noqa: E402
-from hseval.heads.base import Head, create_head, head_class, list_heads, register_head  # noqa: E402
+from hseval.heads.base import Head, create_head, head_class, head_options, list_heads, register_head  # noqa: E402
 
-__all__ = ["Head", "create_head", "head_class", "list_heads", "register_head",
+__all__ = ["Head", "create_head", "head_class", "head_options", "list_heads", "register_head",
            "plain", "multitask", "delta", "manifold", "riemann", "hyperbolic"]

@@ -13,7 +13,7 @@ from torch import nn
 from hseval.errors import ConfigError
 from hseval.hierarchy import Hierarchy
 
-__all__ = ["Head", "register_head", "list_heads", "create_head", "head_class"]
+__all__ = ["Head", "register_head", "list_heads", "create_head", "head_class", "head_options"]
 
 _HEADS: dict[str, type[Head]] = {}
 
@@ -118,14 +118,43 @@ def head_class(name: str) -> type[Head]:
         raise ConfigError(f"unknown head {name!r}; choose one of {', '.join(_HEADS)}") from None
 
 
-def create_head(name: str, hierarchy: Hierarchy, in_features: int, **config: Any) -> Head:
-    """Build head ``name``; unknown options are refused with the list of accepted ones."""
-    cls = head_class(name)
+def head_options(name: str) -> dict[str, Any]:
+    """The options of head ``name``: {option: its type} from the annotations of ``__init__``."""
     import inspect
+    import typing
 
-    accepted = [p for p in inspect.signature(cls.__init__).parameters if p not in ("self", "hierarchy", "in_features")]
+    cls = head_class(name)
+    hints = typing.get_type_hints(cls.__init__)
+    return {p: hints.get(p, Any) for p in inspect.signature(cls.__init__).parameters
+            if p not in ("self", "hierarchy", "in_features")}
+
+
+def _option_value(head: str, key: str, value: Any, kind: Any) -> Any:
+    """``value`` as the type ``kind`` that head ``head`` declares for option ``key`` (a number may be
+    given for a float; a bool is not a number); a ConfigError otherwise."""
+    if kind is float and isinstance(value, (int, float)) and not isinstance(value, bool):
+        return float(value)
+    if kind is int and isinstance(value, int) and not isinstance(value, bool):
+        return value
+    if kind is bool and isinstance(value, bool):
+        return value
+    if kind is str and isinstance(value, str):
+        return value
+    if kind in (float, int, bool, str):
+        expected = {float: "a number", int: "an integer", bool: "true or false", str: "a string"}[kind]
+        raise ConfigError(f"head {head!r}: option {key!r} must be {expected}, got {value!r} "
+                          f"(e.g. --set model.head_options.{key}=...)")
+    return value
+
+
+def create_head(name: str, hierarchy: Hierarchy, in_features: int, **config: Any) -> Head:
+    """Build head ``name``; unknown options, and options of the wrong type, are refused with a
+    one-line :class:`ConfigError` (the list of accepted options, or the expected type)."""
+    cls = head_class(name)
+    accepted = head_options(name)
     unknown = sorted(set(config) - set(accepted))
     if unknown:
         raise ConfigError(f"head {name!r} has no option {unknown[0]!r}; its options are: "
                           f"{', '.join(accepted) or '(none)'}")
+    config = {key: _option_value(name, key, value, accepted[key]) for key, value in config.items()}
     return cls(hierarchy, in_features, **config)

@@ -27,6 +27,7 @@ from tests.bad_inputs.builders import (
     match_checksum,
     planted_pickle,
     resave_tensors,
+    reseal,
     write,
     write_idx,
 )
@@ -193,6 +194,16 @@ def _set_head(meta, name):
     meta["model"]["head"] = {"name": name, "config": {}}
 
 
+def _swap_first_leaves(meta):
+    for names in (meta["hierarchy"]["names"], meta["dataset"]["class_names"]):
+        names[0], names[1] = names[1], names[0]
+
+
+def _move_first_class(meta):
+    """Class 0 under the super-class of class 9: the same node count, another tree."""
+    meta["hierarchy"]["parents"][0] = meta["hierarchy"]["parents"][9]
+
+
 run_case("no-run-json", "a run folder without run.json", "no runs (folders with run.json) in …/run; train some with "
          "'hseval train-all'", lambda p: (p / "run.json").unlink())
 run_case("no-tensors", "run.json without model.safetensors", "run/model.safetensors: missing; the run is incomplete "
@@ -215,27 +226,39 @@ run_case("run-json-nested", "run.json `[` × 100,000 (used to crash: RecursionEr
          "valid JSON (maximum recursion depth exceeded", lambda p: write(p / "run.json", "[" * 100_000))
 run_case("run-json-a-list", "run.json holding a list", "run/run.json: expected a JSON object, got list",
          lambda p: write(p / "run.json", "[1, 2]"))
-run_case("wrong-type-head-name", "run.json: `model.head.name` is a number", "run/run.json: 'model.head.name' must be "
-         "str, got int", lambda p: edit_meta(p, lambda m: m["model"]["head"].update(name=3)))
-run_case("wrong-type-parents", "run.json: hierarchy parents are strings", "run/run.json: 'hierarchy': hierarchy record "
-         "is malformed (ValueError: …)", lambda p: edit_meta(p, lambda m: m["hierarchy"].update(parents=["x"] * 13)))
-run_case("num-leaves-infinity", "run.json: `num_leaves: Infinity` (used to crash: OverflowError)",
+run_case("run-json-leaves-swapped", "run.json: two class names swapped in the tree and the class list (used to "
+         "evaluate with the labels swapped, exit 0)", "run/run.json: was edited after training (its checksum "
+         "'meta_sha256' no longer matches); a run's tree, classes and model must stay as trained: restore the file or "
+         "train again", lambda p: edit_meta(p, _swap_first_leaves, reseal=False))
+run_case("run-json-class-moved", "run.json: a class moved under another super-class (used to change a level's "
+         "accuracy, exit 0)", "run/run.json: was edited after training (its checksum 'meta_sha256' no longer "
+         "matches)…", lambda p: edit_meta(p, _move_first_class, reseal=False))
+run_case("run-json-classes-disagree", "run.json: class list reversed, tree unchanged, checksum updated",
+         "run/run.json: 'dataset.class_names' must be the 10 leaves of 'hierarchy' in class order; the file is damaged",
+         lambda p: edit_meta(p, lambda m: m["dataset"]["class_names"].reverse()))
+run_case("wrong-type-head-name", "run.json: `model.head.name` is a number, checksum updated", "run/run.json: "
+         "'model.head.name' must be str, got int", lambda p: edit_meta(p, lambda m: m["model"]["head"].update(name=3)))
+run_case("wrong-type-parents", "run.json: hierarchy parents are strings, checksum updated", "run/run.json: "
+         "'hierarchy': hierarchy record is malformed (ValueError: …)",
+         lambda p: edit_meta(p, lambda m: m["hierarchy"].update(parents=["x"] * 13)))
+run_case("num-leaves-infinity", "run.json: `num_leaves: Infinity`, checksum updated (used to crash: OverflowError)",
          "run/run.json: 'hierarchy': hierarchy record is malformed (OverflowError: cannot convert float infinity to "
-         "integer)", lambda p: write(p / "run.json", (p / "run.json").read_text().replace(
-             '"num_leaves": 10', '"num_leaves": Infinity')))
-run_case("huge-parent-index", "run.json: a parent index of 10^30 (used to crash: OverflowError)",
+         "integer)", lambda p: (write(p / "run.json", (p / "run.json").read_text().replace(
+             '"num_leaves": 10', '"num_leaves": Infinity')), reseal(p)))
+run_case("huge-parent-index", "run.json: a parent index of 10^30, checksum updated (used to crash: OverflowError)",
          "run/run.json: 'hierarchy': hierarchy record is malformed (OverflowError: …)",
          lambda p: edit_meta(p, lambda m: m["hierarchy"]["parents"].__setitem__(0, 10**30)))
-run_case("head-option-wrong-type", "run.json: head option `radius: \"big\"` (used to crash: TypeError)",
-         "run/run.json: cannot rebuild the model (…); the file was edited or is damaged",
-         lambda p: edit_meta(p, lambda m: m["model"]["head"]["config"].update(radius="big")))
+run_case("head-option-wrong-type", "run.json: head option `radius: \"big\"`, checksum updated (used to crash: "
+         "TypeError)", "run/run.json: cannot rebuild the model: head 'riemann': option 'radius' must be a number, got "
+         "'big'…", lambda p: edit_meta(p, lambda m: m["model"]["head"]["config"].update(radius="big")))
 run_case("newer-schema", "run.json: schema version 99", "run/run.json: schema version 99 is newer than this hseval "
-         "understands (1); upgrade hseval", lambda p: edit_meta(p, lambda m: m.update(schema_version=99)))
-run_case("old-schema", "run.json: schema version 0", "run/run.json: unknown schema version 0 (this hseval reads 1)",
+         "understands (2); upgrade hseval", lambda p: edit_meta(p, lambda m: m.update(schema_version=99)))
+run_case("old-schema", "run.json: schema version 0", "run/run.json: unknown schema version 0 (this hseval reads 1, 2)",
          lambda p: edit_meta(p, lambda m: m.update(schema_version=0)))
-run_case("head-does-not-match", "run.json says multitask, the tensors are riemann's", "run/model.safetensors: has no "
-         "tensor 'head.classifier.weight' that head 'multitask' with backbone 'small-cnn' needs; run.json does not "
-         "match the tensors", lambda p: edit_meta(p, lambda m: _set_head(m, "multitask")))
+run_case("head-does-not-match", "run.json says multitask, the tensors are riemann's, checksum updated",
+         "run/model.safetensors: has no tensor 'head.classifier.weight' that head 'multitask' with backbone "
+         "'small-cnn' needs; run.json does not match the tensors",
+         lambda p: edit_meta(p, lambda m: _set_head(m, "multitask")))
 run_case("shape-changed", "a head tensor of another shape, checksum updated", "run/model.safetensors: tensor "
          "'head.delta' has shape (13, 7) but run.json's model needs (13, 128)",
          lambda p: resave_tensors(p, lambda t: t.update({"head.delta": __import__("torch").zeros(13, 7)})))

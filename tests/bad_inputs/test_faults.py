@@ -31,6 +31,7 @@ from hseval import fileio
 from hseval.checkpoint import load_train_state
 from hseval.cli import main
 from hseval.evaluation import EVAL_FILES
+from hseval.ownership import LOCK, MARKER
 
 ROOT = Path(__file__).parents[2]
 KILL_SEED = 20240611
@@ -68,8 +69,9 @@ def kill_9(process: subprocess.Popen) -> None:
 
 
 def leftovers(folder: Path) -> list[str]:
-    """Temporary files and staging folders that a killed writer leaves (hidden names)."""
-    return sorted(str(p.relative_to(folder)) for p in folder.rglob(".*"))
+    """Temporary files and staging folders that a killed writer leaves (hidden names; the markers
+    and lock files that say who owns a folder are meant to stay)."""
+    return sorted(str(p.relative_to(folder)) for p in folder.rglob(".*") if p.name not in (MARKER, LOCK))
 
 
 def tensors_equal(a: Path, b: Path) -> bool:
@@ -158,7 +160,7 @@ def test_kill_9_during_evaluate_leaves_only_complete_runs(good, three_runs, tmp_
         seen.append((len(names), leftovers(out) if out.exists() else []))
     # what a kill leaves at the worst moments: a staging folder, a swapped-out run, a temporary file
     out = tmp_path / "eval-0"
-    for stale in (".tmp-a-999999", ".old-b-999999"):
+    for stale in (".hseval-staging-a-999999", ".hseval-old-b-999999", ".tmp-a-999999", ".old-b-999999"):
         shutil.copytree(good.evaluation / "run", out / stale)
     (out / ".index.json.abcd1234.tmp").write_text('{"runs": [')
     assert main([*argv, "--out", str(out)]) == 0, capsys.readouterr().err
@@ -231,11 +233,12 @@ def test_full_disk_during_training_keeps_the_last_checkpoint(fashion_like, tmp_p
     full = tmp_path / "full"
     assert main([*args, "--out", str(full)]) == 0
     out = tmp_path / "run"
-    disk = FullDisk(monkeypatch, call, 3)  # epoch 1: train_state.pt, history.csv; epoch 2: train_state.pt fails
+    # the folder's marker; epoch 1: train_state.pt, history.csv; epoch 2: train_state.pt fails
+    disk = FullDisk(monkeypatch, call, 4)
     assert main([*args, "--out", str(out)]) == 2
     line = one_error_line(capsys)
     assert f"cannot write {out / 'train_state.pt'}: No space left on device" in line
-    assert disk.calls == 3
+    assert disk.calls == 4
     assert load_train_state(out)["epoch"] == 1 and not (out / "run.json").exists()
     assert leftovers(out) == []
     monkeypatch.undo()

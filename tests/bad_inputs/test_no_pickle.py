@@ -25,7 +25,7 @@ import pytest
 import torch
 
 from hseval.errors import DataError, RunFormatError
-from tests.bad_inputs.builders import MARKER_NAME, Planted, PlantedSystem, planted_pickle
+from tests.bad_inputs.builders import MARKER_NAME, Planted, PlantedSystem, planted_pickle, sealed
 
 ROOT = Path(__file__).parents[2]
 PACKAGES = ("hseval", "train", "app")
@@ -150,7 +150,7 @@ def test_load_run_refuses_a_pickle_in_model_safetensors(good, tmp_path, marker):
         load_run(run)
     meta = json.loads((run / "run.json").read_text())
     meta["model_sha256"] = hashlib.sha256((run / "model.safetensors").read_bytes()).hexdigest()
-    (run / "run.json").write_text(json.dumps(meta))
+    (run / "run.json").write_text(json.dumps(sealed(meta)))
     with pytest.raises(RunFormatError, match=r"model.safetensors: not a valid safetensors file"):
         load_run(run)
 
