@@ -2,37 +2,26 @@
 
 A folder is re-read when any of its files changes (a fingerprint of sizes and modification times
 is part of the cache key), so re-running ``hseval evaluate`` while the dashboard is open shows the
-new numbers on the next interaction. Errors (:class:`~hseval.errors.RunFormatError`, one line
-naming the file) are raised, never cached, so the page that needs the file shows them and the
-others keep working. Nothing here unpickles or computes more than counts over predictions.
+new numbers on the next interaction. Every file is checked by :mod:`hseval.eval_format` when the
+folder is read; a run with a damaged file is listed in ``Evaluation.problems`` (shown on the
+Overview) and left out of the pages, which only ever see checked data. Nothing here unpickles or
+computes more than counts over predictions.
 """
 
 from __future__ import annotations
 
-import zipfile
 from pathlib import Path
 
 import numpy as np
 import pandas as pd
 import streamlit as st
 
-from hseval.errors import HsevalError, RunFormatError
 from hseval.results import Evaluation, RunResult, load_evaluation
 
 __all__ = ["fingerprint", "evaluation", "table", "confusion"]
 
-COLUMNS = {
-    "per_node.csv": ("node", "name", "depth", "support", "correct", "accuracy"),
-    "geometry.csv": ("node", "name", "depth", "parent", "angle_to_parent", "delta_norm", "radius"),
-    "pair_angles.csv": ("depth", "kind", "node_a", "node_b", "angle"),
-    "projections.csv": ("method", "kind", "x", "y", "label"),
-}
-"""Columns each table must have for the pages to draw it; a file without them was not written by
-this version of ``hseval evaluate`` (or was cut short)."""
-
 _ATTRIBUTE = {"per_node.csv": "per_node", "geometry.csv": "geometry", "pair_angles.csv": "pair_angles",
               "projections.csv": "projections"}
-_MAY_BE_EMPTY = {"geometry.csv", "pair_angles.csv", "projections.csv"}  # heads without vectors, --projections none
 
 
 def fingerprint(root: str | Path) -> tuple:
@@ -66,18 +55,9 @@ def evaluation(root: str | Path) -> Evaluation:
 
 
 def table(run: RunResult, name: str) -> pd.DataFrame:
-    """One of the run's CSV tables (``per_node.csv``, ``geometry.csv``, ``pair_angles.csv``,
-    ``projections.csv``), checked for the columns the pages need."""
-    frame = getattr(run, _ATTRIBUTE[name])
-    path = run.path / name
-    if frame.empty:
-        if name in _MAY_BE_EMPTY:
-            return frame
-        raise RunFormatError(f"{path}: empty; re-run 'hseval evaluate'")
-    missing = [c for c in COLUMNS[name] if c not in frame.columns]
-    if missing:
-        raise RunFormatError(f"{path}: lacks the column(s) {', '.join(missing)}; re-run 'hseval evaluate'")
-    return frame
+    """One of the run's checked tables (``per_node.csv``, ``geometry.csv``, ``pair_angles.csv``,
+    ``projections.csv``; :data:`hseval.eval_format.TABLES` says their columns)."""
+    return getattr(run, _ATTRIBUTE[name])
 
 
 def _run_key(run: RunResult) -> tuple:
@@ -95,14 +75,5 @@ def confusion(run: RunResult, depth: int | None = None) -> tuple[np.ndarray, np.
     at the leaves (``depth=None``) or at one super-class level, counted from predictions.npz."""
     from hseval.metrics.confusion import confusion_matrix
 
-    path = run.path / "predictions.npz"
-    try:
-        targets, topk = run.predictions()
-    except (zipfile.BadZipFile, EOFError) as exc:  # a truncated archive; results.py lets these through
-        raise RunFormatError(f"{path}: not a readable predictions file ({exc.__class__.__name__})") from None
-    if topk.ndim != 2 or topk.shape[1] == 0 or len(topk) != len(targets):
-        raise RunFormatError(f"{path}: 'topk' has shape {topk.shape}, expected (N, k) with N = {len(targets)}")
-    try:
-        return confusion_matrix(topk[:, 0], targets, run.hierarchy, depth)
-    except (ValueError, HsevalError) as exc:
-        raise RunFormatError(f"{path}: {exc}") from None
+    targets, topk = run.predictions()
+    return confusion_matrix(topk[:, 0], targets, run.hierarchy, depth)

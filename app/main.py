@@ -11,7 +11,7 @@ import streamlit as st
 
 from app import loading, state
 from app.views import common
-from hseval.errors import HsevalError
+from hseval.errors import HsevalError, write_crash_log
 
 PAGES = [
     ("views/overview.py", "Overview", ":material/table_chart:"),
@@ -45,7 +45,15 @@ def main() -> None:
         st.stop()
     state.set_context(common.sidebar(evaluation))
     pages = [st.Page(path, title=title, icon=icon, default=i == 0) for i, (path, title, icon) in enumerate(PAGES)]
-    st.navigation(pages).run()
+    try:
+        st.navigation(pages).run()
+    except HsevalError as exc:
+        st.error(str(exc), icon="⚠️")
+    except Exception as exc:  # a bug: one line on the page, the traceback in a log file
+        log = write_crash_log(exc, ["dashboard", str(root)])
+        where = f"the traceback is in {log}" if log else "the traceback could not be written to a log file"
+        first = (str(exc).strip().splitlines() or [""])[0][:300]
+        st.error(f"Internal error ({type(exc).__name__}: {first}); this is a bug in hseval, {where}.", icon="🐞")
 
 
 main()

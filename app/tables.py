@@ -15,28 +15,12 @@ import pandas as pd
 
 from hseval.hierarchy import Hierarchy
 
-__all__ = ["levels_long", "overview_columns", "node_paths", "per_node_difference", "classes_under",
+__all__ = ["overview_columns", "node_paths", "per_node_difference", "classes_under",
            "top_confusions", "concat_runs", "tree_agreement", "depth_summary", "children_of", "child_pair_angles",
            "confusion_labels", "node_accuracy", "history", "clicked_node", "matrix_accuracy", "metric_deltas"]
 
 SEP = " / "
 """How a node's path is written in selectboxes, tables and hover texts."""
-
-
-def levels_long(levels: pd.DataFrame) -> pd.DataFrame:
-    """The runs × levels table of :func:`hseval.results.level_table` as the long table
-    (run, level, way, accuracy) that :func:`hseval.charts.accuracy_by_level` draws."""
-    rows = []
-    for row in levels.to_dict("records"):
-        for key, value in row.items():
-            if key in ("run", "head") or not isinstance(value, float) or math.isnan(value):
-                continue
-            if key == "leaf":
-                rows.append({"run": row["run"], "level": "leaf", "way": "leaf", "accuracy": value})
-            else:
-                level, _, way = key.partition(" (")
-                rows.append({"run": row["run"], "level": level, "way": way.rstrip(")"), "accuracy": value})
-    return pd.DataFrame(rows, columns=["run", "level", "way", "accuracy"])
 
 
 def overview_columns(summary: pd.DataFrame) -> pd.DataFrame:

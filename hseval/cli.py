@@ -17,16 +17,11 @@ from __future__ import annotations
 
 import argparse
 import contextlib
-import datetime as _dt
-import os
 import sys
-import tempfile
-import traceback
 import warnings
 from collections.abc import Iterator, Sequence
-from pathlib import Path
 
-from hseval.errors import HsevalError, HsevalWarning
+from hseval.errors import HsevalError, HsevalWarning, write_crash_log
 
 __all__ = ["main", "build_parser"]
 
@@ -97,28 +92,6 @@ def os_error_line(exc: OSError) -> str:
     hint = {28: "; free some space and run the command again (finished files are kept)",
             13: "; choose a folder you can write to", 30: "; choose a folder you can write to"}.get(exc.errno or 0, "")
     return f"{where}: {reason}{hint}" if where else f"{reason}{hint}"
-
-
-def crash_log_dir() -> Path:
-    """Where tracebacks of internal errors go: ``$HSEVAL_LOG_DIR``, else the temporary folder."""
-    return Path(os.environ.get("HSEVAL_LOG_DIR") or Path(tempfile.gettempdir()) / "hseval-logs")
-
-
-def write_crash_log(exc: BaseException, argv: Sequence[str] | None) -> Path | None:
-    """Write the traceback of ``exc`` with the command line and versions; None if that fails too."""
-    from hseval import __version__
-
-    stamp = _dt.datetime.now().strftime("%Y%m%d-%H%M%S")
-    path = crash_log_dir() / f"crash-{stamp}-{os.getpid()}.log"
-    text = (f"hseval {__version__}, python {sys.version.split()[0]}, {_dt.datetime.now().isoformat()}\n"
-            f"command: hseval {' '.join(sys.argv[1:] if argv is None else argv)}\n\n"
-            + "".join(traceback.format_exception(type(exc), exc, exc.__traceback__)))
-    try:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(text, encoding="utf-8")
-    except OSError:
-        return None
-    return path
 
 
 @contextlib.contextmanager

@@ -6,6 +6,14 @@ of :class:`HsevalError`; anything else escaping the CLI is a bug in hseval.
 
 from __future__ import annotations
 
+import datetime as _dt
+import os
+import sys
+import tempfile
+import traceback
+from collections.abc import Sequence
+from pathlib import Path
+
 
 class HsevalError(Exception):
     """Base class for errors caused by user input; the message is one actionable line."""
@@ -30,3 +38,25 @@ class DataError(HsevalError, ValueError):
 class HsevalWarning(UserWarning):
     """Something the user should know that does not stop the command (the CLI prints it as one
     line ``hseval: warning: ...``)."""
+
+
+def crash_log_dir() -> Path:
+    """Where tracebacks of internal errors go: ``$HSEVAL_LOG_DIR``, else the temporary folder."""
+    return Path(os.environ.get("HSEVAL_LOG_DIR") or Path(tempfile.gettempdir()) / "hseval-logs")
+
+
+def write_crash_log(exc: BaseException, argv: Sequence[str] | None) -> Path | None:
+    """Write the traceback of ``exc`` with the command line and versions; None if that fails too."""
+    from hseval import __version__
+
+    stamp = _dt.datetime.now().strftime("%Y%m%d-%H%M%S")
+    path = crash_log_dir() / f"crash-{stamp}-{os.getpid()}.log"
+    text = (f"hseval {__version__}, python {sys.version.split()[0]}, {_dt.datetime.now().isoformat()}\n"
+            f"command: hseval {' '.join(sys.argv[1:] if argv is None else argv)}\n\n"
+            + "".join(traceback.format_exception(type(exc), exc, exc.__traceback__)))
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(text, encoding="utf-8")
+    except OSError:
+        return None
+    return path

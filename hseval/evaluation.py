@@ -21,15 +21,13 @@ import numpy as np
 import pandas as pd
 import torch
 
-from hseval import fileio, ownership
+from hseval import eval_format, fileio, ownership
 from hseval.checkpoint import Run, RunInfo, load_run
 from hseval.errors import ConfigError, DataError, HsevalError, RunFormatError
 
-__all__ = ["find_runs", "evaluate_run", "evaluate_runs", "EVAL_FILES", "read_index"]
+__all__ = ["find_runs", "evaluate_run", "evaluate_runs", "evaluation_names", "EVAL_FILES"]
 
-EVAL_FILES = ("metrics.json", "per_node.csv", "geometry.csv", "pair_angles.csv", "embeddings.npz",
-              "projections.csv", "predictions.npz")
-INDEX_FILE = "index.json"
+EVAL_FILES = eval_format.FILES
 STAGING_PREFIX = ".hseval-staging-"
 TOPK = 20
 
@@ -220,15 +218,6 @@ def _projections(run: Run, emb: np.ndarray, labels: np.ndarray, pred: np.ndarray
     return pd.concat(frames, ignore_index=True) if frames else pd.DataFrame()
 
 
-def _write_csv(path: Path, frame: pd.DataFrame) -> None:
-    fileio.write_text(path, frame.to_csv(index=False))
-
-
-def _write_npz(path: Path, **arrays: np.ndarray) -> None:
-    with fileio.atomic_path(path) as tmp, open(tmp, "wb") as fh:
-        np.savez_compressed(fh, **arrays)
-
-
 def evaluate_run(run_dir: Path, out_dir: Path, *, name: str, data_root: str | None = None, split: str = "test",
                  projections: list[str] = ("pca",), max_points: int = 5000, device: str = "auto",
                  batch_size: int = 512, seed: int = 0, data_cache: dict | None = None,
@@ -297,29 +286,19 @@ def evaluate_run(run_dir: Path, out_dir: Path, *, name: str, data_root: str | No
     try:
         staging.mkdir()
         ownership.claim(staging, "evaluation", run_path=str(run.path))
-        fileio.write_json(staging / "metrics.json", metrics)
-        _write_csv(staging / "per_node.csv", per_node)
-        _write_csv(staging / "geometry.csv", geometry_table)
-        _write_csv(staging / "pair_angles.csv", pairs)
-        _write_csv(staging / "projections.csv", proj)
         node_vectors = np.zeros((0, 0), np.float32) if vectors is None else vectors[0].astype(np.float32)
-        _write_npz(staging / "embeddings.npz", embeddings=emb.astype(np.float32), labels=sample_labels,
-                   predictions=sample_pred, indices=sample, node_vectors=node_vectors)
-        _write_npz(staging / "predictions.npz", targets=targets, topk=result["topk"])
+        eval_format.write_run(staging, metrics=metrics, tables={
+            eval_format.PER_NODE: per_node, eval_format.GEOMETRY: geometry_table, eval_format.PAIRS: pairs,
+            eval_format.PROJECTIONS: proj}, arrays={
+            eval_format.EMBEDDINGS: {"embeddings": emb.astype(np.float32), "labels": sample_labels,
+                                     "predictions": sample_pred, "indices": sample, "node_vectors": node_vectors},
+            eval_format.PREDICTIONS: {"targets": targets, "topk": result["topk"]}})
         ownership.replace_folder(staging, out_dir / name, "evaluation")
     finally:
         shutil.rmtree(staging, ignore_errors=True)
     return {"run": name, "path": str(run.path), "head": run.head_name, "dataset": metrics["dataset"],
             "backbone": metrics["backbone"], "seed": metrics["seed"], "split": split,
             "leaf_top1": metrics.get("top1")}
-
-
-def read_index(out_dir: str | Path) -> list[dict[str, Any]]:
-    path = Path(out_dir) / INDEX_FILE
-    if not path.is_file():
-        return []
-    data = fileio.read_json(path, what=INDEX_FILE)
-    return data.get("runs", []) if isinstance(data, dict) else []
 
 
 def _evaluated_runs(out_dir: Path) -> dict[str, str | None]:
@@ -335,7 +314,7 @@ def _evaluated_runs(out_dir: Path) -> dict[str, str | None]:
         run_path = marker.get("run_path")
         if not isinstance(run_path, str):  # written before markers: metrics.json says which run
             try:
-                run_path = fileio.read_json(folder / "metrics.json").get("run_path")
+                run_path = fileio.read_json(folder / eval_format.METRICS).get("run_path")
             except (HsevalError, AttributeError):
                 run_path = None
         out[folder.name] = run_path if isinstance(run_path, str) else None
@@ -345,14 +324,10 @@ def _evaluated_runs(out_dir: Path) -> dict[str, str | None]:
 def _write_index(out_dir: Path, entries: dict[str, dict[str, Any]]) -> None:
     """index.json: the runs evaluated in ``out_dir``, rebuilt from its folders (so that no earlier
     entry is lost and none outlives its folder)."""
-    previous = {e.get("run"): e for e in read_index(out_dir) if isinstance(e, dict)} \
-        if (out_dir / INDEX_FILE).is_file() else {}
-    rows = []
-    for name, run_path in _evaluated_runs(out_dir).items():
-        if run_path is None:
-            continue
-        rows.append(entries.get(name) or previous.get(name) or {"run": name, "path": run_path})
-    fileio.write_json(out_dir / INDEX_FILE, {"runs": rows})
+    previous = {e.get("run"): e for e in eval_format.read_index(out_dir)}
+    rows = [entries.get(name) or previous.get(name) or {"run": name, "path": run_path}
+            for name, run_path in _evaluated_runs(out_dir).items() if run_path is not None]
+    eval_format.write_index(out_dir, rows)
 
 
 def evaluate_runs(patterns: list[str], out_dir: str | Path, *, data_root: str | None = None, split: str = "test",

@@ -28,7 +28,7 @@ from hseval import fileio
 from hseval.errors import HsevalError
 
 __all__ = ["MARKER", "LOCK", "KINDS", "OwnershipError", "read_marker", "kind_of", "claim", "check_claimable",
-           "locked", "output_folder", "replace_folder", "remove_owned"]
+           "locked", "output_folder", "replace_folder", "remove_owned", "update_marker"]
 
 MARKER = ".hseval-folder.json"
 LOCK = ".hseval.lock"
@@ -132,6 +132,15 @@ def claim(folder: str | Path, kind: str, *, option: str = "--out", **details: An
                   "created_at": _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"), **details}
         fileio.write_json(folder / MARKER, marker)
     return folder
+
+
+def update_marker(folder: str | Path, **details: Any) -> None:
+    """Add ``details`` to the marker of ``folder`` (a folder hseval claimed)."""
+    folder = Path(folder)
+    marker = read_marker(folder)
+    if marker is None:
+        raise OwnershipError(f"{folder}: has no hseval marker; it was not claimed")
+    fileio.write_json(folder / MARKER, {**marker, **details})
 
 
 def _version() -> str:

@@ -9,15 +9,16 @@ nothing from the network).
 from __future__ import annotations
 
 import html
+import warnings
 from pathlib import Path
 
 import numpy as np
 import pandas as pd
 import plotly.io as pio
 
-from hseval import charts, fileio
-from hseval.errors import RunFormatError
-from hseval.results import Evaluation, grouped_summary, level_table, load_evaluation, summary_table
+from hseval import charts, fileio, ownership
+from hseval.errors import HsevalWarning, RunFormatError
+from hseval.results import Evaluation, grouped_summary, level_long, level_table, load_evaluation, summary_table
 
 __all__ = ["write_report", "figures"]
 
@@ -51,27 +52,13 @@ def _mean_std(grouped: pd.DataFrame) -> pd.DataFrame:
     return out
 
 
-def _levels_long(levels: pd.DataFrame) -> pd.DataFrame:
-    rows = []
-    for row in levels.to_dict("records"):
-        for key, value in row.items():
-            if key in ("run", "head") or not isinstance(value, float) or np.isnan(value):
-                continue
-            if key == "leaf":
-                rows.append({"run": row["run"], "level": "leaf", "way": "leaf", "accuracy": value})
-            else:
-                level, way = key.split(" (")
-                rows.append({"run": row["run"], "level": level, "way": way.rstrip(")"), "accuracy": value})
-    return pd.DataFrame(rows)
-
-
 def figures(evaluation: Evaluation) -> list[tuple[str, object]]:
     """(section title, figure) pairs of the report, from the evaluation's tables."""
     from hseval.metrics import confusion_matrix
 
     runs = evaluation.runs
     out: list[tuple[str, object]] = []
-    out.append(("Accuracy per head and level", charts.accuracy_by_level(_levels_long(level_table(runs)))))
+    out.append(("Accuracy per head and level", charts.accuracy_by_level(level_long(runs))))
     history = pd.DataFrame([{**h, "run": r.name} for r in runs for h in r.history])
     if not history.empty:
         out.append(("Training history", charts.history_curves(history)))
@@ -102,10 +89,7 @@ def figures(evaluation: Evaluation) -> list[tuple[str, object]]:
             out.append((f"{r.name}: {method} of the embeddings",
                         charts.projection_scatter(points, color=color, title=f"{r.name}: {method}, coloured by "
                                                                               "super-class")))
-        try:
-            targets, topk = r.predictions()
-        except RunFormatError:
-            continue
+        targets, topk = r.predictions()
         matrix, labels = confusion_matrix(topk[:, 0], targets, r.hierarchy)
         if len(labels) <= 200:
             out.append((f"{r.name}: confusion matrix", charts.confusion_heatmap(
@@ -140,11 +124,15 @@ def write_report(root: str | Path, *, out: str | Path | None = None) -> list[Pat
     """Write the tables and the HTML report of the evaluation folder ``root``; returns the paths.
 
     Every file is rendered before the first is written (a bad ``out`` or a damaged run writes
-    nothing), and each is written atomically: a killed report leaves the old file or the new one."""
+    nothing), and each is written atomically: a killed report leaves the old file or the new one.
+    A run whose files are damaged is left out, with its reason in the report and as a warning.
+    The evaluation folder is locked while the report is written."""
     root = Path(root)
     evaluation = load_evaluation(root)
     if not evaluation.runs:
         raise RunFormatError(f"{root}: no readable evaluated run ({'; '.join(evaluation.problems)})")
+    for problem in evaluation.problems:
+        warnings.warn(f"left out of the report: {problem}", HsevalWarning, stacklevel=2)
     html_path = Path(out) if out else root / "report.html"
     fileio.check_output_folder(html_path.parent, option="--out folder")
     summary = summary_table(evaluation.runs)
@@ -166,8 +154,9 @@ def write_report(root: str | Path, *, out: str | Path | None = None) -> list[Pat
     if (grouped["seeds"] > 1).any():
         tables.append(("Mean ± std over seeds", _mean_std(grouped)))
     files[html_path] = _html(evaluation, tables, figures(evaluation))
-    for folder in {root, html_path.parent}:
-        fileio.remove_stale_temporaries(folder)  # left by a killed report
-    for path, text in files.items():
-        fileio.write_text(path, text)
+    with ownership.locked(root):
+        for folder in {root, html_path.parent}:
+            fileio.remove_stale_temporaries(folder)  # left by a killed report
+        for path, text in files.items():
+            fileio.write_text(path, text)
     return list(files)

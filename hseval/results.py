@@ -1,102 +1,66 @@
 """Reading an evaluation folder (what ``hseval evaluate`` wrote) into tables.
 
-Shared by ``hseval report`` and the dashboard. A run whose files are missing or damaged is set
-aside with a one-line reason in ``Evaluation.problems``; the other runs stay usable. Nothing here
-unpickles: JSON, CSV and ``np.load(allow_pickle=False)`` only.
+Shared by ``hseval report``, ``hseval demo`` and the dashboard. Every file is read through
+:mod:`hseval.eval_format`, which checks it (checksum, columns, types, ranges, agreement with the
+run's tree) when the folder is loaded: a run with a damaged file is set aside with a one-line
+reason in ``Evaluation.problems``, and the other runs stay usable; nothing downstream sees an
+unchecked value. Levels are data: :func:`level_long` is one row per (run, level, way).
 """
 
 from __future__ import annotations
 
 import math
-import re
-import zipfile
 from dataclasses import dataclass, field
-from functools import cached_property
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 import pandas as pd
 
-from hseval import fileio
+from hseval import eval_format, ownership
 from hseval.errors import HsevalError, RunFormatError
 from hseval.hierarchy import Hierarchy
 
-__all__ = ["RunResult", "Evaluation", "load_evaluation", "summary_table", "grouped_summary", "level_table"]
+__all__ = ["RunResult", "Evaluation", "load_evaluation", "read_run", "summary_table", "grouped_summary",
+           "level_long", "level_table", "WAYS"]
 
-REQUIRED = ("metrics.json", "per_node.csv", "geometry.csv")
-# the types that the tables, the report and the dashboard rely on (a key may be missing or null)
-_TYPES: dict[str, tuple[type, ...]] = {
-    "head": (str,), "dataset": (str,), "backbone": (str,), "split": (str,), "seed": (int, str),
-    "samples": (int,), "hierarchy": (dict,), "history": (list,), "training": (dict,), "geometry": (dict,),
-    "feature_norm": (dict,), "max_logit": (dict,), "class_vector_norm": (dict,), "reliability": (dict,),
-    "superclass_acc": (dict,), "superclass_acc_from_levels": (dict,), "level_agreement": (dict,),
-    "geometry.tree_agreement": (dict,), "training.engine": (dict,), "training.data": (dict,),
-}
-
-
-def _csv(path: Path) -> pd.DataFrame:
-    try:
-        return pd.read_csv(path)
-    except pd.errors.EmptyDataError:
-        return pd.DataFrame()
-    except FileNotFoundError:
-        raise RunFormatError(f"{path}: missing") from None
-    except (pd.errors.ParserError, UnicodeDecodeError, ValueError) as exc:
-        raise RunFormatError(f"{path}: not a readable CSV ({exc.__class__.__name__})") from None
+WAYS = {"leaf": "leaf", "superclass_acc": "from leaf", "superclass_acc_from_levels": "parent δ / level head"}
+"""How an accuracy is measured, by its metrics.json key: the leaf prediction, its ancestor at the
+level ("from leaf"), or the head's own super-class scores."""
 
 
 @dataclass
 class RunResult:
-    """The evaluation of one run."""
+    """The evaluation of one run, every file checked."""
 
     name: str
     path: Path
     metrics: dict[str, Any]
     hierarchy: Hierarchy
-
-    @cached_property
-    def per_node(self) -> pd.DataFrame:
-        return _csv(self.path / "per_node.csv")
-
-    @cached_property
-    def geometry(self) -> pd.DataFrame:
-        return _csv(self.path / "geometry.csv")
-
-    @cached_property
-    def pair_angles(self) -> pd.DataFrame:
-        path = self.path / "pair_angles.csv"
-        return _csv(path) if path.exists() else pd.DataFrame()
-
-    @cached_property
-    def projections(self) -> pd.DataFrame:
-        path = self.path / "projections.csv"
-        return _csv(path) if path.exists() else pd.DataFrame()
+    per_node: pd.DataFrame = field(repr=False)
+    geometry: pd.DataFrame = field(repr=False)
+    pair_angles: pd.DataFrame = field(repr=False)
+    projections: pd.DataFrame = field(repr=False)
+    targets: np.ndarray = field(repr=False)
+    topk: np.ndarray = field(repr=False)
 
     def predictions(self) -> tuple[np.ndarray, np.ndarray]:
         """(targets (N,), top-k predictions (N, k)) of every evaluated sample."""
-        path = self.path / "predictions.npz"
-        try:
-            with np.load(path, allow_pickle=False) as data:
-                targets, topk = data["targets"], data["topk"]
-        except FileNotFoundError:
-            raise RunFormatError(f"{path}: missing") from None
-        except (OSError, ValueError, KeyError, EOFError, zipfile.BadZipFile) as exc:
-            raise RunFormatError(f"{path}: not a readable predictions file ({exc.__class__.__name__})") from None
-        # np.load gives the raw bytes of a member that is not an .npy array
-        if not all(isinstance(a, np.ndarray) and a.dtype.kind in "iu" for a in (targets, topk)) or \
-                targets.ndim != 1 or topk.ndim != 2 or len(topk) != len(targets):
-            raise RunFormatError(f"{path}: not a readable predictions file (expected integer arrays 'targets' (N,) "
-                                 "and 'topk' (N, k))")
-        return targets, topk
+        return self.targets, self.topk
+
+    def embeddings(self) -> dict[str, np.ndarray]:
+        """The sample of embeddings, its labels and predictions, and the node vectors (embeddings.npz)."""
+        data = eval_format.verified_bytes(self.path, eval_format.EMBEDDINGS, eval_format.checksums(self.path))
+        return eval_format.read_arrays(self.path / eval_format.EMBEDDINGS, data, self.hierarchy,
+                                       self.metrics["samples"])
 
     @property
     def head(self) -> str:
-        return str(self.metrics.get("head", "?"))
+        return self.metrics["head"]
 
     @property
     def history(self) -> list[dict[str, Any]]:
-        return list(self.metrics.get("history", []))
+        return list(self.metrics.get("history") or [])
 
 
 @dataclass
@@ -113,46 +77,31 @@ class Evaluation:
 
     @property
     def datasets(self) -> list[str]:
-        return sorted({str(r.metrics.get("dataset")) for r in self.runs})
+        return sorted({r.metrics["dataset"] for r in self.runs})
 
 
-def _load_run(folder: Path) -> RunResult:
-    for name in REQUIRED:
-        if not (folder / name).is_file():
-            raise RunFormatError(f"{folder / name}: missing (re-run 'hseval evaluate')")
-    metrics = fileio.read_json(folder / "metrics.json", what="metrics.json")
-    if not isinstance(metrics, dict) or "top1" not in metrics or "hierarchy" not in metrics:
-        raise RunFormatError(f"{folder / 'metrics.json'}: not written by 'hseval evaluate' (no 'top1'/'hierarchy')")
-    _check_types(metrics, folder / "metrics.json")
-    try:
-        hierarchy = Hierarchy.from_dict(metrics["hierarchy"])
-    except HsevalError as exc:
-        raise RunFormatError(f"{folder / 'metrics.json'}: {exc}") from None
-    return RunResult(name=folder.name, path=folder, metrics=metrics, hierarchy=hierarchy)
+def read_run(folder: Path) -> RunResult:
+    """One evaluated run, every file read and checked (one-line :class:`RunFormatError` otherwise)."""
+    fmt = eval_format
+    recorded = fmt.checksums(folder)
+
+    def data(name: str) -> bytes:
+        return fmt.verified_bytes(folder, name, recorded)
+
+    metrics, tree = fmt.read_metrics(folder / fmt.METRICS, data(fmt.METRICS))
+    tables = {name: fmt.read_table(folder / name, data(name), spec, tree) for name, spec in fmt.TABLES.items()}
+    arrays = fmt.read_arrays(folder / fmt.PREDICTIONS, data(fmt.PREDICTIONS), tree, metrics["samples"])
+    if recorded is None:
+        fmt.warn_unverified(folder)
+    return RunResult(name=folder.name, path=folder, metrics=metrics, hierarchy=tree, per_node=tables[fmt.PER_NODE],
+                     geometry=tables[fmt.GEOMETRY], pair_angles=tables[fmt.PAIRS],
+                     projections=tables[fmt.PROJECTIONS], targets=arrays["targets"], topk=arrays["topk"])
 
 
-def _check_types(metrics: dict[str, Any], path: Path) -> None:
-    """A one-line error for a value of the wrong type (an edited or foreign metrics.json)."""
-    def fail(key: str, value: Any, expected: str) -> None:
-        raise RunFormatError(f"{path}: '{key}' must be {expected}, got {type(value).__name__}; re-run "
-                             "'hseval evaluate'")
-
-    for dotted, kinds in _TYPES.items():
-        outer, _, inner = dotted.partition(".")
-        value = metrics.get(outer)
-        if inner:
-            value = value.get(inner) if isinstance(value, dict) else None
-        if value is not None and (not isinstance(value, kinds) or isinstance(value, bool)):
-            fail(dotted, value, " or ".join("an object" if k is dict else "a list" if k is list else k.__name__
-                                            for k in kinds))
-    for entry in metrics.get("history") or []:
-        if not isinstance(entry, dict):
-            fail("history[]", entry, "an object")
-    reliability = metrics.get("reliability") or {}
-    columns = list(reliability.values())
-    if any(not isinstance(c, list) or any(isinstance(v, (bool, str, list, dict)) for v in c) for c in columns) \
-            or len({len(c) for c in columns}) > 1:
-        fail("reliability", reliability, "lists of numbers of one length")
+def _is_evaluation(folder: Path) -> bool:
+    if ownership.kind_of(folder) == "evaluation":
+        return True
+    return (folder / eval_format.METRICS).exists() or any(folder.glob("*.csv"))
 
 
 def load_evaluation(root: str | Path, *, strict: bool = False) -> Evaluation:
@@ -162,10 +111,10 @@ def load_evaluation(root: str | Path, *, strict: bool = False) -> Evaluation:
         raise RunFormatError(f"{root}: no such evaluation folder; write one with 'hseval evaluate RUNS --out {root}'")
     evaluation = Evaluation(root=root)
     for folder in sorted(p for p in root.iterdir() if p.is_dir() and not p.name.startswith(".")):
-        if not (folder / "metrics.json").exists() and not any(folder.glob("*.csv")):
+        if not _is_evaluation(folder):
             continue  # not an evaluated run (e.g. a folder of plots)
         try:
-            evaluation.runs.append(_load_run(folder))
+            evaluation.runs.append(read_run(folder))
         except HsevalError as exc:
             if strict:
                 raise
@@ -180,11 +129,8 @@ def _num(value: Any) -> float:
 
 
 def _levels(values: Any) -> list[tuple[int, Any]]:
-    """(depth, value) pairs of a {"1": ..., "2": ...} record, in numeric order."""
-    if not isinstance(values, dict):
-        return []
-    return sorted(((int(k), v) for k, v in values.items() if re.fullmatch("[0-9]{1,4}", str(k))),
-                  key=lambda kv: kv[0])
+    """(depth, value) pairs of a checked {"1": ..., "2": ...} record, in numeric order."""
+    return sorted(((int(k), v) for k, v in (values or {}).items()), key=lambda kv: kv[0])
 
 
 def summary_table(runs: list[RunResult]) -> pd.DataFrame:
@@ -254,16 +200,30 @@ def grouped_summary(runs: list[RunResult]) -> pd.DataFrame:
     return out
 
 
-def level_table(runs: list[RunResult]) -> pd.DataFrame:
-    """The super-class accuracy report: one row per run, one column per level and way
-    ("from leaf": the leaf prediction's ancestor; "parent δ": the head's own super-class scores)."""
+def level_long(runs: list[RunResult]) -> pd.DataFrame:
+    """Accuracy per run, level and way, one row each (columns run, head, level, depth, way,
+    accuracy): the leaf, and per super-class depth "from leaf" and the head's own scores."""
     rows = []
     for r in runs:
-        m = r.metrics
-        row: dict[str, Any] = {"run": r.name, "head": r.head, "leaf": _num(m.get("top1"))}
-        for depth, value in _levels(m.get("superclass_acc")):
-            row[f"level {depth} (from leaf)"] = _num(value)
-        for depth, value in _levels(m.get("superclass_acc_from_levels")):
-            row[f"level {depth} (parent δ / level head)"] = _num(value)
-        rows.append(row)
-    return pd.DataFrame(rows)
+        rows.append({"run": r.name, "head": r.head, "level": "leaf", "depth": 0, "way": WAYS["leaf"],
+                     "accuracy": _num(r.metrics["top1"])})
+        for key in ("superclass_acc", "superclass_acc_from_levels"):
+            for depth, value in _levels(r.metrics.get(key)):
+                rows.append({"run": r.name, "head": r.head, "level": f"level {depth}", "depth": depth,
+                             "way": WAYS[key], "accuracy": _num(value)})
+    frame = pd.DataFrame(rows, columns=["run", "head", "level", "depth", "way", "accuracy"])
+    return frame.dropna(subset=["accuracy"]).reset_index(drop=True)
+
+
+def level_table(runs: list[RunResult]) -> pd.DataFrame:
+    """The super-class accuracy report: one row per run, one column per level and way
+    ("level 1 (from leaf)" ...), the wide form of :func:`level_long`."""
+    long = level_long(runs)
+    out = pd.DataFrame({"run": [r.name for r in runs], "head": [r.head for r in runs]})
+    columns = long[["depth", "way", "level"]].drop_duplicates()
+    columns = columns.assign(order=[list(WAYS.values()).index(w) for w in columns["way"]])
+    for depth, way, level, _ in columns.sort_values(["order", "depth"]).itertuples(index=False):
+        name = "leaf" if depth == 0 else f"{level} ({way})"
+        values = long[(long["depth"] == depth) & (long["way"] == way)].set_index("run")["accuracy"]
+        out[name] = out["run"].map(values).astype(float)
+    return out

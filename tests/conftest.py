@@ -125,3 +125,16 @@ def evaluated(tmp_path_factory, fashion_like) -> Path:
     assert main(["evaluate", str(runs), "--data-root", str(fashion_like), "--projections", "pca", "--quiet",
                  "--out", str(out)]) == 0
     return out
+
+
+def reseal(folder: Path) -> Path:
+    """Record the current checksums of an evaluated run's files in its marker, as a user who knows
+    the format would after editing one: reaches the checks behind the checksums."""
+    import hashlib
+
+    from hseval import eval_format, ownership
+
+    files = {name: hashlib.sha256((folder / name).read_bytes()).hexdigest()
+             for name in eval_format.FILES if (folder / name).is_file()}
+    ownership.update_marker(folder, files=files)
+    return folder

@@ -16,6 +16,7 @@ from hseval.cli import main
 from hseval.evaluation import EVAL_FILES, find_runs
 from hseval.hierarchy import Hierarchy
 from hseval.results import load_evaluation
+from tests.conftest import reseal
 
 
 def test_every_file_of_the_output_contract(evaluated):
@@ -150,7 +151,11 @@ def test_load_evaluation_sets_damaged_runs_aside(evaluated, tmp_path):
     (folder / "plain" / "metrics.json").write_text("[1,2")
     result = load_evaluation(folder)
     assert [r.name for r in result.runs] == ["multitask", "riemann"]
-    assert len(result.problems) == 1 and "plain/metrics.json, line 1" in result.problems[0]
+    assert result.problems == [f"{folder / 'plain' / 'metrics.json'}: was changed after 'hseval evaluate' wrote it "
+                               "(checksum mismatch); re-run 'hseval evaluate'"]
+    reseal(folder / "plain")
+    problems = load_evaluation(folder).problems
+    assert len(problems) == 1 and "plain/metrics.json, line 1: not valid JSON" in problems[0]
 
 
 def test_find_runs_globs_and_folders(evaluated):

@@ -9,7 +9,7 @@ from app import loading, tables
 from app.state import Context, context
 from app.views.common import PLOT, needs_runs, number, pick_run, shows_problems
 from hseval import charts
-from hseval.results import RunResult, level_table
+from hseval.results import RunResult, level_long, level_table
 
 
 def _levels(a: RunResult, b: RunResult) -> None:
@@ -21,7 +21,7 @@ def _levels(a: RunResult, b: RunResult) -> None:
         delta = number(row["delta"], signed=True)
         column.metric(row["metric"], number(row[a.name]), None if delta == "–" else delta,
                       help=f"{a.name}; the arrow shows {a.name} minus {b.name}")
-    st.plotly_chart(charts.accuracy_by_level(tables.levels_long(levels)), key="compare_levels", config=PLOT)
+    st.plotly_chart(charts.accuracy_by_level(level_long([a, b])), key="compare_levels", config=PLOT)
     st.dataframe(deltas, hide_index=True, key="compare_level_table")
 
 

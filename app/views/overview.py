@@ -9,7 +9,7 @@ from app import tables
 from app.state import Context, context
 from app.views.common import PLOT, needs_runs
 from hseval import charts
-from hseval.results import level_table, summary_table
+from hseval.results import level_long, level_table, summary_table
 
 
 def _number_formats(frame: pd.DataFrame) -> dict:
@@ -32,7 +32,7 @@ def render(ctx: Context) -> None:
     st.subheader("Accuracy per level")
     st.caption("Super-class accuracy two ways: 'from leaf' maps the predicted class to its ancestor; "
                "'parent δ / level head' uses the head's own super-class scores.")
-    st.plotly_chart(charts.accuracy_by_level(tables.levels_long(levels)), key="overview_levels", config=PLOT)
+    st.plotly_chart(charts.accuracy_by_level(level_long(ctx.runs)), key="overview_levels", config=PLOT)
     st.dataframe(levels, hide_index=True, column_config=_number_formats(levels), key="overview_level_table")
     history = tables.history({r.name: r.history for r in ctx.runs})
     if not history.empty:

@@ -31,11 +31,12 @@ def _table(rows: list[dict], levels: list[str]) -> str:
 
 
 def cmd_demo(args: argparse.Namespace) -> int:
-    import json
-
+    from hseval.checkpoint import META_FILE, STATE_FILE, verify_run
+    from hseval.errors import HsevalError
     from hseval.evaluation import evaluate_runs
     from hseval.heads import list_heads
     from hseval.report import write_report
+    from hseval.results import read_run
     from train.config import load_config
     from train.engine import comparable_config, load_data, train
 
@@ -54,11 +55,15 @@ def cmd_demo(args: argparse.Namespace) -> int:
     seconds = {}
     for k, (head, config) in enumerate(configs, start=1):
         run = runs / head
-        finished = (run / "run.json").is_file()
+        finished = (run / META_FILE).is_file()
         if finished and not args.force:
-            meta = json.loads((run / "run.json").read_text())
+            try:
+                meta = verify_run(run).meta
+            except HsevalError as exc:
+                meta = {}
+                print(f"[{k}/{len(configs)}] {head}: cannot reuse {run} ({exc}); training it again")
             saved = meta.get("training") or {}
-            same = comparable_config(saved) == comparable_config(config.to_dict()) and \
+            same = bool(saved) and comparable_config(saved) == comparable_config(config.to_dict()) and \
                 saved.get("optim", {}).get("epochs") == config.optim.epochs
             if same:
                 print(f"[{k}/{len(configs)}] {head}: already trained, reusing {run}")
@@ -66,7 +71,7 @@ def cmd_demo(args: argparse.Namespace) -> int:
                 continue
         print(f"[{k}/{len(configs)}] training {head}")
         t0 = time.perf_counter()
-        resume = (run / "train_state.pt").is_file() and not finished and not args.force
+        resume = (run / STATE_FILE).is_file() and not finished and not args.force
         train(config, run, resume=resume, force=args.force or finished, data=data)
         seconds[head] = time.perf_counter() - t0
     print("evaluating")
@@ -79,11 +84,12 @@ def cmd_demo(args: argparse.Namespace) -> int:
             print(f"report: {path}")
     rows, levels = [], []
     for entry in entries:
-        metrics = json.loads((eval_dir / entry["run"] / "metrics.json").read_text())
-        levels = sorted(metrics.get("superclass_acc", {}), key=int)
+        metrics = read_run(eval_dir / entry["run"]).metrics
+        levels = sorted(metrics.get("superclass_acc") or {}, key=int)
         rows.append({"head": entry["head"], "top1": metrics["top1"],
-                     "leaf": {d: f"{v:.4f}" for d, v in metrics.get("superclass_acc", {}).items()},
-                     "own": {d: f"{v:.4f}" for d, v in metrics.get("superclass_acc_from_levels", {}).items()},
+                     "leaf": {d: f"{v:.4f}" for d, v in (metrics.get("superclass_acc") or {}).items() if v is not None},
+                     "own": {d: f"{v:.4f}" for d, v in (metrics.get("superclass_acc_from_levels") or {}).items()
+                             if v is not None},
                      "seconds": seconds.get(entry["head"], 0.0)})
     print()
     print(_table(rows, levels))

@@ -16,6 +16,7 @@ import hashlib
 import io
 import json
 import pickle
+import re
 import shutil
 import zipfile
 from pathlib import Path
@@ -26,6 +27,7 @@ import torch
 
 from hseval.errors import DataError, RunFormatError
 from tests.bad_inputs.builders import MARKER_NAME, Planted, PlantedSystem, planted_pickle, sealed
+from tests.conftest import reseal
 
 ROOT = Path(__file__).parents[2]
 PACKAGES = ("hseval", "train", "app")
@@ -206,11 +208,14 @@ def test_evaluation_files_replaced_by_pickles_are_refused(good, tmp_path, marker
         data = buffer.getvalue()
     for name in ("predictions.npz", "embeddings.npz"):
         (folder / "run" / name).write_bytes(data)
-    (run,) = load_evaluation(folder).runs
-    with pytest.raises(RunFormatError, match=r"predictions.npz: not a readable predictions file"):
-        run.predictions()
-    assert main(["report", str(folder)]) == 0  # the report leaves the confusion matrix out
-    capsys.readouterr()
+    reseal(folder / "run")  # past the checksums, to the loader itself
+    evaluation = load_evaluation(folder)
+    assert not evaluation.runs and len(evaluation.problems) == 1
+    assert re.search(r"run/predictions.npz: (not a readable .npz archive|'targets' must be a 1-d array of integers)",
+                     evaluation.problems[0]), evaluation.problems
+    assert main(["report", str(folder)]) == 2
+    assert "no readable evaluated run" in capsys.readouterr().err
+    assert not marker.exists()
 
 
 def test_the_dashboard_with_planted_pickles_shows_an_error(good, tmp_path, marker, monkeypatch):
