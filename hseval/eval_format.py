@@ -92,48 +92,52 @@ def _where(path: Path, line: int | None, column: str | None) -> str:
     return f"{path}" + (f", line {line}" if line is not None else "") + (f", column '{column}'" if column else "")
 
 
-def _parse_column(series: pd.Series, col: Column, path: Path) -> pd.Series:
-    """The strings of one CSV column as typed values, or a one-line error at the first bad cell."""
-    empty = series == ""
+_CONVERT: dict[type, Callable[[str], Any]] = {int: int, float: float, bool: {"True": True, "False": False}.__getitem__}
+_EXPECTED = {int: "an integer", float: "a finite number", str: "a name", bool: "True or False"}
 
-    def fail(mask: np.ndarray | pd.Series, expected: str) -> None:
-        row = int(np.flatnonzero(np.asarray(mask))[0])
-        value = series.iloc[row]
-        got = "an empty cell" if value == "" else repr(value[:40])
+
+def _parse_column(cells: np.ndarray, col: Column, path: Path) -> np.ndarray:
+    """The strings of one CSV column (an object array) as typed values (empty cells NaN where
+    allowed), or a one-line error at the first bad cell."""
+    empty = cells == ""
+
+    def fail(mask: np.ndarray, expected: str) -> None:
+        row = int(np.flatnonzero(mask)[0])
+        got = "an empty cell" if cells[row] == "" else repr(cells[row][:40])
         raise RunFormatError(f"{_where(path, row + 2, col.name)}: expected {expected}, got {got}; {RERUN}")
 
     if empty.any() and not col.nullable:
-        fail(empty, {int: "an integer", float: "a number", str: "a name", bool: "True or False"}[col.kind])
-    if col.kind is int:
-        bad = ~empty & ~series.str.fullmatch(r"-?[0-9]{1,15}")
-        if bad.any():
-            fail(bad, "an integer")
-        values = pd.to_numeric(series.where(~empty), errors="coerce")
-        values = values.astype("int64") if not empty.any() else values
-    elif col.kind is float:
-        values = pd.to_numeric(series.where(~empty), errors="coerce")
-        bad = ~empty & ~np.isfinite(values.to_numpy(dtype=float, na_value=np.nan))
-        if bad.any():
-            fail(bad, "a finite number")
-    elif col.kind is bool:
-        bad = ~empty & ~series.isin(["True", "False"])
-        if bad.any():
-            fail(bad, "True or False")
-        values = series.map({"True": True, "False": False, "": np.nan})
-        values = values.astype(bool) if not empty.any() else values
-    else:
-        if col.choices is not None:
-            bad = ~empty & ~series.isin(col.choices)
-            if bad.any():
-                fail(bad, " or ".join(col.choices))
-        return series.where(~empty, np.nan)
-    numbers = values.to_numpy(dtype=float, na_value=np.nan)
+        fail(empty, _EXPECTED[col.kind])
+    if col.kind is str:
+        if col.choices is not None and (bad := ~empty & ~np.isin(cells, col.choices)).any():
+            fail(bad, " or ".join(col.choices))
+        return np.where(empty, np.nan, cells).astype(object)
+    convert = _CONVERT[col.kind]
+    values = np.empty(len(cells), dtype=object)
+    values[empty] = np.nan
+    filled = np.flatnonzero(~empty)
+    try:
+        values[filled] = [convert(c) for c in cells[filled]]
+    except (ValueError, KeyError, OverflowError):
+        bad = np.zeros(len(cells), dtype=bool)
+        for k in filled:
+            try:
+                convert(cells[k])
+            except (ValueError, KeyError, OverflowError):
+                bad[k] = True
+        fail(bad, _EXPECTED[col.kind])
+    if col.kind is bool:
+        return values if empty.any() else values.astype(bool)
+    numbers = values.astype(float)
+    if col.kind is int and (bad := ~empty & (np.abs(numbers) > 2**53)).any():
+        fail(bad, "an integer of at most 15 digits")
+    if (bad := ~empty & ~np.isfinite(numbers)).any():
+        fail(bad, _EXPECTED[col.kind])
     low = -np.inf if col.low is None else col.low
     high = np.inf if col.high is None else col.high
-    outside = (numbers < low) | (numbers > high)
-    if outside.any():
+    if (outside := (numbers < low) | (numbers > high)).any():
         fail(outside, f"a value in [{low:g}, {high:g}]")
-    return values
+    return numbers.astype(np.int64) if col.kind is int and not empty.any() else numbers
 
 
 def read_table(path: Path, data: bytes, spec: Table, tree: Hierarchy) -> pd.DataFrame:
@@ -165,15 +169,10 @@ def read_table(path: Path, data: bytes, spec: Table, tree: Hierarchy) -> pd.Data
     unknown = [h for h in header if h not in names and not (spec.extra and re.fullmatch(spec.extra, h))]
     if unknown:
         raise RunFormatError(f"{path}, line 1: unknown column '{unknown[0]}'; {RERUN}")
-    raw = pd.DataFrame(rows, columns=header, dtype=object) if rows else pd.DataFrame(columns=header, dtype=object)
-    raw = raw.astype(str)
-    frame = pd.DataFrame(index=raw.index)
-    for col in spec.columns:
-        frame[col.name] = _parse_column(raw[col.name], col, path)
-    for name in header:
-        if name not in names:
-            frame[name] = _parse_column(raw[name], Column(name, str, nullable=True), path)
-    frame = frame[[h for h in header]]
+    cells = np.array(rows, dtype=object).reshape(len(rows), len(header))
+    kinds = {c.name: c for c in spec.columns}
+    frame = pd.DataFrame({name: _parse_column(cells[:, k], kinds.get(name) or Column(name, str, nullable=True), path)
+                          for k, name in enumerate(header)})
     if spec.key:
         dup = frame.duplicated(list(spec.key)).to_numpy()
         if dup.any():

@@ -91,6 +91,7 @@ def read_run(folder: Path) -> RunResult:
     metrics, tree = fmt.read_metrics(folder / fmt.METRICS, data(fmt.METRICS))
     tables = {name: fmt.read_table(folder / name, data(name), spec, tree) for name, spec in fmt.TABLES.items()}
     arrays = fmt.read_arrays(folder / fmt.PREDICTIONS, data(fmt.PREDICTIONS), tree, metrics["samples"])
+    fmt.read_arrays(folder / fmt.EMBEDDINGS, data(fmt.EMBEDDINGS), tree, metrics["samples"])  # checked, read on demand
     if recorded is None:
         fmt.warn_unverified(folder)
     return RunResult(name=folder.name, path=folder, metrics=metrics, hierarchy=tree, per_node=tables[fmt.PER_NODE],

@@ -1,0 +1,178 @@
+"""Mutations of real files, one at a time, for the fuzzer (``test_mutations.py``).
+
+Each mutation takes a file's bytes and returns damaged bytes (or None to delete the file). They
+are the damage a careless or hostile user does: a column dropped or renamed, a cell of the wrong
+type, a row duplicated or removed, two names swapped, a JSON value edited or removed, a file cut
+short, an array of another type or shape. :func:`mutations_of` draws them from a seeded RNG, so a
+failure names a reproducible mutation.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+from collections.abc import Callable
+from dataclasses import dataclass
+
+import numpy as np
+
+
+@dataclass(frozen=True)
+class Mutation:
+    file: str
+    what: str
+    apply: Callable[[bytes], bytes | None]
+
+    @property
+    def id(self) -> str:
+        return f"{self.file}: {self.what}"
+
+
+# ------------------------------------------------------------------ CSV
+def _rows(data: bytes) -> list[list[str]]:
+    return list(csv.reader(io.StringIO(data.decode("utf-8"), newline="")))
+
+
+def _csv(rows: list[list[str]]) -> bytes:
+    buffer = io.StringIO()
+    csv.writer(buffer, lineterminator="\n").writerows(rows)
+    return buffer.getvalue().encode("utf-8")
+
+
+def _csv_mutations(name: str, data: bytes, rng: np.random.Generator) -> list[Mutation]:
+    rows = _rows(data)
+    header, body = rows[0], rows[1:]
+    col = int(rng.integers(len(header)))
+    out = [
+        Mutation(name, f"column {header[col]!r} dropped",
+                 lambda d, c=col: _csv([[v for k, v in enumerate(r) if k != c] for r in _rows(d)])),
+        Mutation(name, f"column {header[col]!r} renamed",
+                 lambda d, c=col: _csv([[*r[:c], r[c] + "_x", *r[c + 1:]] if i == 0 else r
+                                        for i, r in enumerate(_rows(d))])),
+        Mutation(name, "cut in the middle", lambda d: d[: len(d) // 2]),
+        Mutation(name, "emptied", lambda d: b""),
+        Mutation(name, "deleted", lambda d: None),
+        Mutation(name, "header only", lambda d: _csv(_rows(d)[:1])),
+    ]
+    if body:
+        row, other = int(rng.integers(len(body))) + 1, int(rng.integers(len(body))) + 1
+        for value, label in (("x", "text"), ("", "empty"), ("1e400", "a huge number"), ("-7", "a negative number"),
+                             ("True", "a boolean")):
+            out.append(Mutation(name, f"line {row + 1}, column {header[col]!r} set to {label}",
+                                lambda d, r=row, c=col, v=value: _csv([[*x[:c], v, *x[c + 1:]] if i == r else x
+                                                                      for i, x in enumerate(_rows(d))])))
+        out += [
+            Mutation(name, f"line {row + 1} duplicated",
+                     lambda d, r=row: _csv((lambda x: x[: r + 1] + [x[r]] + x[r + 1:])(_rows(d)))),
+            Mutation(name, f"line {row + 1} removed", lambda d, r=row: _csv([x for i, x in enumerate(_rows(d))
+                                                                             if i != r])),
+            Mutation(name, f"column {header[col]!r} swapped between lines {row + 1} and {other + 1}",
+                     lambda d, r=row, o=other, c=col: _csv(_swap_cells(_rows(d), r, o, c))),
+            Mutation(name, f"line {row + 1} cut short", lambda d, r=row: _csv([x[:-1] if i == r else x
+                                                                               for i, x in enumerate(_rows(d))])),
+        ]
+    return out
+
+
+def _swap_cells(rows: list[list[str]], a: int, b: int, col: int) -> list[list[str]]:
+    rows[a][col], rows[b][col] = rows[b][col], rows[a][col]
+    return rows
+
+
+# ------------------------------------------------------------------ JSON
+def _paths(value, prefix=()) -> list[tuple]:
+    """Paths to every scalar of a JSON document (dict keys and list indices)."""
+    out = []
+    if isinstance(value, dict):
+        for k, v in value.items():
+            out += _paths(v, (*prefix, k))
+    elif isinstance(value, list):
+        for k, v in enumerate(value[:50]):
+            out += _paths(v, (*prefix, k))
+    else:
+        out.append(prefix)
+    return out
+
+
+def _edit(data: bytes, path: tuple, change: Callable) -> bytes:
+    doc = json.loads(data)
+    target = doc
+    for key in path[:-1]:
+        target = target[key]
+    result = change(target[path[-1]])
+    if result is _DELETE:
+        del target[path[-1]]
+    else:
+        target[path[-1]] = result
+    return json.dumps(doc, indent=1).encode("utf-8")
+
+
+_DELETE = object()
+
+
+def _other_number(value):
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        return 0.5
+    return value + 1 if isinstance(value, int) else value * 0.9 + 0.01
+
+
+def _json_mutations(name: str, data: bytes, rng: np.random.Generator, count: int) -> list[Mutation]:
+    doc = json.loads(data)
+    paths = _paths(doc)
+    out = [Mutation(name, "cut in the middle", lambda d: d[: len(d) // 2]),
+           Mutation(name, "a list instead of an object", lambda d: b"[1, 2]")]
+    names = doc.get("hierarchy", {}).get("names") if isinstance(doc.get("hierarchy"), dict) else None
+    if names and len(names) > 1:
+        out.append(Mutation(name, "two class names swapped in the tree",
+                            lambda d: _edit(d, ("hierarchy", "names"), lambda n: [n[1], n[0], *n[2:]])))
+    for k in rng.choice(len(paths), size=min(count, len(paths)), replace=False):
+        path = paths[int(k)]
+        shown = ".".join(map(str, path))
+        kind = int(rng.integers(4))
+        if kind == 0:
+            out.append(Mutation(name, f"'{shown}' changed", lambda d, p=path: _edit(d, p, _other_number)))
+        elif kind == 1:
+            out.append(Mutation(name, f"'{shown}' made a string", lambda d, p=path: _edit(d, p, lambda v: "oops")))
+        elif kind == 2:
+            out.append(Mutation(name, f"'{shown}' removed", lambda d, p=path: _edit(d, p, lambda v: _DELETE)))
+        else:
+            out.append(Mutation(name, f"'{shown}' made null", lambda d, p=path: _edit(d, p, lambda v: None)))
+    return out
+
+
+# ------------------------------------------------------------------ .npz
+def _npz(data: bytes, change: Callable[[dict], None]) -> bytes:
+    with np.load(io.BytesIO(data)) as archive:
+        arrays = {k: archive[k] for k in archive.files}
+    change(arrays)
+    buffer = io.BytesIO()
+    np.savez(buffer, **arrays)
+    return buffer.getvalue()
+
+
+def _npz_mutations(name: str, data: bytes, rng: np.random.Generator) -> list[Mutation]:
+    with np.load(io.BytesIO(data)) as archive:
+        members = list(archive.files)
+    member = members[int(rng.integers(len(members)))]
+    return [
+        Mutation(name, "cut in the middle", lambda d: d[: len(d) // 2]),
+        Mutation(name, f"'{member}' removed", lambda d, m=member: _npz(d, lambda a: a.pop(m))),
+        Mutation(name, f"'{member}' as float", lambda d, m=member: _npz(d, lambda a: a.update({m: a[m] * 1.5}))),
+        Mutation(name, f"'{member}' one row shorter", lambda d, m=member: _npz(d, lambda a: a.update({m: a[m][:-1]}))),
+        Mutation(name, f"'{member}' negated", lambda d, m=member: _npz(d, lambda a: a.update({m: -a[m] - 1}))),
+    ]
+
+
+def mutations_of(name: str, data: bytes, rng: np.random.Generator, *, json_edits: int = 8) -> list[Mutation]:
+    """The mutations of a file called ``name`` holding ``data``."""
+    if name.endswith(".csv"):
+        return _csv_mutations(name, data, rng)
+    if name.endswith(".json"):
+        return _json_mutations(name, data, rng, json_edits)
+    if name.endswith(".npz"):
+        return _npz_mutations(name, data, rng)
+    flip = int(rng.integers(len(data)))
+    return [Mutation(name, "cut in the middle", lambda d: d[: len(d) // 2]),
+            Mutation(name, f"byte {flip} changed", lambda d, k=flip: d[:k] + bytes([d[k] ^ 0x5A]) + d[k + 1:]),
+            Mutation(name, "deleted", lambda d: None)]
