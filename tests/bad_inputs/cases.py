@@ -482,6 +482,77 @@ cli("evaluate-out-is-a-file", "`evaluate --out` naming a file (used to crash aft
                        *evaluate(good.run, tmp, good)[4:]])
 
 
+# ---------------------------------------------------------------------- checked before any work
+cli("device-missing", "`evaluate --device cuda:99` (used to fail after loading, or not at all)",
+    "--device=cuda:99 but this machine has …",
+    lambda tmp, good: [*evaluate(good.run, tmp, good), "--device", "cuda:99"])
+cli("device-not-a-device", "`evaluate --device gpu`", "--device='gpu' is not a device; use auto, cpu, cuda or cuda:N",
+    lambda tmp, good: [*evaluate(good.run, tmp, good), "--device", "gpu"])
+cli("train-device-missing", "`train --set engine.device=cuda:99`", "engine.device=cuda:99 but this machine has …",
+    lambda tmp, good: fashion_train(tmp, good, "--set", "engine.device=cuda:99"))
+cli("seeds-twice", "`train-all --seeds 0,0` (used to refuse after training the first run)", "two runs would be "
+    "written to 'plain-seed0'; a head, seed or sweep value is listed twice",
+    lambda tmp, good: ["train-all", "--heads", "plain", "--seeds", "0,0", "--data-root", str(good.fashion), "--out",
+                       str(tmp / "runs")])
+cli("head-option-not-a-number", "`--set model.head_options.radius=big` (used to fail when the model was built)",
+    "head 'riemann': option 'radius' must be a number, got 'big' (e.g. --set model.head_options.radius=...)",
+    lambda tmp, good: fashion_train(tmp, good, "--head", "riemann", "--set", "model.head_options.radius=big"))
+cli("subset-below-classes", "`--set data.train_subset=5` with 10 classes (used to crash in scikit-learn)",
+    "data.train_subset=5 is smaller than the 10 classes; a stratified subset needs at least one image per class: use "
+    "data.train_subset >= 10", lambda tmp, good: fashion_train(tmp, good, "--set", "data.train_subset=5"))
+cli("subset-all-but-five", "`--set data.train_subset=595` of 600 images (used to crash in scikit-learn)",
+    "data.train_subset=595 leaves out fewer images than there are classes (10), which a stratified split cannot do: "
+    "use at most 590, or leave data.train_subset unset to train on all 600",
+    lambda tmp, good: fashion_train(tmp, good, "--set", "data.train_subset=595"))
+cli("zero-steps", "`--set data.batch_size=1000` on 600 images (used to train no step and exit 0)",
+    "data.batch_size=1000 but there are only 600 training images: an epoch would train no step (the last "
+    "incomplete batch is dropped); lower data.batch_size to at most 600",
+    lambda tmp, good: fashion_train(tmp, good, "--set", "data.batch_size=1000"))
+
+
+@case("paper-recipe-on-tiny-images", "cli", "`--recipe paper` (batch 64) on 4 images (used to train no step, exit 0, "
+      "every head at chance)", "data.batch_size=64 but there are only 4 training images: an epoch would train no step "
+      "(the last incomplete batch is dropped); lower data.batch_size to at most 4")
+def _(tmp, good):
+    root, tree = image_folder(tmp)
+    return ["train", "--dataset", "image-folder", "--data-root", str(root), "--hierarchy", str(tree), "--backbone",
+            "small-cnn", "--recipe", "paper", "--quiet", "--out", str(tmp / "r")]
+
+
+cli("out-not-writable", "`evaluate --out` where nothing can be written (used to fail after the whole evaluation)",
+    "cannot write /proc/hseval-out: …; choose another --out",
+    lambda tmp, good: [*evaluate(good.run, tmp, good)[:3], "/proc/hseval-out", *evaluate(good.run, tmp, good)[4:]])
+
+
+# ---------------------------------------------------------------------- folders hseval did not write
+@case("evaluate-into-the-runs", "ownership", "`evaluate RUNS --out RUNS` (used to delete every trained run, exit 0)",
+      "runs: is not empty and was not written by hseval as an evaluation folder (one sub-folder per evaluated run) (it "
+      "holds 'run'); choose a new or empty --out")
+def _(tmp, good):
+    import shutil
+
+    runs = tmp / "runs"
+    shutil.copytree(good.run, runs / "run")
+    return ["evaluate", str(runs), "--out", str(runs), "--data-root", str(good.fashion), "--quiet"]
+
+
+@case("train-force-over-user-files", "ownership", "`train --force --out` a folder of the user's files",
+      "mine: is not empty and was not written by hseval as a training run (it holds 'thesis.tex'); choose a new or "
+      "empty --out")
+def _(tmp, good):
+    write(tmp / "mine" / "thesis.tex", "years of work")
+    return [*fashion_train(tmp, good, "--force")[:-3], "--out", str(tmp / "mine"), "--force"]
+
+
+@case("train-into-an-evaluation", "ownership", "`train --force --out` an evaluated run's folder",
+      "run: holds the evaluation of one run, not a training run; choose another --out")
+def _(tmp, good):
+    import shutil
+
+    evaluation = Path(shutil.copytree(good.evaluation, tmp / "eval"))
+    return [*fashion_train(tmp, good, "--force")[:-3], "--out", str(evaluation / "run"), "--force"]
+
+
 @case("convert-out-below-a-file", "cli", "`hierarchy convert` into a path below a file",
       "cannot write …/afile/out.txt.names.tsv: File exists; choose a writable folder")
 def _(tmp, good):
@@ -526,6 +597,68 @@ def _(tmp, good):
 @case("report-garbage", "dashboard", "`hseval report` on a folder of garbage", "garbage: no readable evaluated run (…)")
 def _(tmp, good):
     return ["report", str(garbage_folder(tmp))]
+
+
+def _only_run_damaged(tmp: Path, good: Good, damage: Callable[[Path], object], *, sealed: bool) -> Path:
+    import shutil
+
+    from tests.conftest import reseal as reseal_evaluation
+
+    evaluation = Path(shutil.copytree(good.evaluation, tmp / "eval"))
+    damage(evaluation / "run")
+    if sealed:
+        reseal_evaluation(evaluation / "run")
+    return evaluation
+
+
+@case("report-edited-metrics", "dashboard", "`hseval report` after top1 was edited in metrics.json (used to report "
+      "the edited number)", "eval: no readable evaluated run (…/eval/run/metrics.json: was changed after 'hseval "
+      "evaluate' wrote it (checksum mismatch); re-run 'hseval evaluate')")
+def _(tmp, good):
+    def edit(run: Path) -> None:
+        metrics = json.loads((run / "metrics.json").read_text())
+        metrics["top1"] = 0.74
+        (run / "metrics.json").write_text(json.dumps(metrics))
+
+    return ["report", str(_only_run_damaged(tmp, good, edit, sealed=False))]
+
+
+@case("report-column-missing", "dashboard", "`hseval report` with geometry.csv lacking `depth`, checksums updated "
+      "(used to crash)", "eval: no readable evaluated run (…/eval/run/geometry.csv, line 1: no column 'depth'; re-run "
+      "'hseval evaluate')")
+def _(tmp, good):
+    def drop(run: Path) -> None:
+        lines = (run / "geometry.csv").read_text().splitlines()
+        header = lines[0].split(",")
+        k = header.index("depth")
+        (run / "geometry.csv").write_text("\n".join(",".join(c for i, c in enumerate(line.split(",")) if i != k)
+                                                    for line in lines) + "\n")
+
+    return ["report", str(_only_run_damaged(tmp, good, drop, sealed=True))]
+
+
+@case("report-duplicated-row", "dashboard", "`hseval report` with a row of per_node.csv twice, checksums updated "
+      "(used to crash)", "eval: no readable evaluated run (…/eval/run/per_node.csv, line 3, column 'node': a row for "
+      "the same node appears twice; re-run 'hseval evaluate')")
+def _(tmp, good):
+    def duplicate(run: Path) -> None:
+        lines = (run / "per_node.csv").read_text().splitlines()
+        (run / "per_node.csv").write_text("\n".join([lines[0], lines[1], lines[1], *lines[2:]]) + "\n")
+
+    return ["report", str(_only_run_damaged(tmp, good, duplicate, sealed=True))]
+
+
+@case("report-wrong-type", "dashboard", "`hseval report` with a text depth in per_node.csv, checksums updated",
+      "eval: no readable evaluated run (…/eval/run/per_node.csv, line 2, column 'depth': expected an integer, got "
+      "'two'; re-run 'hseval evaluate')")
+def _(tmp, good):
+    def retype(run: Path) -> None:
+        lines = (run / "per_node.csv").read_text().splitlines()
+        cells = lines[1].split(",")
+        cells[2] = "two"
+        (run / "per_node.csv").write_text("\n".join([lines[0], ",".join(cells), *lines[2:]]) + "\n")
+
+    return ["report", str(_only_run_damaged(tmp, good, retype, sealed=True))]
 
 
 @case("report-out-below-a-file", "dashboard", "`hseval report --out afile/report.html` (used to write the tables, then "
