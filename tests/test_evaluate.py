@@ -162,3 +162,28 @@ def test_find_runs_globs_and_folders(evaluated):
     root = json.loads((evaluated / "plain" / "metrics.json").read_text())["run_path"].rsplit("/", 1)[0]
     assert [p.name for p in find_runs([root])] == ["multitask", "plain", "riemann"]
     assert [p.name for p in find_runs([root + "/p*"])] == ["plain"]
+
+
+def test_a_run_is_self_contained(tmp_path, monkeypatch, capsys):
+    """Trained with relative --data-root and --hierarchy, the run is evaluated from another folder
+    after the tree file is gone: the run carries its tree and an absolute data root."""
+    from tests.bad_inputs.builders import image_folder
+
+    work = tmp_path / "work"
+    work.mkdir()
+    image_folder(work, classes=("a", "b"), per_class=4)
+    monkeypatch.chdir(work)
+    assert main(["train", "--dataset", "image-folder", "--data-root", "images", "--hierarchy", "tree.txt",
+                 "--backbone", "small-cnn", "--quiet", "--set", "optim.epochs=1", "--set", "data.batch_size=4",
+                 "--set", "data.workers=0", "--out", "run"]) == 0
+    meta = json.loads((work / "run" / "run.json").read_text())
+    assert meta["dataset"]["root"] == str((work / "images").resolve())
+    (work / "tree.txt").unlink()
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    monkeypatch.chdir(elsewhere)
+    assert main(["evaluate", str(work / "run"), "--out", "eval", "--projections", "none", "--quiet"]) == 0
+    assert json.loads((elsewhere / "eval" / "run" / "metrics.json").read_text())["samples"] == 8
+    # every file of the run and of the evaluation gets the same permissions (the user's umask)
+    modes = {p.stat().st_mode & 0o777 for folder in (work / "run", elsewhere / "eval" / "run") for p in folder.iterdir()}
+    assert len(modes) == 1, modes
