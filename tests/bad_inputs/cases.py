@@ -623,42 +623,31 @@ def _(tmp, good):
     return ["report", str(_only_run_damaged(tmp, good, edit, sealed=False))]
 
 
-@case("report-column-missing", "dashboard", "`hseval report` with geometry.csv lacking `depth`, checksums updated "
-      "(used to crash)", "eval: no readable evaluated run (…/eval/run/geometry.csv, line 1: no column 'depth'; re-run "
-      "'hseval evaluate')")
-def _(tmp, good):
-    def drop(run: Path) -> None:
-        lines = (run / "geometry.csv").read_text().splitlines()
-        header = lines[0].split(",")
-        k = header.index("depth")
-        (run / "geometry.csv").write_text("\n".join(",".join(c for i, c in enumerate(line.split(",")) if i != k)
-                                                    for line in lines) + "\n")
+def _csv_damage(name: str, edit: Callable[[list[list[str]]], list[list[str]]]) -> Callable[[Path], None]:
+    """A damage that edits the rows (header first) of one of the run's CSV files."""
+    from tests.bad_inputs.mutations import csv_bytes, csv_rows
 
-    return ["report", str(_only_run_damaged(tmp, good, drop, sealed=True))]
+    def damage(run: Path) -> None:
+        (run / name).write_bytes(csv_bytes(edit(csv_rows((run / name).read_bytes()))))
+
+    return damage
 
 
-@case("report-duplicated-row", "dashboard", "`hseval report` with a row of per_node.csv twice, checksums updated "
-      "(used to crash)", "eval: no readable evaluated run (…/eval/run/per_node.csv, line 3, column 'node': a row for "
-      "the same node appears twice; re-run 'hseval evaluate')")
-def _(tmp, good):
-    def duplicate(run: Path) -> None:
-        lines = (run / "per_node.csv").read_text().splitlines()
-        (run / "per_node.csv").write_text("\n".join([lines[0], lines[1], lines[1], *lines[2:]]) + "\n")
-
-    return ["report", str(_only_run_damaged(tmp, good, duplicate, sealed=True))]
+def _report_case(id: str, input: str, expect: str, name: str, edit) -> None:
+    expected = f"eval: no readable evaluated run (…/eval/run/{expect}; re-run 'hseval evaluate')"
+    case(id, "dashboard", input, expected)(
+        lambda tmp, good: ["report", str(_only_run_damaged(tmp, good, _csv_damage(name, edit), sealed=True))])
 
 
-@case("report-wrong-type", "dashboard", "`hseval report` with a text depth in per_node.csv, checksums updated",
-      "eval: no readable evaluated run (…/eval/run/per_node.csv, line 2, column 'depth': expected an integer, got "
-      "'two'; re-run 'hseval evaluate')")
-def _(tmp, good):
-    def retype(run: Path) -> None:
-        lines = (run / "per_node.csv").read_text().splitlines()
-        cells = lines[1].split(",")
-        cells[2] = "two"
-        (run / "per_node.csv").write_text("\n".join([lines[0], ",".join(cells), *lines[2:]]) + "\n")
-
-    return ["report", str(_only_run_damaged(tmp, good, retype, sealed=True))]
+_report_case("report-column-missing", "`hseval report` with geometry.csv lacking `depth`, checksums updated (used to "
+             "crash)", "geometry.csv, line 1: no column 'depth'", "geometry.csv",
+             lambda rows: [[c for c, h in zip(r, rows[0]) if h != "depth"] for r in rows])
+_report_case("report-duplicated-row", "`hseval report` with a row of per_node.csv twice, checksums updated (used to "
+             "crash)", "per_node.csv, line 3, column 'node': a row for the same node appears twice", "per_node.csv",
+             lambda rows: [rows[0], rows[1], *rows[1:]])
+_report_case("report-wrong-type", "`hseval report` with a text depth in per_node.csv, checksums updated",
+             "per_node.csv, line 2, column 'depth': expected an integer, got 'two'", "per_node.csv",
+             lambda rows: [rows[0], [*rows[1][:2], "two", *rows[1][3:]], *rows[2:]])
 
 
 @case("report-out-below-a-file", "dashboard", "`hseval report --out afile/report.html` (used to write the tables, then "

@@ -30,47 +30,47 @@ class Mutation:
 
 
 # ------------------------------------------------------------------ CSV
-def _rows(data: bytes) -> list[list[str]]:
+def csv_rows(data: bytes) -> list[list[str]]:
     return list(csv.reader(io.StringIO(data.decode("utf-8"), newline="")))
 
 
-def _csv(rows: list[list[str]]) -> bytes:
+def csv_bytes(rows: list[list[str]]) -> bytes:
     buffer = io.StringIO()
     csv.writer(buffer, lineterminator="\n").writerows(rows)
     return buffer.getvalue().encode("utf-8")
 
 
 def _csv_mutations(name: str, data: bytes, rng: np.random.Generator) -> list[Mutation]:
-    rows = _rows(data)
+    rows = csv_rows(data)
     header, body = rows[0], rows[1:]
     col = int(rng.integers(len(header)))
     out = [
         Mutation(name, f"column {header[col]!r} dropped",
-                 lambda d, c=col: _csv([[v for k, v in enumerate(r) if k != c] for r in _rows(d)])),
+                 lambda d, c=col: csv_bytes([[v for k, v in enumerate(r) if k != c] for r in csv_rows(d)])),
         Mutation(name, f"column {header[col]!r} renamed",
-                 lambda d, c=col: _csv([[*r[:c], r[c] + "_x", *r[c + 1:]] if i == 0 else r
-                                        for i, r in enumerate(_rows(d))])),
+                 lambda d, c=col: csv_bytes([[*r[:c], r[c] + "_x", *r[c + 1:]] if i == 0 else r
+                                        for i, r in enumerate(csv_rows(d))])),
         Mutation(name, "cut in the middle", lambda d: d[: len(d) // 2]),
         Mutation(name, "emptied", lambda d: b""),
         Mutation(name, "deleted", lambda d: None),
-        Mutation(name, "header only", lambda d: _csv(_rows(d)[:1])),
+        Mutation(name, "header only", lambda d: csv_bytes(csv_rows(d)[:1])),
     ]
     if body:
         row, other = int(rng.integers(len(body))) + 1, int(rng.integers(len(body))) + 1
         for value, label in (("x", "text"), ("", "empty"), ("1e400", "a huge number"), ("-7", "a negative number"),
                              ("True", "a boolean")):
             out.append(Mutation(name, f"line {row + 1}, column {header[col]!r} set to {label}",
-                                lambda d, r=row, c=col, v=value: _csv([[*x[:c], v, *x[c + 1:]] if i == r else x
-                                                                      for i, x in enumerate(_rows(d))])))
+                                lambda d, r=row, c=col, v=value: csv_bytes([[*x[:c], v, *x[c + 1:]] if i == r else x
+                                                                      for i, x in enumerate(csv_rows(d))])))
         out += [
             Mutation(name, f"line {row + 1} duplicated",
-                     lambda d, r=row: _csv((lambda x: x[: r + 1] + [x[r]] + x[r + 1:])(_rows(d)))),
-            Mutation(name, f"line {row + 1} removed", lambda d, r=row: _csv([x for i, x in enumerate(_rows(d))
+                     lambda d, r=row: csv_bytes((lambda x: x[: r + 1] + [x[r]] + x[r + 1:])(csv_rows(d)))),
+            Mutation(name, f"line {row + 1} removed", lambda d, r=row: csv_bytes([x for i, x in enumerate(csv_rows(d))
                                                                              if i != r])),
             Mutation(name, f"column {header[col]!r} swapped between lines {row + 1} and {other + 1}",
-                     lambda d, r=row, o=other, c=col: _csv(_swap_cells(_rows(d), r, o, c))),
-            Mutation(name, f"line {row + 1} cut short", lambda d, r=row: _csv([x[:-1] if i == r else x
-                                                                               for i, x in enumerate(_rows(d))])),
+                     lambda d, r=row, o=other, c=col: csv_bytes(_swap_cells(csv_rows(d), r, o, c))),
+            Mutation(name, f"line {row + 1} cut short", lambda d, r=row: csv_bytes([x[:-1] if i == r else x
+                                                                               for i, x in enumerate(csv_rows(d))])),
         ]
     return out
 
