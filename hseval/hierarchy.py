@@ -9,8 +9,11 @@ root, whose children have depth 1.
 
 from __future__ import annotations
 
+import re
+from collections import Counter
 from collections.abc import Iterable, Sequence
 from functools import cached_property
+from itertools import chain
 from pathlib import Path
 
 import numpy as np
@@ -20,8 +23,11 @@ from hseval.errors import HierarchyError
 
 __all__ = ["Hierarchy"]
 
-_FORBIDDEN_IN_NAMES = ("\n", "\r", "\t")
+_FORBIDDEN = re.compile(r"[\n\r\t]")  # what a name may not hold
 MAX_DEPTH = 1000
+MAX_JOINED_NAMES = 64 * 1024 * 1024  # characters of path-names that from_paths may build
+_NUMBER = re.compile(r"(\d+)")
+_TEXT_NUMBER = re.compile(r"(\D*)([0-9]+)")
 
 
 def _readonly(array: np.ndarray) -> np.ndarray:
@@ -51,7 +57,7 @@ class Hierarchy:
 
     def __init__(self, names: Sequence[str], parents: Sequence[int], num_leaves: int, *,
                  root_name: str = "root") -> None:
-        names = [str(n) for n in names]
+        names = list(map(str, names))
         parents = np.asarray(parents, dtype=np.int64).reshape(-1)
         n = len(names)
         if len(parents) != n:
@@ -81,11 +87,11 @@ class Hierarchy:
         new_index[order] = np.arange(n)
         old_parents = parents[order]
         self._parents = _readonly(np.where(old_parents >= 0, new_index[np.maximum(old_parents, 0)], -1))
-        self._names = tuple(names[i] for i in order)
+        self._names = tuple(map(names.__getitem__, order.tolist()))
         self._depth = _readonly(depth[order])
         self._num_leaves = int(num_leaves)
         self._root_name = root_name
-        self._index = {name: i for i, name in enumerate(self._names)}
+        self._index = dict(zip(self._names, range(n)))
 
     # ----------------------------------------------------------------- constructors
     @classmethod
@@ -98,18 +104,19 @@ class Hierarchy:
         (so numeric ids sort as numbers and WordNet ids as ImageNet's class index does).
         ``source`` names the input in error messages.
         """
-        parent_of: dict[str, str] = {}
-        order: dict[str, None] = {}
-        for parent, child in edges:
-            order.setdefault(parent)
-            order.setdefault(child)
-            if child == parent:
-                raise HierarchyError(f"{source}: node {child!r} is its own parent (a cycle)")
-            previous = parent_of.get(child)
-            if previous is not None and previous != parent:
-                raise HierarchyError(f"{source}: node {child!r} has two parents ({previous!r} and {parent!r}); "
-                                     "a hierarchy must be a tree")
-            parent_of[child] = parent
+        edges = list(edges)
+        parent_of = {child: parent for parent, child in edges}
+        if len(parent_of) != len(edges) or any(child == parent for child, parent in parent_of.items()):
+            parent_of = {}  # edge by edge, to name the first wrong one
+            for parent, child in edges:
+                if child == parent:
+                    raise HierarchyError(f"{source}: node {child!r} is its own parent (a cycle)")
+                previous = parent_of.get(child)
+                if previous is not None and previous != parent:
+                    raise HierarchyError(f"{source}: node {child!r} has two parents ({previous!r} and {parent!r}); "
+                                         "a hierarchy must be a tree")
+                parent_of[child] = parent
+        order = dict.fromkeys(chain.from_iterable(edges))  # every node, in order of appearance
         if not order:
             raise HierarchyError(f"{source}: no edges; the hierarchy is empty")
         roots = [name for name in order if name not in parent_of]
@@ -156,35 +163,67 @@ class Hierarchy:
         """Build a tree from one label path per class (``("animal", "dog", "husky")``), in class order.
 
         A node is identified by its whole path; it is named by its last component, or by the
-        joined path where two nodes would share a name.
+        joined path where two nodes would share a name. O(total path length).
         """
-        keys: dict[tuple[str, ...], None] = {}
+        child_of: dict[tuple[int, str], int] = {}  # (parent node, component) -> node, in order of appearance
+        parent: list[int] = []
+        label: list[str] = []
+        leaf_node: list[int] = []
         for line, path in enumerate(paths, start=1):
             path = tuple(path)
-            if not path or any(not part for part in path):
+            if not path or "" in path:
                 raise HierarchyError(f"{source}, class {line}: empty path component in {'/'.join(path)!r}")
-            if len(path) > MAX_DEPTH:  # checked first: the prefixes below cost O(depth²)
+            if len(path) > MAX_DEPTH:
                 raise HierarchyError(f"{source}, class {line}: the path is {len(path)} levels deep (limit "
                                      f"{MAX_DEPTH}); merge single-child chains")
-            for k in range(1, len(path) + 1):
-                keys.setdefault(path[:k])
-        leaves = [tuple(p) for p in paths]
-        if len(set(leaves)) != len(leaves):
-            dup = next(p for p in leaves if leaves.count(p) > 1)
-            raise HierarchyError(f"{source}: the path {'/'.join(dup)!r} is given twice")
-        leaf_set = set(leaves)
-        for key in keys:
-            if key in leaf_set and any(other[:len(key)] == key and other != key for other in leaf_set):
-                raise HierarchyError(f"{source}: class {'/'.join(key)!r} is also a super-class of another class; "
-                                     "every class must be a leaf")
-        ordered = leaves + [k for k in keys if k not in leaf_set]
-        counts: dict[str, int] = {}
-        for key in ordered:
-            counts[key[-1]] = counts.get(key[-1], 0) + 1
-        names = [key[-1] if counts[key[-1]] == 1 and key[-1] != root_name else "/".join(key) for key in ordered]
-        index = {key: i for i, key in enumerate(ordered)}
-        parents = [index[key[:-1]] if len(key) > 1 else -1 for key in ordered]
-        return cls(names, parents, len(leaves), root_name=root_name)
+            node = -1
+            for part in path:
+                new = len(parent)
+                node_next = child_of.setdefault((node, part), new)
+                if node_next == new:
+                    parent.append(node)
+                    label.append(part)
+                node = node_next
+            leaf_node.append(node)
+
+        def joined(node: int) -> str:
+            parts = []
+            while node >= 0:
+                parts.append(label[node])
+                node = parent[node]
+            return "/".join(reversed(parts))
+
+        uses = Counter(leaf_node)
+        if len(uses) != len(leaf_node):
+            dup = next(node for node in leaf_node if uses[node] > 1)
+            raise HierarchyError(f"{source}: the path {joined(dup)!r} is given twice")
+        supers = set(parent)
+        supers.discard(-1)
+        if not supers.isdisjoint(uses):  # node ids follow the paths: the smallest is the first one met
+            raise HierarchyError(f"{source}: class {joined(min(supers.intersection(uses)))!r} is also a super-class "
+                                 "of another class; every class must be a leaf")
+        ordered = leaf_node + sorted(supers)
+        names = list(map(label.__getitem__, ordered))
+        position = dict(zip(ordered, range(len(ordered))))
+        counts = Counter(label)
+        if len(counts) != len(label) or root_name in counts:
+            shared = [k for k, name in enumerate(names) if counts[name] > 1 or name == root_name]
+            # a shared name is replaced by the node's whole path: refuse before that grows quadratically
+            length = [0] * len(parent)
+            for node, p in enumerate(parent):
+                length[node] = len(label[node]) + (length[p] + 1 if p >= 0 else 0)
+            total = sum(length[ordered[k]] for k in shared)
+            if total > MAX_JOINED_NAMES:
+                raise HierarchyError(f"{source}: {len(shared)} nodes share their names with other nodes, and naming "
+                                     f"them by their paths would take {total} characters (limit "
+                                     f"{MAX_JOINED_NAMES}); give the nodes distinct names")
+            for k in shared:
+                names[k] = joined(ordered[k])
+        parents = [position[parent[node]] if parent[node] >= 0 else -1 for node in ordered]
+        try:
+            return cls(names, parents, len(leaf_node), root_name=root_name)
+        except HierarchyError as exc:  # a name with a tab, a chain too deep...: say which file
+            raise HierarchyError(f"{source}: {exc}") from None
 
     @classmethod
     def read(cls, path: str | Path, format: str | None = None, *,
@@ -197,7 +236,9 @@ class Hierarchy:
 
     def write(self, path: str | Path, format: str | None = None) -> None:
         """Write the tree atomically (format from the extension when None: .json = nbdt,
-        else pairs). The pairs format also writes ``<path>.names.tsv``."""
+        else pairs). The pairs format also writes ``<path>.names.tsv``. The file reads back
+        (format detected) as an equal tree, or nothing is written and HierarchyError says which
+        node the format cannot hold and which formats can."""
         from hseval.hierarchy_io import write_hierarchy
 
         write_hierarchy(self, path, format)
@@ -387,16 +428,35 @@ class Hierarchy:
 
 
 def natural_key(name: str) -> tuple:
-    """Sort key that orders embedded integers numerically ('n2' < 'n10', '9' < '10')."""
-    import re
+    """Sort key that orders embedded integers numerically ('n2' < 'n10', '9' < '10'), in any
+    script's decimal digits and at any length (compared as digit strings, never converted)."""
+    simple = _TEXT_NUMBER.fullmatch(name)  # the common 'n01440764', 'c12', '42', quickly
+    if simple is not None:
+        text, digits = simple.groups()
+        digits = digits.lstrip("0")
+        return ((1, 0, text), (0, len(digits), digits)) if text else ((0, len(digits), digits),)
+    key = []
+    for k, tok in enumerate(_NUMBER.split(name)):
+        if not tok:
+            continue
+        if k % 2:  # a run of decimal digits
+            if not tok.isascii():
+                import unicodedata
 
-    return tuple((0, int(tok), "") if tok.isdigit() else (1, 0, tok) for tok in re.split(r"(\d+)", name) if tok)
+                tok = "".join(str(unicodedata.decimal(ch)) for ch in tok)
+            digits = tok.lstrip("0")
+            key.append((0, len(digits), digits))
+        else:
+            key.append((1, 0, tok))
+    return tuple(key)
 
 
 def _check_names(names: list[str]) -> None:
+    if "" not in names and not _FORBIDDEN.search("".join(names)) and len(set(names)) == len(names):
+        return  # the common case, checked in C; the loop below finds which name is wrong
     seen: set[str] = set()
     for name in names:
-        if not name or any(ch in name for ch in _FORBIDDEN_IN_NAMES):
+        if not name or _FORBIDDEN.search(name):
             raise HierarchyError(f"node name {name!r} is empty or holds a tab or line break; rename it")
         if name in seen:
             raise HierarchyError(f"two nodes are called {name!r}; node names must be unique")
@@ -404,12 +464,25 @@ def _check_names(names: list[str]) -> None:
 
 
 def _depths(names: list[str], parents: np.ndarray) -> np.ndarray:
-    """Depth of every node, raising on a cycle; O(|P|) by memoised walks."""
-    n = len(parents)
-    depth = np.zeros(n, dtype=np.int64)
-    state = np.zeros(n, dtype=np.int8)  # 0 = new, 1 = on the current walk, 2 = done
+    """Depth of every node, raising on a cycle; O(|P| log depth) by pointer doubling (no recursion)."""
+    depth = np.ones(len(parents), dtype=np.int64)
+    jump = parents.copy()  # after k rounds: the ancestor 2**k levels up (-1: the root was reached)
+    for _ in range(len(parents).bit_length() + 1):
+        active = np.flatnonzero(jump >= 0)
+        if not len(active):
+            return depth
+        target = jump[active]
+        depth[active] += depth[target]
+        jump[active] = jump[target]
+    return _depths_by_walks(names, parents)  # unreachable unless a cycle: find and name it
+
+
+def _depths_by_walks(names: list[str], parents: np.ndarray) -> np.ndarray:
+    """Depth of every node by memoised walks up the tree, raising on a cycle with the node it meets."""
     plist = parents.tolist()
-    for start in range(n):
+    depth = [0] * len(plist)
+    state = [0] * len(plist)  # 0 = new, 1 = on the current walk, 2 = done
+    for start in range(len(plist)):
         if state[start]:
             continue
         walk = []
@@ -424,4 +497,4 @@ def _depths(names: list[str], parents: np.ndarray) -> np.ndarray:
         for k, w in enumerate(reversed(walk), start=1):
             depth[w] = base + k
             state[w] = 2
-    return depth
+    return np.asarray(depth, dtype=np.int64)

@@ -6,25 +6,52 @@ Formats (``FORMATS``):
     The paper's ``DATASETNAME_child_parent_pairs.txt``: the first line is the number of entries,
     then one ``child parent`` pair of integer indices per line. Leaves are ``0..L-1`` in class
     order; the root is the one index that is only a parent. Names, when there are any, live in a
-    sidecar ``<file>.names.tsv`` with ``index<TAB>name`` lines.
+    sidecar ``<file>.names.tsv`` with ``index<TAB>name`` lines (names are stripped). A sidecar whose
+    first line is ``# hseval names: {"names": "json"}`` holds each name as a JSON string instead
+    (hseval writes it so only where a name has surrounding whitespace or a NUL character).
 ``isa``
     ``parent child`` name pairs, one per line (Making Better Mistakes' ``isa.txt``, cvjena's
-    ``parent-child.txt``); ``#`` starts a comment. Leaves are in natural sort order (numeric ids
-    as numbers, WordNet ids as ImageNet's class index) unless a class list is given.
+    ``parent-child.txt``). Leaves are in natural sort order (numeric ids as numbers, WordNet ids
+    as ImageNet's class index) unless a class list is given or the header says otherwise.
 ``nbdt``
     networkx node-link JSON as written by NBDT (``nodes`` with ``id``; ``links`` or ``edges``
     with ``source`` -> ``target`` from parent to child). Leaves are in the order of ``nodes``;
     nodes are named by their ``label`` where labels are unique, else by ``id``.
 ``paths``
     One label path per class in class order, components separated by ``/``
-    (``animal/dog/husky``); a ``/`` inside a name is written ``\\/``.
+    (``animal/dog/husky``). A backslash makes the next character part of the name: ``\\/`` is a
+    slash, ``\\\\`` a backslash, ``\\#`` a ``#`` that would start a comment, ``\\ `` a space (or
+    other whitespace) at either end of a name, which would otherwise be trimmed. The root is
+    called ``root`` unless the header names it.
+
+Lines end at ``\\n``, ``\\r\\n`` or ``\\r`` only: names may hold the other separators that
+``str.splitlines`` breaks at (U+0085, U+2028, form feed...). Blank lines and lines whose first
+non-space character is ``#`` are skipped, and the whitespace around a line is ignored.
+
+The header: an isa or paths file may begin with the line ``# hseval hierarchy: {...}`` (a JSON
+object; other tools see a comment). Its keys: ``format`` (the file's format: detection trusts
+it), ``root`` (paths: the root's name), ``leaf_order`` (isa: ``"file"`` keeps the classes in the
+order in which they first appear, ``"natural"`` sorts them) and ``superclass_order`` (isa and
+paths: every super-class, in the tree's canonical order). The format is detected from the header,
+else from the first lines: a count (an integer): pairs, whatever the file's name; ``{``, or
+anything else in a ``.json`` file: nbdt; a ``/`` or ``\\``: paths; two names a line: isa; one
+name a line: paths.
+
+Writing: a writer renders the text, reads it back in memory with the readers above and compares
+the result with the tree (``==``). Where they differ it adds the header, then the header with the
+super-class order; where even that cannot hold the tree (a name with whitespace in isa, a NUL),
+it refuses with a one-line :class:`HierarchyError` that names the node and the formats that can.
+So a file that hseval writes reads back, format detected, as the tree it was written from.
 """
 
 from __future__ import annotations
 
 import json
+import operator
 import re
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
+from itertools import chain
+from json.encoder import encode_basestring_ascii as _quote
 from pathlib import Path
 
 from hseval import fileio
@@ -36,6 +63,21 @@ __all__ = ["FORMATS", "detect_format", "read_hierarchy", "write_hierarchy", "nam
 FORMATS = ("pairs", "isa", "nbdt", "paths")
 MAX_FILE_BYTES = 256 * 1024 * 1024
 MAX_INDEX_DIGITS = 12
+HEADER = "# hseval hierarchy:"
+NAMES_HEADER = '# hseval names: {"names": "json"}'
+_HEADER_KEYS = {  # key of the header -> (the formats that take it, what its value must be)
+    "format": (("pairs", "isa", "paths"), lambda value: True),
+    "root": (("paths",), lambda value: isinstance(value, str) and value != ""),
+    "leaf_order": (("isa",), lambda value: value in ("file", "natural")),
+    "superclass_order": (("isa", "paths"), lambda value: isinstance(value, list)
+                         and all(isinstance(name, str) for name in value)),
+}
+_INTEGER = re.compile(r"[+-]?\d+")
+_CLEAN_PAIRS = re.compile(rf"(?:[0-9]{{1,{MAX_INDEX_DIGITS}}} [0-9]{{1,{MAX_INDEX_DIGITS}}}\n)*")  # as hseval writes
+_FROM_DISK = object()  # read the sidecar next to the file
+_SURROGATE = re.compile("[\ud800-\udfff]")
+
+Files = list[tuple[Path, str]]  # what a writer writes: (path, text), the pairs sidecar first
 
 
 def names_sidecar(path: str | Path) -> Path:
@@ -44,6 +86,7 @@ def names_sidecar(path: str | Path) -> Path:
     return path.with_name(path.name + ".names.tsv")
 
 
+# --------------------------------------------------------------------- text and lines
 def _read_text(path: Path) -> str:
     try:
         if path.is_dir():
@@ -57,6 +100,13 @@ def _read_text(path: Path) -> str:
         raise HierarchyError(f"{path}: no such file") from None
     except OSError as exc:
         raise HierarchyError(f"{path}: cannot read: {exc.strerror or exc}") from None
+    return _decode(path, data)
+
+
+def _decode(path: Path, data: bytes) -> str:
+    if len(data) > MAX_FILE_BYTES:
+        raise HierarchyError(f"{path}: {len(data)} bytes is too large for a hierarchy file "
+                             f"(limit {MAX_FILE_BYTES})")
     if b"\x00" in data:
         raise HierarchyError(f"{path}: is a binary file, not a hierarchy (expected text: "
                              f"one of {', '.join(FORMATS)})")
@@ -70,30 +120,87 @@ def _read_text(path: Path) -> str:
     return text
 
 
-def _content_lines(text: str) -> list[tuple[int, str]]:
-    out = []
-    for number, line in enumerate(text.splitlines(), start=1):
-        stripped = line.strip()
-        if stripped and not stripped.startswith("#"):
-            out.append((number, stripped))
-    return out
+def _as_read(path: Path, text: str) -> str:
+    """``text`` as a reader will see it once written: encoded as UTF-8, then decoded."""
+    try:
+        data = text.encode("utf-8")
+    except UnicodeEncodeError as exc:
+        raise HierarchyError(f"{path}: {text[exc.start:exc.end]!r} is not valid Unicode (a lone "
+                             "surrogate); UTF-8 cannot hold it") from None
+    return _decode(path, data)
 
 
+def _rows(text: str) -> list[str]:
+    """The lines of ``text``, which end at \\n, \\r\\n or \\r only."""
+    if "\r" in text:
+        text = text.replace("\r\n", "\n").replace("\r", "\n")
+    return text.split("\n")
+
+
+def _head(text: str, size: int = 1 << 16) -> list[str]:
+    """The first lines of ``text`` (about ``size`` characters), enough to detect its format; the
+    first line is whole."""
+    first = min((i for i in (text.find("\n"), text.find("\r")) if i >= 0), default=len(text))
+    rows = _rows(text[:max(size, first + 1)])
+    return rows[:-1] if len(text) > max(size, first + 1) and len(rows) > 1 else rows
+
+
+def _content_lines(rows: list[str], *, raw: bool = False) -> list[tuple[int, str]]:
+    """(line number, line) of every line that is not blank or a comment; stripped unless ``raw``."""
+    kept = [(number, line) for number, line in enumerate(map(str.strip, rows), start=1) if line and line[0] != "#"]
+    return [(number, rows[number - 1]) for number, _ in kept] if raw else kept
+
+
+def _header(path: Path, first_row: str) -> dict:
+    """The ``# hseval hierarchy: {...}`` line at the top of a file, checked; {} when there is none."""
+    if not first_row.startswith(HEADER):
+        return {}
+    where = f"{path}, line 1: the '{HEADER}' line"
+    try:
+        header = json.loads(first_row[len(HEADER):])
+    except (ValueError, RecursionError) as exc:
+        reason = getattr(exc, "msg", None) or exc.__class__.__name__
+        raise HierarchyError(f"{where} is not valid JSON ({reason}); fix it or delete the line") from None
+    formats = _HEADER_KEYS["format"][0]
+    if not isinstance(header, dict) or header.get("format") not in formats:
+        raise HierarchyError(f"{where} needs a \"format\" of {', '.join(formats)}; fix it or delete the line")
+    for key, value in header.items():
+        takes, valid = _HEADER_KEYS.get(key, ((), None))
+        if header["format"] not in takes:
+            raise HierarchyError(f"{where} has the key {key!r}, which {header['format']} files do not take; "
+                                 "fix it or delete the line")
+        if not valid(value):
+            raise HierarchyError(f"{where} has a malformed {key!r}; fix it or delete the line")
+    return header
+
+
+# --------------------------------------------------------------------- readers
 def detect_format(path: str | Path, text: str | None = None) -> str:
-    """Guess the format of ``path`` from its extension and first lines."""
+    """Guess the format of ``path`` from its header, extension and first lines."""
     path = Path(path)
-    if path.suffix.lower() == ".json":
-        return "nbdt"
-    text = _read_text(path) if text is None else text
-    lines = _content_lines(text)
-    if not lines:
+    head = _head(_read_text(path) if text is None else text)
+    return _detect(path, head, _header(path, head[0]))
+
+
+def _detect(path: Path, rows: list[str], header: dict) -> str:
+    if header:
+        return header["format"]
+    sample = []
+    for line in map(str.strip, rows):
+        if line and line[0] != "#":
+            sample.append(line)
+            if len(sample) == 200:
+                break
+    is_json = path.suffix.lower() == ".json"
+    if not sample:
+        if is_json:
+            return "nbdt"
         raise HierarchyError(f"{path}: holds only comments; expected a hierarchy")
-    first = lines[0][1]
-    if first.startswith("{"):
-        return "nbdt"
-    if re.fullmatch(r"[+-]?\d+", first):
+    first = sample[0]
+    if _INTEGER.fullmatch(first):  # a pairs file, even one called .json
         return "pairs"
-    sample = [line for _, line in lines[:200]]
+    if is_json or first.startswith("{"):
+        return "nbdt"
     if any(_split_path(line) != [line] for line in sample):
         return "paths"
     if all(len(line.split()) == 2 for line in sample):
@@ -110,16 +217,35 @@ def read_hierarchy(path: str | Path, format: str | None = None, *,
     path = Path(path)
     if format is not None and format not in FORMATS:
         raise HierarchyError(f"unknown hierarchy format {format!r}; choose one of {', '.join(FORMATS)}")
-    text = _read_text(path)
-    format = format or detect_format(path, text)
-    if format != "nbdt" and not _content_lines(text):
+    return _parse(path, _read_text(path), format, classes)
+
+
+def _parse(path: Path, text: str, format: str | None, classes: Sequence[str] | None,
+           sidecar: str | object | None = _FROM_DISK) -> Hierarchy:
+    """The tree in ``text`` (the contents of ``path``); ``sidecar`` is the text of the pairs
+    names file, None for none, or read from disk by default."""
+    head = _head(text)
+    header = _header(path, head[0])
+    format = format or _detect(path, head, header)
+    if format == "nbdt":
+        return _read_nbdt(path, text, classes)
+    lines = _content_lines(_rows(text), raw=format == "paths")
+    if not lines:
         raise HierarchyError(f"{path}: holds only comments; expected a hierarchy")
-    reader = {"pairs": _read_pairs, "isa": _read_isa, "nbdt": _read_nbdt, "paths": _read_paths}[format]
-    return reader(path, text, classes)
+    header = header if header.get("format") == format else {}
+    if format == "pairs":
+        tree = _read_pairs(path, lines, classes, sidecar)
+    elif format == "isa":
+        tree = _read_isa(path, lines, classes, header.get("leaf_order", "natural"))
+    else:
+        tree = _read_paths(path, lines, classes, header.get("root", "root"))
+    if "superclass_order" in header:
+        tree = _with_superclass_order(path, tree, header["superclass_order"])
+    return tree
 
 
 def _int_token(path: Path, number: int, token: str) -> int:
-    if not re.fullmatch(r"\d+", token):
+    if not token.isdecimal():
         raise HierarchyError(f"{path}, line {number}: {token!r} is not a non-negative integer index")
     if len(token) > MAX_INDEX_DIGITS:
         raise HierarchyError(f"{path}, line {number}: index {token[:20]}... is too large (more than "
@@ -127,8 +253,8 @@ def _int_token(path: Path, number: int, token: str) -> int:
     return int(token)
 
 
-def _read_pairs(path: Path, text: str, classes: Sequence[str] | None) -> Hierarchy:
-    lines = _content_lines(text)
+def _read_pairs(path: Path, lines: list[tuple[int, str]], classes: Sequence[str] | None,
+                sidecar: str | object | None) -> Hierarchy:
     number, first = lines[0]
     if len(first.split()) != 1:
         raise HierarchyError(f"{path}, line {number}: expected the number of entries on the first line, "
@@ -140,20 +266,9 @@ def _read_pairs(path: Path, text: str, classes: Sequence[str] | None) -> Hierarc
     if count != len(entries):
         raise HierarchyError(f"{path}, line {number}: the count line says {count} entries but the file has "
                              f"{len(entries)}; fix the first line")
-    parent_of: dict[int, tuple[int, int]] = {}
-    for number, line in entries:
-        tokens = line.split()
-        if len(tokens) != 2:
-            raise HierarchyError(f"{path}, line {number}: expected 'child parent' (two integers), got {line!r}")
-        child, parent = (_int_token(path, number, t) for t in tokens)
-        if child == parent:
-            raise HierarchyError(f"{path}, line {number}: node {child} is its own parent (a cycle)")
-        if child in parent_of:
-            other_parent, other_line = parent_of[child]
-            raise HierarchyError(f"{path}, line {number}: node {child} has two parents ({other_parent} on line "
-                                 f"{other_line} and {parent}); a hierarchy must be a tree")
-        parent_of[child] = (parent, number)
-    nodes = set(parent_of) | {p for p, _ in parent_of.values()}
+    parent_of = _pair_links(path, entries)
+    parents_set = set(parent_of.values())
+    nodes = parents_set | set(parent_of)
     size = max(nodes) + 1
     if len(nodes) != size:  # the first gap, without building range(size): an index may be huge
         gap = next(i for i, node in enumerate(sorted(nodes)) if i != node)
@@ -165,14 +280,13 @@ def _read_pairs(path: Path, text: str, classes: Sequence[str] | None) -> Hierarc
         raise HierarchyError(f"{path}: {len(roots)} roots (nodes {', '.join(map(str, roots[:5]))} have no parent); "
                              "a tree has exactly one: add a common root")
     root = roots[0]
-    parents_set = {p for p, _ in parent_of.values()}
     leaves = sorted(nodes - parents_set)
     num_leaves = len(leaves)
     if leaves[-1] != num_leaves - 1:
         not_leaf = min(set(range(num_leaves)) - set(leaves))
         raise HierarchyError(f"{path}: node {not_leaf} is a super-class, but indices 0..{num_leaves - 1} must be "
                              f"the {num_leaves} classes (leaves) in class order; renumber the file")
-    names = _read_names(path, size)
+    names = _read_names(path, size, sidecar)
     if classes is not None:
         classes = [str(c) for c in classes]
         if len(classes) != num_leaves:
@@ -188,40 +302,100 @@ def _read_pairs(path: Path, text: str, classes: Sequence[str] | None) -> Hierarc
     position = {node: k for k, node in enumerate(order)}
     position[root] = -1
     try:
-        return Hierarchy([node_names[i] for i in order], [position[parent_of[i][0]] for i in order],
+        return Hierarchy([node_names[i] for i in order], [position[parent_of[i]] for i in order],
                          num_leaves, root_name=node_names[root])
     except HierarchyError as exc:
         raise HierarchyError(f"{path}: {exc}") from None
 
 
-def _read_names(path: Path, size: int) -> dict[int, str]:
+def _pair_links(path: Path, entries: list[tuple[int, str]]) -> dict[int, int]:
+    """child -> parent of the ``child parent`` lines."""
+    joined = "\n".join(line for _, line in entries) + "\n"
+    if _CLEAN_PAIRS.fullmatch(joined):  # as hseval writes them: parsed in C, then checked as a whole
+        values = list(map(int, joined.split()))
+        parent_of = dict(zip(values[0::2], values[1::2]))
+        if len(parent_of) == len(entries) and all(map(operator.ne, values[0::2], values[1::2])):
+            return parent_of
+    parent_of, line_of = {}, {}
+    for number, line in entries:  # line by line, to name the first wrong one
+        tokens = line.split()
+        if len(tokens) != 2:
+            raise HierarchyError(f"{path}, line {number}: expected 'child parent' (two integers), got {line!r}")
+        child, parent = _int_token(path, number, tokens[0]), _int_token(path, number, tokens[1])
+        if child == parent:
+            raise HierarchyError(f"{path}, line {number}: node {child} is its own parent (a cycle)")
+        if child in parent_of:
+            raise HierarchyError(f"{path}, line {number}: node {child} has two parents ({parent_of[child]} on line "
+                                 f"{line_of[child]} and {parent}); a hierarchy must be a tree")
+        parent_of[child], line_of[child] = parent, number
+    return parent_of
+
+
+def _read_names(path: Path, size: int, text: str | object | None) -> dict[int, str]:
     sidecar = names_sidecar(path)
-    if not sidecar.exists():
+    if text is _FROM_DISK:
+        text = _read_text(sidecar) if sidecar.exists() else None
+    if text is None:
         return {}
-    names: dict[int, str] = {}
-    for number, line in enumerate(_read_text(sidecar).splitlines(), start=1):
+    rows = _rows(text)
+    quoted = rows[0].strip() == NAMES_HEADER
+    names = None if quoted else _clean_names(rows, size)
+    if names is not None:
+        return names
+    names = {}
+    for number, line in enumerate(rows, start=1):
         if not line.strip() or line.startswith("#"):
             continue
         index, sep, name = line.partition("\t")
-        if not sep or not re.fullmatch(r"\d+", index.strip()) or not name.strip():
-            raise HierarchyError(f"{sidecar}, line {number}: expected 'index<TAB>name', got {line!r}")
-        i = int(index)
-        if i >= size:
-            raise HierarchyError(f"{sidecar}, line {number}: index {i} is not a node of {path.name} "
+        name = _json_name(name) if quoted else name.strip()
+        if not sep or not index.strip().isdecimal() or not name:
+            expected = "index<TAB>\"name\"' (the name as a JSON string)" if quoted else "index<TAB>name'"
+            raise HierarchyError(f"{sidecar}, line {number}: expected '{expected}, got {line!r}")
+        index = index.strip()
+        if len(index) > MAX_INDEX_DIGITS or int(index) >= size:
+            shown = index if len(index) <= 20 else index[:20] + "..."
+            raise HierarchyError(f"{sidecar}, line {number}: index {shown} is not a node of {path.name} "
                                  f"(0..{size - 1})")
+        i = int(index)
         if i in names:
             raise HierarchyError(f"{sidecar}, line {number}: index {i} is named twice")
-        names[i] = name.strip()
+        names[i] = name
     return names
 
 
-def _read_isa(path: Path, text: str, classes: Sequence[str] | None) -> Hierarchy:
+def _clean_names(rows: list[str], size: int) -> dict[int, str] | None:
+    """The names of a sidecar as hseval writes it (no comments, blank lines or repeated indices),
+    in C-speed passes; None when the sidecar needs the line-by-line reading."""
+    split = [row.partition("\t") for row in (rows[:-1] if rows[-1] == "" else rows)]
+    indices = [index for index, _, _ in split]
+    names = [name.strip() for _, _, name in split]
+    if not (indices and all(map(str.isdecimal, indices)) and all(names)
+            and max(map(len, indices)) <= MAX_INDEX_DIGITS):
+        return None
+    numbers = list(map(int, indices))
+    table = dict(zip(numbers, names))
+    return table if len(table) == len(numbers) and max(numbers) < size else None
+
+
+def _json_name(text: str) -> str:
+    try:
+        name = json.loads(text)
+    except (ValueError, RecursionError):
+        return ""
+    return name if isinstance(name, str) else ""
+
+
+def _read_isa(path: Path, lines: list[tuple[int, str]], classes: Sequence[str] | None,
+              leaf_order: str) -> Hierarchy:
     edges = []
-    for number, line in _content_lines(text):
+    for number, line in lines:
         tokens = line.split()
         if len(tokens) != 2:
             raise HierarchyError(f"{path}, line {number}: expected 'parent child' (two names), got {line!r}")
         edges.append((tokens[0], tokens[1]))
+    if classes is None and leaf_order == "file":
+        parents = {parent for parent, _ in edges}
+        classes = [name for name in dict.fromkeys(chain.from_iterable(edges)) if name not in parents]
     return Hierarchy.from_edges(edges, classes=classes, source=str(path))
 
 
@@ -236,23 +410,23 @@ def _read_nbdt(path: Path, text: str, classes: Sequence[str] | None) -> Hierarch
     links = data.get("links", data.get("edges")) if isinstance(data, dict) else None
     if not isinstance(data, dict) or not isinstance(data.get("nodes"), list) or not isinstance(links, list):
         raise HierarchyError(f"{path}: expected node-link JSON with 'nodes' and 'links' lists (NBDT format)")
-    ids, labels = [], []
-    for k, node in enumerate(data["nodes"]):
-        if not isinstance(node, dict) or not isinstance(node.get("id"), (str, int)):
-            raise HierarchyError(f"{path}: nodes[{k}] has no 'id'")
-        ids.append(str(node["id"]))
-        label = node.get("label")
-        labels.append(str(label) if isinstance(label, (str, int)) and str(label).strip() else None)
+    ids, labels = _nbdt_nodes(path, data["nodes"])
     known = set(ids)
-    edges = []
-    for k, link in enumerate(links):
-        if not isinstance(link, dict) or "source" not in link or "target" not in link:
-            raise HierarchyError(f"{path}: links[{k}] needs 'source' and 'target'")
-        parent, child = str(link["source"]), str(link["target"])
-        for end in (parent, child):
-            if end not in known:
+    try:  # the common case in C; the loop below names the first wrong link
+        edges = [(link["source"], link["target"]) for link in links]
+    except (TypeError, KeyError, IndexError):
+        edges = []
+    if len(edges) != len(links) or not all(type(p) is str and type(c) is str for p, c in edges) \
+            or not known.issuperset(chain.from_iterable(edges)):
+        edges = []
+        for k, link in enumerate(links):
+            if not isinstance(link, dict) or "source" not in link or "target" not in link:
+                raise HierarchyError(f"{path}: links[{k}] needs 'source' and 'target'")
+            parent, child = str(link["source"]), str(link["target"])
+            if parent not in known or child not in known:
+                end = parent if parent not in known else child
                 raise HierarchyError(f"{path}: links[{k}] refers to {end!r}, which is not in 'nodes'")
-        edges.append((parent, child))
+            edges.append((parent, child))
     isolated = known - {p for p, _ in edges} - {c for _, c in edges}
     if isolated and len(known) > 1:
         raise HierarchyError(f"{path}: node {sorted(isolated)[0]!r} has no links; a tree is connected")
@@ -262,43 +436,80 @@ def _read_nbdt(path: Path, text: str, classes: Sequence[str] | None) -> Hierarch
     if classes is None:  # NBDT lists the leaves in class order
         parents = {p for p, _ in edges}
         classes = [name for name in ids if name not in parents]
-    if use_labels:
+    if use_labels and labels != ids:
         rename = dict(zip(ids, labels))
         edges = [(rename[p], rename[c]) for p, c in edges]
         classes = [rename.get(c, c) for c in classes]
     return Hierarchy.from_edges(edges, classes=classes, source=str(path))
 
 
+def _nbdt_nodes(path: Path, nodes: list) -> tuple[list[str], list[str | None]]:
+    """The id of every node, and its label where it has a usable one."""
+    ids = [node.get("id") if isinstance(node, dict) else None for node in nodes]
+    if not all(type(node_id) is str for node_id in ids):
+        bad = next((k for k, node_id in enumerate(ids) if not isinstance(node_id, (str, int))), None)
+        if bad is not None:
+            raise HierarchyError(f"{path}: nodes[{bad}] has no 'id'")
+        ids = list(map(str, ids))
+    labels = [node.get("label") for node in nodes]
+    labels = [(label if label.strip() else None) if isinstance(label, str)
+              else str(label) if isinstance(label, int) else None for label in labels]
+    return ids, labels
+
+
 def _split_path(line: str) -> list[str]:
-    """Split on unescaped slashes; ``\\/`` is a slash inside a name, ``\\\\`` a backslash."""
-    out, current, escaped = [], [], False
+    """Split on unescaped slashes and trim each name; a backslash makes the next character part
+    of the name (``\\/`` a slash, ``\\\\`` a backslash) and keeps it from being trimmed."""
+    if "\\" not in line:
+        return list(map(str.strip, line.split("/")))
+    out: list[str] = []
+    current: list[str] = []
+    kept: list[int] = []  # positions in ``current`` of escaped characters
+    escaped = False
     for ch in line:
         if escaped:
+            kept.append(len(current))
             current.append(ch)
             escaped = False
         elif ch == "\\":
             escaped = True
         elif ch == "/":
-            out.append("".join(current).strip())
-            current = []
+            out.append(_trim(current, kept))
+            current, kept = [], []
         else:
             current.append(ch)
-    out.append("".join(current).strip())
+    out.append(_trim(current, kept))
     return out
 
 
-def _escape(name: str) -> str:
-    return name.replace("\\", "\\\\").replace("/", "\\/")
+def _trim(chars: list[str], kept: list[int]) -> str:
+    """``chars`` joined, without the whitespace at either end that no backslash protects."""
+    text = "".join(chars)
+    if not kept:
+        return text.strip()
+    lo, hi = kept[0], kept[-1] + 1
+    return text[:lo].lstrip() + text[lo:hi] + text[hi:].rstrip()
 
 
-def _read_paths(path: Path, text: str, classes: Sequence[str] | None) -> Hierarchy:
+def _escape(name: str, *, first: bool = False) -> str:
+    """``name`` as a paths component (``first``: at the start of a line, where ``#`` is a comment)."""
+    text = name.replace("\\", "\\\\").replace("/", "\\/") if "\\" in name or "/" in name else name
+    if name[0].isspace() or (first and name[0] == "#"):
+        text = "\\" + text
+    if len(name) > 1 and name[-1].isspace():
+        text = text[:-1] + "\\" + text[-1]
+    return text
+
+
+def _read_paths(path: Path, lines: list[tuple[int, str]], classes: Sequence[str] | None,
+                root_name: str) -> Hierarchy:
     paths = []
-    for number, line in _content_lines(text):
+    for number, line in lines:
         parts = _split_path(line)
-        if any(not p for p in parts):
-            raise HierarchyError(f"{path}, line {number}: empty component in the path {line!r}")
+        if "" in parts:
+            raise HierarchyError(f"{path}, line {number}: empty component in the path {line.strip()!r}")
         paths.append(parts)
-    hierarchy = Hierarchy.from_paths(paths, source=str(path))
+    hierarchy = Hierarchy.from_paths(paths, root_name=root_name, source=str(path))
     if classes is not None:
         classes = [str(c) for c in classes]
         if list(hierarchy.leaf_names) != classes:
@@ -310,35 +521,134 @@ def _read_paths(path: Path, text: str, classes: Sequence[str] | None) -> Hierarc
     return hierarchy
 
 
+def _with_superclass_order(path: Path, tree: Hierarchy, order: list[str]) -> Hierarchy:
+    """``tree`` with its super-classes renumbered in ``order`` (the header's superclass_order)."""
+    supers = tree.node_names[tree.num_leaves:]
+    if len(order) != len(supers) or set(order) != set(supers) or len(set(order)) != len(order):
+        raise HierarchyError(f"{path}, line 1: the header's superclass_order does not list the file's "
+                             f"{len(supers)} super-classes once each; fix it or delete the line")
+    names = [*tree.leaf_names, *order]
+    position = {name: k for k, name in enumerate(names)}
+    old_names, old_parents = tree.node_names, tree.parents.tolist()
+    parents = []
+    for name in names:
+        p = old_parents[tree.index(name)]
+        parents.append(position[old_names[p]] if p >= 0 else -1)
+    return Hierarchy(names, parents, tree.num_leaves, root_name=tree.root_name)
+
+
 # --------------------------------------------------------------------- writers
 def write_hierarchy(hierarchy: Hierarchy, path: str | Path, format: str | None = None) -> None:
-    """Write ``hierarchy`` to ``path`` atomically (pairs also writes the names sidecar)."""
+    """Write ``hierarchy`` to ``path`` atomically (pairs also writes the names sidecar), in a file
+    that reads back as an equal tree, or refuse with a one-line HierarchyError (module docstring)."""
     path = Path(path)
     format = format or ("nbdt" if path.suffix.lower() == ".json" else "pairs")
     if format not in FORMATS:
         raise HierarchyError(f"unknown hierarchy format {format!r}; choose one of {', '.join(FORMATS)}")
-    if format == "pairs":
-        root = hierarchy.num_nodes
-        parents = [p if p >= 0 else root for p in hierarchy.parents.tolist()]
-        lines = [str(hierarchy.num_nodes)] + [f"{c} {p}" for c, p in enumerate(parents)]
-        names = [*hierarchy.node_names, hierarchy.root_name]
-        fileio.write_text(names_sidecar(path), "".join(f"{i}\t{n}\n" for i, n in enumerate(names)))
-        fileio.write_text(path, "\n".join(lines) + "\n")
-    elif format == "isa":
-        names = [*hierarchy.node_names, hierarchy.root_name]
-        spaced = next((n for n in names if len(n.split()) != 1), None)
-        if spaced is not None:
-            raise HierarchyError(f"cannot write isa format: node name {spaced!r} contains whitespace; "
-                                 "use --to pairs, paths or nbdt")
-        lines = [f"{names[p]} {names[c]}" for c, p in enumerate(hierarchy.parents.tolist())]
-        fileio.write_text(path, "\n".join(lines) + "\n")
-    elif format == "nbdt":
-        names = [*hierarchy.node_names, hierarchy.root_name]
-        data = {"directed": True, "multigraph": False, "graph": {},
-                "nodes": [{"id": n, "label": n} for n in names],
-                "links": [{"source": names[p], "target": names[c]}
-                          for c, p in enumerate(hierarchy.parents.tolist())]}
-        fileio.write_text(path, json.dumps(data, indent=1) + "\n")
-    else:
-        lines = ["/".join(_escape(n) for n in hierarchy.path_names(leaf)) for leaf in range(hierarchy.num_leaves)]
-        fileio.write_text(path, "\n".join(lines) + "\n")
+    for target, text in _render(hierarchy, path, format):
+        fileio.write_text(target, text)
+
+
+def _render(tree: Hierarchy, path: Path, format: str) -> Files:
+    """The first rendering of ``tree`` that reads back as ``tree``."""
+    refusal = _refusal(tree, format)
+    if refusal is not None:
+        raise HierarchyError(f"cannot write {format} format: {refusal}")
+    problem = "it reads back as a different tree"
+    renderings = {"pairs": _pairs_renderings, "isa": _isa_renderings, "nbdt": _nbdt_renderings,
+                  "paths": _paths_renderings}[format]
+    for files in renderings(tree, path):
+        try:
+            sidecar = _as_read(files[0][0], files[0][1]) if len(files) == 2 else None
+            again = _parse(path, _as_read(path, files[-1][1]), None, None, sidecar)
+        except HierarchyError as exc:
+            problem = str(exc)
+            continue
+        if again == tree:
+            return files
+    raise HierarchyError(f"cannot write {format} format: the file would not read back as the tree ({problem}); "
+                         "use --to pairs or nbdt")
+
+
+def _refusal(tree: Hierarchy, format: str) -> str | None:
+    """Why ``format`` cannot hold ``tree`` whatever the header says, or None."""
+    names = [*tree.node_names, tree.root_name]
+    everything = "".join(names)
+    if not _SURROGATE.search(everything) and (format in ("pairs", "nbdt") or (
+            "\x00" not in everything and format == "paths")):
+        return None
+    parents = set(tree.parents.tolist())
+    for k, name in enumerate(names):
+        if _SURROGATE.search(name):  # not Unicode text: UTF-8 cannot encode it, JSON would merge a pair
+            return (f"node name {name!r} holds a surrogate code point, which is not Unicode text and no "
+                    "hierarchy file can hold; rename the node")
+        if format in ("pairs", "nbdt"):  # their names are JSON strings
+            continue
+        if "\x00" in name:
+            return f"node name {name!r} contains a NUL character, which a text file cannot hold; use --to pairs or nbdt"
+        if format == "isa" and name.split() != [name]:
+            return f"node name {name!r} contains whitespace; use --to pairs, paths or nbdt"
+        if format == "isa" and name[0] == "#" and (k in parents or k == len(names) - 1):
+            return (f"node name {name!r} starts with '#', and its lines would be comments in an isa file; use --to "
+                    "pairs, paths or nbdt")
+    return None
+
+
+def _header_line(header: dict) -> str:
+    return f"{HEADER} {json.dumps(header)}\n"
+
+
+def _pairs_renderings(tree: Hierarchy, path: Path) -> Iterator[Files]:
+    root = tree.num_nodes
+    pairs = "".join(f"{c} {p if p >= 0 else root}\n" for c, p in enumerate(tree.parents.tolist()))
+    text = f"{tree.num_nodes}\n{pairs}"
+    names = [*tree.node_names, tree.root_name]
+    yield [(names_sidecar(path), "".join(f"{i}\t{n}\n" for i, n in enumerate(names))), (path, text)]
+    # names with surrounding whitespace (which the plain sidecar trims) or a NUL: JSON strings, ASCII only
+    yield [(names_sidecar(path), NAMES_HEADER + "\n" + "".join(f"{i}\t{_quote(n)}\n" for i, n in enumerate(names))),
+           (path, text)]
+
+
+def _isa_renderings(tree: Hierarchy, path: Path) -> Iterator[Files]:
+    names = [*tree.node_names, tree.root_name]  # names[-1], the root, is the parent -1
+    body = "".join(f"{names[p]} {names[c]}\n" for c, p in enumerate(tree.parents.tolist()))
+    yield [(path, body)]
+    header = {"format": "isa", "leaf_order": "file"}
+    yield [(path, _header_line(header) + body)]
+    header["superclass_order"] = list(tree.node_names[tree.num_leaves:])
+    yield [(path, _header_line(header) + body)]
+
+
+def _paths_renderings(tree: Hierarchy, path: Path) -> Iterator[Files]:
+    names, parents = tree.node_names, tree.parents.tolist()
+    prefix = [""] * len(names)
+
+    def line(node: int) -> str:
+        p = parents[node]
+        return _escape(names[node], first=True) if p < 0 else prefix[p] + "/" + _escape(names[node])
+
+    for node in range(tree.num_leaves, len(names)):  # super-classes, by depth: each parent comes first
+        prefix[node] = line(node)
+    body = "".join(line(leaf) + "\n" for leaf in range(tree.num_leaves))
+    yield [(path, body)]
+    header = {"format": "paths", "root": tree.root_name}
+    yield [(path, _header_line(header) + body)]
+    header["superclass_order"] = list(tree.node_names[tree.num_leaves:])
+    yield [(path, _header_line(header) + body)]
+
+
+def _nbdt_renderings(tree: Hierarchy, path: Path) -> Iterator[Files]:
+    quoted = [_quote(n) for n in (*tree.node_names, tree.root_name)]
+    parents = tree.parents.tolist()
+    yield [(path, _nbdt_text(quoted, parents, range(len(parents))))]
+    # a reader numbers the super-classes in order of appearance in the links: list theirs first
+    leaves = tree.num_leaves
+    yield [(path, _nbdt_text(quoted, parents, [*range(leaves, len(parents)), *range(leaves)]))]
+
+
+def _nbdt_text(quoted: list[str], parents: list[int], children: Sequence[int]) -> str:
+    """What ``json.dumps(node_link_data, indent=1)`` writes, without its slow pure-Python encoder."""
+    nodes = ",\n".join(f'  {{\n   "id": {q},\n   "label": {q}\n  }}' for q in quoted)
+    links = ",\n".join(f'  {{\n   "source": {quoted[parents[c]]},\n   "target": {quoted[c]}\n  }}' for c in children)
+    return ('{\n "directed": true,\n "multigraph": false,\n "graph": {},\n "nodes": [\n' + nodes
+            + '\n ],\n "links": [\n' + links + "\n ]\n}\n")

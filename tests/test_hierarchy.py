@@ -7,10 +7,11 @@ import itertools
 import numpy as np
 import pytest
 from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from hseval.errors import HierarchyError
 from hseval.hierarchies import merge_single_child_chains, random_hierarchy
-from hseval.hierarchy import Hierarchy
+from hseval.hierarchy import Hierarchy, natural_key
 from tests.conftest import FIXTURES, appendix_a, fashion_tree, trees, unbalanced
 
 PAPER_H = {  # Appendix A, rows in the paper's order of P, columns in the order of L
@@ -140,6 +141,80 @@ def test_from_edges_rejects_bad_inputs(edges, classes, message):
 def test_natural_leaf_order_without_classes():
     tree = Hierarchy.from_edges([("r", "n10"), ("r", "n9"), ("r", "n100")])
     assert tree.leaf_names == ("n9", "n10", "n100")
+
+
+def reference_natural_key(name: str) -> tuple:
+    """The key as it was, for ASCII digits (int() of each digit run)."""
+    import re
+
+    return tuple((0, int(tok), "") if tok.isdigit() else (1, 0, tok) for tok in re.split(r"(\d+)", name) if tok)
+
+
+@settings(max_examples=300, deadline=None)
+@given(names=st.lists(st.text(alphabet="ab0123456789 _-.", min_size=1, max_size=8), min_size=1, max_size=20))
+def test_natural_sort_orders_as_before(names):
+    assert sorted(names, key=natural_key) == sorted(names, key=reference_natural_key)
+
+
+def test_natural_key_takes_any_digits():
+    """int() refused '²' (str.isdigit but not a decimal) and digit runs past 4300 digits."""
+    names = ["x²", "²", "1" * 5000, "2" * 4999, "٣", "n٣", "n10", "n2"]
+    assert sorted(names, key=natural_key) == ["٣", "2" * 4999, "1" * 5000, "n2", "n٣", "n10", "x²", "²"]
+
+
+def test_from_paths_messages_name_the_first_problem():
+    with pytest.raises(HierarchyError, match=r"^paths: the path 'a' is given twice$"):
+        Hierarchy.from_paths([("a",), ("b",), ("b",), ("a",)])
+    with pytest.raises(HierarchyError, match=r"^paths: class 'x/y' is also a super-class of another class"):
+        Hierarchy.from_paths([("x", "y", "z"), ("x", "y"), ("a",), ("a", "b")])
+    with pytest.raises(HierarchyError, match=r"^f.txt: node name 'a\\tb' is empty or holds a tab or line break"):
+        Hierarchy.from_paths([("a\tb",)], source="f.txt")
+
+
+def test_from_paths_names_shared_names_by_their_paths_within_a_limit(monkeypatch):
+    import hseval.hierarchy as hierarchy_module
+
+    paths = [("a", "x"), ("b", "x"), ("c", "root", "y")]  # 'x' twice, and 'root' is the root's name
+    assert Hierarchy.from_paths(paths).node_names == ("a/x", "b/x", "y", "a", "b", "c", "c/root")
+    monkeypatch.setattr(hierarchy_module, "MAX_JOINED_NAMES", 11)
+    with pytest.raises(HierarchyError, match=r"^paths: 3 nodes share their names with other nodes, and naming them by "
+                                             r"their paths would take 12 characters \(limit 11\); give the nodes "
+                                             r"distinct names$"):
+        Hierarchy.from_paths(paths)
+
+
+@settings(max_examples=200, deadline=None)
+@given(parents=st.lists(st.integers(-1, 11), min_size=1, max_size=12))
+def test_depths_and_cycles_match_a_walk_up_the_tree(parents):
+    """Depths by pointer doubling against walking up each node; a cycle is named by a node on it."""
+    n = len(parents)
+    parents = [p if p < n else -1 for p in parents]
+    names = [f"n{i}" for i in range(n)]
+    leaves = [i for i in range(n) if i not in parents]
+    on_cycle = set()
+    for start in range(n):
+        seen, node = [], start
+        while node >= 0 and node not in seen:
+            seen.append(node)
+            node = parents[node]
+        if node >= 0:
+            on_cycle.update(seen[seen.index(node):])
+    order = leaves + [i for i in range(n) if i in parents]  # leaves first, as the constructor wants
+    position = {old: k for k, old in enumerate(order)}
+    renumbered = [position[parents[old]] if parents[old] >= 0 else -1 for old in order]
+    if not leaves:
+        return
+    try:
+        tree = Hierarchy([names[i] for i in order], renumbered, len(leaves))
+    except HierarchyError as exc:
+        assert on_cycle and any(str(exc).endswith(f"cycle through node {names[i]!r}") for i in on_cycle)
+        return
+    assert not on_cycle
+    for old in order:
+        depth, node = 0, old
+        while node >= 0:
+            depth, node = depth + 1, parents[node]
+        assert tree.depth[tree.index(names[old])] == depth
 
 
 # ------------------------------------------------------------------ transforms

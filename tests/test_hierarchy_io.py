@@ -56,12 +56,8 @@ def test_every_format_round_trips(tmp_path, small_tree, fmt):
         return
     small_tree.write(path, fmt)
     assert detect_format(path) == fmt
-    # isa has no class order of its own: it takes the class list (every other format keeps it)
-    again = Hierarchy.read(path, classes=small_tree.leaf_names if fmt == "isa" else None)
-    assert again.leaf_names == small_tree.leaf_names
-    assert again.stats() == small_tree.stats()
-    assert [again.path_names(i) for i in range(again.num_leaves)] == \
-        [small_tree.path_names(i) for i in range(small_tree.num_leaves)]
+    assert Hierarchy.read(path) == small_tree  # names, class order, super-class order, root
+    assert Hierarchy.read(path, classes=small_tree.leaf_names) == small_tree
 
 
 @settings(max_examples=30, deadline=None)
@@ -185,8 +181,91 @@ def test_missing_file_and_folder(tmp_path):
 def test_isa_writer_refuses_names_with_spaces(tmp_path):
     with pytest.raises(HierarchyError, match=r"node name 'Ankle boot' contains whitespace; use --to pairs"):
         fashion_tree().write(tmp_path / "t.txt", "isa")
+    # whitespace only at an end used to pass the check, and the name came back trimmed
+    with pytest.raises(HierarchyError, match=r"^cannot write isa format: node name 'x\\x0c' contains whitespace"):
+        Hierarchy.from_edges([("r", "x\x0c"), ("r", "y")]).write(tmp_path / "t.txt", "isa")
+    assert not (tmp_path / "t.txt").exists()
 
 
 def test_writes_are_atomic_and_leave_no_temporary_files(tmp_path):
     unbalanced().write(tmp_path / "t.txt", "pairs")
     assert sorted(p.name for p in tmp_path.iterdir()) == ["t.txt", "t.txt.names.tsv"]
+
+
+# ------------------------------------------------------------------ lines, header, detection, sidecar
+@pytest.mark.parametrize("newline", ["\n", "\r\n", "\r"])
+def test_only_cr_and_lf_end_lines(tmp_path, newline):
+    text = newline.join(["# a comment", "animal/form\x0cfeed", "animal/next\x85line", "plant\u2028leaf", ""])
+    path = _write(tmp_path, "", name="t.txt")
+    path.write_bytes(text.encode("utf-8"))
+    tree = Hierarchy.read(path)
+    assert tree.leaf_names == ("form\x0cfeed", "next\x85line", "plant\u2028leaf")
+
+
+@pytest.mark.parametrize(("header", "message"), [
+    ("# hseval hierarchy: {paths}", r"t.txt, line 1: the '# hseval hierarchy:' line is not valid JSON \(Expecting "
+                                    r"property name enclosed in double quotes\); fix it or delete the line"),
+    ('# hseval hierarchy: {"format": "nbdt"}', r"line 1: the '# hseval hierarchy:' line needs a \"format\" of pairs, "
+                                               r"isa, paths; fix it or delete the line"),
+    ('# hseval hierarchy: ["paths"]', r"needs a \"format\" of pairs, isa, paths"),
+    ('# hseval hierarchy: {"format": "paths", "colour": 1}', r"has the key 'colour', which paths files do not take"),
+    ('# hseval hierarchy: {"format": "paths", "leaf_order": "file"}', r"has the key 'leaf_order', which paths files"),
+    ('# hseval hierarchy: {"format": "paths", "root": ""}', r"line 1: the '# hseval hierarchy:' line has a malformed "
+                                                            r"'root'; fix it or delete the line"),
+    ('# hseval hierarchy: {"format": "paths", "superclass_order": [1]}', r"has a malformed 'superclass_order'"),
+    ('# hseval hierarchy: {"format": "paths", "superclass_order": ["a", "a"]}',
+     r"t.txt, line 1: the header's superclass_order does not list the file's 2 super-classes once each; fix it or "
+     r"delete the line"),
+    ('# hseval hierarchy: {"format": "paths", "root": "a"}', r"t.txt: two nodes are called 'a'"),
+])
+def test_bad_headers_have_clear_errors(tmp_path, header, message):
+    path = _write(tmp_path, header + "\na/x\nb/y\n", name="t.txt")
+    with pytest.raises(HierarchyError, match=message):
+        Hierarchy.read(path)
+
+
+def test_header_decides_format_root_and_orders(tmp_path):
+    path = _write(tmp_path, '# hseval hierarchy: {"format": "paths", "root": "entity", "superclass_order": ["b", '
+                            '"a"]}\n123\na/x\nb/y\n', name="t.json")
+    tree = Hierarchy.read(path)
+    assert detect_format(path) == "paths" and tree.root_name == "entity"
+    assert tree.node_names == ("123", "x", "y", "b", "a")
+    isa = _write(tmp_path, '# hseval hierarchy: {"format": "isa", "leaf_order": "file"}\nr n10\nr n9\n')
+    assert Hierarchy.read(isa).leaf_names == ("n10", "n9")
+    assert Hierarchy.read(isa, classes=["n9", "n10"]).leaf_names == ("n9", "n10")  # a class list still wins
+    assert Hierarchy.read(isa, "paths").leaf_names == ("r n10", "r n9")  # another format: the header is a comment
+
+
+def test_pairs_called_json_is_read_as_pairs(tmp_path):
+    path = _write(tmp_path, "2\n0 2\n1 2\n", name="p.json")
+    assert detect_format(path) == "pairs" and Hierarchy.read(path).leaf_names == ("0", "1")
+    broken = _write(tmp_path, "[[[", name="b.json")  # not a count: still JSON, with JSON's errors
+    with pytest.raises(HierarchyError, match=r"b.json, line 1: not valid JSON"):
+        Hierarchy.read(broken)
+
+
+def test_names_sidecar_of_json_strings(tmp_path):
+    path = _write(tmp_path, "2\n0 2\n1 2\n", name="p.txt")
+    names_sidecar(path).write_text('# hseval names: {"names": "json"}\n0\t" a "\n1\t"b\\u0000"\n2\t"r"\n')
+    tree = Hierarchy.read(path)
+    assert tree.leaf_names == (" a ", "b\x00") and tree.root_name == "r"
+    names_sidecar(path).write_text('# hseval names: {"names": "json"}\n0\tplain\n')
+    with pytest.raises(HierarchyError, match=r"p.txt.names.tsv, line 2: expected 'index<TAB>\"name\"' \(the name as "
+                                             r"a JSON string\), got '0\\tplain'"):
+        Hierarchy.read(path)
+
+
+def test_names_sidecar_with_a_5000_digit_index(tmp_path):
+    """Used to crash: int() refuses more than 4300 digits."""
+    path = _write(tmp_path, "2\n0 2\n1 2\n", name="p.txt")
+    names_sidecar(path).write_text("1" * 5000 + "\tbig\n")
+    with pytest.raises(HierarchyError, match=r"^.*p.txt.names.tsv, line 1: index 11111111111111111111... is not a node "
+                                             r"of p.txt \(0..2\)$"):
+        Hierarchy.read(path)
+
+
+@pytest.mark.parametrize("name", ["²", "1" * 5000, "٣", "x²y", "n٣"])
+def test_isa_classes_with_unusual_digits_sort_without_crashing(tmp_path, name):
+    """natural sort used int() on '²' (a digit to str.isdigit, not to int) and on 5000-digit runs."""
+    path = _write(tmp_path, f"r {name}\nr b\n")
+    assert set(Hierarchy.read(path).leaf_names) == {name, "b"}

@@ -37,22 +37,32 @@ def cmd_convert(args: argparse.Namespace) -> int:
 
 
 def render_tree(hierarchy, max_depth: int | None = None) -> str:
-    """The tree as text, one node per line, super-classes with their number of classes."""
+    """The tree as text, one node per line, super-classes with their number of classes.
+
+    Iterative (a tree may be MAX_DEPTH levels deep) and linear in the size of the output."""
+    names, depth, children = hierarchy.node_names, hierarchy.depth.tolist(), hierarchy.children
+    classes = _classes_below(hierarchy)
     lines = [hierarchy.root_name]
-
-    def walk(node: int, prefix: str) -> None:
-        kids = hierarchy.children[node]
-        for k, child in enumerate(kids):
-            last = k == len(kids) - 1
-            label = hierarchy.node_names[child]
-            if not hierarchy.is_leaf(child):
-                label += f"  ({len(hierarchy.subtree_leaves(child))} classes)"
-            lines.append(f"{prefix}{'└── ' if last else '├── '}{label}")
-            if max_depth is None or hierarchy.depth[child] < max_depth:
-                walk(child, prefix + ("    " if last else "│   "))
-
-    walk(-1, "")
+    stack = [(child, "", k == len(children[-1]) - 1) for k, child in enumerate(children[-1])][::-1]
+    while stack:
+        node, prefix, last = stack.pop()
+        label = names[node] if hierarchy.is_leaf(node) else f"{names[node]}  ({classes[node]} classes)"
+        lines.append(f"{prefix}{'└── ' if last else '├── '}{label}")
+        if max_depth is None or depth[node] < max_depth:
+            inner = prefix + ("    " if last else "│   ")
+            kids = children[node]
+            stack.extend((kid, inner, k == len(kids) - 1) for k, kid in reversed(list(enumerate(kids))))
     return "\n".join(lines)
+
+
+def _classes_below(hierarchy) -> list[int]:
+    """Number of classes (leaves) below each node, deepest nodes first: O(|P|)."""
+    counts = [1] * hierarchy.num_leaves + [0] * (hierarchy.num_nodes - hierarchy.num_leaves)
+    parents, depth = hierarchy.parents.tolist(), hierarchy.depth.tolist()
+    for node in sorted(range(hierarchy.num_nodes), key=depth.__getitem__, reverse=True):
+        if parents[node] >= 0:
+            counts[parents[node]] += counts[node]
+    return counts
 
 
 def cmd_show(args: argparse.Namespace) -> int:
