@@ -185,5 +185,6 @@ def test_a_run_is_self_contained(tmp_path, monkeypatch, capsys):
     assert main(["evaluate", str(work / "run"), "--out", "eval", "--projections", "none", "--quiet"]) == 0
     assert json.loads((elsewhere / "eval" / "run" / "metrics.json").read_text())["samples"] == 8
     # every file of the run and of the evaluation gets the same permissions (the user's umask)
-    modes = {p.stat().st_mode & 0o777 for folder in (work / "run", elsewhere / "eval" / "run") for p in folder.iterdir()}
+    folders = (work / "run", elsewhere / "eval" / "run")
+    modes = {p.stat().st_mode & 0o777 for folder in folders for p in folder.iterdir()}
     assert len(modes) == 1, modes
