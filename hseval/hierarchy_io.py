@@ -40,8 +40,8 @@ name a line: paths.
 Writing (:mod:`hseval.hierarchy_write`): a writer renders the text, reads it back in memory with
 the readers above and compares the result with the tree (``==``). Where they differ it adds the
 header, then the header with the super-class order; where even that cannot hold the tree (a name
-with whitespace in isa, a NUL), it refuses with a one-line :class:`HierarchyError` that names the node and the formats that can.
-So a file that hseval writes reads back, format detected, as the tree it was written from.
+with whitespace in isa, a NUL), it refuses with a one-line :class:`HierarchyError` that names the
+node and the formats that can. So a file that hseval writes reads back, format detected, as the tree it was written from.
 """
 
 from __future__ import annotations
