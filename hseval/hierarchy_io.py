@@ -41,7 +41,8 @@ Writing (:mod:`hseval.hierarchy_write`): a writer renders the text, reads it bac
 the readers above and compares the result with the tree (``==``). Where they differ it adds the
 header, then the header with the super-class order; where even that cannot hold the tree (a name
 with whitespace in isa, a NUL), it refuses with a one-line :class:`HierarchyError` that names the
-node and the formats that can. So a file that hseval writes reads back, format detected, as the tree it was written from.
+node and the formats that can. So a file that hseval writes reads back, format detected, as the
+tree it was written from.
 """
 
 from __future__ import annotations
