@@ -162,6 +162,52 @@ def _(tmp, good):
     return ["train", "--data-root", str(good.fashion), "--hierarchy", str(tree), "--quiet", "--out", str(tmp / "r")]
 
 
+@case("names-sidecar-5000-digit-index", "hierarchy", "pairs + names.tsv with a 5,000-digit index (used to crash: "
+      "int() digit limit)",
+      "tree.txt.names.tsv, line 1: index 11111111111111111111... is not a node of tree.txt (0..2)")
+def _(tmp, good):
+    write(tmp / "tree.txt.names.tsv", "1" * 5000 + "\tghost\n")
+    return convert(write(tmp / "tree.txt", "2\n0 2\n1 2\n"), tmp)
+
+
+hierarchy("header-not-json", "paths file whose `# hseval hierarchy:` header is not JSON", "tree.txt, line 1: the "
+          "'# hseval hierarchy:' line is not valid JSON (Expecting property name enclosed in double quotes); fix it or "
+          "delete the line", "# hseval hierarchy: {paths}\na/x\n")
+hierarchy("header-unknown-key", "a header with a key paths files do not take", "tree.txt, line 1: the '# hseval "
+          "hierarchy:' line has the key 'colour', which paths files do not take; fix it or delete the line",
+          '# hseval hierarchy: {"format": "paths", "colour": "red"}\na/x\n')
+hierarchy("paths-shared-names-blowup", "paths: 1,000 lines of 998 nested `a` (used to take 55 s and write a 1 GB "
+          "names file)", "tree.txt: 998000 nodes share their names with other nodes, and naming them by their paths "
+          "would take 1000884220 characters (limit 67108864); give the nodes distinct names",
+          "".join(f"k{i}/" + "/".join(["a"] * 998) + "\n" for i in range(1000)))
+
+
+def convert_to(fmt: str, path: Path, tmp: Path) -> list[str]:
+    return ["hierarchy", "convert", str(path), str(tmp / "out.txt"), "--to", fmt]
+
+
+@case("convert-isa-hash-superclass", "hierarchy", "`convert --to isa` of a tree with a super-class `#hash` (used to "
+      "write a file that read back as another tree)", "cannot write isa format: node name '#hash' starts with '#', "
+      "and its lines would be comments in an isa file; use --to pairs, paths or nbdt")
+def _(tmp, good):
+    return convert_to("isa", write(tmp / "tree.txt", "\\#hash/x\n\\#hash/y\n"), tmp)
+
+
+@case("convert-isa-trailing-space", "hierarchy", "`convert --to isa` of a class named `x ` (used to write `x`)",
+      "cannot write isa format: node name 'x ' contains whitespace; use --to pairs, paths or nbdt")
+def _(tmp, good):
+    return convert_to("isa", write(tmp / "tree.txt", "a/x\\ \na/y\n"), tmp)
+
+
+@case("convert-surrogate-name", "hierarchy", "an nbdt node id `\"\\ud800\"`, `convert --to pairs` (used to crash: "
+      "UnicodeEncodeError)", "cannot write pairs format: node name '\\ud800' holds a surrogate code point, which is "
+      "not Unicode text and no hierarchy file can hold; rename the node")
+def _(tmp, good):
+    text = '{"nodes": [{"id": "r"}, {"id": "\\ud800"}, {"id": "b"}], "links": [{"source": "r", "target": "\\ud800"}, ' \
+           '{"source": "r", "target": "b"}]}'
+    return convert(write(tmp / "tree.json", text), tmp)
+
+
 @case("hierarchy-is-a-folder", "hierarchy", "a folder given as the hierarchy file",
       "tree: is a folder, expected a hierarchy file")
 def _(tmp, good):
