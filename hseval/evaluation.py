@@ -218,6 +218,30 @@ def _projections(run: Run, emb: np.ndarray, labels: np.ndarray, pred: np.ndarray
     return pd.concat(frames, ignore_index=True) if frames else pd.DataFrame()
 
 
+def _inputs(meta: dict[str, Any], **settings: Any) -> dict[str, Any]:
+    """What an evaluation depends on: the run's checksums and the evaluation's settings (recorded
+    in its marker, so that an evaluation that is up to date can be reused)."""
+    return fileio.json_ready({"model_sha256": meta.get("model_sha256"), "meta_sha256": meta.get("meta_sha256"),
+                              **settings, "projections": list(settings.get("projections", ()))})
+
+
+def _up_to_date(folder: Path, run_dir: Path, inputs: dict[str, Any]) -> dict[str, Any] | None:
+    """The index entry of ``folder`` when it is a readable evaluation of ``run_dir`` with these
+    ``inputs``, else None."""
+    from hseval.results import read_run
+
+    marker = ownership.read_marker(folder) or {}
+    if marker.get("kind") != "evaluation" or marker.get("run_path") != str(run_dir) or marker.get("inputs") != inputs:
+        return None
+    try:
+        metrics = read_run(folder).metrics
+    except HsevalError:
+        return None
+    return {"run": folder.name, "path": str(run_dir), "head": metrics["head"], "dataset": metrics["dataset"],
+            "backbone": metrics.get("backbone"), "seed": metrics.get("seed"), "split": metrics.get("split"),
+            "leaf_top1": metrics["top1"]}
+
+
 def evaluate_run(run_dir: Path, out_dir: Path, *, name: str, data_root: str | None = None, split: str = "test",
                  projections: list[str] = ("pca",), max_points: int = 5000, device: str = "auto",
                  batch_size: int = 512, seed: int = 0, data_cache: dict | None = None,
@@ -285,7 +309,9 @@ def evaluate_run(run_dir: Path, out_dir: Path, *, name: str, data_root: str | No
     shutil.rmtree(staging, ignore_errors=True)
     try:
         staging.mkdir()
-        ownership.claim(staging, "evaluation", run_path=str(run.path))
+        ownership.claim(staging, "evaluation", run_path=str(run.path),
+                        inputs=_inputs(run.meta, data_root=data_root, split=split, projections=projections,
+                                       max_points=max_points, seed=seed))
         node_vectors = np.zeros((0, 0), np.float32) if vectors is None else vectors[0].astype(np.float32)
         eval_format.write_run(staging, metrics=metrics, tables={
             eval_format.PER_NODE: per_node, eval_format.GEOMETRY: geometry_table, eval_format.PAIRS: pairs,
@@ -332,8 +358,11 @@ def _write_index(out_dir: Path, entries: dict[str, dict[str, Any]]) -> None:
 
 def evaluate_runs(patterns: list[str], out_dir: str | Path, *, data_root: str | None = None, split: str = "test",
                   projections: list[str] = ("pca",), max_points: int = 5000, device: str = "auto",
-                  progress: bool = True, log=print) -> list[dict[str, Any]]:
+                  progress: bool = True, reuse: bool = False, log=print) -> list[dict[str, Any]]:
     """Evaluate every run matched by ``patterns`` into ``out_dir``; returns the index entries.
+
+    ``reuse``: keep an evaluation already in ``out_dir`` that was made from the same run (its
+    checksums) with the same settings, instead of computing it again (``hseval demo`` continuing).
 
     Everything that can be checked is checked before the output folder is touched: the
     arguments, the device, every run (its files and checksums) and its data. Then the folder is
@@ -356,8 +385,12 @@ def evaluate_runs(patterns: list[str], out_dir: str | Path, *, data_root: str | 
     out_dir = Path(out_dir)
     ownership.check_claimable(out_dir, "evaluations")
     cache: dict = {}
+    inputs = {}
     for run_dir in runs:  # every run whole (checksums, tensors, model) and its data, before writing anything
-        _dataset_for(load_run(run_dir), data_root, cache)
+        run = load_run(run_dir)
+        _dataset_for(run, data_root, cache)
+        inputs[run_dir] = _inputs(run.meta, data_root=data_root, split=split, projections=projections,
+                                  max_points=max_points, seed=0)
     entries: dict[str, dict[str, Any]] = {}
     with ownership.output_folder(out_dir, "evaluations"):
         for stale in out_dir.glob(".*-*"):  # left by a killed evaluation (the lock says none is running)
@@ -367,6 +400,11 @@ def evaluate_runs(patterns: list[str], out_dir: str | Path, *, data_root: str | 
         names = evaluation_names(runs, _evaluated_runs(out_dir))
         for k, (run_dir, name) in enumerate(zip(runs, names), start=1):
             log(f"[{k}/{len(runs)}] {run_dir}")
+            entry = _up_to_date(out_dir / name, run_dir, inputs[run_dir]) if reuse else None
+            if entry is not None:
+                entries[name] = entry
+                log(f"  up to date: {out_dir / name}")
+                continue
             entry = evaluate_run(run_dir, out_dir, name=name, data_root=data_root, split=split,
                                  projections=projections, max_points=max_points, device=device, data_cache=cache,
                                  progress=progress)

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import re
 import shutil
+from pathlib import Path
 
 import numpy as np
 import pandas as pd
@@ -188,3 +189,27 @@ def test_a_run_is_self_contained(tmp_path, monkeypatch, capsys):
     folders = (work / "run", elsewhere / "eval" / "run")
     modes = {p.stat().st_mode & 0o777 for folder in folders for p in folder.iterdir()}
     assert len(modes) == 1, modes
+
+
+def test_reuse_keeps_an_up_to_date_evaluation_only(evaluated, tmp_path):
+    """``reuse`` (what ``hseval demo`` uses to continue) keeps an evaluation made from the same run
+    with the same settings, and evaluates again when either changed."""
+    from hseval.evaluation import evaluate_runs
+
+    run = Path(json.loads((evaluated / "plain" / "metrics.json").read_text())["run_path"])
+    data_root = json.loads((evaluated / "plain" / "metrics.json").read_text())["training"]["data"]["root"]
+    out = tmp_path / "eval"
+
+    def evaluate(**options) -> list[str]:
+        log: list[str] = []
+        evaluate_runs([str(run)], out, data_root=data_root, projections=[], progress=False, log=log.append,
+                      **options)
+        return log
+
+    evaluate(max_points=50)
+    assert any("up to date" in line for line in evaluate(max_points=50, reuse=True))
+    assert not any("up to date" in line for line in evaluate(max_points=60, reuse=True))  # another setting
+    assert not any("up to date" in line for line in evaluate(max_points=60))  # reuse is asked for, never assumed
+    (out / "plain" / "per_node.csv").write_text("damaged")
+    assert not any("up to date" in line for line in evaluate(max_points=60, reuse=True))  # a damaged one is redone
+    assert load_evaluation(out).runs[0].metrics["top1"] > 0

@@ -2,8 +2,8 @@
 
 Trains every registered head on Fashion-MNIST with the CPU recipe (the same seed and data order
 for all), evaluates them, writes the report and prints a table of leaf and super-class accuracy
-per head and the command that opens the dashboard. Finished runs in ``--out`` are reused (an
-interrupted demo continues where it stopped); ``--force`` trains again.
+per head and the command that opens the dashboard. Finished runs and up-to-date evaluations in
+``--out`` are reused (an interrupted demo continues where it stopped); ``--force`` does it all again.
 """
 
 from __future__ import annotations
@@ -78,7 +78,8 @@ def cmd_demo(args: argparse.Namespace) -> int:
     projections = ["pca"] if args.quick else ["pca", "tsne"]
     entries = evaluate_runs([str(runs / head) for head, _ in configs], eval_dir, projections=projections,
                             max_points=1000 if args.quick else 3000, device=args.device or "auto",
-                            progress=not args.quiet, data_root=args.data_root, log=lambda _: None)
+                            progress=not args.quiet, data_root=args.data_root, reuse=not args.force,
+                            log=lambda _: None)
     for path in write_report(eval_dir):
         if path.suffix == ".html":
             print(f"report: {path}")
