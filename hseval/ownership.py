@@ -36,6 +36,7 @@ KINDS = {
     "run": "a training run",
     "evaluations": "an evaluation folder (one sub-folder per evaluated run)",
     "evaluation": "the evaluation of one run",
+    "export": "an export of an evaluation folder (hseval export)",
 }
 
 # What a folder of each kind holds besides hidden files: how folders written before markers
