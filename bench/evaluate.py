@@ -28,7 +28,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from hseval import geometry  # noqa: E402
 from hseval.heads import create_head  # noqa: E402
 from hseval.hierarchies.fashion_mnist import fashion_mnist_hierarchy  # noqa: E402
-from hseval.metrics import EvaluationAccumulator, per_node_accuracy  # noqa: E402
+from hseval.metrics import HierarchicalMetrics  # noqa: E402
 
 
 def timed(fn):
@@ -60,11 +60,11 @@ def bench_metrics(samples: int) -> None:
     batches, t_embed = timed(extract)
 
     def metrics():
-        acc = EvaluationAccumulator(tree)
+        acc = HierarchicalMetrics(tree, topk=(1, 5, 20))
         for (_, logits, levels), y in zip(batches, labels.split(1000)):
             acc.update(logits, y, levels)
         result = acc.compute()
-        per_node_accuracy(acc.topk_pred[:, 0], acc.target, tree)
+        acc.per_node()
         return result
 
     def geom():

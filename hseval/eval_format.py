@@ -358,6 +358,9 @@ METRICS_SPEC: dict[str, Callable] = {
     "seed": _num(0, integer=True), "training": _record({}, pattern_fields={".*": _any_json}),
     "history": _list(_history_entry), "train_seconds": _num(0), "eval_seconds": _num(0),
     "hierarchy": _record({}, pattern_fields={".*": _any_json}, null=False),
+    "unavailable": _record({}, pattern_fields={".*": _text(null=False)}),
+    "source": _record({"kind": _text(null=False, choices=("run", "predictions")), "path": _text(),
+                       "sha256": _text(), "format": _text(), "inputs": _list(_text(null=False))}),
 }
 """What ``metrics.json`` may hold (top-k, hierarchical distance@k by pattern below); other keys are dropped."""
 _METRICS_PATTERNS = {r"top[1-9][0-9]{0,3}": _UNIT, r"(avg|best)_hdist@[1-9][0-9]{0,3}": _num(0)}

@@ -29,7 +29,8 @@ __all__ = ["find_runs", "evaluate_run", "evaluate_runs", "evaluation_names", "EV
 
 EVAL_FILES = eval_format.FILES
 STAGING_PREFIX = ".hseval-staging-"
-TOPK = 20
+KS = (1, 5, 20)
+"""The k of the top-k metrics that ``hseval evaluate`` reports."""
 
 
 def find_runs(patterns: list[str]) -> list[Path]:
@@ -152,22 +153,22 @@ def _extract(run: Run, split, *, sample: np.ndarray, batch_size: int, device: to
              progress: bool) -> dict[str, Any]:
     from tqdm import tqdm
 
-    from hseval.metrics import EvaluationAccumulator
+    from hseval.metrics import HierarchicalMetrics
 
     model = run.model
     tree = run.hierarchy
-    acc = EvaluationAccumulator(tree, topk=TOPK)
+    metrics = HierarchicalMetrics(tree, topk=KS)
     in_sample = np.zeros(len(split), dtype=bool)
     in_sample[sample] = True
-    kept, feature_norms, max_logits = [], [], []
+    kept, feature_norms, max_logits, targets, tops = [], [], [], [], []
     bar = tqdm(total=len(split), desc=f"embed {run.path.name}", unit="img", unit_scale=True, leave=False,
                disable=not progress, dynamic_ncols=True)
     seen = 0
     for x, y in _batches(split, batch_size, device):
         z = model.embed(x).float()
         logits = model.head(z).float()
-        levels = model.head.level_logits(z)
-        acc.update(logits, y, levels)
+        tops.append(metrics.update(logits, y, model.head.level_logits(z)))
+        targets.append(y.cpu().numpy())
         mask = in_sample[seen: seen + len(y)]
         if mask.any():
             kept.append(z[torch.as_tensor(mask, device=z.device)].cpu())
@@ -179,8 +180,8 @@ def _extract(run: Run, split, *, sample: np.ndarray, batch_size: int, device: to
     if seen != len(split):
         raise DataError(f"{run.path}: evaluated {seen} samples but the split has {len(split)}")
     norms = torch.cat(feature_norms).numpy()
-    return {"metrics": acc.compute(), "embeddings": torch.cat(kept).numpy() if kept else np.zeros((0, 0)),
-            "targets": acc.target, "topk": acc.topk_pred,
+    return {"metrics": metrics, "embeddings": torch.cat(kept).numpy() if kept else np.zeros((0, 0)),
+            "targets": np.concatenate(targets).astype(np.int64), "topk": np.concatenate(tops),
             "feature_norm": {"mean": float(norms.mean()), "std": float(norms.std()), "max": float(norms.max())},
             "max_logit": {"mean": float(torch.cat(max_logits).mean())}}
 
@@ -193,11 +194,14 @@ def _level_columns(tree, leaves: np.ndarray) -> dict[str, list[str]]:
     return cols
 
 
-def _projections(run: Run, emb: np.ndarray, labels: np.ndarray, pred: np.ndarray, methods: list[str],
-                 vectors: np.ndarray | None, seed: int) -> pd.DataFrame:
+def projection_table(tree, emb: np.ndarray, labels: np.ndarray, pred: np.ndarray, methods: list[str],
+                     vectors: np.ndarray | None, seed: int) -> pd.DataFrame:
+    """projections.csv: the 2-D projections of the sampled embeddings (labels, predictions) and
+    of the class vectors, one block per method; the header only with fewer than 4 samples."""
     from hseval.projection import project
 
-    tree = run.hierarchy
+    if len(emb) < 4 or not methods:
+        return pd.DataFrame(columns=["method", "kind", "x", "y", "label", *_level_columns(tree, labels), "correct"])
     frames = []
     for method in methods:
         xy, cxy = project(emb, method, class_vectors=vectors, seed=seed)
@@ -237,7 +241,60 @@ def _up_to_date(folder: Path, run_dir: Path, inputs: dict[str, Any]) -> dict[str
         metrics = read_run(folder).metrics
     except HsevalError:
         return None
-    return {"run": folder.name, "path": str(run_dir), "head": metrics["head"], "dataset": metrics["dataset"],
+    return {**index_entry(folder.name, metrics), "path": str(run_dir)}
+
+
+def per_node_table(tree, support: np.ndarray, correct: np.ndarray) -> pd.DataFrame:
+    """per_node.csv: support, correct and recall of every non-root node."""
+    with np.errstate(invalid="ignore", divide="ignore"):
+        return pd.DataFrame({"node": np.arange(tree.num_nodes), "name": tree.node_names, "depth": tree.depth,
+                             "parent": [tree.node_names[p] if p >= 0 else tree.root_name
+                                        for p in tree.parents.tolist()],
+                             "is_leaf": np.arange(tree.num_nodes) < tree.num_leaves,
+                             "support": support, "correct": correct, "accuracy": correct / support})
+
+
+def geometry_tables(tree, vectors: tuple[np.ndarray, str] | None, radii: np.ndarray | None, *, seed: int,
+                    skipped: str) -> tuple[pd.DataFrame, pd.DataFrame, dict[str, Any]]:
+    """geometry.csv, pair_angles.csv and the metrics they give, from the node vectors
+    (:func:`hseval.geometry.node_vectors`); without vectors the tables hold their header only and
+    the metrics say why (``skipped``)."""
+    from hseval import geometry
+
+    if vectors is None:
+        table = pd.DataFrame(columns=["vectors", "node", "name", "depth", "is_leaf", "parent", "norm",
+                                      "angle_to_parent", "delta_norm", "radius"])
+        return table, pd.DataFrame(columns=["depth", "kind", "node_a", "node_b", "angle"]), {
+            "geometry": {"skipped": skipped}, "unavailable": {"geometry": skipped, "class_vector_norm": skipped}}
+    node_vec, kind = vectors
+    table = geometry.parent_child_table(tree, node_vec, radii)
+    table.insert(0, "vectors", kind)
+    pairs = geometry.pair_angles(tree, node_vec, seed=seed)
+    agreement = geometry.tree_agreement(tree, node_vec[: tree.num_leaves])
+    return table, pairs, {"geometry": geometry.geometry_summary(tree, table, pairs, kind, agreement),
+                          "class_vector_norm": {"mean": float(np.linalg.norm(node_vec[: tree.num_leaves],
+                                                                             axis=1).mean())}}
+
+
+def write_evaluation(out_dir: Path, name: str, *, source: str, inputs: dict[str, Any], metrics: dict[str, Any],
+                     tables: dict[str, pd.DataFrame], arrays: dict[str, dict[str, np.ndarray]]) -> None:
+    """Write one evaluation into ``out_dir / name`` through :mod:`hseval.eval_format`: staged in a
+    hidden folder, then put in place of the earlier evaluation of the same ``source`` (a run
+    folder or a predictions file), so a reader never sees a partial one."""
+    staging = out_dir / f"{STAGING_PREFIX}{name}-{os.getpid()}"
+    shutil.rmtree(staging, ignore_errors=True)
+    try:
+        staging.mkdir()
+        ownership.claim(staging, "evaluation", run_path=source, inputs=inputs)
+        eval_format.write_run(staging, metrics=metrics, tables=tables, arrays=arrays)
+        ownership.replace_folder(staging, out_dir / name, "evaluation")
+    finally:
+        shutil.rmtree(staging, ignore_errors=True)
+
+
+def index_entry(name: str, metrics: dict[str, Any]) -> dict[str, Any]:
+    """The line of index.json for one evaluation."""
+    return {"run": name, "path": metrics.get("run_path"), "head": metrics["head"], "dataset": metrics["dataset"],
             "backbone": metrics.get("backbone"), "seed": metrics.get("seed"), "split": metrics.get("split"),
             "leaf_top1": metrics["top1"]}
 
@@ -248,12 +305,11 @@ def evaluate_run(run_dir: Path, out_dir: Path, *, name: str, data_root: str | No
                  progress: bool = True) -> dict[str, Any]:
     """Evaluate one run into ``out_dir / name`` and return its index entry."""
     from hseval import geometry
-    from hseval.metrics import per_node_accuracy
+    from hseval.device import resolve_device
+    from hseval.metrics.streaming import NO_LEVEL_SCORES
     from hseval.projection import stratified_sample
 
     start = time.perf_counter()
-    from hseval.device import resolve_device
-
     torch_device = resolve_device(device)
     run = load_run(run_dir, device=torch_device)
     data = _dataset_for(run, data_root, {} if data_cache is None else data_cache)
@@ -262,41 +318,22 @@ def evaluate_run(run_dir: Path, out_dir: Path, *, name: str, data_root: str | No
     result = _extract(run, part, sample=sample, batch_size=batch_size, device=torch_device, progress=progress)
     tree = run.hierarchy
     targets, pred = result["targets"], result["topk"][:, 0]
-
-    support, correct = per_node_accuracy(pred, targets, tree)
-    with np.errstate(invalid="ignore", divide="ignore"):
-        per_node = pd.DataFrame({"node": np.arange(tree.num_nodes), "name": tree.node_names, "depth": tree.depth,
-                                 "parent": [tree.node_names[p] if p >= 0 else tree.root_name
-                                            for p in tree.parents.tolist()],
-                                 "is_leaf": np.arange(tree.num_nodes) < tree.num_leaves,
-                                 "support": support, "correct": correct, "accuracy": correct / support})
+    streamed = result["metrics"]
+    metrics: dict[str, Any] = {**streamed.compute(), "feature_norm": result["feature_norm"],
+                               "max_logit": result["max_logit"]}
+    own = f"head {run.head_name!r} has no super-class scores of its own (only its class scores)"
+    metrics["unavailable"] = {k: own if v == NO_LEVEL_SCORES else v for k, v in metrics["unavailable"].items()}
     head = run.model.head
     vectors = geometry.node_vectors(head)
-    metrics: dict[str, Any] = {**result["metrics"], "feature_norm": result["feature_norm"],
-                               "max_logit": result["max_logit"]}
-    # heads without class vectors (hyperbolic) still get the files, with their header only
-    geometry_table = pd.DataFrame(columns=["vectors", "node", "name", "depth", "is_leaf", "parent", "norm",
-                                           "angle_to_parent", "delta_norm", "radius"])
-    pairs = pd.DataFrame(columns=["depth", "kind", "node_a", "node_b", "angle"])
-    if vectors is not None:
-        node_vec, kind = vectors
-        radii = head.radii()
-        geometry_table = geometry.parent_child_table(tree, node_vec, None if radii is None else radii.cpu().numpy())
-        geometry_table.insert(0, "vectors", kind)
-        pairs = geometry.pair_angles(tree, node_vec, seed=seed)
-        agreement = geometry.tree_agreement(tree, node_vec[: tree.num_leaves])
-        metrics["geometry"] = geometry.geometry_summary(tree, geometry_table, pairs, kind, agreement)
-        metrics["class_vector_norm"] = {"mean": float(np.linalg.norm(node_vec[: tree.num_leaves], axis=1).mean())}
-    else:
-        metrics["geometry"] = {"skipped": f"head {run.head_name!r} has no class vectors"}
-    sample_labels = targets[sample]
-    sample_pred = pred[sample]
+    radii = head.radii()
+    geometry_table, pairs, geometry_metrics = geometry_tables(
+        tree, vectors, None if radii is None else radii.cpu().numpy(), seed=seed,
+        skipped=f"head {run.head_name!r} has no class vectors")
+    metrics["unavailable"].update(geometry_metrics.pop("unavailable", {}))
+    metrics.update(geometry_metrics)
     class_vectors = None if vectors is None else vectors[0]
     emb = result["embeddings"]
-    proj = _projections(run, emb, sample_labels, sample_pred, list(projections), class_vectors, seed) \
-        if len(sample) >= 4 and projections else \
-        pd.DataFrame(columns=["method", "kind", "x", "y", "label", *_level_columns(tree, sample_labels), "correct"])
-
+    proj = projection_table(tree, emb, targets[sample], pred[sample], list(projections), class_vectors, seed)
     meta = run.meta
     metrics.update({"run": name, "run_path": str(run.path), "head": run.head_name,
                     "backbone": meta["model"]["backbone"]["name"], "dataset": meta["dataset"]["name"],
@@ -304,27 +341,19 @@ def evaluate_run(run_dir: Path, out_dir: Path, *, name: str, data_root: str | No
                     "training": meta.get("training", {}), "history": meta.get("history", []),
                     "train_seconds": meta.get("train_seconds"), "eval_seconds": time.perf_counter() - start,
                     "hierarchy": tree.to_dict()})
-
-    staging = out_dir / f"{STAGING_PREFIX}{name}-{os.getpid()}"
-    shutil.rmtree(staging, ignore_errors=True)
-    try:
-        staging.mkdir()
-        ownership.claim(staging, "evaluation", run_path=str(run.path),
-                        inputs=_inputs(run.meta, data_root=data_root, split=split, projections=projections,
-                                       max_points=max_points, seed=seed))
-        node_vectors = np.zeros((0, 0), np.float32) if vectors is None else vectors[0].astype(np.float32)
-        eval_format.write_run(staging, metrics=metrics, tables={
-            eval_format.PER_NODE: per_node, eval_format.GEOMETRY: geometry_table, eval_format.PAIRS: pairs,
-            eval_format.PROJECTIONS: proj}, arrays={
-            eval_format.EMBEDDINGS: {"embeddings": emb.astype(np.float32), "labels": sample_labels,
-                                     "predictions": sample_pred, "indices": sample, "node_vectors": node_vectors},
-            eval_format.PREDICTIONS: {"targets": targets, "topk": result["topk"]}})
-        ownership.replace_folder(staging, out_dir / name, "evaluation")
-    finally:
-        shutil.rmtree(staging, ignore_errors=True)
-    return {"run": name, "path": str(run.path), "head": run.head_name, "dataset": metrics["dataset"],
-            "backbone": metrics["backbone"], "seed": metrics["seed"], "split": split,
-            "leaf_top1": metrics.get("top1")}
+    node_vectors = np.zeros((0, 0), np.float32) if vectors is None else vectors[0].astype(np.float32)
+    write_evaluation(
+        out_dir, name, source=str(run.path),
+        inputs=_inputs(run.meta, data_root=data_root, split=split, projections=projections, max_points=max_points,
+                       seed=seed),
+        metrics=metrics, tables={eval_format.PER_NODE: per_node_table(tree, *streamed.per_node()),
+                                 eval_format.GEOMETRY: geometry_table, eval_format.PAIRS: pairs,
+                                 eval_format.PROJECTIONS: proj},
+        arrays={eval_format.EMBEDDINGS: {"embeddings": emb.astype(np.float32), "labels": targets[sample],
+                                         "predictions": pred[sample], "indices": sample,
+                                         "node_vectors": node_vectors},
+                eval_format.PREDICTIONS: {"targets": targets, "topk": result["topk"]}})
+    return index_entry(name, metrics)
 
 
 def _evaluated_runs(out_dir: Path) -> dict[str, str | None]:

@@ -1,6 +1,5 @@
-"""Metrics: pure functions first (numpy in, numbers out), thin accumulators on top."""
+"""Metrics: pure functions first (numpy in, numbers out); :class:`HierarchicalMetrics` streams them."""
 
-from hseval.metrics.accumulate import EvaluationAccumulator
 from hseval.metrics.accuracy import (
     level_accuracy,
     level_agreement,
@@ -23,9 +22,10 @@ from hseval.metrics.mistakes import (
     mistake_metrics_from_topk,
     mistake_severity,
 )
+from hseval.metrics.streaming import HierarchicalMetrics
 
 __all__ = [
-    "EvaluationAccumulator",
+    "HierarchicalMetrics",
     "avg_hierarchical_distance_at_k", "best_hierarchical_distance_at_k", "confusion_matrix",
     "expected_calibration_error", "hierarchical_distance", "hierarchical_prf", "level_accuracy", "level_agreement",
     "level_predictions_from_leaf", "level_predictions_from_logits", "mistake_metrics", "mistake_metrics_from_topk",

@@ -56,13 +56,19 @@ def _confidence_and_correct(probs: np.ndarray, target: np.ndarray) -> tuple[np.n
     return probs.max(axis=1), probs.argmax(axis=1) == target
 
 
-def _bins(confidence: np.ndarray, correct: np.ndarray, *, n_bins: int) -> dict[str, np.ndarray]:
-    """Bin statistics from (N,) confidences and (N,) 0/1 correctness."""
+def bin_index(confidence: np.ndarray, *, n_bins: int) -> np.ndarray:
+    """The bin of each confidence: the b with ``b / n_bins < conf <= (b + 1) / n_bins`` (0 in the first)."""
     if n_bins < 1:
         raise ValueError(f"n_bins must be at least 1, got {n_bins}")
     edges = np.linspace(0.0, 1.0, n_bins + 1)
     # searchsorted(side="left") - 1 is the b with edges[b] < conf <= edges[b + 1]: right-closed bins
-    which = np.clip(np.searchsorted(edges, confidence, side="left") - 1, 0, n_bins - 1)
+    return np.clip(np.searchsorted(edges, confidence, side="left") - 1, 0, n_bins - 1)
+
+
+def _bins(confidence: np.ndarray, correct: np.ndarray, *, n_bins: int) -> dict[str, np.ndarray]:
+    """Bin statistics from (N,) confidences and (N,) 0/1 correctness."""
+    edges = np.linspace(0.0, 1.0, n_bins + 1)
+    which = bin_index(confidence, n_bins=n_bins)
     count = np.bincount(which, minlength=n_bins)
     with np.errstate(invalid="ignore", divide="ignore"):
         accuracy = np.bincount(which, weights=correct.astype(np.float64), minlength=n_bins) / count
