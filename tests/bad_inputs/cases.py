@@ -705,6 +705,35 @@ def _(tmp, good):
     return ["report", str(evaluation), "--out", str(write(tmp / "afile", "x") / "report.html")]
 
 
+# ====================================================================== export
+def export_to(tmp: Path, eval_dir: Path, out: Path, to: str = "tensorboard") -> list[str]:
+    return ["export", str(eval_dir), "--to", to, str(out)]
+
+
+@case("export-a-run-folder", "export", "`hseval export` on a trained run's folder instead of an evaluation folder",
+      "run: holds no evaluated runs; write them with 'hseval evaluate RUNS --out …/run'")
+def _(tmp, good):
+    return export_to(tmp, copy_run(good, tmp), tmp / "tb")
+
+
+@case("export-unknown-format", "export", "`hseval export EVAL --to csv`",
+      "--to 'csv': unknown export format; choose from tensorboard")
+def _(tmp, good):
+    import shutil
+
+    return export_to(tmp, Path(shutil.copytree(good.evaluation, tmp / "eval")), tmp / "out", to="csv")
+
+
+@case("export-into-user-files", "export", "`hseval export EVAL --to tensorboard OUT` with OUT a folder of the "
+      "user's files", "mine: is not empty and was not written by hseval as an export of an evaluation folder "
+      "(hseval export) (it holds 'thesis.tex'); choose a new or empty OUT")
+def _(tmp, good):
+    import shutil
+
+    write(tmp / "mine" / "thesis.tex", "years of work")
+    return export_to(tmp, Path(shutil.copytree(good.evaluation, tmp / "eval")), tmp / "mine")
+
+
 # ====================================================================== the README table
 def _cell(text: str) -> str:
     return text.replace("|", "\\|").replace("\n", " ")
