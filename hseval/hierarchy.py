@@ -26,6 +26,7 @@ __all__ = ["Hierarchy"]
 _FORBIDDEN = re.compile(r"[\n\r\t]")  # what a name may not hold
 MAX_DEPTH = 1000
 MAX_JOINED_NAMES = 64 * 1024 * 1024  # characters of path-names that from_paths may build
+LCA_TABLE_MAX_BYTES = 16 * 1024 * 1024  # Hierarchy.lca_depth_table: up to 4,096 nodes at one byte a pair
 _NUMBER = re.compile(r"(\d+)")
 _TEXT_NUMBER = re.compile(r"(\D*)([0-9]+)")
 
@@ -377,7 +378,48 @@ class Hierarchy:
         return np.where(depth > 0, out, -1)
 
     def lca_depth(self, a: np.ndarray | Sequence[int], b: np.ndarray | Sequence[int]) -> np.ndarray:
-        """Depth of the lowest common ancestor of each pair (0 when it is the root)."""
+        """Depth of the lowest common ancestor of each pair (0 when it is the root), int64 of the
+        broadcast shape of ``a`` and ``b`` (node indices of any non-root nodes).
+
+        Trees of up to :data:`LCA_TABLE_MAX_BYTES` worth of node pairs look every pair up in a
+        table of all LCA depths (built on first use); larger ones compare ancestor rows."""
+        table = self.lca_depth_table
+        if table is None:
+            return self._lca_depth_by_rows(a, b)
+        a = np.asarray(a, dtype=np.int64)
+        b = np.asarray(b, dtype=np.int64)
+        if a.size and b.size and (min(a.min(), b.min()) < 0 or max(a.max(), b.max()) >= len(table)):
+            return self._lca_depth_by_rows(a, b)  # the same IndexError, or -k counted from the end
+        # one flat gather is faster than numpy's two-index fancy indexing
+        return table.ravel()[a * len(table) + b].astype(np.int64)
+
+    @cached_property
+    def lca_depth_table(self) -> np.ndarray | None:
+        """(|P|, |P|) read-only uint8 (uint16 for trees deeper than 255): ``T[a, b]`` is the depth
+        of the LCA of nodes a and b; None when it would take more than :data:`LCA_TABLE_MAX_BYTES`.
+
+        Built level by level in O(|P|² + |P|·depth): node a's row is its parent's row (the LCA
+        with anything outside a's subtree is the parent's LCA with it), then the depth of a across
+        a's subtree, whose (ancestor, node) pairs are the columns of :attr:`ancestor_table`."""
+        n = self.num_nodes
+        dtype = np.uint8 if self.max_depth <= np.iinfo(np.uint8).max else np.uint16
+        if n * n * np.dtype(dtype).itemsize > LCA_TABLE_MAX_BYTES:
+            return None
+        table = np.zeros((n, n), dtype=dtype)  # the root's row: 0 everywhere
+        ancestors = self.ancestor_table
+        by_depth = np.argsort(self._depth, kind="stable")
+        starts = np.searchsorted(self._depth[by_depth], np.arange(1, self.max_depth + 2))
+        for depth in range(1, self.max_depth + 1):
+            level = by_depth[starts[depth - 1]: starts[depth]]
+            if depth > 1:
+                table[level] = table[self._parents[level]]
+            column = ancestors[:, depth - 1]
+            below = np.flatnonzero(column >= 0)  # nodes of depth >= depth, under column[below]
+            table[column[below], below] = depth
+        return _readonly(table)
+
+    def _lca_depth_by_rows(self, a: np.ndarray | Sequence[int], b: np.ndarray | Sequence[int]) -> np.ndarray:
+        """:meth:`lca_depth` without the table: the length of the common prefix of the two paths."""
         ta = self.ancestor_table[np.asarray(a, dtype=np.int64)]
         tb = self.ancestor_table[np.asarray(b, dtype=np.int64)]
         same = (ta == tb) & (ta >= 0)
