@@ -37,7 +37,7 @@ class _Parser(argparse.ArgumentParser):
 
 def build_parser() -> argparse.ArgumentParser:
     from hseval import __version__
-    from hseval.commands import dashboard, data, demo, evaluate, export, hierarchy, train
+    from hseval.commands import dashboard, data, demo, evaluate, export, hierarchy, importing, train
 
     parser = _Parser(prog="hseval", description="Train, evaluate and inspect hierarchical classifiers "
                                                 "(hierarchical spheres, Scieur & Kim 2021).")
@@ -48,6 +48,7 @@ def build_parser() -> argparse.ArgumentParser:
     evaluate.register(commands)
     dashboard.register(commands)
     demo.register(commands)
+    importing.register(commands)
     export.register(commands)
     return parser
 
