@@ -19,7 +19,7 @@ import pandas as pd
 
 from hseval.hierarchy import Hierarchy
 
-__all__ = ["node_vectors", "parent_child_table", "pair_angles", "tree_agreement", "geometry_summary"]
+__all__ = ["node_vectors", "vectors_from", "parent_child_table", "pair_angles", "tree_agreement", "geometry_summary"]
 
 MAX_LEAVES_FOR_CLUSTERING = 5000
 
@@ -27,17 +27,22 @@ MAX_LEAVES_FOR_CLUSTERING = 5000
 def node_vectors(head) -> tuple[np.ndarray, str] | None:
     """(|P|, d) float64 vectors of every non-root node and their kind ("learned" or "centroid"),
     from the head's contract; None when the head has no class vectors (hyperbolic)."""
-    nodes = head.node_weights()
-    if nodes is not None:
-        return nodes.detach().cpu().double().numpy().T.copy(), "learned"
-    leaves = head.class_weights()
-    if leaves is None:
+    nodes, leaves = head.node_weights(), head.class_weights()
+    as_rows = (lambda w: None if w is None else w.detach().cpu().double().numpy().T)  # noqa: E731
+    return vectors_from(head.hierarchy, class_weights=as_rows(leaves), node_weights=as_rows(nodes))
+
+
+def vectors_from(tree: Hierarchy, *, class_weights: np.ndarray | None = None,
+                 node_weights: np.ndarray | None = None) -> tuple[np.ndarray, str] | None:
+    """Node vectors from a last layer's weights: ``node_weights`` (|P|, d), one learned vector per
+    node, or ``class_weights`` (|L|, d), each super-class then the mean of the classes below it."""
+    if node_weights is not None:
+        return np.array(node_weights, dtype=np.float64), "learned"
+    if class_weights is None:
         return None
-    leaves = leaves.detach().cpu().double().numpy().T
-    tree: Hierarchy = head.hierarchy
     H = tree.H.astype(np.float64)
     counts = np.asarray(H.sum(axis=1)).reshape(-1, 1)
-    return np.asarray(H @ leaves) / counts, "centroid"
+    return np.asarray(H @ np.asarray(class_weights, dtype=np.float64)) / counts, "centroid"
 
 
 def _angle(a: np.ndarray, b: np.ndarray) -> np.ndarray:

@@ -18,7 +18,16 @@ import plotly.io as pio
 
 from hseval import charts, fileio, ownership
 from hseval.errors import HsevalWarning, RunFormatError
-from hseval.results import Evaluation, grouped_summary, level_long, level_table, load_evaluation, summary_table
+from hseval.results import (
+    Evaluation,
+    grouped_summary,
+    level_long,
+    level_table,
+    load_evaluation,
+    mark_unavailable,
+    summary_table,
+    unavailable_table,
+)
 
 __all__ = ["write_report", "figures"]
 
@@ -145,14 +154,21 @@ def write_report(root: str | Path, *, out: str | Path | None = None) -> list[Pat
     files[root / "superclass_accuracy.md"] = "# Super-class accuracy\n\n" + _markdown(levels)
     headline = summary[[c for c in ("run", "head", "top1", "top5", "mistake_severity", "hierarchical_f1", "ece",
                                     "feature_norm", "max_logit", "cophenetic_correlation") if c in summary]]
+    shown_headline = mark_unavailable(headline, evaluation.runs)
+    shown_levels = mark_unavailable(levels, evaluation.runs)
+    missing = unavailable_table(evaluation.runs)
     md = ["# hseval report", "", f"{len(evaluation.runs)} run(s) from `{root}`.", "",
-          "## Runs", "", _markdown(headline), "## Super-class accuracy", "", _markdown(levels)]
+          "## Runs", "", _markdown(shown_headline), "## Super-class accuracy", "", _markdown(shown_levels)]
     if (grouped["seeds"] > 1).any():
         md += ["## Mean ± std over seeds", "", _markdown(_mean_std(grouped))]
+    if not missing.empty:
+        md += ["## Not available", "", "Why a cell reads n/a:", "", _markdown(missing)]
     files[root / "report.md"] = "\n".join(md)
-    tables = [("Runs", headline), ("Super-class accuracy (runs × levels)", levels)]
+    tables = [("Runs", shown_headline), ("Super-class accuracy (runs × levels)", shown_levels)]
     if (grouped["seeds"] > 1).any():
         tables.append(("Mean ± std over seeds", _mean_std(grouped)))
+    if not missing.empty:
+        tables.append(("Not available (why a cell reads n/a)", missing))
     files[html_path] = _html(evaluation, tables, figures(evaluation))
     with ownership.locked(root):
         for folder in {root, html_path.parent}:

@@ -10,6 +10,7 @@ unchecked value. Levels are data: :func:`level_long` is one row per (run, level,
 from __future__ import annotations
 
 import math
+import re
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -22,7 +23,7 @@ from hseval.errors import HsevalError, RunFormatError
 from hseval.hierarchy import Hierarchy
 
 __all__ = ["RunResult", "Evaluation", "load_evaluation", "read_run", "summary_table", "grouped_summary",
-           "level_long", "level_table", "WAYS"]
+           "level_long", "level_table", "WAYS", "unavailable_table", "metric_of_column", "mark_unavailable"]
 
 WAYS = {"leaf": "leaf", "superclass_acc": "from leaf", "superclass_acc_from_levels": "parent δ / level head"}
 """How an accuracy is measured, by its metrics.json key: the leaf prediction, its ancestor at the
@@ -61,6 +62,12 @@ class RunResult:
     @property
     def history(self) -> list[dict[str, Any]]:
         return list(self.metrics.get("history") or [])
+
+    @property
+    def unavailable(self) -> dict[str, str]:
+        """Metric key -> why this evaluation could not compute it (e.g. a model without
+        super-class scores, a prediction file without embeddings)."""
+        return dict(self.metrics.get("unavailable") or {})
 
 
 @dataclass
@@ -166,6 +173,9 @@ def summary_table(runs: list[RunResult]) -> pd.DataFrame:
 def _config_key(run: RunResult) -> str:
     import json
 
+    source = run.metrics.get("source") or {}
+    if source.get("kind") == "predictions":  # a model trained elsewhere: no seed siblings known
+        return f"predictions:{source.get('path')}"
     training = dict(run.metrics.get("training") or {})
     engine = dict(training.get("engine") or {})
     for key in ("seed", "progress", "device", "threads", "tensorboard"):
@@ -227,4 +237,46 @@ def level_table(runs: list[RunResult]) -> pd.DataFrame:
         name = "leaf" if depth == 0 else f"{level} ({way})"
         values = long[(long["depth"] == depth) & (long["way"] == way)].set_index("run")["accuracy"]
         out[name] = out["run"].map(values).astype(float)
+    return out
+
+
+_LEVEL_COLUMN = re.compile(r"level ?([0-9]+)(_from_levels| \(parent δ / level head\)|_agreement)")
+
+
+def metric_of_column(column: str) -> str:
+    """The metrics.json key behind a column of :func:`summary_table` or :func:`level_table`."""
+    match = _LEVEL_COLUMN.fullmatch(column)
+    if match:
+        return "level_agreement" if match.group(2) == "_agreement" else "superclass_acc_from_levels"
+    return {"cophenetic_correlation": "geometry"}.get(column, column)
+
+
+def unavailable_table(runs: list[RunResult]) -> pd.DataFrame:
+    """Why metrics are missing: one row per run and reason (columns run, metrics, reason)."""
+    rows = []
+    for r in runs:
+        by_reason: dict[str, list[str]] = {}
+        for key, reason in r.unavailable.items():
+            by_reason.setdefault(reason, []).append(key)
+        rows += [{"run": r.name, "metrics": ", ".join(keys), "reason": reason} for reason, keys in by_reason.items()]
+    return pd.DataFrame(rows, columns=["run", "metrics", "reason"])
+
+
+def mark_unavailable(frame: pd.DataFrame, runs: list[RunResult], *, digits: int = 4) -> pd.DataFrame:
+    """``frame`` (one row per run, a "run" column) as text: numbers with ``digits`` decimals, and
+    "n/a" in each empty cell whose metric the run could not compute (the reason is in
+    :func:`unavailable_table`); other empty cells stay empty."""
+    reasons = {r.name: r.unavailable for r in runs}
+    out = frame.astype(object).copy()
+    for column in frame.columns:
+        if not pd.api.types.is_numeric_dtype(frame[column]) or column in ("seed", "samples", "seeds"):
+            continue
+        key = metric_of_column(column)
+        cells = []
+        for run, value in zip(frame["run"], frame[column]):
+            if isinstance(value, float) and math.isnan(value):
+                cells.append("n/a" if key in reasons.get(run, {}) else "")
+            else:
+                cells.append(f"{value:.{digits}f}")
+        out[column] = cells
     return out

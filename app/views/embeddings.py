@@ -22,7 +22,9 @@ def render(ctx: Context) -> None:
     with shows_problems():
         points = loading.table(run, "projections.csv")
         if points.empty:
-            st.info(f"{run.name} has no projections: evaluate with 'hseval evaluate --projections pca,tsne'.")
+            reason = run.unavailable.get("projections")
+            st.info(f"{run.name} has no projections: {reason}." if reason else
+                    f"{run.name} has no projections: evaluate with 'hseval evaluate --projections pca,tsne'.")
             return
         methods = list(dict.fromkeys(points["method"].astype(str)))
         method = pick("Projection", methods, key="embeddings_method", container=top[1])

@@ -9,7 +9,7 @@ from app import tables
 from app.state import Context, context
 from app.views.common import PLOT, needs_runs
 from hseval import charts
-from hseval.results import level_long, level_table, summary_table
+from hseval.results import level_long, level_table, summary_table, unavailable_table
 
 
 def _number_formats(frame: pd.DataFrame) -> dict:
@@ -26,6 +26,7 @@ def render(ctx: Context) -> None:
     summary = tables.overview_columns(summary_table(ctx.available))
     st.subheader("Runs")
     st.dataframe(summary, hide_index=True, column_config=_number_formats(summary), key="overview_table")
+    _not_available(ctx.available)
     if not needs_runs(ctx):
         return
     levels = level_table(ctx.runs)
@@ -37,6 +38,14 @@ def render(ctx: Context) -> None:
     history = tables.history({r.name: r.history for r in ctx.runs})
     if not history.empty:
         st.plotly_chart(charts.history_curves(history), key="overview_history", config=PLOT)
+
+
+def _not_available(runs) -> None:
+    """Why cells are empty: each run's unavailable metrics with the reason."""
+    missing = unavailable_table(runs)
+    if not missing.empty:
+        with st.expander(f"Not available: why {len(missing)} group(s) of cells are empty"):
+            st.dataframe(missing, hide_index=True, key="overview_unavailable")
 
 
 render(context())
