@@ -202,6 +202,7 @@ def _remove_stale_staging(out: Path) -> None:
 def _write_folder(out: Path, files: dict[str, str], **details: object) -> None:
     """Write ``files`` into a staging sibling of ``out``, then rename it onto ``out`` (replacing an
     earlier export, or an empty folder)."""
+    out = Path(os.path.abspath(out))  # "." and ".." get a name and a parent
     try:
         out.parent.mkdir(parents=True, exist_ok=True)
     except OSError as exc:
