@@ -734,6 +734,90 @@ def _(tmp, good):
     return export_to(tmp, Path(shutil.copytree(good.evaluation, tmp / "eval")), tmp / "mine")
 
 
+# ====================================================================== import
+def foreign_cnn(tmp: Path, good: Good, edit=None, name: str = "ckpt.pt") -> Path:
+    """The good run's small CNN as another code base saves it (torchvision-style keys ``0.weight``...,
+    a bias-free ``fc``), changed by ``edit``, as a ``.pt`` state dict."""
+    import torch
+    from safetensors.torch import load_file
+
+    tensors = load_file(str(good.run / "model.safetensors"))
+    state = {k.removeprefix("backbone.body."): v for k, v in tensors.items() if k.startswith("backbone.")}
+    state["fc.weight"] = torch.randn(10, 128, generator=torch.Generator().manual_seed(0))
+    if edit is not None:
+        edit(state)
+    path = tmp / name
+    torch.save(state, path)
+    return path
+
+
+def import_cnn(tmp: Path, good: Good, checkpoint: Path, *extra: str) -> list[str]:
+    from tests.conftest import fashion_tree
+
+    tree = tmp / "tree.json"
+    fashion_tree().write(tree)
+    return ["import", str(checkpoint), "--backbone", "small-cnn", "--head", "plain", "--hierarchy", str(tree),
+            "--dataset", "fashion-mnist", "--data-root", str(good.fashion), "--out", str(tmp / "r"), *extra]
+
+
+def import_case(id: str, input: str, expect: str, edit=None, *extra: str, name: str = "ckpt.pt") -> None:
+    case(id, "import", input, expect)(
+        lambda tmp, good: import_cnn(tmp, good, foreign_cnn(tmp, good, edit, name), *extra))
+
+
+import_case("import-missing-key", "`hseval import` of a small-CNN state dict without `3.weight`",
+            "ckpt.pt: has no '3.weight' of shape (32, 32, 3, 3) for backbone.body.3.weight of backbone 'small-cnn'; "
+            "is it a small-cnn state dict? (strip a prefix with --prefix, or --map backbone.body.3.weight=KEY)",
+            lambda s: s.pop("3.weight"))
+import_case("import-extra-key", "`hseval import` of a state dict with a tensor the model does not use",
+            "ckpt.pt: 'aux.weight' of shape (3, 4) is not used by backbone 'small-cnn' with head 'plain'; map it with "
+            "--map HSEVAL_KEY=aux.weight or drop it with --ignore aux.weight",
+            lambda s: s.update({"aux.weight": s["fc.weight"][:3, :4].clone()}))
+import_case("import-misshapen-key", "`hseval import` with a 5×5 kernel where the small CNN has 3×3",
+            "ckpt.pt: '7.weight' has shape (64, 32, 5, 5) but backbone 'small-cnn' (in_channels=1, small_stem=True) "
+            "needs (64, 32, 3, 3) for backbone.body.7.weight",
+            lambda s: s.update({"7.weight": s["7.weight"].new_zeros(64, 32, 5, 5)}))
+import_case("import-wrong-class-count", "`hseval import` of a 1000-class `fc` onto a 10-class tree",
+            "ckpt.pt: 'fc.weight' has shape (1000, 128) but head 'plain' on this tree (10 classes, 13 nodes) with "
+            "128-d features needs (10, 128) for head.classifier.weight: the checkpoint has 1000 classes, the tree 10",
+            lambda s: s.update({"fc.weight": s["fc.weight"].new_zeros(1000, 128)}))
+import_case("import-nan", "`hseval import` of a state dict holding a NaN",
+            "ckpt.pt: 'fc.weight' holds NaN or infinite values; the model diverged or the file is damaged",
+            lambda s: s["fc.weight"].view(-1)[:1].fill_(float("nan")))
+import_case("import-delta-head-without-map", "`hseval import --head riemann` without `--map` for Δ",
+            "ckpt.pt: head 'riemann' needs head.delta of shape (13, 128) (one row per node of the tree, in its node "
+            "order); pass --map head.delta=KEY for each of head.delta", lambda s: s.pop("fc.weight"),
+            "--head", "riemann")
+
+
+@case("import-planted-pickle", "import", "`hseval import` of a `.pt` pickle that would run `os.system`",
+      "evil.pt: holds Python objects that a weights-only load refuses (it would call …system; a pickle can run "
+      "code); hseval reads tensors only: save model.state_dict() with torch.save or as .safetensors")
+def _(tmp, good):
+    from tests.bad_inputs.builders import MARKER_NAME
+
+    return import_cnn(tmp, good, write(tmp / "evil.pt", planted_pickle(tmp / MARKER_NAME)))
+
+
+@case("import-not-a-checkpoint", "import", "`hseval import` of random bytes named `.pt`",
+      "junk.pt: cannot be read as a PyTorch checkpoint (…); expected a state dict saved with torch.save, or a "
+      ".safetensors file")
+def _(tmp, good):
+    return import_cnn(tmp, good, write(tmp / "junk.pt", np.random.default_rng(0).bytes(3000)))
+
+
+@case("import-safetensors-garbage", "import", "`hseval import` of a text file named `.safetensors`",
+      "junk.safetensors: not a readable safetensors file (…); expected tensors saved with safetensors")
+def _(tmp, good):
+    return import_cnn(tmp, good, write(tmp / "junk.safetensors", "not tensors\n"))
+
+
+@case("import-not-tensors", "import", "`hseval import` of a training checkpoint whose top level mixes tensors and "
+      "numbers", "ckpt.pt: 'epoch' is a int, not a tensor; expected a mapping of names to tensors (a state dict)")
+def _(tmp, good):
+    return import_cnn(tmp, good, foreign_cnn(tmp, good, lambda s: s.update({"epoch": 90})))
+
+
 # ====================================================================== the README table
 def _cell(text: str) -> str:
     return text.replace("|", "\\|").replace("\n", " ")
