@@ -82,7 +82,7 @@ def read_class_list(path: str | Path, tree: Hierarchy) -> np.ndarray:
     path = Path(path)
     from hseval.fileio import read_text
 
-    lines = read_text(path).split("\n")
+    lines = read_text(path, what="class list", error=DataError).split("\n")
     if lines and lines[-1] == "":
         lines.pop()
     leaf = {name: i for i, name in enumerate(tree.leaf_names)}

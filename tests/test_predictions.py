@@ -1,0 +1,234 @@
+"""Models trained elsewhere: ``hseval evaluate --predictions``.
+
+End to end, a bare ``nn.Sequential`` that hseval did not build is trained on the small
+Fashion-MNIST-like set, its outputs saved as .npz, .safetensors and .csv, evaluated next to hseval's
+own runs, reported and opened in the dashboard, with each unavailable metric shown with its reason.
+The reader is checked against the streaming metrics, and by hypothesis: any damage to a good file
+is one line (``DataError``), never a traceback and never a silent change."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+import numpy as np
+import pytest
+import torch
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from hseval.cli import main
+from hseval.errors import DataError
+from hseval.metrics import HierarchicalMetrics
+from hseval.prediction_format import read_class_list, read_predictions
+from hseval.results import load_evaluation
+from tests.conftest import fashion_tree
+
+
+def _sequential_outputs(fashion_like: Path) -> dict[str, np.ndarray]:
+    """Train a plain two-layer network for a few steps with plain PyTorch; its test outputs."""
+    from hseval.data import load_dataset
+
+    data = load_dataset("fashion-mnist", str(fashion_like))
+    torch.manual_seed(0)
+    features = torch.nn.Sequential(torch.nn.Flatten(), torch.nn.Linear(784, 16), torch.nn.ReLU())
+    classifier = torch.nn.Linear(16, 10)
+    superclass = torch.nn.Linear(16, 3)  # the model's own level-1 scores
+    tree = fashion_tree()
+    level1 = torch.as_tensor(tree.ancestor_at_depth(np.arange(10), 1))
+    position = {int(n): i for i, n in enumerate(tree.nodes_at_depth(1))}
+    level1 = torch.tensor([position[int(n)] for n in level1])
+    params = [*features.parameters(), *classifier.parameters(), *superclass.parameters()]
+    optimizer = torch.optim.Adam(params, lr=3e-3)
+    x = data.train.images.float() / 255
+    y = torch.as_tensor(data.train.labels)
+    for _ in range(60):
+        z = features(x)
+        loss = torch.nn.functional.cross_entropy(classifier(z), y) + \
+            torch.nn.functional.cross_entropy(superclass(z), level1[y])
+        optimizer.zero_grad()
+        loss.backward()
+        optimizer.step()
+    with torch.no_grad():
+        z = features(data.test.images.float() / 255)
+        return {"targets": data.test.labels.astype(np.int64), "logits": classifier(z).numpy(),
+                "level_scores_1": superclass(z).numpy(), "embeddings": z.numpy(),
+                "class_weights": classifier.weight.numpy()}
+
+
+@pytest.fixture(scope="module")
+def outputs(fashion_like, tmp_path_factory) -> tuple[Path, dict[str, np.ndarray]]:
+    folder = tmp_path_factory.mktemp("foreign")
+    arrays = _sequential_outputs(fashion_like)
+    np.savez(folder / "mlp.npz", **arrays)
+    fashion_tree().write(folder / "tree.txt")
+    return folder, arrays
+
+
+def test_a_foreign_model_is_evaluated_reported_and_shown_beside_hseval_runs(outputs, evaluated, tmp_path,
+                                                                            monkeypatch, capsys):
+    from safetensors.numpy import save_file
+    from streamlit.testing.v1 import AppTest
+
+    folder, arrays = outputs
+    tree = fashion_tree()
+    out = tmp_path / "eval"
+    shutil.copytree(evaluated, out)
+    save_file({k: np.ascontiguousarray(v) for k, v in arrays.items() if k in ("targets", "logits")},
+              str(tmp_path / "scores.safetensors"))
+    pred = arrays["logits"].argmax(1)
+    (tmp_path / "labels.csv").write_text("target,pred\n" + "".join(
+        f"{tree.leaf_names[t]},{tree.leaf_names[p]}\n" for t, p in zip(arrays["targets"], pred)))
+    common = ["--hierarchy", str(folder / "tree.txt"), "--dataset", "fashion-mnist", "--out", str(out)]
+    assert main(["evaluate", "--predictions", str(folder / "mlp.npz"), "--head", "mlp", *common]) == 0
+    assert main(["evaluate", "--predictions", str(tmp_path / "scores.safetensors"), "--name", "mlp-scores",
+                 *common]) == 0
+    assert main(["evaluate", "--predictions", str(tmp_path / "labels.csv"), "--name", "mlp-labels", *common]) == 0
+    assert main(["report", str(out)]) == 0
+    capsys.readouterr()
+
+    evaluation = load_evaluation(out, strict=True)
+    names = {r.name for r in evaluation.runs}
+    assert {"mlp", "mlp-scores", "mlp-labels"} <= names and len(names) == 6  # beside the 3 hseval runs
+    full, scores, labels = evaluation.run("mlp"), evaluation.run("mlp-scores"), evaluation.run("mlp-labels")
+    reference = HierarchicalMetrics(tree, topk=(1, 5, 20))
+    reference.update(arrays["logits"], arrays["targets"], {1: arrays["level_scores_1"]})
+    expected = reference.compute()
+    for key in ("top1", "top5", "superclass_acc", "superclass_acc_from_levels", "mistake_severity", "ece",
+                "hierarchical_f1"):
+        got = full.metrics[key]  # JSON keeps an undefined value (NaN) as null
+        assert (np.nan if got is None else got) == pytest.approx(expected[key], rel=1e-12, nan_ok=True), key
+    assert full.metrics["geometry"]["node_vectors"] == "centroid" and len(full.geometry) == tree.num_nodes
+    assert set(full.projections["kind"]) == {"sample", "class_vector"}
+    assert full.unavailable == {}
+    assert scores.metrics["top1"] == full.metrics["top1"] and "projections" in scores.unavailable
+    assert labels.metrics["top1"] == full.metrics["top1"] and "top5" not in labels.metrics
+    assert labels.unavailable["top5"] == "the predictions give one class per sample, no scores"
+    hseval_plain = evaluation.run("plain")
+    assert "head 'plain' has no super-class scores" in hseval_plain.unavailable["superclass_acc_from_levels"]
+
+    report = (out / "report.md").read_text()
+    assert "| mlp-labels | external | " in report and "n/a" in report
+    assert "the predictions file has no 'embeddings' (N, d)" in report
+    assert "no scores" in (out / "report.html").read_text()
+
+    monkeypatch.setenv("HSEVAL_EVAL_DIR", str(out))
+    at = AppTest.from_file(str(Path(__file__).parents[1] / "app" / "main.py"), default_timeout=60).run()
+    assert not at.exception, [e.message for e in at.exception]
+    shown = {name for element in at.dataframe if "run" in element.value.columns
+             for name in element.value["run"].tolist()}
+    assert {"mlp", "mlp-labels", "plain"} <= shown
+    reasons = next(e.value for e in at.dataframe if "reason" in e.value.columns)
+    assert "the predictions give one class per sample, no scores" in set(reasons["reason"])
+    for page in ("hierarchy", "geometry", "embeddings", "confusion", "compare"):
+        at.switch_page(f"views/{page}.py").run()
+        assert not at.exception, (page, [e.message for e in at.exception])
+
+
+def test_re_evaluating_replaces_and_another_source_keeps_its_name(outputs, tmp_path):
+    folder, arrays = outputs
+    out = tmp_path / "eval"
+    args = ["--hierarchy", str(folder / "tree.txt"), "--out", str(out), "--projections", "none"]
+    assert main(["evaluate", "--predictions", str(folder / "mlp.npz"), *args]) == 0
+    assert main(["evaluate", "--predictions", str(folder / "mlp.npz"), *args]) == 0
+    other = tmp_path / "mlp.npz"
+    np.savez(other, targets=arrays["targets"], logits=-arrays["logits"])
+    assert main(["evaluate", "--predictions", str(other), *args]) == 2  # the name 'mlp' is taken by another file
+    assert [e["run"] for e in json.loads((out / "index.json").read_text())["runs"]] == ["mlp"]
+
+
+def test_classes_in_another_order_are_permuted_into_the_tree(outputs, tmp_path):
+    _, arrays = outputs
+    tree = fashion_tree()
+    order = np.random.default_rng(0).permutation(10)  # model class i is tree leaf order[i]
+    (tmp_path / "classes.txt").write_text("".join(f"{tree.leaf_names[i]}\n" for i in order))
+    inverse = np.argsort(order)
+    np.savez(tmp_path / "p.npz", targets=inverse[arrays["targets"]], logits=arrays["logits"][:, order],
+             class_weights=arrays["class_weights"][order])
+    got = read_predictions(tmp_path / "p.npz", tree, classes=read_class_list(tmp_path / "classes.txt", tree))
+    np.testing.assert_array_equal(got.targets, arrays["targets"])
+    np.testing.assert_allclose(got.scores, arrays["logits"])
+    np.testing.assert_allclose(got.class_weights, arrays["class_weights"])
+
+
+def test_csv_scores_names_and_indices_read_alike(tmp_path):
+    tree = fashion_tree()
+    rng = np.random.default_rng(1)
+    targets = rng.integers(0, 10, 20)
+    probs = rng.dirichlet(np.ones(10), 20)
+    header = "target," + ",".join(f"score_{i}" for i in range(10)) + "\n"
+    rows = ["{},{}\n".format(t, ",".join(repr(float(p)) for p in row)) for t, row in zip(targets, probs)]
+    (tmp_path / "idx.csv").write_text(header + "".join(rows))
+    (tmp_path / "names.csv").write_text(header + "".join(f"{tree.leaf_names[t]}{r[r.index(','):]}"
+                                                         for t, r in zip(targets, rows)))
+    a, b = read_predictions(tmp_path / "idx.csv", tree), read_predictions(tmp_path / "names.csv", tree)
+    assert a.kind == b.kind == "probs"  # every row a probability vector
+    np.testing.assert_array_equal(a.targets, targets)
+    np.testing.assert_array_equal(b.targets, targets)
+    np.testing.assert_allclose(a.scores, probs)
+    (tmp_path / "typo.csv").write_text("target,pred\nSneaker,Bag\nSneakr,Bag\n")
+    with pytest.raises(DataError, match=r"typo.csv: line 3, column 'target': 'Sneakr' is not a class of the "
+                                        r"hierarchy \(did you mean 'Sneaker'\?\)"):
+        read_predictions(tmp_path / "typo.csv", tree)
+
+
+# ---------------------------------------------------------------------- damage, by hypothesis
+def _good(n: int = 12) -> dict[str, np.ndarray]:
+    tree = fashion_tree()
+    rng = np.random.default_rng(0)
+    return {"targets": rng.integers(0, 10, n), "logits": rng.normal(size=(n, 10)),
+            "level_scores_1": rng.normal(size=(n, len(tree.nodes_at_depth(1)))),
+            "embeddings": rng.normal(size=(n, 4)), "class_weights": rng.normal(size=(10, 4))}
+
+
+DAMAGE = st.sampled_from(["drop", "rename", "transpose", "truncate", "nan", "float_targets", "big_target",
+                          "negative_target", "object", "scalar", "extra_column", "bool"])
+
+
+@settings(max_examples=80, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(member=st.sampled_from(sorted(_good())), damage=DAMAGE)
+def test_any_damage_to_a_good_file_is_one_line_or_a_correct_read(tmp_path, member, damage):
+    tree = fashion_tree()
+    arrays = _good()
+    value = arrays[member]
+    if damage == "drop":
+        del arrays[member]
+    elif damage == "rename":
+        arrays[member + "s"] = arrays.pop(member)
+    elif damage == "transpose":
+        arrays[member] = np.atleast_2d(value).T
+    elif damage == "truncate":
+        arrays[member] = value[:-1]
+    elif damage == "nan":
+        arrays[member] = np.where(np.arange(value.size).reshape(value.shape) == 3, np.nan, value.astype(float))
+    elif damage == "float_targets":
+        arrays[member] = value.astype(float) + 0.5
+    elif damage == "big_target":
+        arrays[member] = value + 10
+    elif damage == "negative_target":
+        arrays[member] = value - 20
+    elif damage == "object":
+        arrays[member] = value.astype(object)
+    elif damage == "scalar":
+        arrays[member] = np.float64(1.0)
+    elif damage == "extra_column":
+        arrays[member] = np.concatenate([np.atleast_2d(value.T).T, np.atleast_2d(value.T).T[:, :1]], axis=1)
+    elif damage == "bool":
+        arrays[member] = value > 0
+    path = tmp_path / f"{member}-{damage}.npz"
+    try:
+        np.savez(path, **arrays)
+    except ValueError:
+        return
+    try:
+        got = read_predictions(path, tree)
+    except DataError as exc:
+        message = str(exc)
+        assert "\n" not in message and message.startswith(str(path)), message
+        return
+    # accepted: a file that is still valid (an optional member dropped, other valid numbers), read exactly
+    np.testing.assert_array_equal(got.targets, arrays["targets"])
+    np.testing.assert_array_equal(got.scores, arrays["logits"])
+    assert got.members == [m for m in ("targets", "logits", "level_scores_1", "embeddings", "class_weights")
+                           if m in arrays]
