@@ -479,12 +479,17 @@ def evaluate_predictions(file: str | Path, out_dir: str | Path, *, hierarchy: st
     order = None if classes is None else read_class_list(classes, tree)
     preds = read_predictions(file, tree, classes=order)
     source = str(file.resolve())
-    ownership.check_claimable(out_dir, "evaluations")
-    with ownership.output_folder(out_dir, "evaluations"):
+
+    def check_name() -> None:
         owner = _evaluated_runs(out_dir).get(name, source)
         if owner != source:
             raise ConfigError(f"{out_dir / name} already holds the evaluation of {owner or 'something else'}; "
                               "choose another --name")
+
+    ownership.check_claimable(out_dir, "evaluations")
+    check_name()
+    with ownership.output_folder(out_dir, "evaluations"):
+        check_name()  # again under the lock: another command may have written it meanwhile
         log(f"evaluating {file} ({len(preds.targets)} samples; {', '.join(preds.members)}) -> {out_dir / name}")
         streamed = HierarchicalMetrics(tree, topk=KS, scores="probs" if preds.kind == "probs" else "logits")
         if preds.kind == "labels":

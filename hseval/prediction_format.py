@@ -189,7 +189,7 @@ def _from_arrays(path: Path, arrays: dict[str, np.ndarray], tree: Hierarchy, cla
     targets = _class_indices(path, "targets", arrays["targets"], tree, classes)
     n = len(targets)
     out = Predictions(path=path, format="", sha256="", targets=targets, kind=kind)
-    out.scores = _matrix(path, kind, arrays[kind], (n, tree.num_leaves), "classes")
+    out.scores = _matrix(path, kind, arrays[kind], (n, tree.num_leaves), "class")
     if kind == "probs":
         _probabilities(path, kind, out.scores)
     if classes is not None:
@@ -202,16 +202,16 @@ def _from_arrays(path: Path, arrays: dict[str, np.ndarray], tree: Hierarchy, cla
                 raise _fail(path, f"'{name}': level {level} is not a super-class level of the hierarchy "
                                   f"(1..{tree.max_depth - 1})")
             out.level_scores[level] = _matrix(path, name, values, (n, len(tree.nodes_at_depth(level))),
-                                              f"nodes at depth {level}")
+                                              f"node at depth {level}")
     if "embeddings" in arrays:
-        out.embeddings = _matrix(path, "embeddings", arrays["embeddings"], (n, None), "features")
+        out.embeddings = _matrix(path, "embeddings", arrays["embeddings"], (n, None), "feature")
     if "class_weights" in arrays and "node_weights" in arrays:
         raise _fail(path, "holds both 'class_weights' and 'node_weights'; keep one")
     if "class_weights" in arrays:
-        weights = _matrix(path, "class_weights", arrays["class_weights"], (tree.num_leaves, None), "features")
+        weights = _matrix(path, "class_weights", arrays["class_weights"], (tree.num_leaves, None), "feature")
         out.class_weights = weights if classes is None else _permuted(weights.T, classes).T
     if "node_weights" in arrays:
-        out.node_weights = _matrix(path, "node_weights", arrays["node_weights"], (tree.num_nodes, None), "features")
+        out.node_weights = _matrix(path, "node_weights", arrays["node_weights"], (tree.num_nodes, None), "feature")
     vectors = out.class_weights if out.class_weights is not None else out.node_weights
     if out.embeddings is not None and vectors is not None and vectors.shape[1] != out.embeddings.shape[1]:
         raise _fail(path, f"the class vectors have {vectors.shape[1]} features but 'embeddings' has "
@@ -251,7 +251,7 @@ def _matrix(path: Path, name: str, values: np.ndarray, shape: tuple[int, int | N
             or values.shape[1] == 0:
         detail = f"{rows} rows (one per {'sample' if name not in ('class_weights', 'node_weights') else 'node'})"
         if columns is not None:
-            detail += f" and {columns} columns (one per {what[:-1] if what.endswith('s') else what})"
+            detail += f" and {columns} columns (one per {what})"
         raise _fail(path, f"'{name}' has shape {values.shape}, expected {expected}: {detail}")
     if values.dtype.kind not in "iuf":
         raise _fail(path, f"'{name}' holds {values.dtype} values; expected numbers")

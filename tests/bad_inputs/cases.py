@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import re
+import shutil
 import sys
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -816,6 +817,132 @@ def _(tmp, good):
       "numbers", "ckpt.pt: 'epoch' is a int, not a tensor; expected a mapping of names to tensors (a state dict)")
 def _(tmp, good):
     return import_cnn(tmp, good, foreign_cnn(tmp, good, lambda s: s.update({"epoch": 90})))
+
+
+# ====================================================================== prediction files (models trained elsewhere)
+def predictions(tmp: Path, good: Good, file: Path, *extra: str) -> list[str]:
+    """`hseval evaluate --predictions FILE --hierarchy tree.txt --out ev`: ev must not appear."""
+    from tests.conftest import fashion_tree
+
+    fashion_tree().write(tmp / "tree.txt")
+    return ["evaluate", "--predictions", str(file), "--hierarchy", str(tmp / "tree.txt"), "--out", str(tmp / "ev"),
+            "--projections", "none", *extra]
+
+
+def npz(tmp: Path, edit=None, name: str = "p.npz") -> Path:
+    """A good prediction file of 12 samples of the 10 Fashion-MNIST classes, changed by ``edit``."""
+    rng = np.random.default_rng(0)
+    arrays = {"targets": rng.integers(0, 10, 12), "logits": rng.normal(size=(12, 10))}
+    if edit is not None:
+        edit(arrays)
+    np.savez(tmp / name, **arrays)
+    return tmp / name
+
+
+def predictions_case(id: str, input: str, expect: str, edit=None, *extra: str) -> None:
+    case(id, "predictions", input, expect)(lambda tmp, good: predictions(tmp, good, npz(tmp, edit), *extra))
+
+
+predictions_case("predictions-unknown-array", "`--predictions` .npz with `logit` for `logits`",
+                 "p.npz: unknown array 'logit'; expected targets, logits, probs, level_scores_<k>, embeddings, "
+                 "class_weights, node_weights", lambda a: a.update(logit=a.pop("logits")))
+predictions_case("predictions-target-out-of-range", "`--predictions` with a target index 10 for 10 classes",
+                 "p.npz: 'targets'[0] = 10 is not a class index 0..9 of the hierarchy",
+                 lambda a: a["targets"].__setitem__(0, 10))
+predictions_case("predictions-float-targets", "`--predictions` whose targets are floats",
+                 "p.npz: 'targets' must hold integer class indices, got float64",
+                 lambda a: a.update(targets=a["targets"].astype(float)))
+predictions_case("predictions-wrong-columns", "`--predictions` logits of 9 columns for 10 classes",
+                 "p.npz: 'logits' has shape (12, 9), expected (12, 10): 12 rows (one per sample) and 10 columns "
+                 "(one per class)", lambda a: a.update(logits=a["logits"][:, :9]))
+predictions_case("predictions-probs-not-summing", "`--predictions` probs whose rows sum to 2",
+                 "p.npz: 'probs' row 0 sums to 2, not 1; save softmax outputs as 'probs', or raw scores as 'logits'",
+                 lambda a: a.update(probs=np.full((12, 10), 0.2), logits=None) or a.pop("logits"))
+predictions_case("predictions-nan", "`--predictions` logits holding a NaN",
+                 "p.npz: 'logits' holds a NaN or infinite value (row 2); check the model's output",
+                 lambda a: a["logits"].__setitem__((2, 3), np.nan))
+predictions_case("predictions-level-too-deep", "`--predictions` with `level_scores_3` (level 3 holds classes)",
+                 "p.npz: 'level_scores_3': level 3 is not a super-class level of the hierarchy (1..2)",
+                 lambda a: a.update(level_scores_3=np.zeros((12, 7))))
+predictions_case("predictions-name-not-a-folder", "`--predictions` with `--name ../x`",
+                 "--name '../x' cannot name a folder; use letters, digits, '-', '_' or '.' (not first), …",
+                 None, "--name", "../x")
+
+
+@case("predictions-object-array", "predictions", "`--predictions` .npz holding a pickled object array",
+      "p.npz: holds Python objects (a pickle), which hseval never loads; save numeric arrays only")
+def _(tmp, good):
+    from tests.bad_inputs.builders import MARKER_NAME, Planted
+
+    marker = Planted(tmp / MARKER_NAME)
+    return predictions(tmp, good, npz(tmp, lambda a: a.update(logits=np.array([marker] * 12, dtype=object))))
+
+
+@case("predictions-pickle-as-npz", "predictions", "`--predictions` a pickle named `.npz`",
+      "p.npz: holds Python objects (a pickle), which hseval never loads; save numeric arrays only")
+def _(tmp, good):
+    from tests.bad_inputs.builders import MARKER_NAME
+
+    return predictions(tmp, good, write(tmp / "p.npz", planted_pickle(tmp / MARKER_NAME)))
+
+
+@case("predictions-pickle-suffix", "predictions", "`--predictions model.pkl`",
+      "model.pkl: unknown kind of prediction file '.pkl'; give a .npz, .safetensors or .csv file (never a pickle)")
+def _(tmp, good):
+    return predictions(tmp, good, write(tmp / "model.pkl", b"\x80\x04N."))
+
+
+@case("predictions-csv-unknown-name", "predictions", "prediction CSV naming a class `Sneakr`",
+      "p.csv: line 3, column 'pred': 'Sneakr' is not a class of the hierarchy (did you mean 'Sneaker'?)")
+def _(tmp, good):
+    return predictions(tmp, good, write(tmp / "p.csv", "target,pred\nBag,Bag\nSneaker,Sneakr\n"))
+
+
+@case("predictions-csv-ragged", "predictions", "prediction CSV with a row of one cell",
+      "p.csv: line 3: 1 cells but the header has 2")
+def _(tmp, good):
+    return predictions(tmp, good, write(tmp / "p.csv", "target,pred\n1,1\n2\n"))
+
+
+@case("predictions-csv-score-columns", "predictions", "prediction CSV with 9 score columns for 10 classes",
+      "p.csv: line 1: score columns must be one kind (score_, logit_ or prob_) numbered 0..9, one per class; got 9 "
+      "columns")
+def _(tmp, good):
+    header = "target," + ",".join(f"score_{i}" for i in range(9))
+    return predictions(tmp, good, write(tmp / "p.csv", header + "\n0," + ",".join(["0.1"] * 9) + "\n"))
+
+
+@case("predictions-classes-incomplete", "predictions", "`--classes` listing 9 of the 10 classes",
+      "classes.txt: lists 9 classes but the hierarchy has 10 (missing 'Bag'); give every class once, one per line, "
+      "in the model's order")
+def _(tmp, good):
+    from tests.conftest import fashion_tree
+
+    names = [n for n in fashion_tree().leaf_names if n != "Bag"]
+    classes = write(tmp / "classes.txt", "".join(f"{n}\n" for n in names))
+    return predictions(tmp, good, npz(tmp), "--classes", str(classes))
+
+
+cli("predictions-without-hierarchy", "`--predictions p.npz` without `--hierarchy`",
+    "--predictions needs --hierarchy TREE: the class tree the predictions are scored against",
+    lambda tmp, good: ["evaluate", "--predictions", str(npz(tmp)), "--out", str(tmp / "ev")])
+cli("predictions-and-runs", "run folders and `--predictions` together",
+    "give run folders or --predictions, not both (got …); evaluate them in two commands with the same --out",
+    lambda tmp, good: predictions(tmp, good, npz(tmp)) + [str(good.run)])
+cli("evaluate-nothing", "`hseval evaluate --out ev` with no run",
+    "give run folders to evaluate, or --predictions FILE --hierarchy TREE for a model trained elsewhere",
+    lambda tmp, good: ["evaluate", "--out", str(tmp / "ev")])
+cli("evaluate-run-with-hierarchy", "a run folder with `--hierarchy`",
+    "--hierarchy applies only with --predictions; a run carries its own tree and names",
+    lambda tmp, good: ["evaluate", str(good.run), "--hierarchy", "tree.txt", "--out", str(tmp / "ev")])
+
+
+@case("predictions-name-taken", "predictions", "`--predictions` with `--name` of an evaluated run in `--out`",
+      "already holds the evaluation of …; choose another --name")
+def _(tmp, good):
+    out = Path(shutil.copytree(good.evaluation, tmp / "ev"))
+    taken = next(p.name for p in sorted(out.iterdir()) if p.is_dir() and not p.name.startswith("."))
+    return predictions(tmp, good, npz(tmp), "--name", taken)
 
 
 # ====================================================================== the README table
