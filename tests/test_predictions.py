@@ -232,3 +232,71 @@ def test_any_damage_to_a_good_file_is_one_line_or_a_correct_read(tmp_path, membe
     np.testing.assert_array_equal(got.scores, arrays["logits"])
     assert got.members == [m for m in ("targets", "logits", "level_scores_1", "embeddings", "class_weights")
                            if m in arrays]
+
+
+def _good_csv(scores: bool) -> str:
+    tree = fashion_tree()
+    rng = np.random.default_rng(2)
+    if not scores:
+        return "target,pred\n" + "".join(f"{tree.leaf_names[a]},{tree.leaf_names[b]}\n"
+                                         for a, b in rng.integers(0, 10, (8, 2)))
+    header = "target," + ",".join(f"logit_{i}" for i in range(10)) + "\n"
+    return header + "".join(f"{t}," + ",".join(f"{v:.3f}" for v in rng.normal(size=10)) + "\n"
+                            for t in rng.integers(0, 10, 8))
+
+
+@settings(max_examples=120, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(scores=st.booleans(), position=st.floats(0, 1), edit=st.sampled_from(["delete", "insert", "duplicate_line",
+                                                                             "drop_header", "truncate"]),
+       char=st.sampled_from([",", "\n", "\r", '"', "x", "-", "1", "\x00", "é", " ", "\t"]))
+def test_any_edit_of_a_csv_is_one_line_or_a_consistent_read(tmp_path, scores, position, edit, char):
+    text = _good_csv(scores)
+    at = int(position * len(text))
+    if edit == "delete":
+        text = text[:at] + text[at + 1:]
+    elif edit == "insert":
+        text = text[:at] + char + text[at:]
+    elif edit == "duplicate_line":
+        lines = text.splitlines(keepends=True)
+        k = 1 + int(position * (len(lines) - 2))
+        text = "".join(lines[: k + 1] + lines[k:])
+    elif edit == "drop_header":
+        text = text.split("\n", 1)[1]
+    else:
+        text = text[:at]
+    path = tmp_path / "p.csv"
+    path.write_bytes(text.encode("utf-8"))
+    tree = fashion_tree()
+    try:
+        got = read_predictions(path, tree)
+    except DataError as exc:
+        assert "\n" not in str(exc) and str(exc).startswith(str(path)), str(exc)
+        return
+    n = len(got.targets)
+    assert n >= 1 and got.targets.min() >= 0 and got.targets.max() < 10
+    if got.kind == "labels":
+        assert len(got.predictions) == n and got.predictions.max() < 10
+    else:
+        assert got.scores.shape == (n, 10) and np.isfinite(got.scores).all()
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(position=st.floats(0, 1), value=st.integers(0, 255), cut=st.booleans())
+def test_damaged_safetensors_is_one_line_or_a_consistent_read(tmp_path, position, value, cut):
+    from safetensors.numpy import save
+
+    good = _good()
+    data = bytearray(save({"targets": good["targets"], "logits": good["logits"]}))
+    at = int(position * (len(data) - 1))
+    if cut:
+        data = data[:at]
+    else:
+        data[at] = value
+    path = tmp_path / "p.safetensors"
+    path.write_bytes(bytes(data))
+    try:
+        got = read_predictions(path, fashion_tree())
+    except DataError as exc:
+        assert "\n" not in str(exc) and str(exc).startswith(str(path)), str(exc)
+        return
+    assert got.scores.shape == (len(got.targets), 10) and np.isfinite(got.scores).all()
