@@ -6,7 +6,11 @@ from __future__ import annotations
 
 import doctest
 import json
+import os
+import subprocess
+import sys
 import warnings
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -255,8 +259,16 @@ def _distributed_part(rank: int, world: int, store: str, out: str) -> None:
 
 
 def test_compute_all_reduces_across_two_gloo_processes(tmp_path):
-    torch.multiprocessing.spawn(_distributed_part, args=(2, str(tmp_path / "store"), str(tmp_path / "result")),
-                                nprocs=2, join=True)
+    # two fresh interpreters (not multiprocessing's spawn, which re-runs whatever __main__ the test process has)
+    code = "import sys; from tests.test_metrics_streaming import _distributed_part as part; " \
+           "part(int(sys.argv[1]), 2, sys.argv[2], sys.argv[3])"
+    root = Path(__file__).resolve().parents[1]
+    env = dict(os.environ, PYTHONPATH=str(root), OMP_NUM_THREADS="1")
+    workers = [subprocess.Popen([sys.executable, "-c", code, str(rank), str(tmp_path / "store"),
+                                 str(tmp_path / "result")], cwd=root, env=env, stderr=subprocess.PIPE, text=True)
+               for rank in range(2)]
+    errors = [w.communicate(timeout=120)[1] for w in workers]
+    assert [w.returncode for w in workers] == [0, 0], errors
     whole = json.loads(json.dumps(feed(make_data(unbalanced(), seed=11, ties=True)).compute()))
     for rank in range(2):
         close(json.loads((tmp_path / f"result.{rank}").read_text()), whole)
