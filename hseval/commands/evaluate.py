@@ -18,7 +18,8 @@ def _int(text: str) -> int:
 
 def cmd_evaluate(args: argparse.Namespace) -> int:
     from hseval.errors import ConfigError
-    from hseval.evaluation import evaluate_predictions, evaluate_runs
+    from hseval.evaluation import evaluate_runs
+    from hseval.external import evaluate_predictions
 
     foreign = {"--hierarchy": args.hierarchy, "--classes": args.classes, "--name": args.name,
                "--dataset": args.dataset, "--head": args.head}

@@ -1,0 +1,139 @@
+"""``hseval evaluate --predictions``: a model trained elsewhere, evaluated from its saved outputs.
+
+The file is read and checked by :mod:`hseval.prediction_format`; the metrics stream through
+:class:`hseval.metrics.HierarchicalMetrics`, and the evaluation is written by the same stages as a
+run's (:mod:`hseval.evaluation`), so ``hseval report`` and the dashboard show it beside hseval's
+own runs. Each metric the file does not allow is recorded with the reason.
+"""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from hseval import eval_format, fileio, ownership
+from hseval.errors import ConfigError
+from hseval.evaluation import (
+    KS,
+    _evaluated_runs,
+    _write_index,
+    geometry_tables,
+    index_entry,
+    per_node_table,
+    projection_table,
+    write_evaluation,
+)
+
+__all__ = ["evaluate_predictions"]
+
+
+def _folder_name(name: str) -> str:
+    if not name or name.startswith(".") or "/" in name or "\\" in name or name in ("..", ".") or \
+            any(ord(c) < 32 for c in name) or len(name) > 200:
+        raise ConfigError(f"--name {name!r} cannot name a folder; use letters, digits, '-', '_' or '.' "
+                          "(not first), e.g. --name resnet50-imagenet")
+    return name
+
+
+def evaluate_predictions(file: str | Path, out_dir: str | Path, *, hierarchy: str | Path,
+                         classes: str | Path | None = None, name: str | None = None, dataset: str | None = None,
+                         head: str | None = None, projections: list[str] = ("pca",), max_points: int = 5000,
+                         seed: int = 0, log=print) -> dict[str, Any]:
+    """Evaluate a prediction file (:mod:`hseval.prediction_format`: a model trained anywhere) into
+    ``out_dir / name``, beside hseval's own runs; returns its index entry.
+
+    Every metric the file allows is computed; each one it does not allow is listed in
+    ``metrics.json``'s ``unavailable`` with the reason, which the report and the dashboard show."""
+    from hseval import geometry
+    from hseval.hierarchy import Hierarchy
+    from hseval.metrics import HierarchicalMetrics
+    from hseval.metrics.streaming import NO_LEVEL_SCORES
+    from hseval.prediction_format import read_class_list, read_predictions
+    from hseval.projection import PROJECTIONS, stratified_sample
+
+    start = time.perf_counter()
+    file, out_dir = Path(file), Path(out_dir)
+    name = _folder_name(name if name is not None else file.stem)
+    if max_points < 1:
+        raise ConfigError(f"--max-points must be a positive integer, got {max_points}")
+    unknown = [p for p in projections if p not in PROJECTIONS]
+    if unknown:
+        raise ConfigError(f"unknown projection {unknown[0]!r}; choose from {', '.join(PROJECTIONS)}")
+    tree = Hierarchy.read(hierarchy)
+    order = None if classes is None else read_class_list(classes, tree)
+    preds = read_predictions(file, tree, classes=order)
+    source = str(file.resolve())
+
+    def check_name() -> None:
+        owner = _evaluated_runs(out_dir).get(name, source)
+        if owner != source:
+            raise ConfigError(f"{out_dir / name} already holds the evaluation of {owner or 'something else'}; "
+                              "choose another --name")
+
+    ownership.check_claimable(out_dir, "evaluations")
+    check_name()
+    with ownership.output_folder(out_dir, "evaluations"):
+        check_name()  # again under the lock: another command may have written it meanwhile
+        log(f"evaluating {file} ({len(preds.targets)} samples; {', '.join(preds.members)}) -> {out_dir / name}")
+        streamed = HierarchicalMetrics(tree, topk=KS, scores="probs" if preds.kind == "probs" else "logits")
+        if preds.kind == "labels":
+            streamed.update_labels(preds.predictions, preds.targets)
+            topk = preds.predictions[:, None]
+        else:
+            topk = np.concatenate([
+                streamed.update(preds.scores[lo: lo + 8192], preds.targets[lo: lo + 8192],
+                                {k: v[lo: lo + 8192] for k, v in preds.level_scores.items()} or None)
+                for lo in range(0, len(preds.targets), 8192)])
+        metrics: dict[str, Any] = streamed.compute()
+        missing = "the predictions file has no {}"
+        unavailable = {k: missing.format("level_scores_<k> arrays (the model's own super-class scores)")
+                       if v == NO_LEVEL_SCORES else v for k, v in metrics["unavailable"].items()}
+        if preds.kind == "logits":
+            metrics["max_logit"] = {"mean": float(preds.scores.max(axis=1).mean())}
+        else:
+            unavailable["max_logit"] = "the predictions file gives probabilities, not logits" \
+                if preds.kind == "probs" else missing.format("scores")
+        targets, pred = preds.targets, topk[:, 0]
+        emb = preds.embeddings
+        if emb is not None:
+            norms = np.linalg.norm(emb, axis=1)
+            metrics["feature_norm"] = {"mean": float(norms.mean()), "std": float(norms.std()),
+                                       "max": float(norms.max())}
+            sample = stratified_sample(targets, max_points, seed=seed)
+        else:
+            unavailable["feature_norm"] = unavailable["projections"] = missing.format("'embeddings' (N, d)")
+            emb, sample = np.zeros((0, 0)), np.zeros(0, np.int64)
+        vectors = geometry.vectors_from(tree, class_weights=preds.class_weights, node_weights=preds.node_weights)
+        geometry_table, pairs, geometry_metrics = geometry_tables(
+            tree, vectors, None, seed=seed, skipped=missing.format("'class_weights' or 'node_weights'"))
+        unavailable.update(geometry_metrics.pop("unavailable", {}))
+        metrics.update(geometry_metrics)
+        class_vectors = None if vectors is None else vectors[0]
+        proj = projection_table(tree, emb[sample] if len(sample) else emb, targets[sample], pred[sample],
+                                list(projections), class_vectors, seed)
+        metrics.update({"unavailable": unavailable, "run": name, "run_path": source, "head": head or "external",
+                        "backbone": None, "dataset": dataset or "external", "split": "test",
+                        "samples": int(len(targets)), "seed": None, "training": {}, "history": [],
+                        "train_seconds": None, "eval_seconds": time.perf_counter() - start,
+                        "hierarchy": tree.to_dict(),
+                        "source": {"kind": "predictions", "path": source, "sha256": preds.sha256,
+                                   "format": preds.format, "inputs": preds.members}})
+        node_vectors = np.zeros((0, 0), np.float32) if vectors is None else vectors[0].astype(np.float32)
+        write_evaluation(
+            out_dir, name, source=source,
+            inputs=fileio.json_ready({"sha256": preds.sha256, "hierarchy": tree.to_dict(), "projections":
+                                      list(projections), "max_points": max_points, "seed": seed}),
+            metrics=metrics, tables={eval_format.PER_NODE: per_node_table(tree, *streamed.per_node()),
+                                     eval_format.GEOMETRY: geometry_table, eval_format.PAIRS: pairs,
+                                     eval_format.PROJECTIONS: proj},
+            arrays={eval_format.EMBEDDINGS: {"embeddings": (emb[sample] if len(sample) else emb).astype(np.float32),
+                                             "labels": targets[sample], "predictions": pred[sample],
+                                             "indices": sample, "node_vectors": node_vectors},
+                    eval_format.PREDICTIONS: {"targets": targets, "topk": topk}})
+        entry = index_entry(name, metrics)
+        _write_index(out_dir, {name: entry})
+    log(f"  leaf top-1 {entry['leaf_top1']:.4f} -> {out_dir / name}")
+    return entry
