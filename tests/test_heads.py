@@ -226,3 +226,28 @@ def test_heads_scale_to_a_large_tree(name):
 def test_bad_head_options_have_clear_errors(name, options, message):
     with pytest.raises(ConfigError, match=message):
         create_head(name, fashion_tree(), D, **options)
+
+
+def test_multitask_fused_levels_give_the_per_level_loss():
+    """One matmul for every level and a sync-free mean give the loss of one head per level, with a
+    level skipped when no sample of the batch reaches it."""
+    import torch.nn.functional as F
+
+    from tests.conftest import unbalanced
+
+    tree = unbalanced()
+    head = create_head("multitask", tree, 6, level_weight=0.5)
+    z = torch.randn(5, 6, dtype=torch.float64)
+    head = head.double()
+    for target in (torch.tensor([0, 1, 2, 3, 4]), torch.tensor([2, 2, 2, 2, 2])):  # class 2 is a depth-1 leaf
+        loss, logits = head.loss(z, target)
+        want = F.cross_entropy(z @ head.classifier.weight.t(), target)
+        table = head.level_targets[target]
+        for depth, level in enumerate(head.levels, start=1):
+            t = table[:, depth - 1]
+            if (t >= 0).any():
+                want = want + 0.5 * F.cross_entropy(level(z), t, ignore_index=-100)
+        torch.testing.assert_close(loss, want)
+        levels = head.level_logits(z)
+        for depth, level in enumerate(head.levels, start=1):
+            torch.testing.assert_close(levels[depth], level(z))

@@ -170,3 +170,53 @@ def test_normalized_scale_matches_autograd_through_the_norm(size):
     if size < 100:
         assert torch.autograd.gradcheck(lambda a, b, c: tree_linear(a, b, c, index, normalize=True),
                                         (x, delta, radius))
+
+
+@pytest.mark.parametrize("normalize", [False, True])
+def test_whole_path_on_a_large_layer_matches_dense(monkeypatch, normalize):
+    """The path every GPU takes at any |L| (W built whole, one matmul each way), forced here on the
+    CPU for a layer the CPU would chunk: same values and gradients as the dense reference."""
+    tree = random_tree(1500, seed=7)
+    index = TreeIndex(tree)
+    assert len(index.chunks(512 * 8)) > 1
+    monkeypatch.setattr(TreeIndex, "chunks", lambda self, row_bytes: [(0, self.num_leaves)])
+    x = torch.randn(4, 512, dtype=torch.float64, requires_grad=True)
+    delta = torch.randn(tree.num_nodes, 512, dtype=torch.float64, requires_grad=True)
+    radius = (torch.rand(tree.num_nodes, dtype=torch.float64) + 0.5).requires_grad_()
+    grad_out = torch.randn(4, 1500, dtype=torch.float64)
+    out = tree_linear(x, delta, radius, index, normalize=normalize)
+    got = torch.autograd.grad(out, [x, delta, radius], grad_out)
+    scale = radius / torch.linalg.vector_norm(delta, dim=1) if normalize else radius
+    ref = x @ dense_reference(tree, delta, scale).t()
+    want = torch.autograd.grad(ref, [x, delta, radius], grad_out)
+    torch.testing.assert_close(out, ref)
+    for g, w in zip(got, want):
+        torch.testing.assert_close(g, w)
+
+
+@pytest.mark.parametrize("name", ["hierarchy", "manifold", "riemann-learnable-radius"])
+def test_autocast_keeps_tree_sums_float32_and_runs_products_in_bfloat16(name):
+    """Under bf16 autocast a Δ-head sums W = ΔSH in float32 and multiplies in bfloat16, like
+    nn.Linear: logits float32, equal to bf16(x) @ bf16(W)ᵀ with W from float32 sums; gradients of
+    Δ and the radii float32 and within bf16 rounding of the float32 ones; x's gradient in x's dtype."""
+    from hseval.heads import create_head
+    from tests.conftest import fashion_tree
+
+    torch.manual_seed(0)
+    head = create_head(name, fashion_tree(), 32)
+    z = torch.randn(16, 32).bfloat16().requires_grad_()
+    target = torch.randint(0, 10, (16,))
+    with torch.autocast("cpu", dtype=torch.bfloat16):
+        logits = head(z)
+        loss = torch.nn.functional.cross_entropy(logits, target)
+    assert logits.dtype == torch.float32
+    weight = head.class_weights().t()  # float32 sums
+    expected = (z.detach() @ weight.bfloat16().t()).float()
+    torch.testing.assert_close(logits.detach(), expected, rtol=0, atol=0)
+    loss.backward()
+    assert z.grad.dtype == torch.bfloat16 and head.delta.grad.dtype == torch.float32
+    grads = [p.grad.clone() for p in head.parameters()]
+    head.zero_grad()
+    torch.nn.functional.cross_entropy(head(z.detach().float()), target).backward()
+    for got, want in zip(grads, (p.grad for p in head.parameters())):
+        torch.testing.assert_close(got, want, rtol=0.05, atol=0.02 * want.abs().max().item())

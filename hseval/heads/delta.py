@@ -48,10 +48,13 @@ class DeltaHead(Head):
         return self.scale(), False
 
     def forward(self, z: torch.Tensor) -> torch.Tensor:
-        # tree sums and normalisations stay in float32 under autocast
+        # under autocast the tree sums and normalisations stay in float32; only the products run in
+        # the autocast dtype (as nn.Linear's do), and the logits are float32
+        device = z.device.type
+        compute = torch.get_autocast_dtype(device) if torch.is_autocast_enabled(device) else None
         scale, normalize = self.tree_inputs()
-        with torch.autocast(z.device.type, enabled=False):
-            return tree_linear(full_precision(z), self.delta, scale, self.index, normalize=normalize)
+        with torch.autocast(device, enabled=False):
+            return tree_linear(z, self.delta, scale, self.index, normalize=normalize, compute_dtype=compute)
 
     def node_weights(self) -> torch.Tensor:
         with torch.no_grad():

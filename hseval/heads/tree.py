@@ -14,10 +14,12 @@ Why the code looks the way it does (measured on a 2-core CPU, ``bench/heads.py``
 are the only arithmetic that matters, so the goal is to add as few passes over (|P|, d) memory
 and as few kernel launches as possible on top of them.
 
-- Small layers (W under about 2 MB) build W with one ``embedding_bag`` over (leaf, ancestor)
-  pairs, weighted by the scale, and sum the leaf gradients into every super-class with one more
-  (bags of leaves): three kernels instead of two per tree level, and no zero-fill.
-- Larger layers process the leaf rows in chunks of about 1 MB: the chunk of W is built and immediately
+- Small layers (W under about 2 MB), and every layer on a GPU, build W with one ``embedding_bag``
+  over (leaf, ancestor) pairs, weighted by the scale, and sum the leaf gradients into every
+  super-class with one more (bags of leaves): a fixed number of kernels at any |L|, and no
+  zero-fill. Under autocast the sums stay float32 and only the two products run in the autocast
+  dtype, as in ``nn.Linear``.
+- Larger layers on the CPU process the leaf rows in chunks of about 1 MB: the chunk of W is built and immediately
   multiplied (forward), and the chunk of the leaf gradient is written by the matmul and then, while
   it is still in cache, pushed to the parents, dotted with δ for the scale's gradient and scaled
   (backward).
@@ -241,32 +243,45 @@ def _parameter_grads(g: torch.Tensor, delta: torch.Tensor, eff: torch.Tensor | N
             g.addcmul_(delta, (-eff * dots / norms.square())[:, None])
 
 
-class _TreeLinearSmall(torch.autograd.Function):
+class _TreeLinearWhole(torch.autograd.Function):
+    """W built at once (one ``embedding_bag`` over (leaf, ancestor) pairs), one matmul each way:
+    a fixed number of kernels whatever |L| (the path of every GPU, and of small layers on the CPU).
+
+    ``compute_dtype`` (the autocast dtype, or None): W is summed in float32 and only the products
+    run in ``compute_dtype``, as ``nn.Linear`` does under autocast; the logits are float32."""
+
     @staticmethod
-    def forward(ctx, x, delta, scale, index, normalize):  # type: ignore[override]
+    def forward(ctx, x, delta, scale, index, normalize, compute_dtype):  # type: ignore[override]
         eff, norms = _effective_scale(delta, scale, normalize)
         psw = None if eff is None else eff.index_select(0, index.leaf_anc)
         weight = _bag_sum(delta, index.leaf_anc, index.leaf_anc_offsets, psw)
+        if compute_dtype is not None and compute_dtype != weight.dtype:
+            x, weight = x.to(compute_dtype), weight.to(compute_dtype)
         ctx.save_for_backward(x, weight, delta, eff, norms)
         ctx.index = index
-        return torch.mm(x, weight.t())
+        out = torch.mm(x, weight.t())
+        return out if out.dtype == delta.dtype else out.to(delta.dtype)
 
     @staticmethod
     def backward(ctx, grad_out):  # type: ignore[override]
         x, weight, delta, eff, norms = ctx.saved_tensors
         index: TreeIndex = ctx.index
         need_x, need_delta, need_scale = ctx.needs_input_grad[:3]
+        grad_out = grad_out.to(weight.dtype)
         grad_x = torch.mm(grad_out, weight) if need_x else None
         if not (need_delta or need_scale):
-            return grad_x, None, None, None, None
+            return grad_x, None, None, None, None, None
         L, P, d = index.num_leaves, index.num_nodes, delta.shape[1]
         grad = delta.new_empty(P, d)
-        torch.mm(grad_out.t(), x, out=grad[:L])
+        if grad_out.dtype == grad.dtype:
+            torch.mm(grad_out.t(), x, out=grad[:L])
+        else:
+            grad[:L].copy_(torch.mm(grad_out.t(), x))
         if P > L:  # each super-class: the sum of its leaves' rows, one bag per super-class
             grad[L:].copy_(_bag_sum(grad[:L], index.super_leaves, index.super_leaves_offsets))
         grad_scale = delta.new_empty(P) if need_scale else None
         _parameter_grads(grad, delta, eff, norms, need_delta=need_delta, grad_scale=grad_scale)
-        return grad_x, (grad if need_delta else None), grad_scale, None, None
+        return grad_x, (grad if need_delta else None), grad_scale, None, None, None
 
 
 class _TreeLinearChunked(torch.autograd.Function):
@@ -322,13 +337,24 @@ class _TreeLinearChunked(torch.autograd.Function):
 
 
 def tree_linear(x: torch.Tensor, delta: torch.Tensor, scale: torch.Tensor | None, index: TreeIndex, *,
-                normalize: bool = False) -> torch.Tensor:
-    """Leaf logits ``x @ (Δ S H)``: x (B, d), delta (|P|, d), scale (|P|,) or None -> (B, |L|).
+                normalize: bool = False, compute_dtype: torch.dtype | None = None) -> torch.Tensor:
+    """Leaf logits ``x @ (Δ S H)``: x (B, d), delta (|P|, d), scale (|P|,) or None -> (B, |L|),
+    in delta's dtype (float32).
 
     ``normalize=True`` uses ``S = diag(scale / ‖δ_p‖)`` (the manifold heads' normalised columns,
-    ``scale`` being the radii) with its gradient computed in closed form."""
+    ``scale`` being the radii) with its gradient computed in closed form. ``compute_dtype`` (e.g.
+    the autocast dtype) runs the two products in that dtype while the tree sums stay in float32.
+
+    Paths: on a GPU (or any device but the CPU) and for small layers, W is built whole and
+    multiplied once (:class:`_TreeLinearWhole`: about 10 kernels forward and 12 backward, at any
+    |L|); on the CPU a large layer is processed in cache-sized chunks (:class:`_TreeLinearChunked`,
+    float32 products), which a 2-core CPU runs fastest but which on a GPU would be hundreds of
+    small launches."""
     if normalize and scale is None:
         raise ValueError("normalize=True needs the radii as scale")
-    if len(index.chunks(delta.shape[1] * delta.element_size())) == 1:
-        return _TreeLinearSmall.apply(x, delta, scale, index, normalize)
-    return _TreeLinearChunked.apply(x, delta, scale, index, normalize)
+    whole = delta.device.type != "cpu" or len(index.chunks(delta.shape[1] * delta.element_size())) == 1
+    if whole:
+        if compute_dtype is None and x.dtype != delta.dtype:
+            x = x.to(delta.dtype)
+        return _TreeLinearWhole.apply(x, delta, scale, index, normalize, compute_dtype)
+    return _TreeLinearChunked.apply(x.to(delta.dtype), delta, scale, index, normalize)
