@@ -1,6 +1,7 @@
 """Forward+backward time of every registered head, relative to ``plain``.
 
     python bench/heads.py [--sizes 100,1000,20000] [--repeats N] [--malloc both|default|tuned]
+                          [--device cpu|cuda] [--dtype float32|bf16]
 
 For each number of classes |L| a random tree is built deterministically (about 1.5·|L| nodes
 counting the leaves, depth <= 4). Every head then runs one training step's worth of work on a
@@ -13,7 +14,13 @@ head's time is divided by ``plain``'s time from the same round; the table shows 
 those ratios, so slow drifts of the machine (other jobs, frequency scaling) cancel out.
 
 ``--malloc``: :func:`hseval.perf.tune_malloc` changes how glibc serves big tensors, which
-changes ``plain``'s time too, so each setting runs in a fresh process and both are reported.
+changes ``plain``'s time too, so each setting runs in a fresh process and both are reported
+(CPU only).
+
+``--device cuda``: the same on a GPU, timed between ``torch.cuda.synchronize()`` calls, with each
+head's peak memory of one step above what was allocated before it (parameters, input, targets),
+also as a ratio to plain's. ``--dtype bf16``: the step under ``torch.autocast(dtype=bfloat16)``,
+as the engine trains on a GPU.
 """
 
 from __future__ import annotations
@@ -50,25 +57,46 @@ def cpu_model() -> str:
     return platform.processor() or platform.machine()
 
 
-def measure(size: int, rounds: int, heads: list[str]) -> dict:
-    """Median time ratio to plain per head (and plain's median ms) for one tree size."""
+def sync(device: torch.device) -> None:
+    if device.type == "cuda":
+        torch.cuda.synchronize(device)
+
+
+def measure(size: int, rounds: int, heads: list[str], device: torch.device, dtype: str) -> dict:
+    """Median time ratio to plain per head (and plain's median ms) for one tree size; on CUDA also
+    each head's peak extra memory of one step."""
     torch.manual_seed(0)
     tree = random_tree(size, seed=size)
-    models = {name: create_head(name, tree, DIM) for name in heads}
-    x = torch.randn(BATCH, DIM, requires_grad=True)
-    target = torch.randint(0, size, (BATCH,))
+    models = {name: create_head(name, tree, DIM).to(device) for name in heads}
+    x = torch.randn(BATCH, DIM, device=device, requires_grad=True)
+    target = torch.randint(0, size, (BATCH,), device=device)
 
     def step(head):
         head.zero_grad(set_to_none=True)
         x.grad = None
-        loss, _ = head.loss(x, target)
+        with torch.autocast(device.type, dtype=torch.bfloat16, enabled=dtype == "bf16"):
+            loss, _ = head.loss(x, target)
         loss.backward()
 
     def timed(head, iters):
+        sync(device)
         start = time.perf_counter()
         for _ in range(iters):
             step(head)
+        sync(device)
         return (time.perf_counter() - start) / iters
+
+    memory: dict[str, float] = {}
+    if device.type == "cuda":
+        for name, head in models.items():
+            step(head)  # the gradients of the parameters exist from now on, as in training
+            head.zero_grad(set_to_none=True)
+            sync(device)
+            torch.cuda.reset_peak_memory_stats(device)
+            before = torch.cuda.memory_allocated(device)
+            step(head)
+            sync(device)
+            memory[name] = (torch.cuda.max_memory_allocated(device) - before) / 2**20
 
     for head in models.values():  # warm-up: first calls allocate, pick kernels, fault pages in
         for _ in range(3):
@@ -82,7 +110,7 @@ def measure(size: int, rounds: int, heads: list[str]) -> dict:
             times[name].append(timed(models[name], iters))
     ratios = {name: statistics.median(t / p for t, p in zip(times[name], times["plain"])) for name in heads}
     return {"size": size, "nodes": tree.num_nodes, "iters": iters, "plain_ms": 1e3 * statistics.median(times["plain"]),
-            "ratios": ratios}
+            "ratios": ratios, "memory_mb": memory}
 
 
 def default_rounds(size: int, repeats: int | None) -> int:
@@ -91,7 +119,7 @@ def default_rounds(size: int, repeats: int | None) -> int:
     return 21 if size <= 1000 else 9 if size <= 5000 else 5
 
 
-def run(sizes: list[int], repeats: int | None, tuned: bool) -> list[dict]:
+def run(sizes: list[int], repeats: int | None, tuned: bool, device: torch.device, dtype: str) -> list[dict]:
     if tuned:
         from hseval.perf import tune_malloc
 
@@ -99,7 +127,7 @@ def run(sizes: list[int], repeats: int | None, tuned: bool) -> list[dict]:
     heads = list_heads()
     assert heads[0] == "plain" or "plain" in heads
     heads = ["plain"] + [h for h in heads if h != "plain"]
-    return [measure(size, default_rounds(size, repeats), heads) for size in sizes]
+    return [measure(size, default_rounds(size, repeats), heads, device, dtype) for size in sizes]
 
 
 def table(results: list[dict], title: str) -> str:
@@ -116,6 +144,14 @@ def table(results: list[dict], title: str) -> str:
     lines.append("nodes |P|".ljust(name_w) + "".join(f"{r['nodes']:,}".rjust(col_w) for r in results))
     lines.append("steps x rounds".ljust(name_w)
                  + "".join(f"{r['iters']}x{r['rounds']}".rjust(col_w) for r in results))
+    if results[0].get("memory_mb"):
+        lines += ["", "peak extra memory of one step, ÷ plain's (plain in MiB)",
+                  "head".ljust(name_w) + "".join(c.rjust(col_w) for c in cols), "-" * len(lines[1])]
+        for h in heads:
+            lines.append(h.ljust(name_w) + "".join(
+                f"{r['memory_mb'][h] / max(r['memory_mb']['plain'], 1e-9):.2f}".rjust(col_w) for r in results))
+        lines.append("plain (MiB)".ljust(name_w) + "".join(f"{r['memory_mb']['plain']:.1f}".rjust(col_w)
+                                                         for r in results))
     return "\n".join(lines)
 
 
@@ -125,29 +161,36 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--repeats", type=int, default=None, help="rounds per size (default: 21, 9 or 5 by size)")
     parser.add_argument("--malloc", choices=["both", "default", "tuned"], default="both",
                         help="glibc malloc as it comes, tuned by hseval.perf.tune_malloc, or both (default)")
+    parser.add_argument("--device", default="cpu", help="cpu or cuda (default: cpu)")
+    parser.add_argument("--dtype", choices=["float32", "bf16"], default="float32",
+                        help="float32, or bf16 autocast as the engine trains on a GPU (default: float32)")
     parser.add_argument("--json", action="store_true", help=argparse.SUPPRESS)  # child-process mode
     args = parser.parse_args(argv)
     sizes = [int(s) for s in args.sizes.split(",") if s.strip()]
+    device = torch.device(args.device)
 
     if args.json:  # one setting, in this process; results as JSON on stdout
-        results = run(sizes, args.repeats, args.malloc == "tuned")
+        results = run(sizes, args.repeats, args.malloc == "tuned", device, args.dtype)
         for r, size in zip(results, sizes):
             r["rounds"] = default_rounds(size, args.repeats)
         print(json.dumps(results))
         return
 
-    print(f"torch {torch.__version__}, {torch.get_num_threads()} threads, {cpu_model()}")
+    machine = torch.cuda.get_device_name(device) if device.type == "cuda" else cpu_model()
+    print(f"torch {torch.__version__}, {torch.get_num_threads()} threads, {machine}, {args.dtype}")
     print(f"batch {BATCH}, d {DIM}; forward + cross-entropy + backward (input and parameters), "
           "median over rounds of time / plain's time in the same round\n")
-    settings = ["default", "tuned"] if args.malloc == "both" else [args.malloc]
+    settings = ["default", "tuned"] if args.malloc == "both" and device.type == "cpu" else \
+        [args.malloc if args.malloc != "both" else "default"]
     for setting in settings:
-        cmd = [sys.executable, __file__, "--json", "--malloc", setting, "--sizes", args.sizes]
+        cmd = [sys.executable, __file__, "--json", "--malloc", setting, "--sizes", args.sizes, "--device",
+               args.device, "--dtype", args.dtype]
         if args.repeats is not None:
             cmd += ["--repeats", str(args.repeats)]
         out = subprocess.run(cmd, check=True, stdout=subprocess.PIPE, text=True, env=os.environ.copy()).stdout
         results = json.loads(out.strip().splitlines()[-1])
-        title = ("glibc malloc as it comes" if setting == "default"
-                 else "with hseval.perf.tune_malloc() (big blocks reused, no page faults)")
+        title = (f"{args.device}, {args.dtype}" if device.type != "cpu" else "glibc malloc as it comes"
+                 if setting == "default" else "with hseval.perf.tune_malloc() (big blocks reused, no page faults)")
         print(table(results, title) + "\n", flush=True)
 
 

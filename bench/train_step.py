@@ -1,6 +1,6 @@
 """Training throughput, as ratios measured in the same run.
 
-    python bench/train_step.py [--steps 30] [--batch 64]
+    python bench/train_step.py [--steps 30] [--batch 64] [--device auto|cpu|cuda] [--skip-engine]
 
 1. Every head against ``plain``: images/s of a full training step (forward, the head's loss,
    backward, optimiser step) with the same backbone and batch — the small CNN on 28×28 images on
@@ -141,12 +141,21 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--steps", type=int, default=20)
     parser.add_argument("--batch", type=int, default=64)
+    parser.add_argument("--device", default="auto",
+                        help="auto (the CPU at --batch, then CUDA at 256 where there is one), cpu or cuda")
+    parser.add_argument("--skip-engine", action="store_true", help="no engine-vs-bare-loop comparison")
     args = parser.parse_args()
     print(f"torch {torch.__version__}, {torch.get_num_threads()} CPU threads, "
           f"CUDA: {torch.cuda.get_device_name(0) if torch.cuda.is_available() else 'none'}")
-    heads_vs_plain(torch.device("cpu"), args.steps, args.batch)
-    if torch.cuda.is_available():
-        heads_vs_plain(torch.device("cuda"), args.steps, 256)
+    if args.device == "auto":
+        runs = [("cpu", args.batch)] + ([("cuda", 256)] if torch.cuda.is_available() else [])
+    else:
+        runs = [(args.device, args.batch)]
+    for device, batch in runs:
+        heads_vs_plain(torch.device(device), args.steps, batch)
+    if args.skip_engine:
+        return 0
+    if any(device == "cuda" for device, _ in runs):
         engine_vs_bare(args.steps)
     else:
         print("2. skipped: no CUDA device (the engine-vs-bare-loop comparison needs a GPU)")
