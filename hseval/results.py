@@ -178,7 +178,7 @@ def _config_key(run: RunResult) -> str:
         return f"predictions:{source.get('path')}"
     training = dict(run.metrics.get("training") or {})
     engine = dict(training.get("engine") or {})
-    for key in ("seed", "progress", "device", "threads", "tensorboard"):
+    for key in ("seed", "progress", "device", "threads", "tensorboard", "compile", "cuda_graphs"):
         engine.pop(key, None)
     training["engine"] = engine
     data = dict(training.get("data") or {})

@@ -207,3 +207,48 @@ def test_ddp_gloo_two_processes_on_cpu(fashion_like, tmp_path):
     run = load_run(tmp_path / "ddp")
     assert run.meta["world_size"] == 2 and run.meta["device"]["world_size"] == 2
     assert run.meta["history"][0]["images_per_s"] > 0
+
+
+@pytest.mark.parametrize("head", ["riemann", "hyperbolic"])  # the heads with custom autograd functions
+def test_compiled_training_gives_the_eager_losses(fashion_like, tmp_path, monkeypatch, head):
+    """engine.compile=true: the training step under torch.compile gives the eager losses to 1e-5, step
+    after step, and a whole run trains. The backend is AOTAutograd without code generation here
+    (inductor's C++ build takes a minute per model on 2 cores): it traces what inductor would
+    compile, the custom autograd functions of the heads included; inductor's numerics are torch's."""
+    from train.engine import TrainStep, compiled, load_data, model_spec
+    from train.optim import build_optimizers
+
+    real = torch.compile
+    monkeypatch.setattr(torch, "compile", lambda model, mode=None: real(model, mode=mode, backend="aot_eager"))
+    config = quick(fashion_like, head, "optim.epochs=1", "data.train_subset=64", "data.batch_size=16",
+                   "engine.compile=true")
+    data = load_data(config)
+    x = data.train.preprocess(data.train.images[:16], train=False)
+    y = torch.as_tensor(data.train.labels[:16])
+    losses = {}
+    for mode in (False, True):
+        torch.manual_seed(0)
+        from hseval.model import build_model
+
+        model = build_model(model_spec(config, data), data.hierarchy)
+        optimizers = build_optimizers(model, config.optim)
+        step = compiled(TrainStep(model), type(config.engine)(compile=mode), torch.device("cpu"))
+        losses[mode] = []
+        for _ in range(4):
+            loss, _ = step(x, y)
+            optimizers.zero_grad()
+            loss.backward()
+            optimizers.step()
+            losses[mode].append(loss.item())
+    torch.testing.assert_close(torch.tensor(losses[True]), torch.tensor(losses[False]), rtol=1e-5, atol=1e-5)
+    if head != "riemann":
+        return
+    out = train(config, tmp_path / "run", log=lambda _: None)
+    assert json.loads((out / "run.json").read_text())["training"]["engine"]["compile"] is True
+
+
+def test_cuda_graphs_are_refused_on_the_cpu_before_training(fashion_like, tmp_path):
+    config = quick(fashion_like, "plain", "engine.compile=true", "engine.cuda_graphs=true", "engine.device=cpu")
+    with pytest.raises(ConfigError, match="engine.cuda_graphs=true needs a CUDA device"):
+        train(config, tmp_path / "run", log=lambda _: None)
+    assert not (tmp_path / "run").exists()

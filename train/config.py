@@ -66,6 +66,8 @@ class EngineConfig:
     tune_malloc: bool = True            # CPU: keep big blocks in glibc's heap (no page faults per step)
     progress: bool = True
     tensorboard: bool = False
+    compile: bool = False               # torch.compile of the training step (forward, loss, backward)
+    cuda_graphs: bool = False           # with compile: replay the step as CUDA graphs (mode "reduce-overhead")
 
 
 @dataclass
@@ -102,6 +104,8 @@ class TrainConfig:
             (self.engine.eval_every >= 1, f"engine.eval_every must be >= 1, got {self.engine.eval_every}"),
             (self.engine.threads is None or self.engine.threads >= 1,
              f"engine.threads must be >= 1, got {self.engine.threads}"),
+            (self.engine.compile or not self.engine.cuda_graphs,
+             "engine.cuda_graphs=true needs engine.compile=true (the graphs are recorded by torch.compile)"),
             (self.engine.device == "auto" or self.engine.device == "cpu" or self.engine.device.startswith("cuda"),
              f"engine.device must be auto, cpu or cuda[:N], got {self.engine.device!r}"),
         ]

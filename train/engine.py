@@ -73,6 +73,17 @@ class Context:
         return x.contiguous(memory_format=torch.channels_last) if self.channels_last else x
 
 
+def compiled(step: nn.Module, engine, device: torch.device) -> nn.Module:
+    """``step`` under ``torch.compile`` when ``engine.compile`` (with ``engine.cuda_graphs``: mode
+    "reduce-overhead", the step replayed as CUDA graphs, on a GPU only); else as it is. The first
+    steps pay the compilation (tens of seconds); evaluation stays eager."""
+    if not engine.compile:
+        return step
+    if engine.cuda_graphs and device.type != "cuda":
+        raise ConfigError("engine.cuda_graphs=true needs a CUDA device; keep engine.compile=true alone on the CPU")
+    return torch.compile(step, mode="reduce-overhead" if engine.cuda_graphs else None)
+
+
 def head_options_for(head: str, options: dict[str, Any]) -> dict[str, Any]:
     """The subset of ``options`` that head ``head`` accepts (a recipe sets options for all heads)."""
     accepted = head_options(head)
@@ -99,7 +110,9 @@ def check_before_training(config: TrainConfig, data: LoadedDataset, *, world: in
     epoch has at least one full batch. Returns the indices of the training images."""
     from hseval.backbones import create_backbone
 
-    resolve_device(config.engine.device, option="engine.device")
+    device = resolve_device(config.engine.device, option="engine.device")
+    if config.engine.cuda_graphs and device.type != "cuda":
+        raise ConfigError("engine.cuda_graphs=true needs a CUDA device; keep engine.compile=true alone on the CPU")
     check_head_options([config.model.head], config.model.head_options)
     spec = model_spec(config, data)
     with torch.device("meta"):  # the backbone's name and options, without allocating its weights
@@ -236,7 +249,8 @@ def comparable_config(config: dict[str, Any]) -> dict[str, Any]:
     """The parts of a config that must not change on resume (epochs may grow, display may change)."""
     out = {k: dict(v) if isinstance(v, dict) else v for k, v in config.items()}
     out["optim"].pop("epochs", None)
-    for key in ("progress", "tensorboard", "eval_every", "device", "threads", "tune_malloc"):
+    for key in ("progress", "tensorboard", "eval_every", "device", "threads", "tune_malloc", "compile",
+                "cuda_graphs"):
         out["engine"].pop(key, None)
     out["data"].pop("workers", None)
     out["data"].pop("root", None)
@@ -320,6 +334,7 @@ def _train(config: TrainConfig, out: Path, data: LoadedDataset, indices: np.ndar
     if dist.world > 1:
         step = nn.parallel.DistributedDataParallel(step, device_ids=[ctx.device.index] if ctx.device.type == "cuda"
                                                    else None)
+    step = compiled(step, config.engine, ctx.device)
     train_images = loader.to_device_dataset(data.train, ctx.device, allowed=config.engine.gpu_dataset)
     test_images = loader.to_device_dataset(data.test, ctx.device, allowed=config.engine.gpu_dataset)
     writer = _tensorboard(out, config) if dist.rank == 0 else None
