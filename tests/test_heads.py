@@ -228,13 +228,16 @@ def test_bad_head_options_have_clear_errors(name, options, message):
         create_head(name, fashion_tree(), D, **options)
 
 
-def test_multitask_fused_levels_give_the_per_level_loss():
-    """One matmul for every level and a sync-free mean give the loss of one head per level, with a
-    level skipped when no sample of the batch reaches it."""
+@pytest.mark.parametrize("fused", [False, True])
+def test_multitask_fused_levels_give_the_per_level_loss(monkeypatch, fused):
+    """The GPU's path (one matmul for every level, a sync-free mean) and the CPU's give the loss of
+    one head per level, with a level skipped when no sample of the batch reaches it."""
     import torch.nn.functional as F
 
+    import hseval.heads.multitask
     from tests.conftest import unbalanced
 
+    monkeypatch.setattr(hseval.heads.multitask, "FUSED_ON_CPU", fused)
     tree = unbalanced()
     head = create_head("multitask", tree, 6, level_weight=0.5)
     z = torch.randn(5, 6, dtype=torch.float64)
@@ -253,15 +256,6 @@ def test_multitask_fused_levels_give_the_per_level_loss():
             torch.testing.assert_close(levels[depth], level(z))
 
 
-def _autograd_poincare_mlr(x, p, a, c):
-    """The formula as it was before the closed-form backward: autograd through every (B, K) step."""
-    from hseval.heads.hyperbolic import _mlr_terms
-
-    a_norm = torch.linalg.vector_norm(a, dim=1).clamp_min(1e-15)
-    t = _mlr_terms(x @ p.t(), x @ a.t(), (x * x).sum(1, keepdim=True), (p * p).sum(1), (p * a).sum(1), a_norm, c)
-    return t["lam"] * a_norm / c ** 0.5 * torch.asinh(t["arg"])
-
-
 @pytest.mark.parametrize("c", [0.05, 1.0])
 @pytest.mark.parametrize("scale", [0.3, 0.999])  # inside the ball, and near its boundary
 def test_poincare_mlr_closed_form_backward_equals_autograd(c, scale):
@@ -272,21 +266,22 @@ def test_poincare_mlr_closed_form_backward_equals_autograd(c, scale):
     a = torch.randn(4, 5, dtype=torch.float64)
     inputs = [t.clone().requires_grad_() for t in (x, p, a)]
     grad_out = torch.randn(7, 4, dtype=torch.float64)
-    got = poincare_mlr(*inputs, c)
-    want = _autograd_poincare_mlr(*inputs, c)
+    got = poincare_mlr(*inputs, c, closed_form=True)
+    want = poincare_mlr(*inputs, c, closed_form=False)  # autograd through every (B, K) step
     torch.testing.assert_close(got, want, rtol=1e-12, atol=1e-12)
     for g, w in zip(torch.autograd.grad(got, inputs, grad_out), torch.autograd.grad(want, inputs, grad_out)):
         torch.testing.assert_close(g, w, rtol=1e-9, atol=1e-9)
     if scale < 0.9:
-        assert torch.autograd.gradcheck(lambda *t: poincare_mlr(*t, c), inputs)
+        assert torch.autograd.gradcheck(lambda *t: poincare_mlr(*t, c, closed_form=True), inputs)
 
 
-def test_hyperbolic_head_keeps_only_two_batch_by_class_tensors_for_backward():
-    """Saved between forward and backward: x, p, a and the two (B, K) inner products."""
+def test_hyperbolic_closed_form_keeps_only_two_batch_by_class_tensors_for_backward():
+    """Saved between forward and backward on a GPU's path: x, p, a and the two (B, K) inner products."""
     head = create_head("hyperbolic", random_tree(300, seed=3), 8)
     z = torch.randn(16, 8)
     saved = []
     with torch.autograd.graph.saved_tensors_hooks(lambda t: saved.append(t.shape) or t, lambda t: t):
-        head(z)
+        p, a = head.hyperplanes()
+        poincare_mlr(head.to_ball(z), p, a, head.ball.c, closed_form=True)
     big = [s for s in saved if len(s) == 2 and s[0] == 16 and s[1] == 300]
     assert len(big) == 2, saved
