@@ -7,6 +7,7 @@
 # openTSNE, umap-learn, ...) are installed from the wheels in $WHEELS (default bench/wheels, made
 # here with `bash bench/gpu.sh --fetch-wheels`), never from the network.
 # With --device cpu it runs small sizes (to show that the script works: under 5 minutes on 2 cores).
+# PYTHON chooses the interpreter (default python3; here: PYTHON=.venv/bin/python).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 device=cuda
@@ -45,9 +46,10 @@ export PYTHONPATH="$PWD${PYTHONPATH:+:$PYTHONPATH}"
 hseval() { $py -m hseval "$@"; }
 
 if [ "$device" = cpu ]; then
-  sizes=100,1000; repeats=3; steps=3; demo=(--quick); projections=pca
+  sizes=100,1000; repeats=1; steps=2; rounds=1; demo=(--quick); projections=pca; compile=(); evaluated=(plain riemann)
 else
-  sizes=100,1000,20000,100000; repeats=5; steps=20; demo=(); projections=pca,tsne,umap
+  sizes=100,1000,20000,100000; repeats=5; steps=20; rounds=5; demo=(); projections=pca,tsne,umap
+  compile=(--compile); evaluated=()
 fi
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
@@ -66,10 +68,12 @@ section() {  # section TITLE COMMAND...: the command's output and wall time as a
 }
 section "Heads alone, float32" $py bench/heads.py --device "$device" --dtype float32 --sizes "$sizes" --repeats "$repeats"
 section "Heads alone, bf16 autocast" $py bench/heads.py --device "$device" --dtype bf16 --sizes "$sizes" --repeats "$repeats"
-section "Training step, batch 64" $py bench/train_step.py --device "$device" --batch 64 --steps "$steps" --skip-engine
-section "Training step, batch 256, engine against a bare loop" $py bench/train_step.py --device "$device" --batch 256 --steps "$steps"
+section "Training step, batch 64" $py bench/train_step.py --device "$device" --batch 64 --steps "$steps" --rounds "$rounds" --skip-engine "${compile[@]}"
+section "Training step, batch 256, engine against a bare loop" $py bench/train_step.py --device "$device" --batch 256 --steps "$steps" --rounds "$rounds" "${compile[@]}"
 section "hseval demo" hseval demo --device "$device" --out "$work/demo" --quiet "${demo[@]}"
-section "hseval evaluate of the demo's runs ($projections)" hseval evaluate "$work/demo/runs" --out "$work/eval" --device "$device" --projections "$projections" --quiet
+runs=("$work/demo/runs")
+[ ${#evaluated[@]} -gt 0 ] && runs=("${evaluated[@]/#/$work/demo/runs/}")
+section "hseval evaluate of the demo's runs ($projections)" hseval evaluate "${runs[@]}" --out "$work/eval" --device "$device" --projections "$projections" --quiet
 mkdir -p "$(dirname "$out")"
 cp "$work/report.md" "$out"
 echo "wrote $out" >&2

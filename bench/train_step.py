@@ -1,6 +1,6 @@
 """Training throughput, as ratios measured in the same run.
 
-    python bench/train_step.py [--steps 30] [--batch 64] [--device auto|cpu|cuda] [--skip-engine]
+    python bench/train_step.py [--steps 30] [--batch 64] [--device auto|cpu|cuda] [--skip-engine] [--compile]
 
 1. Every head against ``plain``: images/s of a full training step (forward, the head's loss,
    backward, optimiser step) with the same backbone and batch — the small CNN on 28×28 images on
@@ -32,9 +32,18 @@ from train.config import OptimConfig  # noqa: E402
 from train.optim import build_optimizers  # noqa: E402
 
 
-def step_rate(model, optimizers, x, y, steps: int, device) -> float:
+def amp_loss(step, device: torch.device):
+    """(x, y) -> loss of ``step`` (returning loss, logits), under bf16 autocast on CUDA as the engine trains."""
+    def loss_of(x, y):
+        with torch.autocast(device.type, dtype=torch.bfloat16, enabled=device.type == "cuda"):
+            return step(x, y)[0]
+    return loss_of
+
+
+def step_rate(loss_of, optimizers, x, y, steps: int, device) -> float:
+    """Images/s of ``steps`` optimiser steps on the loss ``loss_of(x, y)`` (after 3 warm-up steps)."""
     def one():
-        loss, _ = model.head.loss(model.embed(x), y)
+        loss = loss_of(x, y)
         optimizers.zero_grad()
         loss.backward()
         optimizers.step()
@@ -66,13 +75,40 @@ def heads_vs_plain(device: torch.device, steps: int, batch: int, rounds: int = 5
     ratios: dict[str, list[float]] = {h: [] for h in models}
     plain_rate = []
     for _ in range(rounds):
-        rates = {h: step_rate(m, o, x, y, steps, device) for h, (m, o) in models.items()}
+        rates = {h: step_rate(amp_loss(lambda a, b, m=m: m.head.loss(m.embed(a), b), device), o, x, y, steps, device)
+                 for h, (m, o) in models.items()}
         plain_rate.append(rates["plain"])
         for h, r in rates.items():
             ratios[h].append(r / rates["plain"])
     print(f"1. {backbone} on {size}×{size}, batch {batch}, {device}: plain {statistics.median(plain_rate):.0f} img/s")
     for h, values in ratios.items():
         print(f"   {h:28s} {statistics.median(values):.3f}× plain's images/s")
+
+
+def compile_vs_eager(device: torch.device, steps: int, batch: int, heads=("plain", "riemann")) -> None:
+    """3. images/s of a full step under engine.compile (and, on CUDA, engine.cuda_graphs) against eager."""
+    from train.config import EngineConfig
+    from train.engine import TrainStep, compiled
+
+    tree = fashion_mnist_hierarchy()
+    backbone, size, channels = ("small-cnn", 28, 1) if device.type == "cpu" else ("resnet18", 32, 3)
+    x = torch.randn(batch, channels, size, size, device=device)
+    y = torch.randint(0, tree.num_leaves, (batch,), device=device)
+    modes = {"eager": EngineConfig(), "compile": EngineConfig(compile=True)}
+    if device.type == "cuda":
+        modes["compile + CUDA graphs"] = EngineConfig(compile=True, cuda_graphs=True)
+    for head in heads:
+        rates = {}
+        for label, engine in modes.items():
+            torch.manual_seed(0)
+            spec = {"backbone": {"name": backbone, "config": {"in_channels": channels, "image_size": size}},
+                    "head": {"name": head, "config": {}}}
+            model = build_model(spec, tree).to(device)
+            optimizers = build_optimizers(model, OptimConfig(lr=0.01))
+            step = compiled(TrainStep(model), engine, device)
+            rates[label] = step_rate(amp_loss(step, device), optimizers, x, y, steps, device)
+        text = ", ".join(f"{label} {rate:.0f} img/s ({rate / rates['eager']:.2f}×)" for label, rate in rates.items())
+        print(f"3. {backbone} + {head}, batch {batch}, {device}: {text}")
 
 
 def engine_vs_bare(steps: int) -> None:
@@ -144,6 +180,9 @@ def main() -> int:
     parser.add_argument("--device", default="auto",
                         help="auto (the CPU at --batch, then CUDA at 256 where there is one), cpu or cuda")
     parser.add_argument("--skip-engine", action="store_true", help="no engine-vs-bare-loop comparison")
+    parser.add_argument("--rounds", type=int, default=5, help="rounds of the head comparison (median ratio)")
+    parser.add_argument("--compile", action="store_true", help="also plain and riemann under engine.compile "
+                        "(and CUDA graphs on a GPU) against eager; compiling takes tens of seconds per model")
     args = parser.parse_args()
     print(f"torch {torch.__version__}, {torch.get_num_threads()} CPU threads, "
           f"CUDA: {torch.cuda.get_device_name(0) if torch.cuda.is_available() else 'none'}")
@@ -152,7 +191,9 @@ def main() -> int:
     else:
         runs = [(args.device, args.batch)]
     for device, batch in runs:
-        heads_vs_plain(torch.device(device), args.steps, batch)
+        heads_vs_plain(torch.device(device), args.steps, batch, rounds=args.rounds)
+        if args.compile:
+            compile_vs_eager(torch.device(device), args.steps, batch)
     if args.skip_engine:
         return 0
     if any(device == "cuda" for device, _ in runs):
