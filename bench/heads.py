@@ -28,7 +28,6 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import platform
 import statistics
 import subprocess
 import sys
@@ -42,19 +41,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from hseval.heads import create_head, list_heads  # noqa: E402
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from _trees import random_tree  # noqa: E402
+from _common import cpu_model, random_tree  # noqa: E402
 
 BATCH, DIM = 256, 512
-
-
-def cpu_model() -> str:
-    try:
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.startswith("model name"):
-                return line.split(":", 1)[1].strip()
-    except OSError:
-        pass
-    return platform.processor() or platform.machine()
 
 
 def sync(device: torch.device) -> None:

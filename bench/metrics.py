@@ -38,7 +38,7 @@ from hseval.hierarchy import Hierarchy  # noqa: E402
 from hseval.metrics.hierarchical import hierarchical_prf  # noqa: E402
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from _trees import random_tree  # noqa: E402
+from _common import cpu_model, random_tree  # noqa: E402
 
 TOLERANCE = 1e-12
 
@@ -103,16 +103,6 @@ def sets_baseline(tree: Hierarchy):
         return run, lambda values: None
 
     return prepare
-
-
-def cpu_model() -> str:
-    try:
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.startswith("model name"):
-                return line.split(":", 1)[1].strip()
-    except OSError:
-        pass
-    return platform.processor() or platform.machine()
 
 
 def main(argv: list[str] | None = None) -> None:

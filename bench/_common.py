@@ -1,8 +1,9 @@
-"""The random trees of the benchmarks (numpy only, linear time), shared by bench/heads.py and
-bench/metrics.py (which must run where torch is not installed)."""
+"""What the benchmarks share (numpy only: bench/metrics.py must run where torch is not installed):
+the random trees (linear time) and the name of the CPU."""
 
 from __future__ import annotations
 
+import platform
 import sys
 from pathlib import Path
 
@@ -12,7 +13,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from hseval.hierarchy import Hierarchy  # noqa: E402
 
-__all__ = ["random_tree"]
+__all__ = ["random_tree", "cpu_model"]
 
 
 def random_tree(num_leaves: int, seed: int = 0, *, max_depth: int = 4, branching: float = 0.5) -> Hierarchy:
@@ -42,3 +43,13 @@ def random_tree(num_leaves: int, seed: int = 0, *, max_depth: int = 4, branching
                               np.where(parent[alive] >= 0, remap[np.maximum(parent[alive], 0)], -1)])
     names = [f"c{i}" for i in range(num_leaves)] + [f"s{i}" for i in range(int(alive.sum()))]
     return Hierarchy(names, parents, num_leaves)
+
+
+def cpu_model() -> str:
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return platform.processor() or platform.machine()
