@@ -1,6 +1,6 @@
 """Evaluation costs, as ratios measured in the same run.
 
-    python bench/evaluate.py [--samples 10000] [--skip-umap]
+    python bench/evaluate.py [--samples 10000] [--skip-umap] [--runs 8 --projections pca,tsne,umap --device auto]
 
 1. Metrics + geometry against embedding extraction, for ``--samples`` test images of
    Fashion-MNIST through a small CNN with the ``riemann`` head (goal: ≤ 0.1×): the metric pass
@@ -10,6 +10,10 @@
 2. t-SNE of 10,000 × 128 points: openTSNE against scikit-learn (same perplexity 30, 2 threads).
 3. UMAP (umap-learn) of 5,000 × 128 points: the first call (which compiles numba code) and a
    second call in the same process.
+4. With ``--runs N``: ``hseval evaluate`` of N runs (trained for one short epoch here) against one
+   run plus N − 1 embedding passes, each command in its own process (so each pays UMAP's numba
+   compilation once). Goal: ≤ 1.5×, reached by computing the projections of finished runs in
+   worker threads while the next run is embedded (``--workers``, default a quarter of the cores).
 """
 
 from __future__ import annotations
@@ -104,16 +108,53 @@ def bench_umap() -> None:
     print(f"3. UMAP 5,000×128: first call {first:.1f} s (numba compilation included), second {second:.1f} s")
 
 
+def bench_many_runs(n: int, projections: str, device: str) -> None:
+    import subprocess
+    import tempfile
+
+    from hseval.heads import list_heads
+
+    root = Path(tempfile.mkdtemp(prefix="hseval-bench-"))
+    heads = (list_heads() * n)[:n]
+    names = [f"{h}-{i}" for i, h in enumerate(heads)]
+    for name, head in zip(names, heads):  # one short epoch each: evaluation does not care how good they are
+        subprocess.run([sys.executable, "-m", "hseval", "train", "--head", head, "--set", "optim.epochs=1",
+                        "--set", "data.train_subset=1000", "--set", f"engine.device={device}", "--quiet",
+                        "--out", str(root / "runs" / name)], check=True, capture_output=True)
+    runs = [str(root / "runs" / name) for name in names]
+
+    def command(out: str, targets: list[str], methods: str) -> float:
+        start = time.perf_counter()
+        subprocess.run([sys.executable, "-m", "hseval", "evaluate", *targets, "--out", str(root / out),
+                        "--projections", methods, "--device", device, "--quiet"], check=True, capture_output=True)
+        return time.perf_counter() - start
+
+    embed = command("embed", runs[:1], "none")
+    one = command("one", runs[:1], projections)
+    every = command("all", runs, projections)
+    budget = one + (n - 1) * embed
+    print(f"4. evaluate {n} runs ({projections}, {device}): {every:.1f} s; one run {one:.1f} s, one embedding pass "
+          f"(no projection) {embed:.1f} s; ratio {every / budget:.2f}× of one run plus {n - 1} embedding passes "
+          "(goal ≤ 1.5×)")
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--samples", type=int, default=10_000)
     parser.add_argument("--skip-umap", action="store_true")
+    parser.add_argument("--runs", type=int, default=0, help="also time 'hseval evaluate' of this many runs")
+    parser.add_argument("--projections", default="pca,tsne,umap", help="of the --runs comparison")
+    parser.add_argument("--device", default="auto", help="of the --runs comparison")
+    parser.add_argument("--only-runs", action="store_true", help="only the --runs comparison")
     args = parser.parse_args()
     print(f"torch {torch.__version__}, {torch.get_num_threads()} threads, {platform.processor() or platform.machine()}")
-    bench_metrics(args.samples)
-    bench_tsne()
-    if not args.skip_umap:
-        bench_umap()
+    if not args.only_runs:
+        bench_metrics(args.samples)
+        bench_tsne()
+        if not args.skip_umap:
+            bench_umap()
+    if args.runs:
+        bench_many_runs(args.runs, args.projections, args.device)
     return 0
 
 

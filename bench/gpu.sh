@@ -46,10 +46,10 @@ export PYTHONPATH="$PWD${PYTHONPATH:+:$PYTHONPATH}"
 hseval() { $py -m hseval "$@"; }
 
 if [ "$device" = cpu ]; then
-  sizes=100,1000; repeats=1; steps=2; rounds=1; demo=(--quick); projections=pca; compile=(); evaluated=(plain riemann)
+  sizes=100,1000; repeats=1; steps=2; rounds=1; demo=(--quick); projections=pca; compile=(); evaluated=(plain riemann); nruns=2
 else
   sizes=100,1000,20000,100000; repeats=5; steps=20; rounds=5; demo=(); projections=pca,tsne,umap
-  compile=(--compile); evaluated=()
+  compile=(--compile); evaluated=(); nruns=8
 fi
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
@@ -73,6 +73,7 @@ section "Training step, batch 256, engine against a bare loop" $py bench/train_s
 section "hseval demo" hseval demo --device "$device" --out "$work/demo" --quiet "${demo[@]}"
 runs=("$work/demo/runs")
 [ ${#evaluated[@]} -gt 0 ] && runs=("${evaluated[@]/#/$work/demo/runs/}")
+section "hseval evaluate: 8 runs against one run plus the embedding passes" $py bench/evaluate.py --only-runs --runs "$nruns" --projections "$projections" --device "$device"
 section "hseval evaluate of the demo's runs ($projections)" hseval evaluate "${runs[@]}" --out "$work/eval" --device "$device" --projections "$projections" --quiet
 mkdir -p "$(dirname "$out")"
 cp "$work/report.md" "$out"

@@ -10,10 +10,13 @@ Embeddings are computed once per run, on the whole split, under ``torch.inferenc
 
 from __future__ import annotations
 
+import contextlib
 import glob
 import os
 import shutil
 import time
+from collections.abc import Callable
+from concurrent.futures import Future, ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
@@ -305,6 +308,17 @@ def evaluate_run(run_dir: Path, out_dir: Path, *, name: str, data_root: str | No
                  batch_size: int = 512, seed: int = 0, data_cache: dict | None = None,
                  progress: bool = True) -> dict[str, Any]:
     """Evaluate one run into ``out_dir / name`` and return its index entry."""
+    return _evaluate_run_stages(run_dir, out_dir, name=name, data_root=data_root, split=split,
+                                projections=projections, max_points=max_points, device=device,
+                                batch_size=batch_size, seed=seed, data_cache=data_cache, progress=progress)()
+
+
+def _evaluate_run_stages(run_dir: Path, out_dir: Path, *, name: str, data_root: str | None, split: str,
+                         projections: list[str], max_points: int, device: str, batch_size: int, seed: int,
+                         data_cache: dict | None, progress: bool) -> Callable[[], dict[str, Any]]:
+    """The embedding pass, metrics and geometry of one run, done now (on the device); returns the
+    rest — projections (CPU-bound) and the staged write — as a function, which
+    :func:`evaluate_runs` may run in a worker thread while the next run's embeddings are computed."""
     from hseval import geometry
     from hseval.device import resolve_device
     from hseval.metrics.streaming import NO_LEVEL_SCORES
@@ -318,7 +332,8 @@ def evaluate_run(run_dir: Path, out_dir: Path, *, name: str, data_root: str | No
     sample = stratified_sample(part.labels, max_points, seed=seed)
     result = _extract(run, part, sample=sample, batch_size=batch_size, device=torch_device, progress=progress)
     tree = run.hierarchy
-    targets, pred = result["targets"], result["topk"][:, 0]
+    targets, topk = result["targets"], result["topk"]
+    pred = topk[:, 0]
     streamed = result["metrics"]
     metrics: dict[str, Any] = {**streamed.compute(), "feature_norm": result["feature_norm"],
                                "max_logit": result["max_logit"]}
@@ -334,27 +349,31 @@ def evaluate_run(run_dir: Path, out_dir: Path, *, name: str, data_root: str | No
     metrics.update(geometry_metrics)
     class_vectors = None if vectors is None else vectors[0]
     emb = result["embeddings"]
-    proj = projection_table(tree, emb, targets[sample], pred[sample], list(projections), class_vectors, seed)
     meta = run.meta
     metrics.update({"run": name, "run_path": str(run.path), "head": run.head_name,
                     "backbone": meta["model"]["backbone"]["name"], "dataset": meta["dataset"]["name"],
                     "split": split, "samples": int(len(targets)), "seed": meta.get("seed"),
                     "training": meta.get("training", {}), "history": meta.get("history", []),
-                    "train_seconds": meta.get("train_seconds"), "eval_seconds": time.perf_counter() - start,
-                    "hierarchy": tree.to_dict()})
+                    "train_seconds": meta.get("train_seconds"), "hierarchy": tree.to_dict()})
     node_vectors = np.zeros((0, 0), np.float32) if vectors is None else vectors[0].astype(np.float32)
-    write_evaluation(
-        out_dir, name, source=str(run.path),
-        inputs=_inputs(run.meta, data_root=data_root, split=split, projections=projections, max_points=max_points,
-                       seed=seed),
-        metrics=metrics, tables={eval_format.PER_NODE: per_node_table(tree, *streamed.per_node()),
-                                 eval_format.GEOMETRY: geometry_table, eval_format.PAIRS: pairs,
-                                 eval_format.PROJECTIONS: proj},
-        arrays={eval_format.EMBEDDINGS: {"embeddings": emb.astype(np.float32), "labels": targets[sample],
-                                         "predictions": pred[sample], "indices": sample,
-                                         "node_vectors": node_vectors},
-                eval_format.PREDICTIONS: {"targets": targets, "topk": result["topk"]}})
-    return index_entry(name, metrics)
+    tables = {eval_format.PER_NODE: per_node_table(tree, *streamed.per_node()), eval_format.GEOMETRY: geometry_table,
+              eval_format.PAIRS: pairs}
+    inputs = _inputs(meta, data_root=data_root, split=split, projections=projections, max_points=max_points, seed=seed)
+    del run, result  # the model and the full embeddings are not needed by the rest
+
+    def finish() -> dict[str, Any]:
+        proj = projection_table(tree, emb, targets[sample], pred[sample], list(projections), class_vectors, seed)
+        metrics["eval_seconds"] = time.perf_counter() - start
+        write_evaluation(
+            out_dir, name, source=metrics["run_path"], inputs=inputs, metrics=metrics,
+            tables={**tables, eval_format.PROJECTIONS: proj},
+            arrays={eval_format.EMBEDDINGS: {"embeddings": emb.astype(np.float32), "labels": targets[sample],
+                                             "predictions": pred[sample], "indices": sample,
+                                             "node_vectors": node_vectors},
+                    eval_format.PREDICTIONS: {"targets": targets, "topk": topk}})
+        return index_entry(name, metrics)
+
+    return finish
 
 
 def _evaluated_runs(out_dir: Path) -> dict[str, str | None]:
@@ -388,8 +407,14 @@ def _write_index(out_dir: Path, entries: dict[str, dict[str, Any]]) -> None:
 
 def evaluate_runs(patterns: list[str], out_dir: str | Path, *, data_root: str | None = None, split: str = "test",
                   projections: list[str] = ("pca",), max_points: int = 5000, device: str = "auto",
-                  progress: bool = True, reuse: bool = False, log=print) -> list[dict[str, Any]]:
+                  progress: bool = True, reuse: bool = False, workers: int | None = None,
+                  log=print) -> list[dict[str, Any]]:
     """Evaluate every run matched by ``patterns`` into ``out_dir``; returns the index entries.
+
+    ``workers`` (default: a quarter of the cores, at least 1): threads that compute the
+    projections and write the files of finished runs while the next run's embeddings are computed
+    (t-SNE and UMAP are CPU-bound, the embedding pass is on the device); with 1 the runs are done
+    one after the other. The results do not depend on it.
 
     ``reuse``: keep an evaluation already in ``out_dir`` that was made from the same run (its
     checksums) with the same settings, instead of computing it again (``hseval demo`` continuing).
@@ -402,6 +427,8 @@ def evaluate_runs(patterns: list[str], out_dir: str | Path, *, data_root: str | 
 
     if max_points < 1:
         raise ConfigError(f"--max-points must be a positive integer, got {max_points}")
+    if workers is not None and workers < 1:
+        raise ConfigError(f"--workers must be a positive integer, got {workers}")
     unknown = [p for p in projections if p not in PROJECTIONS]
     if unknown:
         raise ConfigError(f"unknown projection {unknown[0]!r}; choose from {', '.join(PROJECTIONS)}")
@@ -428,18 +455,33 @@ def evaluate_runs(patterns: list[str], out_dir: str | Path, *, data_root: str | 
                 shutil.rmtree(stale, ignore_errors=True)  # .tmp-, .old-: hseval 0.1's names
         fileio.remove_stale_temporaries(out_dir)
         names = evaluation_names(runs, _evaluated_runs(out_dir))
-        for k, (run_dir, name) in enumerate(zip(runs, names), start=1):
-            log(f"[{k}/{len(runs)}] {run_dir}")
-            entry = _up_to_date(out_dir / name, run_dir, inputs[run_dir]) if reuse else None
-            if entry is not None:
-                entries[name] = entry
-                log(f"  up to date: {out_dir / name}")
-                continue
-            entry = evaluate_run(run_dir, out_dir, name=name, data_root=data_root, split=split,
-                                 projections=projections, max_points=max_points, device=device, data_cache=cache,
-                                 progress=progress)
+        threads = workers or max(1, min(len(runs), (os.cpu_count() or 1) // 4))
+        pending: list[tuple[str, Future]] = []
+
+        def done(name: str, entry: dict[str, Any]) -> None:
             entries[name] = entry
             _write_index(out_dir, entries)
             log(f"  leaf top-1 {entry['leaf_top1']:.4f} -> {out_dir / name}")
+
+        with ThreadPoolExecutor(threads) if threads > 1 else contextlib.nullcontext() as pool:
+            for k, (run_dir, name) in enumerate(zip(runs, names), start=1):
+                log(f"[{k}/{len(runs)}] {run_dir}")
+                entry = _up_to_date(out_dir / name, run_dir, inputs[run_dir]) if reuse else None
+                if entry is not None:
+                    entries[name] = entry
+                    log(f"  up to date: {out_dir / name}")
+                    continue
+                finish = _evaluate_run_stages(run_dir, out_dir, name=name, data_root=data_root, split=split,
+                                              projections=projections, max_points=max_points, device=device,
+                                              batch_size=512, seed=0, data_cache=cache, progress=progress)
+                if pool is None:
+                    done(name, finish())
+                    continue
+                pending.append((name, pool.submit(finish)))
+                while pending and pending[0][1].done():  # report finished runs in order
+                    finished, future = pending.pop(0)
+                    done(finished, future.result())
+            for finished, future in pending:
+                done(finished, future.result())
     return list(entries.values())
 

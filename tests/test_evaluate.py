@@ -213,3 +213,31 @@ def test_reuse_keeps_an_up_to_date_evaluation_only(evaluated, tmp_path):
     (out / "plain" / "per_node.csv").write_text("damaged")
     assert not any("up to date" in line for line in evaluate(max_points=60, reuse=True))  # a damaged one is redone
     assert load_evaluation(out).runs[0].metrics["top1"] > 0
+
+
+def test_workers_finish_runs_in_threads_with_the_same_files(evaluated, tmp_path):
+    """Projections and writes of finished runs in worker threads (while the next run is embedded)
+    give the same files as one run after the other; runs are reported in order."""
+    from hseval import eval_format
+    from hseval.evaluation import evaluate_runs
+
+    metrics = json.loads((evaluated / "plain" / "metrics.json").read_text())
+    runs = [str(Path(metrics["run_path"]).parent / name) for name in ("plain", "riemann", "multitask")]
+    data_root = metrics["training"]["data"]["root"]
+    logs = {}
+    for workers in (1, 3):
+        logs[workers] = []
+        evaluate_runs(runs, tmp_path / str(workers), data_root=data_root, projections=["pca"], max_points=60,
+                      progress=False, workers=workers, log=logs[workers].append)
+    assert [line for line in logs[3] if line.startswith("[")] == [line for line in logs[1] if line.startswith("[")]
+    assert [line.split("->")[0] for line in logs[3] if "top-1" in line] == \
+        [line.split("->")[0] for line in logs[1] if "top-1" in line]
+    for name in ("plain", "riemann", "multitask"):
+        for file in eval_format.FILES:
+            one, three = (tmp_path / str(w) / name / file for w in (1, 3))
+            if file == eval_format.METRICS:
+                a, b = json.loads(one.read_text()), json.loads(three.read_text())
+                a.pop("eval_seconds"), b.pop("eval_seconds")
+                assert a == b
+            else:
+                assert one.read_bytes() == three.read_bytes(), (name, file)

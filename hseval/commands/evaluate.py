@@ -43,7 +43,7 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
         raise ConfigError(f"{given[0]} applies only with --predictions; a run carries its own tree and names")
     entries = evaluate_runs(args.runs, args.out, data_root=args.data_root, split=args.split,
                             projections=_methods(args.projections), max_points=args.max_points, device=args.device,
-                            progress=not args.quiet)
+                            progress=not args.quiet, workers=args.workers)
     print(f"evaluated {len(entries)} run(s) into {args.out}; next: hseval report {args.out}")
     return 0
 
@@ -78,6 +78,8 @@ def register(commands: argparse._SubParsersAction) -> None:
                                                                    "(default: pca,tsne)")
     evaluate.add_argument("--max-points", type=_int, default=5000, help="samples kept for projections (default 5000)")
     evaluate.add_argument("--device", default="auto", help="auto, cpu, cuda or cuda:N")
+    evaluate.add_argument("--workers", type=_int, help="threads for the projections of finished runs while the next "
+                          "run is embedded (default: a quarter of the cores, at least 1)")
     evaluate.add_argument("--quiet", action="store_true", help="no progress bars")
     evaluate.set_defaults(func=cmd_evaluate)
     report = commands.add_parser("report", help="tables and an offline HTML report of an evaluation folder")
