@@ -108,7 +108,7 @@ def bench_umap() -> None:
     print(f"3. UMAP 5,000×128: first call {first:.1f} s (numba compilation included), second {second:.1f} s")
 
 
-def bench_many_runs(n: int, projections: str, device: str) -> None:
+def bench_many_runs(n: int, projections: str, device: str, data_root: str | None) -> None:
     import subprocess
     import tempfile
 
@@ -120,7 +120,8 @@ def bench_many_runs(n: int, projections: str, device: str) -> None:
     for name, head in zip(names, heads):  # one short epoch each: evaluation does not care how good they are
         subprocess.run([sys.executable, "-m", "hseval", "train", "--head", head, "--set", "optim.epochs=1",
                         "--set", "data.train_subset=1000", "--set", f"engine.device={device}", "--quiet",
-                        "--out", str(root / "runs" / name)], check=True, capture_output=True)
+                        *(["--data-root", data_root] if data_root else []), "--out", str(root / "runs" / name)],
+                       check=True, capture_output=True)
     runs = [str(root / "runs" / name) for name in names]
 
     def command(out: str, targets: list[str], methods: str) -> float:
@@ -146,6 +147,7 @@ def main() -> int:
     parser.add_argument("--projections", default="pca,tsne,umap", help="of the --runs comparison")
     parser.add_argument("--device", default="auto", help="of the --runs comparison")
     parser.add_argument("--only-runs", action="store_true", help="only the --runs comparison")
+    parser.add_argument("--data-root", help="Fashion-MNIST folder of the --runs comparison (default: usual places)")
     args = parser.parse_args()
     print(f"torch {torch.__version__}, {torch.get_num_threads()} threads, {platform.processor() or platform.machine()}")
     if not args.only_runs:
@@ -154,7 +156,7 @@ def main() -> int:
         if not args.skip_umap:
             bench_umap()
     if args.runs:
-        bench_many_runs(args.runs, args.projections, args.device)
+        bench_many_runs(args.runs, args.projections, args.device, args.data_root)
     return 0
 
 

@@ -1,23 +1,27 @@
 #!/usr/bin/env bash
 # Every GPU figure of README's speed section in one run, written as one markdown file.
 #
-#   bash bench/gpu.sh [--device cuda|cpu] [--out FILE]
+#   bash bench/gpu.sh [--device cuda|cpu] [--out FILE] [--data-root DIR]
 #
 # On a bare machine with only torch and torchvision: hseval's other dependencies (geoopt, plotly,
 # openTSNE, umap-learn, ...) are installed from the wheels in $WHEELS (default bench/wheels, made
 # here with `bash bench/gpu.sh --fetch-wheels`), never from the network.
 # With --device cpu it runs small sizes (to show that the script works: under 5 minutes on 2 cores).
-# PYTHON chooses the interpreter (default python3; here: PYTHON=.venv/bin/python).
+# PYTHON chooses the interpreter (default python3; here: PYTHON=.venv/bin/python). --data-root: a
+# folder with Fashion-MNIST's IDX files (a machine without network cannot download them; copy
+# /usr/share/datasets/fashion-mnist into the working tree that travels).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 device=cuda
 out=bench/gpu.md
+data=()
 wheels=${WHEELS:-bench/wheels}
 py=${PYTHON:-python3}
 while [ $# -gt 0 ]; do
   case "$1" in
     --device) device=$2; shift 2 ;;
     --out) out=$2; shift 2 ;;
+    --data-root) data=(--data-root "$2"); shift 2 ;;
     --fetch-wheels)  # for a machine without network: the wheels of hseval's dependencies but torch
       mkdir -p "$wheels"
       deps=$($py - <<'PY'
@@ -46,10 +50,10 @@ export PYTHONPATH="$PWD${PYTHONPATH:+:$PYTHONPATH}"
 hseval() { $py -m hseval "$@"; }
 
 if [ "$device" = cpu ]; then
-  sizes=100,1000; repeats=1; steps=2; rounds=1; demo=(--quick); projections=pca; compile=(); evaluated=(plain riemann); nruns=2
+  sizes=100,1000; repeats=1; steps=2; rounds=1; demo=(--quick); projections=pca; compile=(); nruns=2
 else
   sizes=100,1000,20000,100000; repeats=5; steps=20; rounds=5; demo=(); projections=pca,tsne,umap
-  compile=(--compile); evaluated=(); nruns=8
+  compile=(--compile); nruns=8
 fi
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
@@ -70,11 +74,11 @@ section "Heads alone, float32" $py bench/heads.py --device "$device" --dtype flo
 section "Heads alone, bf16 autocast" $py bench/heads.py --device "$device" --dtype bf16 --sizes "$sizes" --repeats "$repeats"
 section "Training step, batch 64" $py bench/train_step.py --device "$device" --batch 64 --steps "$steps" --rounds "$rounds" --skip-engine "${compile[@]}"
 section "Training step, batch 256, engine against a bare loop" $py bench/train_step.py --device "$device" --batch 256 --steps "$steps" --rounds "$rounds" "${compile[@]}"
-section "hseval demo" hseval demo --device "$device" --out "$work/demo" --quiet "${demo[@]}"
-runs=("$work/demo/runs")
-[ ${#evaluated[@]} -gt 0 ] && runs=("${evaluated[@]/#/$work/demo/runs/}")
-section "hseval evaluate: 8 runs against one run plus the embedding passes" $py bench/evaluate.py --only-runs --runs "$nruns" --projections "$projections" --device "$device"
-section "hseval evaluate of the demo's runs ($projections)" hseval evaluate "${runs[@]}" --out "$work/eval" --device "$device" --projections "$projections" --quiet
+section "hseval demo" hseval demo --device "$device" --out "$work/demo" --quiet "${demo[@]}" "${data[@]}"
+section "hseval evaluate: $nruns runs against one run plus the embedding passes" $py bench/evaluate.py --only-runs --runs "$nruns" --projections "$projections" --device "$device" "${data[@]}"
+if [ "$device" != cpu ]; then  # on the CPU the demo has just evaluated its runs, and the section above ran evaluate
+  section "hseval evaluate of the demo's runs ($projections)" hseval evaluate "$work/demo/runs" --out "$work/eval" --device "$device" --projections "$projections" --quiet "${data[@]}"
+fi
 mkdir -p "$(dirname "$out")"
 cp "$work/report.md" "$out"
 echo "wrote $out" >&2
