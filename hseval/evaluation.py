@@ -155,9 +155,8 @@ def _batches(split, batch_size: int, device: torch.device):
 @torch.inference_mode()
 def _extract(run: Run, split, *, sample: np.ndarray, batch_size: int, device: torch.device,
              progress: bool) -> dict[str, Any]:
-    from tqdm import tqdm
-
     from hseval.metrics import HierarchicalMetrics
+    from hseval.progress import bar as progress_bar
 
     model = run.model
     tree = run.hierarchy
@@ -165,8 +164,8 @@ def _extract(run: Run, split, *, sample: np.ndarray, batch_size: int, device: to
     in_sample = np.zeros(len(split), dtype=bool)
     in_sample[sample] = True
     kept, feature_norms, max_logits, targets, tops = [], [], [], [], []
-    bar = tqdm(total=len(split), desc=f"embed {run.path.name}", unit="img", unit_scale=True, leave=False,
-               disable=not progress, dynamic_ncols=True)
+    bar = progress_bar(total=len(split), desc=f"embed {run.path.name}", unit="img", unit_scale=True, leave=False,
+                       enabled=progress)
     seen = 0
     for x, y in _batches(split, batch_size, device):
         z = model.embed(x).float()

@@ -154,15 +154,15 @@ def model_spec(config: TrainConfig, data: LoadedDataset) -> dict[str, Any]:
 def train_one_epoch(step: nn.Module, optimizers: Optimizers, batches, ctx: Context, *, total: int,
                     desc: str, progress: bool) -> dict[str, float]:
     """One pass over ``batches``; returns mean loss, accuracy and images/s (this rank)."""
-    from tqdm import tqdm
+    from hseval.progress import bar as progress_bar
 
     step.train()
     loss_sum = torch.zeros((), device=ctx.device, dtype=torch.float64)
     correct = torch.zeros((), device=ctx.device, dtype=torch.int64)
     seen = 0
     start = time.perf_counter()
-    bar = tqdm(total=total, desc=desc, unit="img", unit_scale=True, leave=False, dynamic_ncols=True,
-               disable=not progress or ctx.rank != 0)
+    bar = progress_bar(total=total, desc=desc, unit="img", unit_scale=True, leave=False,
+                       enabled=progress and ctx.rank == 0)
     for i, (x, y) in enumerate(batches):
         with ctx.autocast():
             loss, logits = step(ctx.prepare(x), y)
