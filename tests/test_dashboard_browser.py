@@ -62,8 +62,8 @@ class Server:
     def stop(self) -> int:
         if self.process.poll() is None:
             self.process.send_signal(signal.SIGINT)
-        try:  # hseval stops streamlit within ~10 s (terminate, then kill); a loaded CI machine adds to that
-            return self.process.wait(timeout=60)
+        try:  # hseval stops streamlit within ~10 s (terminate, then kill)
+            return self.process.wait(timeout=30)
         except subprocess.TimeoutExpired:
             self.process.kill()
             raise

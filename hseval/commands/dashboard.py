@@ -131,9 +131,12 @@ def cmd_dashboard(args: argparse.Namespace) -> int:
     url = _url(args.host, port)
     env = {**os.environ, ENV_VAR: str(folder)}
     process = subprocess.Popen(streamlit_command(folder, host=args.host, port=port), env=env)
-    # SIGTERM (a service manager, a test) stops the server the same way as Ctrl-C.
+    # SIGTERM (a service manager, a test) stops the server the same way as Ctrl-C; and Ctrl-C works
+    # even where the parent started us with SIGINT ignored (a background job of a script, some test
+    # runners' workers), in which case Python would not have installed its handler
     in_main = threading.current_thread() is threading.main_thread()
-    previous = signal.signal(signal.SIGTERM, signal.default_int_handler) if in_main else None
+    previous = {sig: signal.signal(sig, signal.default_int_handler) for sig in (signal.SIGINT, signal.SIGTERM)} \
+        if in_main else {}
     try:
         _wait_until_up(process, url, STARTUP_TIMEOUT_S)
         _warm_up(url)
@@ -147,8 +150,8 @@ def cmd_dashboard(args: argparse.Namespace) -> int:
         return 0
     finally:
         _stop(process)
-        if in_main:
-            signal.signal(signal.SIGTERM, previous)
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
 
 
 def register(commands: argparse._SubParsersAction) -> None:
