@@ -53,8 +53,9 @@ RERUN = "re-run 'hseval evaluate'"
 # ====================================================================== tables
 @dataclass(frozen=True)
 class Column:
-    """A CSV column: its type (int, float, str or bool), range, allowed values and whether it may be
-    empty (read as NaN)."""
+    """A CSV column: its type (int, float, str or bool), range, allowed values, whether it may be
+    empty (read as NaN) and whether it may be missing (``optional``: a column added after files
+    without it were written; such a file reads with the column empty)."""
 
     name: str
     kind: type
@@ -62,6 +63,7 @@ class Column:
     high: float | None = None
     nullable: bool = False
     choices: tuple[str, ...] | None = None
+    optional: bool = False
 
 
 @dataclass(frozen=True)
@@ -84,7 +86,9 @@ TABLES: dict[str, Table] = {t.file: t for t in (
                   Column("node_a", int, 0), Column("node_b", int, 0), Column("angle", float, 0, 180))),
     Table(PROJECTIONS, (Column("method", str), Column("kind", str, choices=("sample", "class_vector")),
                         Column("x", float), Column("y", float), Column("label", str),
-                        Column("correct", bool, nullable=True)), extra=r"level[1-9][0-9]{0,3}"),
+                        Column("correct", bool, nullable=True),
+                        # the sample's position in the evaluated split (empty for class vectors); older folders lack it
+                        Column("index", int, 0, nullable=True, optional=True)), extra=r"level[1-9][0-9]{0,3}"),
 )}
 
 
@@ -140,8 +144,10 @@ def _parse_column(cells: np.ndarray, col: Column, path: Path) -> np.ndarray:
     return numbers.astype(np.int64) if col.kind is int and not empty.any() else numbers
 
 
-def read_table(path: Path, data: bytes, spec: Table, tree: Hierarchy) -> pd.DataFrame:
-    """Parse and check one of :data:`TABLES` against its spec and the run's ``tree``."""
+def read_table(path: Path, data: bytes, spec: Table, tree: Hierarchy, *, samples: int | None = None) -> pd.DataFrame:
+    """Parse and check one of :data:`TABLES` against its spec and the run's ``tree`` (and, when
+    given, the number of ``samples`` of the evaluated split, which a sample's ``index`` is below).
+    A missing optional column is added, empty."""
     try:
         text = data.decode("utf-8")
     except UnicodeDecodeError as exc:
@@ -163,7 +169,7 @@ def read_table(path: Path, data: bytes, spec: Table, tree: Hierarchy) -> pd.Data
         twice = next(h for h in header if header.count(h) > 1)
         raise RunFormatError(f"{path}, line 1: the column '{twice}' appears twice; {RERUN}")
     names = [c.name for c in spec.columns]
-    missing = [n for n in names if n not in header]
+    missing = [c.name for c in spec.columns if c.name not in header and not c.optional]
     if missing:
         raise RunFormatError(f"{path}, line 1: no column '{missing[0]}'; {RERUN}")
     unknown = [h for h in header if h not in names and not (spec.extra and re.fullmatch(spec.extra, h))]
@@ -180,6 +186,12 @@ def read_table(path: Path, data: bytes, spec: Table, tree: Hierarchy) -> pd.Data
             raise RunFormatError(f"{_where(path, row + 2, spec.key[0])}: a row for the same "
                                  f"{'/'.join(spec.key)} appears twice; {RERUN}")
     _CHECKS[spec.file](frame, path, tree)
+    if samples is not None and "index" in frame:
+        _row_fail(path, (frame["index"] >= samples).to_numpy(), "index",
+                  f"not a sample of the evaluated split (0..{samples - 1})")
+    for column in spec.columns:
+        if column.name not in frame:
+            frame[column.name] = np.nan
     return frame
 
 
@@ -241,6 +253,9 @@ def _check_projections(frame: pd.DataFrame, path: Path, tree: Hierarchy) -> None
     leaves = set(tree.leaf_names)
     _row_fail(path, samples & ~frame["label"].isin(leaves).to_numpy(), "label", "a sample's label must be a class")
     _row_fail(path, samples & frame["correct"].isna().to_numpy(), "correct", "empty for a sample")
+    if "index" in frame:  # an older file has no index column; a newer one, one per sample
+        _row_fail(path, samples & frame["index"].isna().to_numpy(), "index", "empty for a sample")
+        _row_fail(path, ~samples & frame["index"].notna().to_numpy(), "index", "not empty for a class vector")
     for depth, column in enumerate(levels, start=1):
         names = set(tree.node_names[n] for n in tree.nodes_at_depth(depth))
         values = frame[column]
@@ -420,6 +435,10 @@ ARRAYS: dict[str, dict[str, tuple[str, int]]] = {
     PREDICTIONS: {"targets": ("iu", 1), "topk": ("iu", 2)},
 }
 """Members of each .npz file: (dtype kinds, number of dimensions)."""
+OPTIONAL_ARRAYS: dict[str, dict[str, tuple[str, int]]] = {PREDICTIONS: {"levels": ("i", 2)}}
+"""Members a file may lack (written by older versions): predictions.npz's ``levels`` (N, depth - 1),
+the node each sample is predicted at each super-class level by the head's own scores (-1 in every
+row of a level the head does not score)."""
 
 
 def read_arrays(path: Path, data: bytes, tree: Hierarchy, samples: int) -> dict[str, np.ndarray]:
@@ -432,11 +451,13 @@ def read_arrays(path: Path, data: bytes, tree: Hierarchy, samples: int) -> dict[
             if missing:
                 raise RunFormatError(f"{path}: no array '{missing[0]}'; {RERUN}")
             arrays = {m: archive[m] for m in spec}
+            optional = {m: kind for m, kind in OPTIONAL_ARRAYS.get(path.name, {}).items() if m in names}
+            arrays.update({m: archive[m] for m in optional})
     except RunFormatError:
         raise
     except (OSError, ValueError, KeyError, EOFError, zipfile.BadZipFile) as exc:
         raise RunFormatError(f"{path}: not a readable .npz archive ({type(exc).__name__}); {RERUN}") from None
-    for member, (kinds, ndim) in spec.items():
+    for member, (kinds, ndim) in {**spec, **optional}.items():
         array = arrays[member]
         if not isinstance(array, np.ndarray) or array.dtype.kind not in kinds or array.ndim != ndim:
             raise RunFormatError(f"{path}: '{member}' must be a {ndim}-d array of "
@@ -454,6 +475,8 @@ def read_arrays(path: Path, data: bytes, tree: Hierarchy, samples: int) -> dict[
         raise RunFormatError(f"{path}: arrays of different lengths ({lengths}); {RERUN}")
     if path.name == PREDICTIONS and len(first) != samples:
         raise RunFormatError(f"{path}: {len(first)} samples but metrics.json says {samples}; {RERUN}")
+    if "levels" in arrays:
+        _check_level_predictions(path, arrays["levels"], len(first), tree)
     if path.name == EMBEDDINGS:
         vectors = arrays["node_vectors"]
         if vectors.size and (vectors.shape[0] != tree.num_nodes or vectors.shape[1] != arrays["embeddings"].shape[1]):
@@ -462,6 +485,20 @@ def read_arrays(path: Path, data: bytes, tree: Hierarchy, samples: int) -> dict[
         if len(arrays["indices"]) and (arrays["indices"].min() < 0 or arrays["indices"].max() >= samples):
             raise RunFormatError(f"{path}: 'indices' outside 0..{samples - 1}; {RERUN}")
     return arrays
+
+
+def _check_level_predictions(path: Path, levels: np.ndarray, n: int, tree: Hierarchy) -> None:
+    if levels.shape != (n, max(tree.max_depth - 1, 0)):
+        raise RunFormatError(f"{path}: 'levels' has shape {levels.shape}, expected ({n}, {tree.max_depth - 1}): one "
+                             f"column per super-class level; {RERUN}")
+    for depth in range(1, tree.max_depth):
+        column = levels[:, depth - 1]
+        if (column == -1).all():
+            continue  # the head does not score this level
+        inside = (column >= 0) & (column < tree.num_nodes)
+        if not inside.all() or (tree.depth[column] != depth).any():
+            raise RunFormatError(f"{path}: 'levels' column {depth - 1} holds values that are not nodes of depth "
+                                 f"{depth}; {RERUN}")
 
 
 # ====================================================================== checksums and writing
@@ -506,7 +543,7 @@ def _read_back(folder: Path, contents: dict[str, bytes]) -> None:
     bug: it fails here, before a file is written)."""
     metrics, tree = read_metrics(folder / METRICS, contents[METRICS])
     for name, spec in TABLES.items():
-        read_table(folder / name, contents[name], spec, tree)
+        read_table(folder / name, contents[name], spec, tree, samples=metrics["samples"])
     for name in ARRAYS:
         read_arrays(folder / name, contents[name], tree, metrics["samples"])
 
@@ -519,7 +556,8 @@ def write_run(folder: Path, *, metrics: dict[str, Any], tables: dict[str, pd.Dat
     if missing:
         raise ValueError(f"write_run needs {missing}")
     contents = {METRICS: (json.dumps(fileio.json_ready(metrics), indent=2, allow_nan=False) + "\n").encode("utf-8")}
-    contents.update({name: _csv_bytes(tables[name][[c.name for c in spec.columns] + [
+    contents.update({name: _csv_bytes(tables[name][[c.name for c in spec.columns if not c.optional or
+                                                    c.name in tables[name]] + [
         c for c in tables[name].columns if spec.extra and re.fullmatch(spec.extra, c)]]) for name, spec in
         TABLES.items()})
     contents.update({name: _npz_bytes(arrays[name]) for name in ARRAYS})

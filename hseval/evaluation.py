@@ -155,7 +155,7 @@ def _batches(split, batch_size: int, device: torch.device):
 @torch.inference_mode()
 def _extract(run: Run, split, *, sample: np.ndarray, batch_size: int, device: torch.device,
              progress: bool) -> dict[str, Any]:
-    from hseval.metrics import HierarchicalMetrics
+    from hseval.metrics import HierarchicalMetrics, level_prediction_matrix, level_predictions_from_logits
     from hseval.progress import bar as progress_bar
 
     model = run.model
@@ -163,14 +163,17 @@ def _extract(run: Run, split, *, sample: np.ndarray, batch_size: int, device: to
     metrics = HierarchicalMetrics(tree, topk=KS)
     in_sample = np.zeros(len(split), dtype=bool)
     in_sample[sample] = True
-    kept, feature_norms, max_logits, targets, tops = [], [], [], [], []
+    kept, feature_norms, max_logits, targets, tops, levels = [], [], [], [], [], []
     bar = progress_bar(total=len(split), desc=f"embed {run.path.name}", unit="img", unit_scale=True, leave=False,
                        enabled=progress)
     seen = 0
     for x, y in _batches(split, batch_size, device):
         z = model.embed(x).float()
         logits = model.head(z).float()
-        tops.append(metrics.update(logits, y, model.head.level_logits(z)))
+        level_logits = model.head.level_logits(z)
+        level_logits = None if level_logits is None else {k: v.float().cpu().numpy() for k, v in level_logits.items()}
+        tops.append(metrics.update(logits, y, level_logits))
+        levels.append(level_prediction_matrix(level_predictions_from_logits(level_logits or {}, tree), tree, len(y)))
         targets.append(y.cpu().numpy())
         mask = in_sample[seen: seen + len(y)]
         if mask.any():
@@ -185,6 +188,7 @@ def _extract(run: Run, split, *, sample: np.ndarray, batch_size: int, device: to
     norms = torch.cat(feature_norms).numpy()
     return {"metrics": metrics, "embeddings": torch.cat(kept).numpy() if kept else np.zeros((0, 0)),
             "targets": np.concatenate(targets).astype(np.int64), "topk": np.concatenate(tops),
+            "levels": np.concatenate(levels) if levels else np.zeros((0, max(tree.max_depth - 1, 0)), np.int64),
             "feature_norm": {"mean": float(norms.mean()), "std": float(norms.std()), "max": float(norms.max())},
             "max_logit": {"mean": float(torch.cat(max_logits).mean())}}
 
@@ -198,19 +202,24 @@ def _level_columns(tree, leaves: np.ndarray) -> dict[str, list[str]]:
 
 
 def projection_table(tree, emb: np.ndarray, labels: np.ndarray, pred: np.ndarray, methods: list[str],
-                     vectors: np.ndarray | None, seed: int) -> pd.DataFrame:
-    """projections.csv: the 2-D projections of the sampled embeddings (labels, predictions) and
-    of the class vectors, one block per method; the header only with fewer than 4 samples."""
+                     vectors: np.ndarray | None, seed: int, *, indices: np.ndarray) -> pd.DataFrame:
+    """projections.csv: the 2-D projections of the sampled embeddings (labels, predictions, and
+    ``indices``, their positions in the evaluated split) and of the class vectors, one block per
+    method; the header only with fewer than 4 samples."""
     from hseval.projection import project
 
+    if len(indices) != len(labels):
+        raise ValueError(f"projection_table: {len(indices)} indices for {len(labels)} samples")
     if len(emb) < 4 or not methods:
-        return pd.DataFrame(columns=["method", "kind", "x", "y", "label", *_level_columns(tree, labels), "correct"])
+        return pd.DataFrame(columns=["method", "kind", "x", "y", "label", *_level_columns(tree, labels), "correct",
+                                     "index"])
     frames = []
     for method in methods:
         xy, cxy = project(emb, method, class_vectors=vectors, seed=seed)
         frame = pd.DataFrame({"method": method, "kind": "sample", "x": xy[:, 0], "y": xy[:, 1],
                               "label": [tree.node_names[i] for i in labels.tolist()],
-                              **_level_columns(tree, labels), "correct": pred == labels})
+                              **_level_columns(tree, labels), "correct": pred == labels,
+                              "index": pd.array(np.asarray(indices, dtype=np.int64), dtype="Int64")})
         frames.append(frame)
         if cxy is not None:
             nodes = np.arange(len(cxy))
@@ -221,7 +230,7 @@ def projection_table(tree, emb: np.ndarray, labels: np.ndarray, pred: np.ndarray
                                          tree.ancestor_at_depth(nodes, depth).tolist()]
             frames.append(pd.DataFrame({"method": method, "kind": "class_vector", "x": cxy[:, 0], "y": cxy[:, 1],
                                         "label": [tree.node_names[i] for i in nodes.tolist()], **cols,
-                                        "correct": np.nan}))
+                                        "correct": np.nan, "index": pd.array([pd.NA] * len(nodes), dtype="Int64")}))
     return pd.concat(frames, ignore_index=True) if frames else pd.DataFrame()
 
 
@@ -331,7 +340,7 @@ def _evaluate_run_stages(run_dir: Path, out_dir: Path, *, name: str, data_root: 
     sample = stratified_sample(part.labels, max_points, seed=seed)
     result = _extract(run, part, sample=sample, batch_size=batch_size, device=torch_device, progress=progress)
     tree = run.hierarchy
-    targets, topk = result["targets"], result["topk"]
+    targets, topk, levels = result["targets"], result["topk"], result["levels"]
     pred = topk[:, 0]
     streamed = result["metrics"]
     metrics: dict[str, Any] = {**streamed.compute(), "feature_norm": result["feature_norm"],
@@ -361,7 +370,8 @@ def _evaluate_run_stages(run_dir: Path, out_dir: Path, *, name: str, data_root: 
     del run, result  # the model and the full embeddings are not needed by the rest
 
     def finish() -> dict[str, Any]:
-        proj = projection_table(tree, emb, targets[sample], pred[sample], list(projections), class_vectors, seed)
+        proj = projection_table(tree, emb, targets[sample], pred[sample], list(projections), class_vectors, seed,
+                                indices=sample)
         metrics["eval_seconds"] = time.perf_counter() - start
         write_evaluation(
             out_dir, name, source=metrics["run_path"], inputs=inputs, metrics=metrics,
@@ -369,7 +379,7 @@ def _evaluate_run_stages(run_dir: Path, out_dir: Path, *, name: str, data_root: 
             arrays={eval_format.EMBEDDINGS: {"embeddings": emb.astype(np.float32), "labels": targets[sample],
                                              "predictions": pred[sample], "indices": sample,
                                              "node_vectors": node_vectors},
-                    eval_format.PREDICTIONS: {"targets": targets, "topk": topk}})
+                    eval_format.PREDICTIONS: {"targets": targets, "topk": topk, "levels": levels}})
         return index_entry(name, metrics)
 
     return finish

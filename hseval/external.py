@@ -49,7 +49,7 @@ def evaluate_predictions(file: str | Path, out_dir: str | Path, *, hierarchy: st
     ``metrics.json``'s ``unavailable`` with the reason, which the report and the dashboard show."""
     from hseval import geometry
     from hseval.hierarchy import Hierarchy
-    from hseval.metrics import HierarchicalMetrics
+    from hseval.metrics import HierarchicalMetrics, level_prediction_matrix, level_predictions_from_logits
     from hseval.metrics.streaming import NO_LEVEL_SCORES
     from hseval.prediction_format import read_class_list, read_predictions
     from hseval.projection import PROJECTIONS, stratified_sample
@@ -87,6 +87,8 @@ def evaluate_predictions(file: str | Path, out_dir: str | Path, *, hierarchy: st
                 streamed.update(preds.scores[lo: lo + 8192], preds.targets[lo: lo + 8192],
                                 {k: v[lo: lo + 8192] for k, v in preds.level_scores.items()} or None)
                 for lo in range(0, len(preds.targets), 8192)])
+        levels = level_prediction_matrix(level_predictions_from_logits(preds.level_scores, tree), tree,
+                                         len(preds.targets))
         metrics: dict[str, Any] = streamed.compute()
         missing = "the predictions file has no {}"
         unavailable = {k: missing.format("level_scores_<k> arrays (the model's own super-class scores)")
@@ -113,7 +115,7 @@ def evaluate_predictions(file: str | Path, out_dir: str | Path, *, hierarchy: st
         metrics.update(geometry_metrics)
         class_vectors = None if vectors is None else vectors[0]
         proj = projection_table(tree, emb[sample] if len(sample) else emb, targets[sample], pred[sample],
-                                list(projections), class_vectors, seed)
+                                list(projections), class_vectors, seed, indices=sample)
         metrics.update({"unavailable": unavailable, "run": name, "run_path": source, "head": head or "external",
                         "backbone": None, "dataset": dataset or "external", "split": "test",
                         "samples": int(len(targets)), "seed": None, "training": {}, "history": [],
@@ -132,7 +134,7 @@ def evaluate_predictions(file: str | Path, out_dir: str | Path, *, hierarchy: st
             arrays={eval_format.EMBEDDINGS: {"embeddings": (emb[sample] if len(sample) else emb).astype(np.float32),
                                              "labels": targets[sample], "predictions": pred[sample],
                                              "indices": sample, "node_vectors": node_vectors},
-                    eval_format.PREDICTIONS: {"targets": targets, "topk": topk}})
+                    eval_format.PREDICTIONS: {"targets": targets, "topk": topk, "levels": levels}})
         entry = index_entry(name, metrics)
         _write_index(out_dir, {name: entry})
     log(f"  leaf top-1 {entry['leaf_top1']:.4f} -> {out_dir / name}")

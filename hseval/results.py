@@ -23,7 +23,7 @@ from hseval.errors import HsevalError, RunFormatError
 from hseval.hierarchy import Hierarchy
 
 __all__ = ["RunResult", "Evaluation", "load_evaluation", "read_run", "summary_table", "grouped_summary",
-           "level_long", "level_table", "WAYS", "unavailable_table", "metric_of_column", "mark_unavailable"]
+           "level_long", "level_table", "WAYS", "config_key", "unavailable_table", "metric_of_column", "mark_unavailable"]
 
 WAYS = {"leaf": "leaf", "superclass_acc": "from leaf", "superclass_acc_from_levels": "parent δ / level head"}
 """How an accuracy is measured, by its metrics.json key: the leaf prediction, its ancestor at the
@@ -44,6 +44,9 @@ class RunResult:
     projections: pd.DataFrame = field(repr=False)
     targets: np.ndarray = field(repr=False)
     topk: np.ndarray = field(repr=False)
+    levels: np.ndarray | None = field(default=None, repr=False)
+    """(N, depth - 1) node predicted at each super-class level by the head's own scores (-1: the
+    head does not score that level); None for folders written before it was kept."""
 
     def predictions(self) -> tuple[np.ndarray, np.ndarray]:
         """(targets (N,), top-k predictions (N, k)) of every evaluated sample."""
@@ -103,7 +106,8 @@ def read_run(folder: Path) -> RunResult:
         fmt.warn_unverified(folder)
     return RunResult(name=folder.name, path=folder, metrics=metrics, hierarchy=tree, per_node=tables[fmt.PER_NODE],
                      geometry=tables[fmt.GEOMETRY], pair_angles=tables[fmt.PAIRS],
-                     projections=tables[fmt.PROJECTIONS], targets=arrays["targets"], topk=arrays["topk"])
+                     projections=tables[fmt.PROJECTIONS], targets=arrays["targets"], topk=arrays["topk"],
+                     levels=arrays.get("levels"))
 
 
 def _is_evaluation(folder: Path) -> bool:
@@ -170,7 +174,9 @@ def summary_table(runs: list[RunResult]) -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
-def _config_key(run: RunResult) -> str:
+def config_key(run: RunResult) -> str:
+    """Everything a run was trained with except its seed (and where or how fast it ran): runs
+    with equal keys differ only by their seed."""
     import json
 
     source = run.metrics.get("source") or {}
@@ -194,7 +200,7 @@ def grouped_summary(runs: list[RunResult]) -> pd.DataFrame:
     table = summary_table(runs)
     if table.empty:
         return table
-    table["config"] = [_config_key(r) for r in runs]
+    table["config"] = [config_key(r) for r in runs]
     keys = ["dataset", "backbone", "head", "config"]
     numeric = [c for c in table.columns if c not in (*keys, "run", "seed", "samples")
                and pd.api.types.is_numeric_dtype(table[c])]

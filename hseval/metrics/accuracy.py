@@ -20,6 +20,7 @@ from hseval.hierarchy import Hierarchy
 from hseval.metrics import _checks
 
 __all__ = ["topk_accuracy", "topk_predictions", "level_predictions_from_leaf", "level_predictions_from_logits",
+           "level_prediction_matrix",
            "level_accuracy", "superclass_accuracy_from_leaf", "superclass_accuracy_from_levels", "level_agreement",
            "per_node_accuracy"]
 
@@ -77,6 +78,17 @@ def level_predictions_from_logits(level_logits: Mapping[int, np.ndarray],
             raise ValueError(f"level_logits[{depth}] has {logits.shape[1]} columns but level {depth} has "
                              f"{len(nodes)} nodes; give one column per node of hierarchy.nodes_at_depth({depth})")
         out[int(depth)] = nodes[logits.argmax(axis=1)]
+    return out
+
+
+def level_prediction_matrix(levels: Mapping[int, np.ndarray], hierarchy: Hierarchy, n: int) -> np.ndarray:
+    """(n, max_depth - 1) int64: column ``k - 1`` holds the node predicted at depth ``k`` (from
+    :func:`level_predictions_from_logits`), -1 in every row of a level without predictions. The
+    form kept per sample in predictions.npz, from which paired tests between runs are computed."""
+    out = np.full((n, max(hierarchy.max_depth - 1, 0)), -1, dtype=np.int64)
+    for depth, nodes in levels.items():
+        if 1 <= depth < hierarchy.max_depth:
+            out[:, depth - 1] = nodes
     return out
 
 
