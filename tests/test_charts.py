@@ -25,16 +25,38 @@ def per_node_frame(tree, accuracy) -> pd.DataFrame:
     return pd.DataFrame({"node": np.arange(tree.num_nodes), "support": support, "accuracy": accuracy})
 
 
-def test_accuracy_by_level_one_panel_per_way_one_colour_per_run():
-    levels = pd.DataFrame({"run": ["a", "a", "a", "b", "b"], "level": ["leaf", "level 1", "level 1", "leaf", "level 1"],
-                           "way": ["leaf", "from leaf", "parent δ", "leaf", "from leaf"],
-                           "accuracy": [0.5, 0.8, 0.7, 0.6, 0.9]})
-    fig = charts.accuracy_by_level(levels)
-    assert {t.type for t in fig.data} == {"bar"}
-    assert sorted(t.name for t in fig.data) == ["a", "a", "a", "b", "b"]  # a run's bars in each panel
-    assert [a.text for a in fig.layout.annotations] == ["leaf", "from leaf", "parent δ"]
+def levels_frame() -> pd.DataFrame:
+    return pd.DataFrame({"run": ["a", "a", "a", "b", "b"], "level": ["leaf", "level 1", "level 1", "leaf", "level 1"],
+                         "depth": [0, 1, 1, 0, 1], "way": ["leaf", "from leaf", "parent δ", "leaf", "from leaf"],
+                         "accuracy": [0.5, 0.992, 0.7, 0.6, 0.994]})
+
+
+def test_accuracy_by_level_dots_one_panel_per_level_zoomed():
+    fig = charts.accuracy_by_level(levels_frame(), colours={"a": "#111111", "b": "#222222"})
+    assert {t.type for t in fig.data} == {"scatter"} and {t.mode for t in fig.data} == {"markers"}
+    assert [t.name for t in fig.data] == ["a", "b", "a", "b"]  # a run's dots in each panel, legend once
+    assert [t.showlegend for t in fig.data] == [True, True, False, False]
+    assert {t.name: t.marker.color for t in fig.data} == {"a": "#111111", "b": "#222222"}
+    assert [a.text for a in fig.layout.annotations] == ["leaf", "level 1"]
+    low, high = fig.layout.yaxis2.range  # level 1: zoomed so 0.992 and 0.994 are apart, not 0..1
+    assert 0.6 < low < 0.7 and high == 1.0
+    low, high = fig.layout.yaxis.range
+    assert 0.45 < low < 0.5 and 0.6 < high < 0.7
     assert sum(len(t.y) for t in fig.data) == 5
     assert is_empty(charts.accuracy_by_level(pd.DataFrame()))
+
+
+def test_accuracy_by_level_draws_seed_spread_as_error_bars():
+    frame = levels_frame().assign(std=[0.01, 0.002, np.nan, 0.02, 0.001], seeds=[3, 3, 1, 3, 3])
+    fig = charts.accuracy_by_level(frame)
+    assert fig.data[0].error_y.visible and list(fig.data[0].error_y.array) == [0.01]
+    assert "± 0.0100 (std over 3 seeds)" in fig.data[0].text[0]
+
+
+def test_run_colours_are_fixed_by_position():
+    colours = charts.run_colours(["plain", "multitask", "riemann"])
+    assert set(colours.items()) <= set(charts.run_colours(["plain", "multitask", "riemann", "later"]).items())
+    assert len(set(colours.values())) == 3
 
 
 @pytest.mark.parametrize("kind", ["sunburst", "treemap"])
@@ -74,6 +96,11 @@ def test_angle_to_parent_one_box_per_run():
     geometry = pd.DataFrame({"run": ["a", "a", "b"], "depth": [2, 2, 2], "angle_to_parent": [10.0, 20.0, 30.0]})
     fig = charts.angle_to_parent(geometry)
     assert [t.type for t in fig.data] == ["box", "box"] and [t.name for t in fig.data] == ["a", "b"]
+    assert tuple(fig.layout.yaxis.range) == (0, 180)
+    with_root = pd.concat([geometry, pd.DataFrame({"run": "a", "depth": [1], "angle_to_parent": [np.nan]})])
+    fig = charts.angle_to_parent(with_root)
+    assert list(fig.layout.xaxis.categoryarray) == ["1", "2"]  # depth 1 keeps its place...
+    assert "no angle at depth 1: the parent is the root" in fig.layout.annotations[0].text  # ...and says why
     assert is_empty(charts.angle_to_parent(pd.DataFrame()))
     assert is_empty(charts.angle_to_parent(geometry.assign(angle_to_parent=np.nan)))
 
@@ -83,6 +110,8 @@ def test_sibling_angles_split_by_kind():
                           "angle": [80.0, 100.0, 30.0, 110.0]})
     fig = charts.sibling_angles(pairs)
     assert {t.type for t in fig.data} == {"violin"} and {t.name for t in fig.data} == {"sibling", "non-sibling"}
+    assert {t.spanmode for t in fig.data} == {"hard"}  # the kernel stops at the data: no tails past 180°
+    assert tuple(fig.layout.yaxis.range) == (0, 180)
     assert is_empty(charts.sibling_angles(pd.DataFrame()))
 
 
@@ -90,10 +119,13 @@ def test_delta_vs_radius_uses_radius_when_there_is_one():
     geometry = pd.DataFrame({"run": "a", "name": ["x", "y"], "depth": [1, 2], "delta_norm": [1.0, 0.5],
                              "radius": [1.0, 0.5]})
     assert charts.delta_vs_radius(geometry).layout.xaxis.title.text == "R_p"
-    assert charts.delta_vs_radius(geometry.assign(radius=np.nan)).layout.xaxis.title.text == "depth"
+    assert is_empty(charts.delta_vs_radius(geometry.assign(radius=np.nan)))
     mixed = pd.concat([geometry, geometry.assign(run="b", radius=np.nan)], ignore_index=True)
-    fig = charts.delta_vs_radius(mixed)
-    assert fig.layout.xaxis.title.text == "depth" and [t.name for t in fig.data] == ["a", "b"]
+    fig = charts.delta_vs_radius(mixed)  # the axis never switches: b is named, not drawn at another x
+    assert fig.layout.xaxis.title.text == "R_p" and [t.name for t in fig.data] == ["a"]
+    assert fig.layout.annotations[0].text == "not drawn (no radius R_p): b"
+    steps = charts.step_by_depth(mixed)
+    assert [t.name for t in steps.data] == ["a", "b"] and {t.type for t in steps.data} == {"box"}
     assert is_empty(charts.delta_vs_radius(pd.DataFrame()))
 
 
@@ -122,21 +154,32 @@ def test_projection_scatter_options():
     assert is_empty(charts.projection_scatter(pd.DataFrame()))
 
 
-def test_confusion_heatmap_rows_sum_to_one():
-    matrix = np.array([[3, 1, 0], [0, 0, 0], [2, 2, 4]])
-    fig = charts.confusion_heatmap(matrix, ["a", "b", 7])
+def test_confusion_heatmap_names_blocks_and_counts():
+    tree = appendix_a()
+    leaves = [tree.index(n) for n in ("apple", "orange", "cat", "dog")]
+    matrix = np.array([[3, 1, 0, 0], [0, 0, 0, 0], [2, 2, 4, 0], [0, 0, 1, 5]])
+    fig = charts.confusion_heatmap(matrix, leaves, tree)
     (trace,) = fig.data
     z = np.asarray(trace.z)
-    np.testing.assert_allclose(z.sum(axis=1), [1, 0, 1])
-    assert list(trace.x) == ["a", "b", "7"] and list(trace.y) == ["a", "b", "7"]
-    np.testing.assert_array_equal(np.asarray(charts.confusion_heatmap(matrix, ["a", "b", "c"],
-                                                                      normalize=False).data[0].z), matrix)
-    assert is_empty(charts.confusion_heatmap(np.zeros((0, 0)), []))
+    np.testing.assert_allclose(z.sum(axis=1), [1, 1, 1])
+    assert list(trace.x) == ["apple", "orange", "cat", "dog"]
+    assert list(trace.y) == ["apple", "cat", "dog"]  # orange has no samples: left out, and said so
+    assert "left out, no samples: orange" in fig.layout.title.text
+    assert trace.text[1][0] == "true cat (animal)<br>predicted apple (fruit)<br>2 of 8 (25.0%)"
+    assert [s.x0 for s in fig.layout.shapes if s.type == "line" and s.x0 == s.x1] == [1.5]  # fruit | animal
+    counts = charts.confusion_heatmap(matrix, leaves, tree, normalize=False).data[0].z
+    np.testing.assert_array_equal(np.asarray(counts), matrix[[0, 2, 3]])
+    level = charts.confusion_heatmap(np.array([[5, 1], [0, 0]]), [tree.index("fruit"), -1], tree)
+    assert list(level.data[0].x) == ["fruit", "(shallower class)"] and list(level.data[0].y) == ["fruit"]
+    assert not level.layout.shapes  # level 1: no blocks above it
+    assert is_empty(charts.confusion_heatmap(np.zeros((0, 0)), [], tree))
 
 
 def test_history_and_reliability():
     history = pd.DataFrame({"run": "a", "epoch": [1, 2], "test_acc": [0.5, 0.6]})
-    assert [t.type for t in charts.history_curves(history).data] == ["scatter"]
+    fig = charts.history_curves(history)
+    assert [t.type for t in fig.data] == ["scatter"]
+    assert (fig.layout.xaxis.dtick, fig.layout.xaxis.tickformat) == (1, "d")  # epochs 1, 2 — never 1.2, 1.4
     assert is_empty(charts.history_curves(pd.DataFrame()))
     bins = pd.DataFrame({"run": "a", "confidence": [0.2, 0.8], "accuracy": [0.1, 0.9], "count": [5, 5]})
     assert [t.name for t in charts.reliability_diagram(bins).data] == ["a", "perfect"]
@@ -158,3 +201,20 @@ def test_node_deltas_keeps_the_largest_absolute_differences():
     assert list(trace.y) == ["c", "b"]  # largest |delta| drawn at the top (last)
     assert trace.marker.cmid == 0
     assert is_empty(charts.node_deltas(pd.DataFrame()))
+
+
+def test_difference_intervals_fill_the_real_differences():
+    frame = pd.DataFrame({"run": ["a", "a"], "metric": ["leaf", "level 1 (from leaf)"], "delta": [0.02, 0.001],
+                          "low": [0.01, -0.002], "high": [0.03, 0.004], "p_value": [0.001, 0.6]})
+    (trace,) = charts.difference_intervals(frame).data
+    assert list(trace.marker.symbol) == ["circle", "circle-open"]
+    np.testing.assert_allclose(trace.error_x.array, [0.01, 0.003])
+    np.testing.assert_allclose(trace.error_x.arrayminus, [0.01, 0.003])
+    assert is_empty(charts.difference_intervals(pd.DataFrame()))
+
+
+def test_sunburst_colour_scale_spans_the_data():
+    tree = appendix_a()
+    accuracy = np.linspace(0.93, 0.99, tree.num_nodes)
+    trace = charts.node_sunburst(tree, per_node_frame(tree, accuracy)).data[0]
+    assert (trace.marker.cmin, trace.marker.cmax) == (pytest.approx(0.93), pytest.approx(0.99))
