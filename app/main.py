@@ -43,7 +43,7 @@ def main() -> None:
         for problem in evaluation.problems:
             st.error(problem)
         st.stop()
-    state.set_context(common.sidebar(evaluation))
+    state.set_context(common.sidebar(evaluation, root))
     pages = [st.Page(path, title=title, icon=icon, default=i == 0) for i, (path, title, icon) in enumerate(PAGES)]
     try:
         st.navigation(pages).run()

@@ -15,7 +15,8 @@ from pathlib import Path
 
 from hseval.results import Evaluation, RunResult
 
-__all__ = ["ENV_VAR", "KEY_RUNS", "KEY_DATASET", "Context", "eval_dir", "set_context", "context"]
+__all__ = ["ENV_VAR", "KEY_RUNS", "KEY_DATASET", "KEY_BASELINE", "KEY_GROUPS", "Context", "eval_dir", "set_context",
+           "context"]
 
 ENV_VAR = "HSEVAL_EVAL_DIR"
 """The evaluation folder, when not given after ``--`` (``hseval dashboard`` sets both; AppTest
@@ -23,6 +24,8 @@ has no argv, so tests set this)."""
 
 KEY_RUNS = "runs"
 KEY_DATASET = "dataset"
+KEY_BASELINE = "baseline"
+KEY_GROUPS = "group_seeds"
 _CONTEXT = "_hseval_context"
 
 
@@ -36,6 +39,14 @@ class Context:
     dataset: str
     available: list[RunResult] = field(default_factory=list)
     runs: list[RunResult] = field(default_factory=list)
+    folder: str = ""
+    """The evaluation folder as the user gave it (shown on the pages; ``root`` is resolved)."""
+    baseline: RunResult | None = None
+    """The run others are compared with ("vs baseline" columns), chosen in the sidebar."""
+    group_seeds: bool = False
+    """Draw runs that differ only by seed as one group (mean ± std over seeds)."""
+    colours: dict[str, str] = field(default_factory=dict)
+    """One colour per run (and per seed group), fixed by position among all runs of the folder."""
 
 
 def eval_dir(argv: Sequence[str] | None = None, environ: Mapping[str, str] | None = None) -> str | None:

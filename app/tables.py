@@ -17,7 +17,8 @@ from hseval.hierarchy import Hierarchy
 
 __all__ = ["overview_columns", "node_paths", "per_node_difference", "classes_under",
            "top_confusions", "concat_runs", "tree_agreement", "depth_summary", "children_of", "child_pair_angles",
-           "confusion_labels", "node_accuracy", "history", "clicked_node", "matrix_accuracy", "metric_deltas"]
+           "confusion_labels", "node_accuracy", "history", "clicked_node", "matrix_accuracy", "metric_deltas",
+           "missing_reasons", "versus_baseline", "level_frame", "grouped_history", "empty_rows"]
 
 SEP = " / "
 """How a node's path is written in selectboxes, tables and hover texts."""
@@ -209,3 +210,59 @@ def metric_deltas(levels: pd.DataFrame, a: str, b: str) -> pd.DataFrame:
                         b: rows.loc[b, numeric].to_numpy(dtype=float)})
     out["delta"] = out[a] - out[b]
     return out
+
+
+def missing_reasons(frame: pd.DataFrame, runs: list) -> dict[str, str]:
+    """For each column of a one-row-per-run ``frame`` with empty cells, the reason of each run's
+    empty cell ("plain: head 'plain' has no super-class scores of its own"), from what the
+    evaluation recorded as unavailable; cells without a recorded reason say so."""
+    from hseval.results import metric_of_column
+
+    by_name = {r.name: r.unavailable for r in runs}
+    out = {}
+    for column in frame.columns:
+        if column == "run" or not pd.api.types.is_numeric_dtype(frame[column]):
+            continue
+        empty = frame.loc[frame[column].isna(), "run"].tolist()
+        if not empty:
+            continue
+        key = metric_of_column(column)
+        reasons = {}
+        for run in empty:
+            reason = by_name.get(run, {}).get(key, "not computed by this evaluation")
+            reasons.setdefault(reason, []).append(run)
+        out[column] = "Empty for " + "; ".join(f"{', '.join(names)}: {reason}" for reason, names in reasons.items())
+    return out
+
+
+def versus_baseline(differences: dict[str, Any]) -> list[str]:
+    """The "vs baseline" cells of :func:`hseval.significance.versus`: the difference with its 95 %
+    interval and McNemar's p, or why there is none."""
+    return [d if isinstance(d, str) else d.text() for d in differences.values()]
+
+
+def level_frame(runs: list, *, group_seeds: bool) -> pd.DataFrame:
+    """The long accuracy table the level charts draw: per run, or per seed group (mean, std, seeds)."""
+    from hseval.results import level_long
+    from hseval.significance import group_levels, seed_groups
+
+    long = level_long(runs)
+    return group_levels(seed_groups(runs), long) if group_seeds else long
+
+
+def grouped_history(runs: list, *, group_seeds: bool) -> pd.DataFrame:
+    """Per-epoch test accuracy per run, or its mean over the seeds of each group."""
+    from hseval.significance import seed_groups
+
+    frame = history({r.name: r.history for r in runs})
+    if not group_seeds or frame.empty or "test_acc" not in frame:
+        return frame
+    names = {r.name: g.name for g in seed_groups(runs) for r in g.runs}
+    frame = frame.assign(run=frame["run"].map(names))
+    return frame.groupby(["run", "epoch"], sort=False, as_index=False)["test_acc"].mean()
+
+
+def empty_rows(matrix: np.ndarray, labels: np.ndarray, hierarchy: Hierarchy) -> list[str]:
+    """Names of a confusion matrix's rows without samples (left out of the chart)."""
+    names = confusion_labels(labels, hierarchy)
+    return [names[i] for i in np.flatnonzero(np.asarray(matrix).sum(axis=1) == 0)]

@@ -8,9 +8,11 @@ from contextlib import contextmanager
 
 import streamlit as st
 
-from app.state import KEY_DATASET, KEY_RUNS, Context
+from app.state import KEY_BASELINE, KEY_DATASET, KEY_GROUPS, KEY_RUNS, Context
+from hseval import charts
 from hseval.errors import HsevalError
 from hseval.results import Evaluation, RunResult
+from hseval.significance import seed_groups
 
 __all__ = ["sidebar", "pick", "pick_run", "shows_problems", "needs_runs", "number", "PLOT"]
 
@@ -31,7 +33,12 @@ def _keep_valid(key: str, options: Sequence, *, multi: bool = False) -> None:
         del st.session_state[key]
 
 
-def sidebar(evaluation: Evaluation) -> Context:
+def default_baseline(runs: Sequence[RunResult]) -> int:
+    """The run others are compared with by default: the first plain head, else the first run."""
+    return next((i for i, r in enumerate(runs) if r.head == "plain"), 0)
+
+
+def sidebar(evaluation: Evaluation, folder: str | None = None) -> Context:
     """The folder's dataset (when runs of several are mixed) and the runs to compare, shown on every page."""
     with st.sidebar:
         datasets = evaluation.datasets
@@ -52,11 +59,22 @@ def sidebar(evaluation: Evaluation) -> Context:
         chosen = st.multiselect("Runs to compare", names, key=KEY_RUNS,
                                 help="The runs the Hierarchy, Geometry, Embeddings, Confusion and Compare pages "
                                      "offer, and the Overview's charts show.")
+        baseline = pick("Baseline", names, key=KEY_BASELINE, index=default_baseline(available)) if names else None
+        groups = seed_groups(available)
+        repeated = sum(len(g.runs) > 1 for g in groups)
+        grouped = st.toggle("Group seeds", value=repeated > 0, key=KEY_GROUPS, disabled=not repeated,
+                            help="Runs that differ only by their seed drawn as one entry: mean ± std over seeds "
+                                 f"({repeated} group(s) of several seeds here)." if repeated else
+                                 "No runs here differ only by their seed.")
         if evaluation.problems:
             st.warning(f"{len(evaluation.problems)} run(s) could not be read; see the Overview page.")
-        st.caption(f"Folder: `{evaluation.root}`")
+        st.caption(f"Folder: `{folder or evaluation.root}`")
     runs = [r for r in available if r.name in chosen]
-    return Context(root=evaluation.root, evaluation=evaluation, dataset=dataset, available=available, runs=runs)
+    colours = charts.run_colours(names)
+    colours.update({g.name: colours[g.runs[0].name] for g in groups if g.name not in colours})  # a group: its first run's
+    return Context(root=evaluation.root, evaluation=evaluation, dataset=dataset, available=available, runs=runs,
+                   folder=folder or str(evaluation.root), baseline=evaluation.run(baseline) if baseline else None,
+                   group_seeds=bool(grouped and repeated), colours=colours)
 
 
 def pick(label: str, options: Sequence[str], *, key: str, index: int = 0, container=st) -> str:

@@ -1,76 +1,149 @@
-"""Compare page: two runs side by side — accuracy per level, where in the tree one beats the
-other (per-node differences) and how their class vectors differ."""
+"""Compare page: any number of runs against a baseline — is each difference real (paired
+bootstrap interval and exact McNemar p at every level; over seeds for seed groups), where in the
+tree one run beats the baseline (per-node differences), and how their class vectors differ."""
 
 from __future__ import annotations
 
+import pandas as pd
 import streamlit as st
 
 from app import loading, tables
 from app.state import Context, context
-from app.views.common import PLOT, needs_runs, number, pick_run, shows_problems
+from app.views.common import PLOT, pick, pick_run, shows_problems
 from hseval import charts
-from hseval.results import RunResult, level_long, level_table
+from hseval.results import RunResult, level_table
+from hseval.significance import compare_groups, format_p, not_paired, seed_groups
+
+KEY_CHOSEN = "compare_runs"
+KEY_BASE = "compare_baseline"
 
 
-def _levels(a: RunResult, b: RunResult) -> None:
-    levels = level_table([a, b])
-    st.subheader("Accuracy per level")
-    deltas = tables.metric_deltas(levels, a.name, b.name)
-    columns = st.columns(min(len(deltas), 6) or 1)
-    for column, row in zip(columns, deltas.to_dict("records")):
-        delta = number(row["delta"], signed=True)
-        column.metric(row["metric"], number(row[a.name]), None if delta == "–" else delta,
-                      help=f"{a.name}; the arrow shows {a.name} minus {b.name}")
-    st.plotly_chart(charts.accuracy_by_level(level_long([a, b])), key="compare_levels", config=PLOT)
-    st.dataframe(deltas, hide_index=True, key="compare_level_table")
+def _differences(runs: list[RunResult], baseline: RunResult) -> pd.DataFrame:
+    """Every other run against the baseline, one row per (run, level); unpaired runs are named."""
+    frames = []
+    for run in runs:
+        if run.name == baseline.name:
+            continue
+        reason = not_paired(run, baseline)
+        if reason:
+            st.warning(f"No paired test for {run.name}: {reason}.")
+            continue
+        frames.append(loading.paired(run, baseline).assign(run=run.name))
+    return pd.concat(frames, ignore_index=True) if frames else pd.DataFrame()
 
 
-def _nodes(a: RunResult, b: RunResult) -> None:
+def _significance(runs: list[RunResult], baseline: RunResult, ctx: Context) -> None:
+    st.subheader(f"Is the difference real? Each run against {baseline.name}")
+    st.caption("Accuracy difference on the same test samples (run − baseline) at every level, with a 95 % interval "
+               "from a paired bootstrap over samples (10,000 resamples) and the exact McNemar test's p-value (from "
+               "the samples only one of the two gets right). Filled dots: the interval excludes 0.")
+    diffs = _differences(runs, baseline)
+    if diffs.empty:
+        return
+    st.plotly_chart(charts.difference_intervals(diffs, colours=ctx.colours,
+                                                title=f"Difference from {baseline.name}, 95 % paired bootstrap interval"),
+                    key="compare_intervals", config=PLOT)
+    shown = pd.DataFrame({
+        "run": diffs["run"], "metric": diffs["metric"], "run accuracy": diffs["a"], "baseline accuracy": diffs["b"],
+        "difference": diffs["delta"], "95 % interval": [f"[{lo:+.4f}, {hi:+.4f}]" for lo, hi in
+                                                        zip(diffs["low"], diffs["high"])],
+        "McNemar p": [format_p(p) for p in diffs["p_value"]], "only run right": diffs["only_a"],
+        "only baseline right": diffs["only_b"], "samples": diffs["samples"]})
+    st.dataframe(shown, hide_index=True, key="compare_significance", column_config={
+        "run": st.column_config.TextColumn(pinned=True),
+        "run accuracy": st.column_config.NumberColumn(format="%.4f"),
+        "baseline accuracy": st.column_config.NumberColumn(format="%.4f"),
+        "difference": st.column_config.NumberColumn(format="%+.4f")})
+
+
+def _seed_groups(runs: list[RunResult], baseline: RunResult) -> None:
+    groups = seed_groups(runs)
+    if not any(len(g.runs) > 1 for g in groups):
+        return
+    base = next(g for g in groups if baseline in g.runs)
+    st.subheader(f"Over seeds: each seed group against {base.name}")
+    st.caption("Mean ± std over seeds, and the difference of the means with its 95 % t interval over seeds (paired "
+               "by seed when both groups ran the same seeds, Welch's otherwise).")
+    table = level_table(runs)
+    frames = [compare_groups(g, base, table).assign(group=g.name) for g in groups if g is not base]
+    frame = pd.concat(frames, ignore_index=True) if frames else pd.DataFrame()
+    if frame.empty:
+        return
+    shown = pd.DataFrame({
+        "group": frame["group"], "metric": frame["metric"],
+        "group mean ± std": [f"{m:.4f} ± {s:.4f}" if s == s else f"{m:.4f} (1 seed)"
+                             for m, s in zip(frame["a_mean"], frame["a_std"])],
+        "baseline mean ± std": [f"{m:.4f} ± {s:.4f}" if s == s else f"{m:.4f} (1 seed)"
+                                for m, s in zip(frame["b_mean"], frame["b_std"])],
+        "difference": frame["delta"],
+        "95 % interval": [f"[{lo:+.4f}, {hi:+.4f}]" if lo == lo else "needs ≥ 2 seeds each"
+                          for lo, hi in zip(frame["low"], frame["high"])],
+        "p": [format_p(p) for p in frame["p_value"]], "test": frame["test"]})
+    st.dataframe(shown, hide_index=True, key="compare_groups",
+                 column_config={"group": st.column_config.TextColumn(pinned=True),
+                                "difference": st.column_config.NumberColumn(format="%+.4f")})
+
+
+def _nodes(runs: list[RunResult], baseline: RunResult) -> None:
     st.subheader("Per-node accuracy")
-    if a.hierarchy != b.hierarchy:
-        st.warning(f"{a.name} and {b.name} use different trees: per-node differences need the same tree.")
+    others = [r for r in runs if r.name != baseline.name]
+    run = pick_run(f"Run to set against {baseline.name}", others, key="compare_node_run")
+    if run.hierarchy != baseline.hierarchy:
+        st.warning(f"{run.name} and {baseline.name} use different trees: per-node differences need the same tree.")
         return
     with shows_problems():
-        diff = tables.per_node_difference(a.hierarchy, loading.table(a, "per_node.csv"),
-                                          loading.table(b, "per_node.csv"))
+        diff = tables.per_node_difference(run.hierarchy, loading.table(run, "per_node.csv"),
+                                          loading.table(baseline, "per_node.csv"))
         left, right = st.columns(2)
-        left.plotly_chart(charts.node_sunburst(a.hierarchy, diff, value="delta", diverging=True,
-                                               title=f"{a.name} minus {b.name} (blue: {a.name} better)"),
+        left.plotly_chart(charts.node_sunburst(run.hierarchy, diff, value="delta", diverging=True,
+                                               title=f"{run.name} minus {baseline.name} (blue: {run.name} better)"),
                           key="compare_sunburst", config=PLOT)
         right.plotly_chart(charts.node_deltas(diff, title="Largest per-node differences"), key="compare_deltas",
                            config=PLOT)
 
 
-def _geometry(a: RunResult, b: RunResult) -> None:
+def _geometry(runs: list[RunResult], ctx: Context) -> None:
     st.subheader("Geometry")
-    runs = [r for r in (a, b) if not (r.metrics.get("geometry") or {}).get("skipped")]
-    for run in {a.name: a, b.name: b}.values():
-        if run not in runs:
+    kept = [r for r in runs if not (r.metrics.get("geometry") or {}).get("skipped")]
+    for run in runs:
+        if run not in kept:
             st.info(f"{run.name}: {run.metrics['geometry']['skipped']}")
-    if not runs:
+    if not kept:
         return
-    metrics = {r.name: r.metrics for r in runs}
-    st.dataframe(tables.tree_agreement(metrics), hide_index=True, key="compare_agreement")
+    st.dataframe(tables.tree_agreement({r.name: r.metrics for r in kept}), hide_index=True, key="compare_agreement",
+                 column_config={"run": st.column_config.TextColumn(pinned=True)})
     with shows_problems():
-        geometry = tables.concat_runs({r.name: loading.table(r, "geometry.csv") for r in runs})
+        geometry = tables.concat_runs({r.name: loading.table(r, "geometry.csv") for r in kept})
         left, right = st.columns(2)
-        left.plotly_chart(charts.angle_to_parent(geometry), key="compare_angles", config=PLOT)
-        right.plotly_chart(charts.delta_vs_radius(geometry), key="compare_steps", config=PLOT)
+        left.plotly_chart(charts.angle_to_parent(geometry, colours=ctx.colours), key="compare_angles", config=PLOT)
+        right.plotly_chart(charts.step_by_depth(geometry, colours=ctx.colours), key="compare_steps", config=PLOT)
 
 
 def render(ctx: Context) -> None:
     st.title("Compare")
-    if not needs_runs(ctx, 2):
+    names = [r.name for r in ctx.runs]
+    if len(names) < 2:
+        st.info("Select at least 2 run(s) under 'Runs to compare' in the sidebar.")
         return
-    left, right = st.columns(2)
-    a = pick_run("Run A", ctx.runs, key="compare_a", index=0, container=left)
-    b = pick_run("Run B", ctx.runs, key="compare_b", index=1, container=right)
-    if a.name == b.name:
-        st.info("Choose two different runs.")
+    left, right = st.columns([3, 1])
+    if KEY_CHOSEN in st.session_state:
+        st.session_state[KEY_CHOSEN] = [n for n in st.session_state[KEY_CHOSEN] if n in names]
+    chosen = left.multiselect("Runs", names, default=names, key=KEY_CHOSEN,
+                              help="Any number of runs; each is compared with the baseline.")
+    default = names.index(ctx.baseline.name) if ctx.baseline is not None and ctx.baseline.name in names else 0
+    base_name = pick("Baseline", names, key=KEY_BASE, index=default, container=right)
+    runs = [r for r in ctx.runs if r.name in chosen or r.name == base_name]
+    baseline = next(r for r in ctx.runs if r.name == base_name)
+    if len(runs) < 2:
+        st.info("Choose at least one run besides the baseline.")
         return
-    _levels(a, b)
-    _nodes(a, b)
-    _geometry(a, b)
+    levels = tables.level_frame(runs, group_seeds=ctx.group_seeds)
+    st.plotly_chart(charts.accuracy_by_level(levels, colours=ctx.colours), key="compare_levels", config=PLOT)
+    _significance(runs, baseline, ctx)
+    if ctx.group_seeds:
+        _seed_groups(runs, baseline)
+    _nodes(runs, baseline)
+    _geometry(runs, ctx)
 
 
 render(context())

@@ -24,10 +24,15 @@ def render(ctx: Context) -> None:
         matrix, labels = loading.confusion(run, levels[level])
         accuracy = tables.matrix_accuracy(matrix)
         st.metric(f"Accuracy at {level}", number(accuracy))
-        names = tables.confusion_labels(labels, run.hierarchy)
-        st.plotly_chart(charts.confusion_heatmap(matrix, names, normalize=normalize,
+        st.plotly_chart(charts.confusion_heatmap(matrix, labels, run.hierarchy, normalize=normalize,
                                                  title=f"{run.name}: confusion at {level}, tree order"),
                         key="confusion_heatmap", config=PLOT)
+        empty = tables.empty_rows(matrix, labels, run.hierarchy)
+        notes = ["Lines separate the super-classes one level up; hover a cell for its count."]
+        if empty:
+            notes.append(f"Rows without samples left out: {', '.join(empty)} (no test sample's class is there"
+                         + (", or is shallower than this level" if "(shallower class)" in empty else "") + ").")
+        st.caption(" ".join(notes))
 
 
 render(context())

@@ -9,6 +9,28 @@ import streamlit as st
 from app import loading, tables
 from app.state import Context, context
 from app.views.common import PLOT, needs_runs, pick, pick_run, shows_problems
+
+FORMATS = {"angle": "%.1f", "norm": "%.4f", "count": "%d", "score": "%.3f"}
+"""One precision per kind of column: angles in degrees to 0.1°, norms and steps to 4 decimals."""
+
+
+def formats(frame) -> dict:
+    """Column formats for a geometry table: angles %.1f, norms, steps and radii %.4f, scores %.3f."""
+    import pandas as pd
+
+    config = {}
+    for column in frame.columns:
+        if column == "run":
+            config[column] = st.column_config.TextColumn(pinned=True)
+        elif not pd.api.types.is_float_dtype(frame[column]):
+            continue
+        elif "angle" in column:
+            config[column] = st.column_config.NumberColumn(format=FORMATS["angle"], help="degrees")
+        elif any(k in column for k in ("norm", "radius", "step", "delta")):
+            config[column] = st.column_config.NumberColumn(format=FORMATS["norm"])
+        else:
+            config[column] = st.column_config.NumberColumn(format=FORMATS["score"])
+    return config
 from hseval import charts
 from hseval.results import RunResult
 
@@ -30,7 +52,7 @@ def _with_vectors(ctx: Context) -> list[RunResult]:
     return kept
 
 
-def _drill_down(runs: list[RunResult]) -> None:
+def _drill_down(runs: list[RunResult], colours: dict[str, str]) -> None:
     st.subheader("A node and its children")
     left, right = st.columns(2)
     run = pick_run("Run", runs, key="geometry_run", container=left)
@@ -43,15 +65,17 @@ def _drill_down(runs: list[RunResult]) -> None:
     name = run.hierarchy.node_names[node]
     with shows_problems():
         children = tables.children_of(loading.table(run, "geometry.csv"), name)
-        st.plotly_chart(charts.child_angles(children.assign(run=run.name), title=f"Children of {name}: angle to it"),
+        st.plotly_chart(charts.child_angles(children.assign(run=run.name), title=f"Children of {name}: angle to it",
+                                            colours=colours),
                         key="geometry_children", config=PLOT)
         columns = [c for c in ("name", "depth", "is_leaf", "angle_to_parent", "delta_norm", "radius", "norm")
                    if c in children]
-        st.dataframe(children[columns], hide_index=True, key="geometry_children_table")
+        st.dataframe(children[columns], hide_index=True, key="geometry_children_table",
+                     column_config=formats(children[columns]))
         pairs = tables.child_pair_angles(loading.table(run, "pair_angles.csv"), run.hierarchy, node)
         if not pairs.empty:
             st.caption(f"Angles between children of {name} (sampled pairs)")
-            st.dataframe(pairs, hide_index=True, key="geometry_child_pairs")
+            st.dataframe(pairs, hide_index=True, key="geometry_child_pairs", column_config=formats(pairs))
 
 
 def render(ctx: Context) -> None:
@@ -66,18 +90,25 @@ def render(ctx: Context) -> None:
     st.subheader("Tree recovered from the class vectors")
     st.caption("Agreement between the given tree and hierarchical clustering of the leaf vectors: cophenetic "
                "correlation and Rand indices per level (1 = identical).")
-    st.dataframe(tables.tree_agreement(metrics), hide_index=True, key="geometry_agreement")
+    agreement = tables.tree_agreement(metrics)
+    st.dataframe(agreement, hide_index=True, key="geometry_agreement", column_config=formats(agreement))
     with st.expander("Per-depth summary"):
-        st.dataframe(tables.depth_summary(metrics), hide_index=True, key="geometry_depths")
+        depths = tables.depth_summary(metrics)
+        st.dataframe(depths, hide_index=True, key="geometry_depths", column_config=formats(depths))
+        st.caption("Depth 1 has no angle to its parent: its parent is the root, whose vector is w = 0.")
     with shows_problems():
         geometry = tables.concat_runs({r.name: loading.table(r, "geometry.csv") for r in runs})
         left, right = st.columns(2)
-        left.plotly_chart(charts.angle_to_parent(geometry), key="geometry_angles", config=PLOT)
-        right.plotly_chart(charts.delta_vs_radius(geometry), key="geometry_steps", config=PLOT)
+        left.plotly_chart(charts.angle_to_parent(geometry, colours=ctx.colours), key="geometry_angles", config=PLOT)
+        right.plotly_chart(charts.step_by_depth(geometry, colours=ctx.colours), key="geometry_step_depth",
+                           config=PLOT)
+        st.plotly_chart(charts.delta_vs_radius(geometry, colours=ctx.colours), key="geometry_steps", config=PLOT)
+        st.caption("For heads with a radius per node (R_p, the Riemannian and manifold heads) the step should follow "
+                   "R_p; heads without radii appear in the step-per-depth chart only.")
     with shows_problems():
         pairs = tables.concat_runs({r.name: loading.table(r, "pair_angles.csv") for r in runs})
         st.plotly_chart(charts.sibling_angles(pairs), key="geometry_siblings", config=PLOT)
-    _drill_down(runs)
+    _drill_down(runs, ctx.colours)
 
 
 render(context())

@@ -46,7 +46,8 @@ def _node_detail(run: RunResult, clicked: int | None) -> None:
     names = list(paths)
     if clicked is not None:  # a click on the chart chooses the node, as if picked below
         st.session_state[KEY_NODE] = next(p for p, n in paths.items() if n == clicked)
-    path = pick("Node", names, key=KEY_NODE)
+    first_super = next((i for i, n in enumerate(paths.values()) if run.hierarchy.children[n]), 0)
+    path = pick("Node", names, key=KEY_NODE, index=first_super)  # a super-class: a leaf's detail says little
     node = paths[path]
     per_node = loading.table(run, "per_node.csv")
     stats = tables.node_accuracy(per_node, node)

@@ -1,0 +1,121 @@
+"""The dashboard's answers to "is head A really better than head B?" and its honest charts, through
+AppTest on the real evaluation folder (fixture ``evaluated``): the baseline chosen in the sidebar,
+the overview's "vs baseline" column, seed groups, fixed run colours, reasons for empty cells,
+the level-2 confusion without its empty row, the Hierarchy page's default node."""
+
+from __future__ import annotations
+
+import json
+import re
+
+import pytest
+
+from hseval import fileio
+from tests.conftest import reseal
+from tests.test_dashboard import app, copy_runs, figures, page, table
+
+VERSUS = re.compile(r"[+-]\d\.\d{4} \[[+-]\d\.\d{4}, [+-]\d\.\d{4}\], p = (< 0\.0001|[\d.e-]+)")
+
+
+@pytest.fixture
+def at(evaluated, monkeypatch):
+    test = app(evaluated, monkeypatch).run()
+    assert not test.exception, [e.message for e in test.exception]
+    return test
+
+
+@pytest.fixture(scope="module")
+def seeded(evaluated, tmp_path_factory):
+    """Each run twice, the copy with another seed: three seed groups of two runs."""
+    folder = copy_runs(evaluated, tmp_path_factory.mktemp("seeded") / "eval", copies=2)
+    for run in ("plain-2", "multitask-2", "riemann-2"):
+        metrics = json.loads((folder / run / "metrics.json").read_text())
+        metrics["seed"] = 7
+        fileio.write_json(folder / run / "metrics.json", metrics)
+        reseal(folder / run)
+    return folder
+
+
+def test_overview_compares_every_run_with_the_baseline(at):
+    assert at.sidebar.selectbox(key="baseline").value == "plain"
+    runs = table(at, "dataset").set_index("run")
+    column = runs["top1 vs plain"]
+    assert column["plain"] == "baseline"
+    assert VERSUS.fullmatch(column["riemann"]) and VERSUS.fullmatch(column["multitask"])
+    at.sidebar.selectbox(key="baseline").set_value("riemann").run()
+    runs = table(at, "dataset").set_index("run")
+    assert "top1 vs riemann" in runs.columns and runs.loc["riemann", "top1 vs riemann"] == "baseline"
+
+
+def test_empty_cells_say_why_in_the_column_help(at):
+    """plain has no super-class scores of its own: the 'from levels' column's help says so."""
+    element = next(e for e in at.dataframe if "level1_from_levels" in e.value.columns)
+    config = json.loads(element.proto.columns)
+    assert "plain" in config["level1_from_levels"]["help"]
+    assert "no super-class scores" in config["level1_from_levels"]["help"]
+    assert config["run"]["pinned"] is True  # the run's name stays in view while the table scrolls
+
+
+def test_a_run_keeps_its_colour_on_every_page_and_selection(at):
+    def colours(fig, kind):
+        return {t["name"]: (t.get("marker") or {}).get("color") for t in fig["data"] if t["type"] == kind}
+
+    overview = colours(figures(at)["overview_levels"], "scatter")
+    at.multiselect(key="runs").set_value(["riemann", "plain"]).run()
+    assert colours(figures(at)["overview_levels"], "scatter") == {k: overview[k] for k in ("plain", "riemann")}
+    page(at, "geometry")
+    boxes = colours(figures(at)["geometry_angles"], "box")
+    assert boxes == {k: overview[k] for k in ("plain", "riemann")}
+    assert len(set(overview.values())) == 3
+
+
+def test_history_ticks_are_whole_epochs(at):
+    assert figures(at)["overview_history"]["layout"]["xaxis"]["dtick"] == 1
+
+
+def test_seed_groups_are_one_entry_with_an_error_bar(seeded, monkeypatch):
+    at = app(seeded, monkeypatch).run()
+    assert at.sidebar.toggle(key="group_seeds").value is True
+    dots = figures(at)["overview_levels"]["data"]
+    assert {t["name"] for t in dots} == {"plain ×2", "multitask ×2", "riemann ×2"}
+    assert all(t["error_y"]["visible"] for t in dots)
+    page(at, "compare")
+    groups = table(at, "group mean ± std")
+    assert set(groups["group"]) == {"multitask ×2", "riemann ×2"}
+    assert set(groups["test"]) == {"paired t over seeds"}
+    at.sidebar.toggle(key="group_seeds").set_value(False).run()
+    assert {t["name"] for t in figures(at)["compare_levels"]["data"]} == \
+        {"plain", "plain-2", "multitask", "multitask-2", "riemann", "riemann-2"}
+
+
+def test_compare_shows_intervals_and_p_values_for_every_run(seeded, monkeypatch):
+    at = app(seeded, monkeypatch).run()
+    at.sidebar.toggle(key="group_seeds").set_value(False).run()
+    page(at, "compare")
+    significance = table(at, "McNemar p")
+    assert set(significance["run"]) == {"plain-2", "multitask", "multitask-2", "riemann", "riemann-2"}
+    copy = significance[significance["run"] == "plain-2"]
+    assert (copy["difference"] == 0).all() and set(copy["McNemar p"]) == {"1.00"}  # identical predictions
+    intervals = figures(at)["compare_intervals"]["data"]
+    assert {t["name"] for t in intervals} == set(significance["run"])
+
+
+def test_level_two_confusion_leaves_the_empty_row_out_with_a_note(at):
+    page(at, "confusion")
+    at.selectbox(key="confusion_level").set_value("level 2").run()
+    heatmap = figures(at)["confusion_heatmap"]["data"][0]
+    assert "(shallower class)" in heatmap["x"] and "(shallower class)" not in heatmap["y"]
+    assert any("Rows without samples left out: (shallower class)" in c.value for c in at.caption)
+    assert "Bag" not in heatmap["x"]  # names, not indices; Bag is no level-2 node
+
+
+def test_hierarchy_starts_on_a_super_class(at):
+    page(at, "hierarchy")
+    assert at.selectbox(key="hierarchy_node").value == "clothing"
+
+
+def test_the_folder_is_shown_as_given(evaluated, monkeypatch):
+    monkeypatch.chdir(evaluated.parent)
+    at = app(evaluated.name, monkeypatch).run()
+    assert any(f"`{evaluated.name}`" in c.value for c in at.sidebar.caption)
+    assert any(f"in `{evaluated.name}`" in c.value for c in at.caption)
