@@ -2,8 +2,9 @@
 
 Writes into the evaluation folder: ``summary.csv`` (one row per run), ``summary_grouped.csv``
 (runs differing only by seed as mean ± std), ``superclass_accuracy.csv`` / ``.md`` (runs × levels,
-both ways), ``report.md`` and ``report.html`` (plotly's JavaScript inlined once: the page loads
-nothing from the network).
+both ways), ``significance.csv`` (each run against the baseline at every level: difference, 95 %
+paired bootstrap interval, exact McNemar p), ``report.md`` and ``report.html`` (contents, reading
+guides, charts per seed group; it loads nothing from the network, see :mod:`hseval.report_html`).
 """
 
 from __future__ import annotations
@@ -14,14 +15,13 @@ from pathlib import Path
 
 import numpy as np
 import pandas as pd
-import plotly.io as pio
 
-from hseval import charts, fileio, ownership
+from hseval import fileio, ownership, report_charts
 from hseval.errors import HsevalWarning, RunFormatError
+from hseval.report_html import Detail, Section, anchor, page
 from hseval.results import (
     Evaluation,
     grouped_summary,
-    level_long,
     level_table,
     load_evaluation,
     mark_unavailable,
@@ -29,7 +29,7 @@ from hseval.results import (
     unavailable_table,
 )
 
-__all__ = ["write_report", "figures"]
+__all__ = ["write_report", "render"]
 
 
 def _markdown(frame: pd.DataFrame, digits: int = 4) -> str:
@@ -61,80 +61,65 @@ def _mean_std(grouped: pd.DataFrame) -> pd.DataFrame:
     return out
 
 
-def figures(evaluation: Evaluation) -> list[tuple[str, object]]:
-    """(section title, figure) pairs of the report, from the evaluation's tables."""
-    from hseval.metrics import confusion_matrix
+def _markdown_sections(root: Path, sections: list[tuple[str, str, pd.DataFrame]]) -> str:
+    toc = [f"- [{title}](#{anchor(title)})" for title, _, _ in sections]
+    md = ["# hseval report", "", f"Evaluation folder `{root}`.", "", "## Contents", "", *toc, ""]
+    for title, intro, frame in sections:
+        md += [f"## {title}", "", *([intro, ""] if intro else []), _markdown(frame)]
+    return "\n".join(md)
 
+
+def render(evaluation: Evaluation, root: Path, *, baseline: str | None = None) -> dict[str, str]:
+    """Every file of the report as text, by name (report.html by its key "report.html")."""
     runs = evaluation.runs
-    out: list[tuple[str, object]] = []
-    out.append(("Accuracy per head and level", charts.accuracy_by_level(level_long(runs))))
-    history = pd.DataFrame([{**h, "run": r.name} for r in runs for h in r.history])
-    if not history.empty:
-        out.append(("Training history", charts.history_curves(history)))
-    geometry = pd.concat([r.geometry.assign(run=r.name) for r in runs if not r.geometry.empty], ignore_index=True) \
-        if any(not r.geometry.empty for r in runs) else pd.DataFrame()
-    out.append(("Angle between each node and its parent", charts.angle_to_parent(geometry)))
-    out.append(("Step ‖w_p − w_parent‖ against the radius", charts.delta_vs_radius(geometry)))
-    pairs = pd.concat([r.pair_angles.assign(run=r.name) for r in runs if not r.pair_angles.empty],
-                      ignore_index=True) if any(not r.pair_angles.empty for r in runs) else pd.DataFrame()
-    out.append(("Sibling and non-sibling angles", charts.sibling_angles(pairs)))
-    bins = []
-    for r in runs:
-        rel = r.metrics.get("reliability") or {}
-        if rel:
-            frame = pd.DataFrame(rel)
-            frame = frame[frame.get("count", 0) > 0] if "count" in frame else frame
-            bins.append(frame.assign(run=r.name))
-    if bins:
-        out.append(("Calibration", charts.reliability_diagram(pd.concat(bins, ignore_index=True))))
-    for r in runs:
-        out.append((f"{r.name}: accuracy per node", charts.node_sunburst(r.hierarchy, r.per_node,
-                                                                         title=f"{r.name}: accuracy per node")))
-        proj = r.projections
-        if not proj.empty:
-            method = "tsne" if (proj["method"] == "tsne").any() else proj["method"].iloc[0]
-            points = proj[proj["method"] == method]
-            color = "level1" if "level1" in points else "label"
-            out.append((f"{r.name}: {method} of the embeddings",
-                        charts.projection_scatter(points, color=color, title=f"{r.name}: {method}, coloured by "
-                                                                              "super-class")))
-        targets, topk = r.predictions()
-        matrix, labels = confusion_matrix(topk[:, 0], targets, r.hierarchy)
-        if len(labels) <= 200:
-            out.append((f"{r.name}: confusion matrix", charts.confusion_heatmap(
-                matrix, labels, title=f"{r.name}: confusion matrix (classes in tree order)")))
-    return out
+    base = report_charts.baseline(runs, baseline)
+    drawn = report_charts.entries(runs)
+    palette = report_charts.colours(runs, drawn)
+    summary = summary_table(runs)
+    grouped = grouped_summary(runs)
+    levels = level_table(runs)
+    paired, over_seeds, differences = report_charts.significance_tables(runs, base, drawn)
+    headline = summary[[c for c in ("run", "head", "top1", "top5", "mistake_severity", "hierarchical_f1", "ece",
+                                    "feature_norm", "max_logit", "cophenetic_correlation") if c in summary]]
+    missing = unavailable_table(runs)
+    seeds = bool((grouped["seeds"] > 1).any())
+    method = ("each run minus the baseline on the same test samples: 95 % interval from a paired bootstrap over "
+              "samples (10,000 resamples), p from the exact McNemar test")
+    tables = [("Runs", "", mark_unavailable(headline, runs)),
+              ("Super-class accuracy", "'from leaf': the predicted class's ancestor; 'parent δ / level head': the "
+                                       "head's own super-class scores.", mark_unavailable(levels, runs)),
+              (f"Difference from {base.name}", method[0].upper() + method[1:] + ".", paired)]
+    if seeds:
+        tables += [("Mean ± std over seeds", "", _mean_std(grouped)),
+                   ("Differences over seeds", "Each seed group minus the baseline's group: t interval over seeds "
+                                              "(paired by seed when both ran the same seeds).", over_seeds)]
+    if not missing.empty:
+        tables.append(("Not available", "Why a cell reads n/a.", missing))
+    files = {"summary.csv": summary.to_csv(index=False), "summary_grouped.csv": grouped.to_csv(index=False),
+             "superclass_accuracy.csv": levels.to_csv(index=False),
+             "superclass_accuracy.md": "# Super-class accuracy\n\n" + _markdown(levels),
+             "significance.csv": paired.to_csv(index=False), "report.md": _markdown_sections(root, tables)}
+    sections = [Section(title, intro, [frame]) for title, intro, frame in tables]
+    sections.append(Section("Charts", "One entry per seed group (mean ± std over seeds)" if seeds else
+                            "One entry per run.", charts=report_charts.overview_charts(
+                                runs, drawn, differences, base.name, palette)))
+    detail = Detail("Per run" if not seeds else "Per seed group",
+                    "Accuracy per node, the embeddings and the confusion matrix of one entry at a time.",
+                    {e.name: report_charts.detail_charts(e) for e in drawn})
+    lead = (f"{len(runs)} run(s){f' in {len(drawn)} seed groups' if seeds else ''} from "
+            f"{html.escape(str(root))}; dataset(s): {html.escape(', '.join(evaluation.datasets))}; "
+            f"baseline {html.escape(base.name)}.")
+    files["report.html"] = page("hseval report", lead, evaluation.problems, sections, [detail])
+    return files
 
 
-def _html(evaluation: Evaluation, tables: list[tuple[str, pd.DataFrame]], figs: list[tuple[str, object]]) -> str:
-    from plotly.offline import get_plotlyjs
-
-    parts = ["<!DOCTYPE html><html><head><meta charset='utf-8'><title>hseval report</title>",
-             "<style>body{font-family:system-ui,sans-serif;margin:2em;max-width:1300px}"
-             "table{border-collapse:collapse;font-size:13px;margin:1em 0}td,th{border:1px solid #ccc;"
-             "padding:3px 6px;text-align:right}th{background:#f3f3f3}td:first-child{text-align:left}"
-             "h2{margin-top:2em}.problem{color:#a00}</style>",
-             f"<script type='text/javascript'>{get_plotlyjs()}</script></head><body>",
-             f"<h1>hseval report</h1><p>{len(evaluation.runs)} run(s) from {html.escape(str(evaluation.root))}; "
-             f"dataset(s): {html.escape(', '.join(evaluation.datasets))}.</p>"]
-    for problem in evaluation.problems:
-        parts.append(f"<p class='problem'>Skipped: {html.escape(problem)}</p>")
-    for title, frame in tables:
-        parts.append(f"<h2>{html.escape(title)}</h2>")
-        parts.append(frame.to_html(index=False, float_format=lambda v: f"{v:.4f}", na_rep="", border=0))
-    for title, fig in figs:
-        parts.append(f"<h2>{html.escape(title)}</h2>")
-        parts.append(pio.to_html(fig, include_plotlyjs=False, full_html=False, config={"displaylogo": False}))
-    parts.append("</body></html>")
-    return "\n".join(parts)
-
-
-def write_report(root: str | Path, *, out: str | Path | None = None) -> list[Path]:
+def write_report(root: str | Path, *, out: str | Path | None = None, baseline: str | None = None) -> list[Path]:
     """Write the tables and the HTML report of the evaluation folder ``root``; returns the paths.
 
     Every file is rendered before the first is written (a bad ``out`` or a damaged run writes
     nothing), and each is written atomically: a killed report leaves the old file or the new one.
     A run whose files are damaged is left out, with its reason in the report and as a warning.
+    ``baseline`` names the run the others are compared with (default: the first plain head).
     The evaluation folder is locked while the report is written."""
     root = Path(root)
     evaluation = load_evaluation(root)
@@ -144,32 +129,8 @@ def write_report(root: str | Path, *, out: str | Path | None = None) -> list[Pat
         warnings.warn(f"left out of the report: {problem}", HsevalWarning, stacklevel=2)
     html_path = Path(out) if out else root / "report.html"
     fileio.check_output_folder(html_path.parent, option="--out folder")
-    summary = summary_table(evaluation.runs)
-    grouped = grouped_summary(evaluation.runs)
-    levels = level_table(evaluation.runs)
-    files: dict[Path, str] = {}
-    for name, frame in (("summary.csv", summary), ("summary_grouped.csv", grouped),
-                        ("superclass_accuracy.csv", levels)):
-        files[root / name] = frame.to_csv(index=False)
-    files[root / "superclass_accuracy.md"] = "# Super-class accuracy\n\n" + _markdown(levels)
-    headline = summary[[c for c in ("run", "head", "top1", "top5", "mistake_severity", "hierarchical_f1", "ece",
-                                    "feature_norm", "max_logit", "cophenetic_correlation") if c in summary]]
-    shown_headline = mark_unavailable(headline, evaluation.runs)
-    shown_levels = mark_unavailable(levels, evaluation.runs)
-    missing = unavailable_table(evaluation.runs)
-    md = ["# hseval report", "", f"{len(evaluation.runs)} run(s) from `{root}`.", "",
-          "## Runs", "", _markdown(shown_headline), "## Super-class accuracy", "", _markdown(shown_levels)]
-    if (grouped["seeds"] > 1).any():
-        md += ["## Mean ± std over seeds", "", _markdown(_mean_std(grouped))]
-    if not missing.empty:
-        md += ["## Not available", "", "Why a cell reads n/a:", "", _markdown(missing)]
-    files[root / "report.md"] = "\n".join(md)
-    tables = [("Runs", shown_headline), ("Super-class accuracy (runs × levels)", shown_levels)]
-    if (grouped["seeds"] > 1).any():
-        tables.append(("Mean ± std over seeds", _mean_std(grouped)))
-    if not missing.empty:
-        tables.append(("Not available (why a cell reads n/a)", missing))
-    files[html_path] = _html(evaluation, tables, figures(evaluation))
+    texts = render(evaluation, root, baseline=baseline)
+    files = {(html_path if name == "report.html" else root / name): text for name, text in texts.items()}
     with ownership.locked(root):
         for folder in {root, html_path.parent}:
             fileio.remove_stale_temporaries(folder)  # left by a killed report

@@ -23,7 +23,8 @@ from hseval.errors import HsevalError, RunFormatError
 from hseval.hierarchy import Hierarchy
 
 __all__ = ["RunResult", "Evaluation", "load_evaluation", "read_run", "summary_table", "grouped_summary",
-           "level_long", "level_table", "WAYS", "config_key", "unavailable_table", "metric_of_column", "mark_unavailable"]
+           "level_long", "level_table", "WAYS",
+           "config_key", "unavailable_table", "metric_of_column", "mark_unavailable"]
 
 WAYS = {"leaf": "leaf", "superclass_acc": "from leaf", "superclass_acc_from_levels": "parent δ / level head"}
 """How an accuracy is measured, by its metrics.json key: the leaf prediction, its ancestor at the

@@ -83,8 +83,21 @@ def test_report_writes_tables_and_an_offline_page(evaluated, tmp_path, capsys):
     # nothing is loaded from a network: no external script, stylesheet, image or frame
     # (plotly.js itself mentions URLs inside strings, e.g. its logo link, which load nothing)
     assert not re.search(r"""<(script|link|img|iframe)\b[^>]*\b(src|href)\s*=\s*["']?(https?:)?//""", page)
-    assert "<script type='text/javascript'>" in page  # plotly.js inlined
-    assert page.count("Plotly.newPlot") >= 6 and "hseval report" in page
+    assert "id='plotly-gz'" in page  # plotly.js inlined (compressed)
+    assert page.count("class='chart'") >= 6 and "hseval report" in page
+    # a table of contents whose links reach headings, and a reading guide under every chart
+    links = re.findall(r"<a href='#([^']+)'>", page)
+    assert len(links) >= 5 and all(f"id='{target}'" in page for target in links)
+    assert page.count("<p class='guide'>") >= page.count("class='chart'")
+    significance = pd.read_csv(folder / "significance.csv")
+    assert set(significance["run"]) == {"multitask", "riemann"}  # against plain, the default baseline
+    assert significance["McNemar p"].notna().all()
+    markdown = (folder / "report.md").read_text()
+    assert "## Contents" in markdown and "- [Difference from plain](#difference-from-plain)" in markdown
+    assert main(["report", str(folder), "--baseline", "riemann"]) == 0
+    assert set(pd.read_csv(folder / "significance.csv")["run"]) == {"multitask", "plain"}
+    assert main(["report", str(folder), "--baseline", "nope"]) == 2
+    assert "--baseline 'nope' is not a run of this folder" in capsys.readouterr().err
 
 
 def test_runs_grouped_over_seeds(fashion_like, tmp_path):

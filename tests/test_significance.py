@@ -52,6 +52,14 @@ def test_mcnemar_is_symmetric_and_a_probability(only_a, only_b):
     assert p == pytest.approx(binomial_two_sided(only_a, only_b), rel=1e-9)
 
 
+def test_mcnemar_agrees_with_scipys_binomial_test_on_large_counts():
+    from scipy.stats import binomtest
+
+    for only_a, only_b in [(480, 530), (1000, 1100), (7, 2500)]:
+        assert mcnemar_exact(only_a, only_b) == pytest.approx(binomtest(only_a, only_a + only_b, 0.5).pvalue,
+                                                              rel=1e-9, abs=1e-300)
+
+
 def test_mcnemar_refuses_negative_counts():
     with pytest.raises(ValueError, match="discordant counts must be >= 0"):
         mcnemar_exact(-1, 3)

@@ -71,7 +71,7 @@ def sidebar(evaluation: Evaluation, folder: str | None = None) -> Context:
         st.caption(f"Folder: `{folder or evaluation.root}`")
     runs = [r for r in available if r.name in chosen]
     colours = charts.run_colours(names)
-    colours.update({g.name: colours[g.runs[0].name] for g in groups if g.name not in colours})  # a group: its first run's
+    colours.update({g.name: colours[g.runs[0].name] for g in groups if g.name not in colours})  # its first run's
     return Context(root=evaluation.root, evaluation=evaluation, dataset=dataset, available=available, runs=runs,
                    folder=folder or str(evaluation.root), baseline=evaluation.run(baseline) if baseline else None,
                    group_seeds=bool(grouped and repeated), colours=colours)

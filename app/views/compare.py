@@ -40,9 +40,9 @@ def _significance(runs: list[RunResult], baseline: RunResult, ctx: Context) -> N
     diffs = _differences(runs, baseline)
     if diffs.empty:
         return
-    st.plotly_chart(charts.difference_intervals(diffs, colours=ctx.colours,
-                                                title=f"Difference from {baseline.name}, 95 % paired bootstrap interval"),
-                    key="compare_intervals", config=PLOT)
+    title = f"Difference from {baseline.name}, 95 % paired bootstrap interval"
+    st.plotly_chart(charts.difference_intervals(diffs, colours=ctx.colours, title=title), key="compare_intervals",
+                    config=PLOT)
     shown = pd.DataFrame({
         "run": diffs["run"], "metric": diffs["metric"], "run accuracy": diffs["a"], "baseline accuracy": diffs["b"],
         "difference": diffs["delta"], "95 % interval": [f"[{lo:+.4f}, {hi:+.4f}]" for lo, hi in

@@ -9,6 +9,8 @@ import streamlit as st
 from app import loading, tables
 from app.state import Context, context
 from app.views.common import PLOT, needs_runs, pick, pick_run, shows_problems
+from hseval import charts
+from hseval.results import RunResult
 
 FORMATS = {"angle": "%.1f", "norm": "%.4f", "count": "%d", "score": "%.3f"}
 """One precision per kind of column: angles in degrees to 0.1°, norms and steps to 4 decimals."""
@@ -31,8 +33,6 @@ def formats(frame) -> dict:
         else:
             config[column] = st.column_config.NumberColumn(format=FORMATS["score"])
     return config
-from hseval import charts
-from hseval.results import RunResult
 
 
 def _with_vectors(ctx: Context) -> list[RunResult]:

@@ -48,9 +48,9 @@ def render(ctx: Context) -> None:
     reasons = tables.missing_reasons(summary, ctx.available)
     st.dataframe(summary, hide_index=True, column_config=column_config(summary, reasons), key="overview_table")
     if ctx.baseline is not None and len(ctx.available) > 1:
-        st.caption(f"'{column}': leaf accuracy minus {ctx.baseline.name}'s on the same test samples, with a 95 % paired "
-                   "bootstrap interval and the exact McNemar test's p-value (choose the baseline in the sidebar; the "
-                   "Compare page has every level).")
+        st.caption(f"'{column}': leaf accuracy minus {ctx.baseline.name}'s on the same test samples, with a 95 % "
+                   "paired bootstrap interval and the exact McNemar test's p-value (choose the baseline in the "
+                   "sidebar; the Compare page has every level).")
     _not_available(ctx.available)
     if not needs_runs(ctx):
         return

@@ -51,7 +51,7 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
 def cmd_report(args: argparse.Namespace) -> int:
     from hseval.report import write_report
 
-    paths = write_report(args.dir, out=args.out)
+    paths = write_report(args.dir, out=args.out, baseline=args.baseline)
     for path in paths:
         print(f"wrote {path}")
     return 0
@@ -85,4 +85,6 @@ def register(commands: argparse._SubParsersAction) -> None:
     report = commands.add_parser("report", help="tables and an offline HTML report of an evaluation folder")
     report.add_argument("dir", help="a folder written by 'hseval evaluate'")
     report.add_argument("--out", help="report.html path (default: DIR/report.html)")
+    report.add_argument("--baseline", metavar="RUN", help="the run the others are compared with (paired bootstrap "
+                                                          "interval, McNemar p; default: the first plain head)")
     report.set_defaults(func=cmd_report)

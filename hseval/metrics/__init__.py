@@ -3,8 +3,8 @@
 from hseval.metrics.accuracy import (
     level_accuracy,
     level_agreement,
-    level_predictions_from_leaf,
     level_prediction_matrix,
+    level_predictions_from_leaf,
     level_predictions_from_logits,
     per_node_accuracy,
     superclass_accuracy_from_leaf,
@@ -29,7 +29,8 @@ __all__ = [
     "HierarchicalMetrics",
     "avg_hierarchical_distance_at_k", "best_hierarchical_distance_at_k", "confusion_matrix",
     "expected_calibration_error", "hierarchical_distance", "hierarchical_prf", "level_accuracy", "level_agreement",
-    "level_prediction_matrix", "level_predictions_from_leaf", "level_predictions_from_logits", "mistake_metrics", "mistake_metrics_from_topk",
+    "level_prediction_matrix", "level_predictions_from_leaf", "level_predictions_from_logits", "mistake_metrics",
+    "mistake_metrics_from_topk",
     "mistake_severity", "per_node_accuracy", "reliability_bins", "superclass_accuracy_from_leaf",
     "superclass_accuracy_from_levels", "topk_accuracy", "topk_predictions", "tree_order",
 ]

@@ -1,0 +1,155 @@
+"""The offline HTML page of ``hseval report``: sections with a table of contents, each chart with a
+one-line reading guide, per-group detail behind a selector.
+
+The page loads nothing from the network. plotly.js (4.8 MB) is inlined gzip-compressed and
+base64-encoded (2 MB) and unpacked by the browser's own ``DecompressionStream``; each figure is
+plotly's JSON (``fig.to_json()``) in a ``<script type="application/json">`` block, drawn with
+``Plotly.newPlot`` once plotly.js is loaded — the detail charts of a group only when that group
+is chosen. So the page's size grows with the number of groups shown, not with the library.
+"""
+
+from __future__ import annotations
+
+import base64
+import gzip
+import html
+import re
+from dataclasses import dataclass, field
+
+import pandas as pd
+
+__all__ = ["Chart", "Section", "Detail", "page", "anchor"]
+
+STYLE = ("body{font-family:system-ui,sans-serif;margin:2em auto;max-width:1300px;padding:0 1em;color:#222}"
+         "table{border-collapse:collapse;font-size:13px;margin:1em 0;display:block;overflow-x:auto;max-width:100%}"
+         "td,th{border:1px solid #ccc;padding:3px 6px;text-align:right;white-space:nowrap}th{background:#f3f3f3}"
+         "td:first-child,th:first-child{text-align:left;position:sticky;left:0;background:#fafafa}"
+         "h2{margin-top:2.2em;border-bottom:1px solid #ddd}.guide{color:#555;margin:.2em 0 .6em}"
+         ".problem{color:#a00}nav ol{columns:2}.chart{min-height:120px}"
+         "select{font-size:15px;padding:3px}#loading{color:#888}")
+
+
+@dataclass
+class Chart:
+    """A figure with a one-line reading guide: what a good head looks like on it."""
+
+    title: str
+    figure: object
+    guide: str
+
+
+@dataclass
+class Section:
+    title: str
+    intro: str = ""
+    tables: list[pd.DataFrame] = field(default_factory=list)
+    charts: list[Chart] = field(default_factory=list)
+
+
+@dataclass
+class Detail:
+    """Charts per entry (a run or a seed group) shown one entry at a time, chosen in a selector."""
+
+    title: str
+    intro: str
+    entries: dict[str, list[Chart]]
+
+
+def anchor(title: str) -> str:
+    """A stable id for a heading (also the Markdown anchor GitHub derives from it)."""
+    text = re.sub(r"[^\w\- ]", "", title.lower(), flags=re.UNICODE).strip()
+    return re.sub(r"\s+", "-", text)
+
+
+def _plotly_js() -> str:
+    from plotly.offline import get_plotlyjs
+
+    packed = base64.b64encode(gzip.compress(get_plotlyjs().encode(), 9, mtime=0)).decode()
+    return f"<script type='application/octet-stream' id='plotly-gz'>{packed}</script>"
+
+
+_LOADER = """<script>
+(async () => {
+  const status = document.getElementById('loading');
+  try {
+    const packed = document.getElementById('plotly-gz').textContent;
+    const bytes = Uint8Array.from(atob(packed), c => c.charCodeAt(0));
+    const stream = new Blob([bytes]).stream().pipeThrough(new DecompressionStream('gzip'));
+    const script = document.createElement('script');
+    script.textContent = await new Response(stream).text();
+    document.head.appendChild(script);
+  } catch (err) {
+    status.textContent = 'The charts need a browser with DecompressionStream (Chrome 80, Firefox 113, Safari 16.4 '
+      + 'or later): ' + err;
+    return;
+  }
+  status.remove();
+  const config = {displaylogo: false, responsive: true};
+  const draw = (holder) => {
+    if (holder.dataset.drawn) return;
+    const fig = JSON.parse(document.getElementById(holder.id + '-json').textContent);
+    Plotly.newPlot(holder, fig.data, fig.layout, config);
+    holder.dataset.drawn = '1';
+  };
+  document.querySelectorAll('.chart:not(.detail .chart)').forEach(draw);
+  document.querySelectorAll('select.detail-choice').forEach(select => {
+    const show = () => {
+      document.querySelectorAll('.detail[data-group="' + select.dataset.group + '"]').forEach(part => {
+        const on = part.dataset.entry === select.value;
+        part.style.display = on ? '' : 'none';
+        if (on) part.querySelectorAll('.chart').forEach(draw);
+      });
+    };
+    select.addEventListener('change', show);
+    show();
+  });
+})();
+</script>"""
+
+
+class _Figures:
+    """Numbers the chart holders and their JSON blocks."""
+
+    def __init__(self) -> None:
+        self.count = 0
+
+    def __call__(self, chart: Chart) -> str:
+        self.count += 1
+        name = f"fig{self.count}"
+        data = chart.figure.to_json().replace("</", "<\\/")  # nothing in the JSON may close the script
+        return (f"<h3>{html.escape(chart.title)}</h3><p class='guide'>{html.escape(chart.guide)}</p>"
+                f"<div class='chart' id='{name}'></div>"
+                f"<script type='application/json' id='{name}-json'>{data}</script>")
+
+
+def _table(frame: pd.DataFrame) -> str:
+    if frame.empty:
+        return "<p><em>(none)</em></p>"
+    return frame.to_html(index=False, float_format=lambda v: f"{v:.4f}", na_rep="", border=0)
+
+
+def page(title: str, lead: str, problems: list[str], sections: list[Section], details: list[Detail]) -> str:
+    """The whole self-contained page."""
+    figure = _Figures()
+    toc = [f"<li><a href='#{anchor(s.title)}'>{html.escape(s.title)}</a></li>" for s in [*sections, *details]]
+    body = [f"<h1>{html.escape(title)}</h1><p>{lead}</p>", "<p id='loading'>Loading the charts…</p>",
+            *(f"<p class='problem'>Skipped: {html.escape(p)}</p>" for p in problems),
+            f"<nav><h2 id='contents'>Contents</h2><ol>{''.join(toc)}</ol></nav>"]
+    for section in sections:
+        body.append(f"<h2 id='{anchor(section.title)}'>{html.escape(section.title)}</h2>")
+        if section.intro:
+            body.append(f"<p class='guide'>{section.intro}</p>")
+        body += [_table(t) for t in section.tables]
+        body += [figure(c) for c in section.charts]
+    for k, detail in enumerate(details):
+        body.append(f"<h2 id='{anchor(detail.title)}'>{html.escape(detail.title)}</h2>"
+                    f"<p class='guide'>{detail.intro}</p>")
+        options = "".join(f"<option value='{html.escape(name, quote=True)}'>{html.escape(name)}</option>"
+                          for name in detail.entries)
+        body.append(f"<label>Show: <select class='detail-choice' data-group='d{k}'>{options}</select></label>")
+        for name, charts in detail.entries.items():
+            body.append(f"<div class='detail' data-group='d{k}' data-entry='{html.escape(name, quote=True)}'>"
+                        + "".join(figure(c) for c in charts) + "</div>")
+    return "\n".join(["<!DOCTYPE html><html><head><meta charset='utf-8'>",
+                      f"<title>{html.escape(title)}</title><style>{STYLE}</style>{_plotly_js()}</head><body>",
+                      *body, _LOADER, "</body></html>"])
