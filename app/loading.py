@@ -77,3 +77,60 @@ def confusion(run: RunResult, depth: int | None = None) -> tuple[np.ndarray, np.
 
     targets, topk = run.predictions()
     return confusion_matrix(topk[:, 0], targets, run.hierarchy, depth)
+
+
+def _embeddings_key(run: RunResult) -> tuple:
+    path = run.path / "embeddings.npz"
+    try:
+        stat = path.stat()
+        return str(path), stat.st_size, stat.st_mtime_ns
+    except OSError:
+        return str(path), None
+
+
+@st.cache_data(show_spinner=False, max_entries=16, hash_funcs={RunResult: _embeddings_key})
+def node_vectors(run: RunResult) -> np.ndarray:
+    """The run's node vectors (num_nodes, d) from embeddings.npz; (0, 0) when its head has none."""
+    return run.embeddings()["node_vectors"]
+
+
+@st.cache_resource(show_spinner="Loading the dataset's images…", max_entries=2)
+def _dataset(name: str, root: str | None, hierarchy: str):
+    # A resource: a split's images are shared read-only, never copied per rerun. A reason (str)
+    # is returned rather than raised, so that a missing dataset is not looked for on every rerun.
+    import json
+
+    from hseval.data import dataset_options, list_datasets, load_dataset
+    from hseval.errors import HsevalError
+    from hseval.hierarchy import Hierarchy
+
+    if name not in list_datasets():
+        return f"'{name}' is not a dataset hseval can load"
+    tree = Hierarchy.from_dict(json.loads(hierarchy))
+    options = dataset_options(name)
+    kwargs = {**({"download": False} if "download" in options else {}),
+              **({"hierarchy": tree} if "hierarchy" in options else {})}
+    try:
+        data = load_dataset(name, root, **kwargs)
+    except (HsevalError, OSError) as exc:
+        return f"{name} is not at hand ({(str(exc).splitlines() or [''])[0]})"
+    if list(data.class_names) != list(tree.leaf_names):
+        return f"the {name} found at {data.root} has other classes than the run"
+    return data
+
+
+def dataset(run: RunResult) -> tuple[object, str, str | None]:
+    """(dataset, split, None): the run's :class:`hseval.data.LoadedDataset`, loaded once from where
+    it was evaluated (never downloaded), and the evaluated split; (None, split, why) when it is not
+    at hand."""
+    import json
+
+    from app.selection import data_location
+    from hseval import ownership
+
+    name, root, split = data_location(run.metrics, ownership.read_marker(run.path))
+    data = _dataset(name, root, json.dumps(run.hierarchy.to_dict()))
+    return (None, split, data) if isinstance(data, str) else (data, split, None)
+
+
+__all__ += ["node_vectors", "dataset"]

@@ -231,41 +231,43 @@ def projection_scatter(points: pd.DataFrame, *, color: str = "level1", title: st
     class path; each sample's ``customdata[0]`` is its row position in ``points`` (what a selection
     event names).
 
-    Colours mean the same in every run: correct/wrong always :data:`OUTCOME_COLOURS`; classes and
-    super-classes by their place in ``tree`` (:func:`category_colours`); samples whose class is
+    Colours mean the same in every run: correct/wrong always the same two; classes and
+    super-classes by their place in ``tree`` (:mod:`hseval.projection_colours`); samples whose class is
     shallower than the chosen level are a grey category of their own. ``highlight`` (a node name)
     draws the samples under that node larger and in colour, and fades the others to grey."""
+    from hseval import projection_colours as colours
+
     if points.empty or not {"x", "y", "label"} <= set(points.columns):
         return _empty(title, "no projection (run 'hseval evaluate --projections pca,tsne')")
     data = points.copy() if "kind" in points else points.assign(kind="sample")
     if color not in data.columns:
         color = "label"
     data["row"] = np.arange(len(data))
-    data["colour"] = colour_categories(data, color).to_numpy()
+    data["colour"] = colours.categories(data, color).to_numpy()
     levels = [c for c in data.columns if c.startswith("level")]
     parts = data[levels + ["label"]].astype(object).where(data[levels + ["label"]].notna(), "")
     data["path"] = ["/".join(str(p) for p in row if str(p)) for row in parts.itertuples(index=False)]
-    marked = under_node(data, highlight) if highlight else np.ones(len(data), dtype=bool)
+    marked = colours.under_node(data, highlight) if highlight else np.ones(len(data), dtype=bool)
     samples = data[data["kind"] == "sample"].assign(marked=marked[(data["kind"] == "sample").to_numpy()])
     samples = samples.sort_values("marked", kind="stable")  # highlighted samples drawn last, on top
     vectors = data[data["kind"] == "class_vector"]
-    colours = category_colours(tree, color) if tree is not None else _colours_by_name(samples["colour"], color)
+    palette = colours.category_colours(tree, color) if tree is not None else colours.by_name(samples["colour"], color)
     present = set(samples["colour"])
     hover = {"x": False, "y": False, "row": False, "colour": False}
     hover.update({c: True for c in ("correct", "index") if c in samples})
     fig = px.scatter(samples, x="x", y="y", color="colour", hover_name="path", template=TEMPLATE, title=title,
                      custom_data=["row"], hover_data=hover, render_mode="webgl", opacity=0.6,
-                     color_discrete_map=colours, category_orders={"colour": [c for c in colours if c in present]})
+                     color_discrete_map=palette, category_orders={"colour": [c for c in palette if c in present]})
     fig.update_traces(marker=dict(size=4))
     if highlight:
-        _fade_unmarked(fig, marked)
+        colours.fade_unmarked(fig, marked)
     if show_vectors and not vectors.empty:
         fig.add_trace(go.Scatter(x=vectors["x"], y=vectors["y"], mode="markers+text", text=vectors["label"],
                                  textposition="top center", name="class vectors", hovertext=vectors["path"],
                                  marker=dict(symbol="diamond", size=11, color="black", line=dict(width=1,
                                                                                                   color="white"))))
-    fig.update_layout(showlegend=samples["colour"].nunique() <= max_legend, legend_title_text=_legend_title(color),
-                      height=600, xaxis_title=None, yaxis_title=None)
+    fig.update_layout(showlegend=samples["colour"].nunique() <= max_legend, height=600, xaxis_title=None,
+                      yaxis_title=None, legend_title_text=colours.legend_title(color))
     return fig
 
 
@@ -367,88 +369,6 @@ def node_deltas(deltas: pd.DataFrame, *, title: str = "Per-node accuracy differe
     fig.update_layout(title=title, template=TEMPLATE, height=max(300, 22 * len(data) + 120),
                       xaxis_title="difference", yaxis_title=None)
     return fig
-
-
-# ---------------------------------------------------------------- colours of the projection scatter
-__all__ += ["OUTCOME_COLOURS", "SHALLOWER_COLOUR", "shallower_label", "category_colours", "colour_categories",
-            "under_node"]
-
-OUTCOME_COLOURS = {"correct": "#1f77b4", "wrong": "#d62728"}
-"""Correct/wrong in every run and chart: blue and red (told apart with red-green colour blindness)."""
-SHALLOWER_COLOUR = "#c7c7c7"
-_FADED = "#e0e0e0"
-
-
-def shallower_label(column: str) -> str:
-    """The category of samples whose class has no ancestor at the level of ``column`` (``level2``)."""
-    return f"(no level-{column.removeprefix('level')} ancestor: shallower class)"
-
-
-def _palette(count: int) -> list[str]:
-    return px.colors.qualitative.Plotly if count <= 10 else px.colors.qualitative.Alphabet
-
-
-def category_colours(tree: Hierarchy, column: str) -> dict[str, str]:
-    """Category -> colour for colouring by ``column``, fixed by the tree alone (so a class has one
-    colour in every run of that tree): classes (``label``) or the nodes of depth k (``levelk``)
-    take the palette in tree order (depth-first); the shallower category is grey; ``correct``
-    gives :data:`OUTCOME_COLOURS`."""
-    if column == "correct":
-        return dict(OUTCOME_COLOURS)
-    order = tree.preorder().tolist()
-    if column.startswith("level"):
-        nodes = [n for n in order if tree.depth[n] == int(column.removeprefix("level"))]
-    else:
-        nodes = [n for n in order if n < tree.num_leaves]
-    palette = _palette(len(nodes))
-    colours = {tree.node_names[n]: palette[k % len(palette)] for k, n in enumerate(nodes)}
-    if column.startswith("level"):
-        colours[shallower_label(column)] = SHALLOWER_COLOUR
-    return colours
-
-
-def _colours_by_name(categories: pd.Series, column: str) -> dict[str, str]:
-    """Without a tree: the categories in name order (still the same colour for the same set)."""
-    if column == "correct":
-        return dict(OUTCOME_COLOURS)
-    shallow = shallower_label(column)
-    names = sorted(set(categories) - {shallow})
-    palette = _palette(len(names))
-    return {**{name: palette[k % len(palette)] for k, name in enumerate(names)}, shallow: SHALLOWER_COLOUR}
-
-
-def colour_categories(points: pd.DataFrame, column: str) -> pd.Series:
-    """The category each row is coloured by: "correct"/"wrong" for ``correct``, else the name in
-    ``column``, with :func:`shallower_label` where a level column is empty (a shallower class)."""
-    values = points[column]
-    if column == "correct":
-        return values.map({True: "correct", False: "wrong", "True": "correct", "False": "wrong"})
-    empty = values.isna() | (values.astype(str) == "")
-    return values.astype(str).where(~empty, shallower_label(column) if column.startswith("level") else "")
-
-
-def under_node(points: pd.DataFrame, name: str) -> np.ndarray:
-    """Which rows lie under the node called ``name`` (their class is it or descends from it)."""
-    columns = ["label"] + [c for c in points.columns if c.startswith("level")]
-    return (points[columns] == name).any(axis=1).to_numpy()
-
-
-def _fade_unmarked(fig: go.Figure, marked: np.ndarray) -> None:
-    """Per point of every sample trace: its colour, larger and opaque when marked; grey and faint
-    otherwise (no point is dropped, so the picture keeps its shape)."""
-    for trace in fig.data:
-        if trace.customdata is None:
-            continue
-        hit = marked[np.asarray(trace.customdata)[:, 0].astype(int)]
-        trace.marker.color = np.where(hit, trace.marker.color, _FADED).tolist()
-        trace.marker.size = np.where(hit, 8, 3).tolist()
-        trace.marker.opacity = np.where(hit, 0.95, 0.35).tolist()
-
-
-def _legend_title(column: str) -> str:
-    if column == "correct":
-        return "prediction"
-    return "class" if column == "label" else f"super-class, level {column.removeprefix('level')}"
 
 
 def difference_intervals(frame: pd.DataFrame, *, title: str = "Difference from the baseline, 95 % interval",

@@ -9,6 +9,14 @@ import plotly.graph_objects as go
 import pytest
 
 from hseval import charts
+from hseval.projection_colours import (
+    OUTCOME_COLOURS,
+    SHALLOWER_COLOUR,
+    category_colours,
+    shallower_label,
+    under_node,
+)
+from hseval.projection_colours import categories as colour_categories
 from tests.conftest import appendix_a
 
 
@@ -140,16 +148,16 @@ def projection_points() -> pd.DataFrame:
 def test_projection_scatter_samples_coloured_and_vectors_overlaid():
     fig = charts.projection_scatter(projection_points(), color="level1")
     names = [t.name for t in fig.data]
-    assert names == ["fruit", "animal", "class vectors"]
+    assert names == ["animal", "fruit", "class vectors"]  # without a tree: in name order
     vectors = fig.data[-1]
     assert list(vectors.text) == ["apple", "cat"] and vectors.marker.symbol == "diamond"
-    assert "fruit/apple" in set(fig.data[0].hovertext)
+    assert "fruit/apple" in set(fig.data[1].hovertext)
 
 
 def test_projection_scatter_options():
     points = projection_points()
     assert [t.name for t in charts.projection_scatter(points, color="correct", show_vectors=False).data] == \
-        ["True", "False"]
+        ["correct", "wrong"]
     assert [t.name for t in charts.projection_scatter(points, color="nope").data][:3] == ["apple", "cat", "dog"]
     assert is_empty(charts.projection_scatter(pd.DataFrame()))
 
@@ -218,3 +226,52 @@ def test_sunburst_colour_scale_spans_the_data():
     accuracy = np.linspace(0.93, 0.99, tree.num_nodes)
     trace = charts.node_sunburst(tree, per_node_frame(tree, accuracy)).data[0]
     assert (trace.marker.cmin, trace.marker.cmax) == (pytest.approx(0.93), pytest.approx(0.99))
+
+
+def test_projection_scatter_outcome_colours_do_not_depend_on_the_data():
+    points = projection_points()
+    flipped = points.iloc[[1, 0, 2, 3, 4, 5]].reset_index(drop=True)  # a wrong sample comes first
+    for frame in (points, flipped):
+        traces = charts.projection_scatter(frame, color="correct", tree=appendix_a(), show_vectors=False).data
+        assert [(t.name, t.marker.color) for t in traces] == [("correct", OUTCOME_COLOURS["correct"]),
+                                                             ("wrong", OUTCOME_COLOURS["wrong"])]
+
+
+def test_category_colours_are_fixed_by_the_tree():
+    tree = appendix_a()
+    colours = category_colours(tree, "label")
+    assert list(colours) == ["apple", "orange", "cat", "dog"] and len(set(colours.values())) == 4
+    assert list(category_colours(tree, "level1")) == ["fruit", "animal", shallower_label("level1")]
+    only_cats = projection_points().query("label != 'apple'")  # a run whose sample lacks a class
+    traces = {t.name: t.marker.color for t in charts.projection_scatter(only_cats, color="label", tree=tree).data}
+    assert traces["cat"] == colours["cat"] and traces["dog"] == colours["dog"]
+
+
+def test_projection_scatter_draws_shallower_samples_in_grey():
+    from tests.conftest import unbalanced
+
+    tree = unbalanced()  # leaves x (depth 2), z (depth 1), y, v (depth 4), w (depth 3)
+    points = pd.DataFrame({"kind": "sample", "x": np.arange(5.0), "y": np.arange(5.0),
+                           "label": ["x", "z", "z", "w", "y"], "level1": ["a", "z", "z", "a", "a"],
+                           "level2": ["x", np.nan, "", "b", "b"], "level3": [np.nan, np.nan, np.nan, "w", "c"],
+                           "correct": True})
+    traces = {t.name: t for t in charts.projection_scatter(points, color="level2", tree=tree).data}
+    grey = traces[shallower_label("level2")]
+    assert len(grey.x) == 2 and grey.marker.color == SHALLOWER_COLOUR
+    assert sum(len(t.x) for t in traces.values()) == 5
+    categories = colour_categories(points, "level3")
+    assert (categories == "(no level-3 ancestor: shallower class)").sum() == 3
+
+
+def test_projection_scatter_highlight_fades_without_dropping():
+    points = projection_points()
+    fig = charts.projection_scatter(points, color="level1", tree=appendix_a(), highlight="apple")
+    samples = [t for t in fig.data if t.customdata is not None]
+    rows = np.concatenate([np.asarray(t.customdata)[:, 0].astype(int) for t in samples])
+    assert sorted(rows) == [0, 1, 2, 3]  # every sample, customdata[0] its row in points
+    opacity = np.concatenate([t.marker.opacity for t in samples])
+    colour = np.concatenate([t.marker.color for t in samples])
+    hit = under_node(points, "apple")[rows]
+    assert hit.sum() == 2 and (opacity[hit] > 0.9).all() and (opacity[~hit] < 0.5).all()
+    assert len(set(colour[~hit])) == 1 and colour[~hit][0] not in set(colour[hit])
+    assert under_node(points, "fruit").tolist() == [True, False, True, False, True, False]

@@ -155,7 +155,13 @@ DAMAGE = {
     "duplicated row": (_table_case("per_node.csv", lambda r: r.insert(3, list(r[2]))),
                        r"per_node.csv, line 4, column 'node': a row for the same node appears twice"),
     "row cut short": (_table_case("projections.csv", lambda r: r[4].pop()),
-                      r"projections.csv, line 5: 7 cells but the header has 8"),
+                      r"projections.csv, line 5: 8 cells but the header has 9"),
+    "index empty for a sample": (_table_case("projections.csv", _set(1, "index", "")),
+                                 r"projections.csv, line 2, column 'index': empty for a sample"),
+    "index for a class vector": (_table_case("projections.csv", _set(-1, "index", "3")),
+                                 r"projections.csv, line \d+, column 'index': not empty for a class vector"),
+    "index negative": (_table_case("projections.csv", _set(1, "index", "-1")),
+                       r"projections.csv, line 2, column 'index': expected a value in \[0, inf\], got '-1'"),
     "names swapped": (_table_case("per_node.csv", lambda r: (r[1].__setitem__(1, r[2][1]))),
                       r"per_node.csv, line 2, column 'name': not the name of that node in the run's tree"),
     "count inconsistent": (_table_case("per_node.csv", _set(1, "correct", "999")),
@@ -208,3 +214,36 @@ def test_damage_is_refused_with_file_line_and_column(run, case):
     with pytest.raises(RunFormatError, match=message) as info:
         read_run(run)
     assert "\n" not in str(info.value)
+
+
+def test_projections_without_the_index_column_still_load(run):
+    """Folders written before projections.csv had ``index`` read, the column empty."""
+    _drop_column("index")(rows := csv_rows(run / "projections.csv"))
+    write_rows(run / "projections.csv", rows)
+    reseal(run)
+    points = read_run(run).projections
+    assert "index" in points and points["index"].isna().all() and (points["kind"] == "sample").sum() == 200
+
+
+def test_a_sample_index_beyond_the_split_is_refused(run):
+    rows = csv_rows(run / "projections.csv")
+    _set(1, "index", "200")(rows)
+    write_rows(run / "projections.csv", rows)
+    metrics, tree = eval_format.read_metrics(run / "metrics.json", (run / "metrics.json").read_bytes())
+    data = (run / "projections.csv").read_bytes()
+    spec = eval_format.TABLES[eval_format.PROJECTIONS]
+    with pytest.raises(RunFormatError, match=r"projections.csv, line 2, column 'index': not a sample of the "
+                                             r"evaluated split \(0..199\)"):
+        eval_format.read_table(run / "projections.csv", data, spec, tree, samples=metrics["samples"])
+    assert len(eval_format.read_table(run / "projections.csv", data, spec, tree)) == len(rows) - 1
+
+
+def test_projection_indices_are_the_samples_of_embeddings_npz(evaluated):
+    for folder in sorted(p for p in evaluated.iterdir() if p.is_dir()):
+        result = read_run(folder)
+        points = result.projections[result.projections["kind"] == "sample"]
+        indices = result.embeddings()["indices"]
+        for _, block in points.groupby("method"):
+            assert block["index"].astype(int).tolist() == indices.tolist()
+        labels = [result.hierarchy.leaf_names[c] for c in result.targets[indices]]
+        assert points["label"].tolist()[:len(labels)] == labels

@@ -1,23 +1,32 @@
 """Embeddings page: the 2-D projections that ``hseval evaluate`` computed (PCA, t-SNE, UMAP),
-coloured by class, by a super-class level or by correct/wrong, with the class vectors overlaid."""
+coloured by class, by a super-class level or by correct/wrong (the same colours in every run),
+with the class vectors overlaid; a node of the tree can be highlighted, its nearest class vectors
+listed, and points selected on the scatter show their images."""
 
 from __future__ import annotations
 
 import streamlit as st
 
 from app import loading
+from app.neighbours import nearest_nodes
+from app.selection import selected_rows
 from app.state import Context, context
+from app.tables import node_paths
 from app.views.common import PLOT, needs_runs, pick, pick_run, shows_problems
-from hseval import charts
+from app.views.sample_grid import show_samples
+from hseval import charts, projection_colours
+from hseval.results import RunResult
 
 COLOURS = {"label": "class", "correct": "correct / wrong"}
+NONE = "(none)"
+NEIGHBOURS = 5
 
 
 def render(ctx: Context) -> None:
     st.title("Embeddings")
     if not needs_runs(ctx):
         return
-    top = st.columns(3)
+    top = st.columns(4)
     run = pick_run("Run", ctx.runs, key="embeddings_run", container=top[0])
     with shows_problems():
         points = loading.table(run, "projections.csv")
@@ -26,20 +35,60 @@ def render(ctx: Context) -> None:
             st.info(f"{run.name} has no projections: {reason}." if reason else
                     f"{run.name} has no projections: evaluate with 'hseval evaluate --projections pca,tsne'.")
             return
+        tree = run.hierarchy
         methods = list(dict.fromkeys(points["method"].astype(str)))
         method = pick("Projection", methods, key="embeddings_method", container=top[1])
         levels = sorted(c for c in points.columns if c.startswith("level"))
         options = {**{c: f"super-class, {c.replace('level', 'level ')}" for c in levels}, **COLOURS}
         colour = top[2].selectbox("Colour by", list(options), format_func=options.get, key="embeddings_colour")
+        paths = node_paths(tree)
+        chosen_path = top[3].selectbox("Highlight", [NONE, *paths], key="embeddings_highlight",
+                                       help="Draw the samples under this class or super-class in colour; "
+                                            "fade the others.")
+        highlight = None if chosen_path == NONE else tree.node_names[paths[chosen_path]]
         vectors = st.toggle("Show class vectors", value=True, key="embeddings_vectors")
-        chosen = points[points["method"].astype(str) == method]
-        st.plotly_chart(charts.projection_scatter(chosen, color=colour, show_vectors=vectors,
-                                                  title=f"{run.name}: {method} of the embeddings"),
-                        key="embeddings_scatter", config=PLOT)
-        samples = int((chosen["kind"] == "sample").sum())
-        vectors_note = ("diamonds are the class vectors, scaled to the embeddings' radius" if samples < len(chosen)
-                        else "this head has no class vectors to overlay")
-        st.caption(f"{samples:,} samples (a stratified sample of the split); {vectors_note}.")
+        chosen = points[points["method"].astype(str) == method].reset_index(drop=True)
+        event = st.plotly_chart(
+            charts.projection_scatter(chosen, color=colour, show_vectors=vectors, tree=tree, highlight=highlight,
+                                      title=f"{run.name}: {method} of the embeddings"),
+            key="embeddings_scatter", config=PLOT, on_select="rerun", selection_mode=("points", "box", "lasso"))
+        st.caption(_caption(chosen, colour, highlight))
+        rows = selected_rows(event.selection if event else None, chosen)
+        if len(rows):
+            show_samples(run, rows)
+        else:
+            st.caption("Select points on the scatter (click, box or lasso) to see their images and predictions: "
+                       "a plotly hover cannot show an image.")
+        _neighbours(run, chosen_path if highlight else None, paths)
+
+
+def _caption(chosen, colour: str, highlight: str | None) -> str:
+    samples = chosen[chosen["kind"] == "sample"]
+    text = f"{len(samples):,} samples (a stratified sample of the split)"
+    shallow = int((projection_colours.categories(samples, colour) == projection_colours.shallower_label(colour)).sum())
+    if colour.startswith("level") and shallow:
+        text += f", of which {shallow:,} have no {colour.replace('level', 'level-')} super-class (grey)"
+    if highlight:
+        text += f"; {int(projection_colours.under_node(samples, highlight).sum()):,} under {highlight} highlighted"
+    vectors_note = ("diamonds are the class vectors, scaled to the embeddings' radius" if len(samples) < len(chosen)
+                    else "this head has no class vectors to overlay")
+    return f"{text}; {vectors_note}."
+
+
+def _neighbours(run: RunResult, highlighted: str | None, paths: dict[str, int]) -> None:
+    st.subheader("Nearest class vectors")
+    vectors = loading.node_vectors(run)
+    if not vectors.size:
+        st.info(f"Head '{run.head}' has no class vectors: there are no nearest classes to list.")
+        return
+    path = highlighted or pick("Nearest to", list(paths), key="embeddings_neighbours_of")
+    table = nearest_nodes(run.hierarchy, vectors, paths[path], k=NEIGHBOURS)
+    st.caption(f"The {len(table)} nodes whose vectors point closest to {path}'s (cosine similarity); "
+               "tree distance is the number of edges between the two nodes."
+               + (" Choose 'Highlight (none)' to pick another node." if highlighted else ""))
+    st.dataframe(table.drop(columns="node"), hide_index=True,
+                 column_config={"cosine": st.column_config.NumberColumn(format="%.3f"),
+                                "angle": st.column_config.NumberColumn("angle (°)", format="%.1f")})
 
 
 render(context())

@@ -1,0 +1,52 @@
+"""The samples selected on the Embeddings page's scatter: their images in a grid (when the run's
+dataset is at hand) and a table of index, class and prediction. Not a page: the Embeddings page
+calls :func:`show_samples`."""
+
+from __future__ import annotations
+
+import pandas as pd
+import streamlit as st
+
+from app import loading
+from app.selection import sample_table
+from hseval.errors import HsevalError
+from hseval.results import RunResult
+
+__all__ = ["show_samples", "MAX_IMAGES", "COLUMNS"]
+
+MAX_IMAGES = 24
+COLUMNS = 8
+
+
+def show_samples(run: RunResult, rows: pd.DataFrame) -> None:
+    """Images (up to :data:`MAX_IMAGES`, captioned "true → predicted") and the table of the
+    selected sample ``rows`` of projections.csv."""
+    _, topk = run.predictions()
+    listed = sample_table(rows, run.hierarchy, topk)
+    st.subheader(f"Selected samples ({len(listed):,})")
+    with_index = listed.dropna(subset=["index"])
+    if with_index.empty:
+        st.caption("These projections were written without the samples' indices in the split; "
+                   "re-run 'hseval evaluate' to see their images.")
+    else:
+        data, split, reason = loading.dataset(run)
+        if data is None:
+            st.caption(f"No images: {reason}.")
+        else:
+            _grid(data, split, with_index.head(MAX_IMAGES))
+            if len(with_index) > MAX_IMAGES:
+                st.caption(f"The first {MAX_IMAGES} of {len(with_index):,} selected samples.")
+    st.dataframe(listed, hide_index=True)
+
+
+def _grid(data, split: str, listed: pd.DataFrame) -> None:
+    from hseval.data.display import sample_image
+
+    columns = st.columns(COLUMNS)
+    for k, (index, true, predicted) in enumerate(zip(listed["index"], listed["class"], listed["predicted"])):
+        try:
+            image = sample_image(data, split, int(index))
+        except (HsevalError, OSError, ValueError) as exc:  # a file deleted or damaged since the evaluation
+            columns[k % COLUMNS].caption(f"#{int(index)}: unreadable ({type(exc).__name__})")
+            continue
+        columns[k % COLUMNS].image(image, caption=f"{true} → {predicted}", width="stretch")
