@@ -18,7 +18,7 @@ import streamlit as st
 
 from hseval.results import Evaluation, RunResult, load_evaluation
 
-__all__ = ["fingerprint", "evaluation", "table", "confusion"]
+__all__ = ["fingerprint", "evaluation", "table", "confusion", "paired"]
 
 _ATTRIBUTE = {"per_node.csv": "per_node", "geometry.csv": "geometry", "pair_angles.csv": "pair_angles",
               "projections.csv": "projections"}
@@ -67,6 +67,15 @@ def _run_key(run: RunResult) -> tuple:
         return str(path), stat.st_size, stat.st_mtime_ns, run.hierarchy.num_nodes
     except OSError:
         return str(path), None
+
+
+@st.cache_data(show_spinner=False, max_entries=256, hash_funcs={RunResult: _run_key})
+def paired(a: RunResult, b: RunResult) -> pd.DataFrame:
+    """:func:`hseval.significance.compare_runs` of ``a`` against ``b`` (every level: difference,
+    bootstrap interval, McNemar p), computed once per pair of files."""
+    from hseval.significance import compare_runs
+
+    return compare_runs(a, b)
 
 
 @st.cache_data(show_spinner=False, max_entries=64, hash_funcs={RunResult: _run_key})

@@ -300,12 +300,14 @@ def confusion_heatmap(matrix: np.ndarray, nodes: np.ndarray, hierarchy: Hierarch
     fig = go.Figure(go.Heatmap(z=z, x=names, y=row_names, colorscale="Blues", zmin=0, text=hover,
                                hovertemplate="%{text}<extra></extra>",
                                colorbar=dict(title="share of row" if normalize else "samples")))
-    if block_depth:  # a line wherever the super-class changes, along both axes
-        for edge in [k for k in range(1, len(names)) if groups[k] != groups[k - 1]]:
-            fig.add_vline(x=edge - 0.5, line=dict(color="#444", width=1))
+    if block_depth:  # a line wherever the super-class changes, along both axes (one layout update)
+        line = dict(color="#444", width=1)
         row_groups = [groups[i] for i in rows]
-        for edge in [k for k in range(1, len(rows)) if row_groups[k] != row_groups[k - 1]]:
-            fig.add_hline(y=edge - 0.5, line=dict(color="#444", width=1))
+        shapes = [dict(type="line", x0=k - 0.5, x1=k - 0.5, y0=0, y1=1, yref="paper", line=line)
+                  for k in range(1, len(names)) if groups[k] != groups[k - 1]]
+        shapes += [dict(type="line", y0=k - 0.5, y1=k - 0.5, x0=0, x1=1, xref="paper", line=line)
+                   for k in range(1, len(rows)) if row_groups[k] != row_groups[k - 1]]
+        fig.update_layout(shapes=shapes)
     note = f"<br><sup>left out, no samples: {', '.join(dropped)}</sup>" if dropped else ""
     size = max(420, 16 * len(names) + 160)
     fig.update_layout(title=title + note, template=TEMPLATE, yaxis_autorange="reversed", height=size,

@@ -135,3 +135,99 @@ def test_report_opens_offline_in_chromium(evaluated, tmp_path):
         browser.close()
     assert plots >= 6
     assert [url for url in requests if not url.startswith("file:")] == []
+
+
+PLOTS = "document.querySelectorAll('.js-plotly-plot')"
+
+
+def _select(page, label: str, option: str) -> None:
+    """Choose ``option`` in the Streamlit selectbox labelled ``label`` (as a user clicks it)."""
+    page.get_by_role("combobox", name=label, exact=True).first.click()
+    page.get_by_role("option", name=option, exact=True).first.click()
+
+
+def _traces(page, name: str) -> list[dict]:
+    """name, type and marker colour of every trace of every plot on the page whose traces include ``name``."""
+    return page.evaluate(f"""() => [...{PLOTS}].flatMap(p => (p.data || []).some(t => t.name === {name!r})
+        ? p.data.map(t => ({{name: t.name, type: t.type, colour: t.marker && t.marker.color}})) : [])""")
+
+
+def _wait_text(page, text: str, timeout: int = 30_000) -> None:
+    page.wait_for_function(f"() => document.body.innerText.includes({text!r})", timeout=timeout)
+
+
+def test_every_page_draws_what_it_claims_in_chromium(six_runs, evaluated, tmp_path):
+    """Walks every page as a user: semantic colours equal across runs, the level-2 caption counts
+    the shallower samples, no violin passes 180°, Compare shows intervals and p-values for several
+    runs; then the report's confusion axes carry class names."""
+    from hseval.commands.dashboard import free_port
+
+    port = free_port()
+    server = Server(dashboard_argv(six_runs, port))
+    try:
+        with sync_api.sync_playwright() as playwright:
+            browser = playwright.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS, headless=True)
+            page = browser.new_page(viewport={"width": 1400, "height": 1100})
+            page.goto(server.wait_ready())
+            page.wait_for_selector(".js-plotly-plot .main-svg", timeout=30_000)
+            _wait_text(page, "top1 vs plain")  # the overview's "vs baseline" column
+
+            page.get_by_role("link", name="Embeddings").click()
+            page.wait_for_selector(".js-plotly-plot .main-svg", timeout=30_000)
+            _select(page, "Colour by", "correct / wrong")
+            page.wait_for_function(f"() => [...{PLOTS}].some(p => (p.data || []).some(t => t.name === 'correct'))",
+                                   timeout=30_000)
+            first = {t["name"]: t["colour"] for t in _traces(page, "correct") if t["name"] in ("correct", "wrong")}
+            _select(page, "Run", "riemann")
+            page.wait_for_function(f"""() => [...{PLOTS}].some(p => String((p.layout.title || {{}}).text || '')
+                .includes('riemann:') && p.data.some(t => t.name === 'correct'))""", timeout=30_000)
+            second = {t["name"]: t["colour"] for t in _traces(page, "correct") if t["name"] in ("correct", "wrong")}
+            assert first and first == {k: second[k] for k in first}  # correct / wrong: one colour in every run
+            _select(page, "Colour by", "super-class, level 2")
+            _wait_text(page, "have no level-2 super-class")
+
+            page.get_by_role("link", name="Geometry").click()
+            page.wait_for_function(f"() => [...{PLOTS}].some(p => (p.data || []).some(t => t.type === 'violin'))",
+                                   timeout=30_000)
+            page.wait_for_timeout(500)
+            extent = page.evaluate(f"""() => [...{PLOTS}].flatMap(p => (p.calcdata || []).flat())
+                .flatMap(c => (c && c.density) ? c.density.map(d => d.t) : [])""")
+            assert extent and 0 <= min(extent) and max(extent) <= 180, (min(extent), max(extent))
+
+            page.get_by_role("link", name="Confusion").click()
+            page.wait_for_function(f"() => [...{PLOTS}].some(p => (p.data || []).some(t => t.type === 'heatmap'))",
+                                   timeout=30_000)
+            axis = page.evaluate(f"() => [...{PLOTS}].flatMap(p => p.data).find(t => t.type === 'heatmap').x")
+            assert "T-shirt/top" in axis and "Bag" in axis
+
+            page.get_by_role("link", name="Compare").click()
+            _wait_text(page, "exact McNemar test")  # the table itself is drawn on a canvas
+            page.wait_for_function(f"""() => [...{PLOTS}].some(p => p.layout && p.layout.title
+                && String(p.layout.title.text || '').includes('Difference from'))""", timeout=30_000)
+            runs = page.evaluate(f"""() => [...{PLOTS}].filter(p => String((p.layout.title || {{}}).text || '')
+                .includes('Difference from')).flatMap(p => p.data.map(t => t.name))""")
+            assert len(set(runs)) >= 3, runs  # every other run against the baseline, each with its interval
+            page.screenshot(path=str(tmp_path / "compare.png"))
+            browser.close()
+    finally:
+        code = server.stop()
+    assert code == 0, "".join(server.lines)
+
+    from hseval.report import write_report
+
+    folder = tmp_path / "eval"
+    shutil.copytree(evaluated, folder)
+    write_report(folder)
+    with sync_api.sync_playwright() as playwright:
+        browser = playwright.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS, headless=True)
+        page = browser.new_page()
+        page.goto((folder / "report.html").as_uri())
+        page.wait_for_function(f"() => [...{PLOTS}].some(p => (p.data || []).some(t => t.type === 'heatmap'))",
+                               timeout=30_000)
+        axes = page.evaluate(f"""() => [...{PLOTS}].flatMap(p => p.data).filter(t => t.type === 'heatmap')
+            .map(t => [[...t.x], [...t.y]])""")
+        page.select_option("select.detail-choice", "riemann")  # another entry's detail is drawn on demand
+        page.wait_for_function(f"() => [...{PLOTS}].filter(p => (p.data || []).some(t => t.type === 'heatmap'))"
+                               ".length >= 2", timeout=30_000)
+        browser.close()
+    assert axes and all("T-shirt/top" in x and "Ankle boot" in y for x, y in axes)
