@@ -242,7 +242,8 @@ def projection_scatter(points: pd.DataFrame, *, color: str = "level1", title: st
     data = points.copy() if "kind" in points else points.assign(kind="sample")
     if color not in data.columns:
         color = "label"
-    data["row"] = np.arange(len(data))
+    data["row"] = np.arange(len(data), dtype=np.int32)
+    data[["x", "y"]] = data[["x", "y"]].astype(np.float32)  # 7 digits are plenty for a 2-D picture; half the bytes
     data["colour"] = colours.categories(data, color).to_numpy()
     levels = [c for c in data.columns if c.startswith("level")]
     parts = data[levels + ["label"]].astype(object).where(data[levels + ["label"]].notna(), "")

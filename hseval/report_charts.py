@@ -132,7 +132,7 @@ def detail_charts(entry: SeedGroup) -> list[Chart]:
         colour = "level1" if "level1" in points else "label"
         seed = f", seed {first.metrics.get('seed')}" if len(entry.runs) > 1 else ""
         out.append(Chart(f"{entry.name}: {method} of the embeddings", charts.projection_scatter(
-            points, color=colour, title=f"{first.name}: {method}, coloured by super-class{seed}"),
+            points, color=colour, title=f"{first.name}: {method}, coloured by super-class{seed}", tree=tree),
             GUIDES["projection"]))
     if tree.num_leaves <= 200:
         matrix, labels = None, None

@@ -100,7 +100,8 @@ def read_run(folder: Path) -> RunResult:
         return fmt.verified_bytes(folder, name, recorded)
 
     metrics, tree = fmt.read_metrics(folder / fmt.METRICS, data(fmt.METRICS))
-    tables = {name: fmt.read_table(folder / name, data(name), spec, tree) for name, spec in fmt.TABLES.items()}
+    tables = {name: fmt.read_table(folder / name, data(name), spec, tree, samples=metrics["samples"])
+              for name, spec in fmt.TABLES.items()}
     arrays = fmt.read_arrays(folder / fmt.PREDICTIONS, data(fmt.PREDICTIONS), tree, metrics["samples"])
     fmt.read_arrays(folder / fmt.EMBEDDINGS, data(fmt.EMBEDDINGS), tree, metrics["samples"])  # checked, read on demand
     if recorded is None:

@@ -254,3 +254,30 @@ def test_workers_finish_runs_in_threads_with_the_same_files(evaluated, tmp_path)
                 assert a == b
             else:
                 assert one.read_bytes() == three.read_bytes(), (name, file)
+
+
+def test_report_grows_with_seed_groups_not_runs(evaluated, tmp_path):
+    """Three seeds of each run are drawn as one entry per group: the page is about as big as for
+    one seed each (tables grow with runs; charts and their data do not)."""
+    import json
+
+    from hseval import fileio
+    from hseval.report import write_report
+    from tests.conftest import reseal
+    from tests.test_dashboard import copy_runs
+
+    one = copy_runs(evaluated, tmp_path / "one")
+    three = copy_runs(evaluated, tmp_path / "three", copies=3)
+    for folder in three.iterdir():
+        if (folder / "metrics.json").is_file():
+            metrics = json.loads((folder / "metrics.json").read_text())
+            metrics["seed"] = int(folder.name.rsplit("-", 1)[1]) if "-" in folder.name else 1
+            fileio.write_json(folder / "metrics.json", metrics)
+            reseal(folder)
+    write_report(one)
+    write_report(three)
+    small, big = (one / "report.html").stat().st_size, (three / "report.html").stat().st_size
+    assert big < 1.1 * small, (small, big)
+    page = (three / "report.html").read_text()
+    assert "9 run(s) in 3 seed groups" in page and "Differences over seeds" in page
+    assert page.count("<option value=") == 3  # one detail per group
