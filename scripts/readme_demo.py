@@ -1,6 +1,6 @@
 """Regenerate the README's demo table and its picture from a real demo run.
 
-    python scripts/readme_demo.py [--out DIR] [--reuse]
+    python scripts/readme_demo.py [--out DIR] [--reuse] [--picture-only]
 
 Runs ``hseval demo --out DIR`` (unless ``--reuse`` and DIR already holds a finished demo), then
 writes the table of leaf and super-class accuracy per head, with the machine, the versions and the
@@ -59,8 +59,11 @@ def screenshot(demo: Path, target: Path) -> bool:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         port = s.getsockname()[1]
-    server = subprocess.Popen([sys.executable, "-m", "hseval", "dashboard", str(demo / "eval"), "--port", str(port)],
-                              cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    # started next to the demo folder, so the page shows the folder as a user gives it ("hseval-demo/eval"),
+    # not this machine's absolute path
+    demo = demo.resolve()
+    server = subprocess.Popen([sys.executable, "-m", "hseval", "dashboard", f"{demo.name}/eval", "--port", str(port)],
+                              cwd=demo.parent, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
     try:
         for line in server.stdout:
             if "http://" in line:
@@ -87,8 +90,11 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--out", default=str(ROOT / "hseval-demo"))
     parser.add_argument("--reuse", action="store_true", help="use DIR's finished demo instead of running it")
+    parser.add_argument("--picture-only", action="store_true", help="only the picture, from DIR's finished demo")
     args = parser.parse_args()
     demo = Path(args.out)
+    if args.picture_only:
+        return 0 if screenshot(demo, ROOT / "docs" / "dashboard.png") else 1
     if not (args.reuse and (demo / "demo.json").is_file()):
         start = time.perf_counter()
         subprocess.run([sys.executable, "-m", "hseval", "demo", "--force", "--out", str(demo)], cwd=ROOT, check=True)

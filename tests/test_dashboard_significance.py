@@ -119,3 +119,11 @@ def test_the_folder_is_shown_as_given(evaluated, monkeypatch):
     at = app(evaluated.name, monkeypatch).run()
     assert any(f"`{evaluated.name}`" in c.value for c in at.sidebar.caption)
     assert any(f"in `{evaluated.name}`" in c.value for c in at.caption)
+
+
+def test_compare_per_node_run_is_chosen_against_the_baseline(at):
+    page(at, "compare")
+    assert at.selectbox(key="compare_node_run").options == ["multitask", "riemann"]  # not the baseline itself
+    at.selectbox(key="compare_node_run").set_value("riemann").run()
+    title = figures(at)["compare_sunburst"]["layout"]["title"]["text"]
+    assert title.startswith("riemann minus plain")
