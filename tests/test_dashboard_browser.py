@@ -1,7 +1,7 @@
 """The dashboard in a real browser: ``hseval dashboard DIR --port N`` as a subprocess, driven by
-headless Chromium through playwright. Checks that the overview's table and a plot render, that a
-click on the sunburst picks a node, times the first render of the overview for six runs, saves a
-screenshot and stops the server with Ctrl-C (exit 0).
+headless Chromium through playwright. Times the first render of the overview for six runs, saves a
+screenshot, walks every page asserting on what is drawn (plot data read from the page), stops the
+server with Ctrl-C (exit 0); and opens report.html offline.
 
 Needs Debian's ``chromium`` (``apt-get install chromium``; ``$HSEVAL_CHROMIUM`` names another
 binary) and the ``playwright`` package; never ``playwright install`` (it downloads browsers).
@@ -92,7 +92,12 @@ def six_runs(evaluated, tmp_path_factory) -> Path:
     return copy_runs(evaluated, tmp_path_factory.mktemp("six") / "eval", copies=2)
 
 
-def test_dashboard_renders_in_chromium(six_runs, tmp_path, record_property):
+def test_dashboard_in_chromium(six_runs, tmp_path, record_property):
+    """The dashboard as a user sees it: the first render of the overview is timed and pictured, a
+    click on the sunburst picks a node; then every page is walked: semantic colours equal across
+    runs, the level-2 caption counts the shallower samples, no violin passes 180°, confusion axes
+    carry names, Compare shows an interval and a p-value for every run against the baseline; the
+    server stops with Ctrl-C."""
     with dashboard_page(six_runs) as (server, page):
         url = server.wait_ready()
         up = time.perf_counter()
@@ -103,6 +108,7 @@ def test_dashboard_renders_in_chromium(six_runs, tmp_path, record_property):
         record_property("first_render_s", round(first_render, 3))
         print(f"\nfirst render of the overview (6 runs): {first_render:.2f} s after the server was up")
         assert page.locator("h1").first.inner_text() == "Overview"
+        _wait_text(page, "top1 vs plain")  # the caption of the overview's "vs baseline" column
         page.wait_for_timeout(1000)  # let plotly finish laying out before the picture
         shot = tmp_path / "overview.png"
         page.screenshot(path=str(shot))
@@ -118,6 +124,43 @@ def test_dashboard_renders_in_chromium(six_runs, tmp_path, record_property):
         page.wait_for_function("() => [...document.querySelectorAll('[data-testid=stMetricValue]')]"
                                ".some(e => e.innerText === '60')", timeout=20_000)
         page.screenshot(path=str(tmp_path / "hierarchy.png"))
+
+        page.get_by_role("link", name="Embeddings").click()
+        page.wait_for_selector(".js-plotly-plot .main-svg", timeout=30_000)
+        _select(page, "Colour by", "correct / wrong")
+        page.wait_for_function(f"() => [...{PLOTS}].some(p => (p.data || []).some(t => t.name === 'correct'))",
+                               timeout=30_000)
+        first = {t["name"]: t["colour"] for t in _traces(page, "correct") if t["name"] in ("correct", "wrong")}
+        _select(page, "Run", "riemann")
+        page.wait_for_function(f"""() => [...{PLOTS}].some(p => String((p.layout.title || {{}}).text || '')
+            .includes('riemann:') && p.data.some(t => t.name === 'correct'))""", timeout=30_000)
+        second = {t["name"]: t["colour"] for t in _traces(page, "correct") if t["name"] in ("correct", "wrong")}
+        assert first and first == {k: second[k] for k in first}  # correct / wrong: one colour in every run
+        _select(page, "Colour by", "super-class, level 2")
+        _wait_text(page, "have no level-2 super-class")
+
+        page.get_by_role("link", name="Geometry").click()
+        page.wait_for_function(f"() => [...{PLOTS}].some(p => (p.data || []).some(t => t.type === 'violin'))",
+                               timeout=30_000)
+        page.wait_for_timeout(500)
+        extent = page.evaluate(f"""() => [...{PLOTS}].flatMap(p => (p.calcdata || []).flat())
+            .flatMap(c => (c && c.density) ? c.density.map(d => d.t) : [])""")
+        assert extent and 0 <= min(extent) and max(extent) <= 180, (min(extent), max(extent))
+
+        page.get_by_role("link", name="Confusion").click()
+        page.wait_for_function(f"() => [...{PLOTS}].some(p => (p.data || []).some(t => t.type === 'heatmap'))",
+                               timeout=30_000)
+        axis = page.evaluate(f"() => [...{PLOTS}].flatMap(p => p.data).find(t => t.type === 'heatmap').x")
+        assert "T-shirt/top" in axis and "Bag" in axis
+
+        page.get_by_role("link", name="Compare").click()
+        _wait_text(page, "exact McNemar test")  # the table itself is drawn on a canvas
+        page.wait_for_function(f"""() => [...{PLOTS}].some(p => p.layout && p.layout.title
+            && String(p.layout.title.text || '').includes('Difference from'))""", timeout=30_000)
+        runs = page.evaluate(f"""() => [...{PLOTS}].filter(p => String((p.layout.title || {{}}).text || '')
+            .includes('Difference from')).flatMap(p => p.data.map(t => t.name))""")
+        assert len(set(runs)) >= 3, runs  # every other run against the baseline, each with its interval
+        page.screenshot(path=str(tmp_path / "compare.png"))
     assert server.code == 0, "".join(server.lines)
     with pytest.raises(OSError):
         urllib.request.urlopen(f"{url}/_stcore/health", timeout=2)
@@ -167,51 +210,3 @@ def _traces(page, name: str) -> list[dict]:
 
 def _wait_text(page, text: str, timeout: int = 30_000) -> None:
     page.wait_for_function(f"() => document.body.innerText.includes({text!r})", timeout=timeout)
-
-
-def test_every_page_draws_what_it_claims_in_chromium(six_runs, tmp_path):
-    """Walks every page as a user: semantic colours equal across runs, the level-2 caption counts
-    the shallower samples, no violin passes 180°, Compare shows intervals and p-values for several
-    runs."""
-    with dashboard_page(six_runs) as (server, page):
-        page.goto(server.wait_ready())
-        page.wait_for_selector(".js-plotly-plot .main-svg", timeout=30_000)
-        _wait_text(page, "top1 vs plain")  # the overview's "vs baseline" column
-
-        page.get_by_role("link", name="Embeddings").click()
-        page.wait_for_selector(".js-plotly-plot .main-svg", timeout=30_000)
-        _select(page, "Colour by", "correct / wrong")
-        page.wait_for_function(f"() => [...{PLOTS}].some(p => (p.data || []).some(t => t.name === 'correct'))",
-                               timeout=30_000)
-        first = {t["name"]: t["colour"] for t in _traces(page, "correct") if t["name"] in ("correct", "wrong")}
-        _select(page, "Run", "riemann")
-        page.wait_for_function(f"""() => [...{PLOTS}].some(p => String((p.layout.title || {{}}).text || '')
-            .includes('riemann:') && p.data.some(t => t.name === 'correct'))""", timeout=30_000)
-        second = {t["name"]: t["colour"] for t in _traces(page, "correct") if t["name"] in ("correct", "wrong")}
-        assert first and first == {k: second[k] for k in first}  # correct / wrong: one colour in every run
-        _select(page, "Colour by", "super-class, level 2")
-        _wait_text(page, "have no level-2 super-class")
-
-        page.get_by_role("link", name="Geometry").click()
-        page.wait_for_function(f"() => [...{PLOTS}].some(p => (p.data || []).some(t => t.type === 'violin'))",
-                               timeout=30_000)
-        page.wait_for_timeout(500)
-        extent = page.evaluate(f"""() => [...{PLOTS}].flatMap(p => (p.calcdata || []).flat())
-            .flatMap(c => (c && c.density) ? c.density.map(d => d.t) : [])""")
-        assert extent and 0 <= min(extent) and max(extent) <= 180, (min(extent), max(extent))
-
-        page.get_by_role("link", name="Confusion").click()
-        page.wait_for_function(f"() => [...{PLOTS}].some(p => (p.data || []).some(t => t.type === 'heatmap'))",
-                               timeout=30_000)
-        axis = page.evaluate(f"() => [...{PLOTS}].flatMap(p => p.data).find(t => t.type === 'heatmap').x")
-        assert "T-shirt/top" in axis and "Bag" in axis
-
-        page.get_by_role("link", name="Compare").click()
-        _wait_text(page, "exact McNemar test")  # the table itself is drawn on a canvas
-        page.wait_for_function(f"""() => [...{PLOTS}].some(p => p.layout && p.layout.title
-            && String(p.layout.title.text || '').includes('Difference from'))""", timeout=30_000)
-        runs = page.evaluate(f"""() => [...{PLOTS}].filter(p => String((p.layout.title || {{}}).text || '')
-            .includes('Difference from')).flatMap(p => p.data.map(t => t.name))""")
-        assert len(set(runs)) >= 3, runs  # every other run against the baseline, each with its interval
-        page.screenshot(path=str(tmp_path / "compare.png"))
-    assert server.code == 0, "".join(server.lines)
