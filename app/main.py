@@ -7,6 +7,8 @@ chooses the runs, and hands over to the page chosen in the navigation. The pages
 
 from __future__ import annotations
 
+import os
+
 import streamlit as st
 
 from app import loading, state
@@ -43,7 +45,7 @@ def main() -> None:
         for problem in evaluation.problems:
             st.error(problem)
         st.stop()
-    state.set_context(common.sidebar(evaluation, root))
+    state.set_context(common.sidebar(evaluation, os.environ.get(state.SHOWN_VAR) or root))
     pages = [st.Page(path, title=title, icon=icon, default=i == 0) for i, (path, title, icon) in enumerate(PAGES)]
     try:
         st.navigation(pages).run()

@@ -86,8 +86,9 @@ class PairedDifference:
         """``+0.0030 [-0.0012, +0.0071], p = 0.16``"""
         if self.samples == 0:
             return "no samples"
+        p = format_p(self.p_value)
         return (f"{self.delta:+.{digits}f} [{self.low:+.{digits}f}, {self.high:+.{digits}f}], "
-                f"p = {format_p(self.p_value)}")
+                + (f"p {p}" if p.startswith("<") else f"p = {p}"))
 
 
 def format_p(p: float) -> str:

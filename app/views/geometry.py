@@ -12,8 +12,8 @@ from app.views.common import PLOT, needs_runs, pick, pick_run, shows_problems
 from hseval import charts
 from hseval.results import RunResult
 
+# one precision per kind of column: angles in degrees to 0.1°, norms and steps to 4 decimals
 FORMATS = {"angle": "%.1f", "norm": "%.4f", "count": "%d", "score": "%.3f"}
-"""One precision per kind of column: angles in degrees to 0.1°, norms and steps to 4 decimals."""
 
 
 def formats(frame) -> dict:

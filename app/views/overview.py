@@ -14,8 +14,8 @@ from hseval import charts
 from hseval.results import level_table, summary_table, unavailable_table
 from hseval.significance import versus
 
-IDENTITY = ("run", "head")
-"""Columns kept in view while the table scrolls sideways."""
+IDENTITY = ("run", "head")  # kept in view while the table scrolls sideways
+# (no bare strings at the top level of a page: Streamlit's magic would print them on the page)
 
 
 def column_config(frame: pd.DataFrame, reasons: dict[str, str]) -> dict:

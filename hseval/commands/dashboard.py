@@ -129,7 +129,7 @@ def cmd_dashboard(args: argparse.Namespace) -> int:
         hint = "; choose another --port or leave it out" if args.port else ""
         raise ConfigError(f"cannot serve on {where} ({exc.strerror or exc}){hint}") from None
     url = _url(args.host, port)
-    env = {**os.environ, ENV_VAR: str(folder)}
+    env = {**os.environ, ENV_VAR: str(folder), "HSEVAL_EVAL_DIR_AS_GIVEN": args.dir}
     process = subprocess.Popen(streamlit_command(folder, host=args.host, port=port), env=env)
     # SIGTERM (a service manager, a test) stops the server the same way as Ctrl-C; and Ctrl-C works
     # even where the parent started us with SIGINT ignored (a background job of a script, some test
