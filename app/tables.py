@@ -32,7 +32,8 @@ def overview_columns(summary: pd.DataFrame) -> pd.DataFrame:
     levels = sorted((c for c in summary.columns if c.startswith("level") and not c.endswith("_agreement")),
                     key=lambda c: (int("".join(ch for ch in c[5:] if ch.isdigit()) or 0), c))
     rest = ["mistake_severity", "avg_hdist@1", "hierarchical_precision", "hierarchical_recall", "hierarchical_f1",
-            "ece", "cross_entropy", "feature_norm", "max_logit", "cophenetic_correlation"]
+            "crm_top1", "crm_mistake_severity", "crm_avg_hdist@1", "crm_hierarchical_f1", "ece", "cross_entropy",
+            "feature_norm", "max_logit", "cophenetic_correlation"]
     columns = [c for c in (*first, *levels, *rest) if c in summary.columns]
     return summary[columns].dropna(axis=1, how="all")
 

@@ -379,6 +379,10 @@ METRICS_SPEC: dict[str, Callable] = {
 }
 """What ``metrics.json`` may hold (top-k, hierarchical distance@k by pattern below); other keys are dropped."""
 _METRICS_PATTERNS = {r"top[1-9][0-9]{0,3}": _UNIT, r"(avg|best)_hdist@[1-9][0-9]{0,3}": _num(0)}
+METRICS_SPEC["crm"] = _record({"superclass_acc": _levels(_UNIT), "mistake_severity": _num(0),
+                               "hierarchical_precision": _UNIT, "hierarchical_recall": _UNIT,
+                               "hierarchical_f1": _UNIT}, pattern_fields=_METRICS_PATTERNS)
+"""CRM re-ranking's predictions scored like the argmax's (:mod:`hseval.metrics.crm`)."""
 _REQUIRED = ("top1", "head", "dataset", "samples", "hierarchy")
 
 

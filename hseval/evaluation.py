@@ -156,11 +156,15 @@ def _batches(split, batch_size: int, device: torch.device):
 def _extract(run: Run, split, *, sample: np.ndarray, batch_size: int, device: torch.device,
              progress: bool) -> dict[str, Any]:
     from hseval.metrics import HierarchicalMetrics, level_prediction_matrix, level_predictions_from_logits
+    from hseval.metrics.crm import class_distances, crm_scores, too_many_classes
     from hseval.progress import bar as progress_bar
 
     model = run.model
     tree = run.hierarchy
     metrics = HierarchicalMetrics(tree, topk=KS)
+    crm_skipped = too_many_classes(tree)
+    distances = None if crm_skipped else class_distances(tree)
+    crm = None if crm_skipped else HierarchicalMetrics(tree, topk=KS)
     in_sample = np.zeros(len(split), dtype=bool)
     in_sample[sample] = True
     kept, feature_norms, max_logits, targets, tops, levels = [], [], [], [], [], []
@@ -173,6 +177,8 @@ def _extract(run: Run, split, *, sample: np.ndarray, batch_size: int, device: to
         level_logits = model.head.level_logits(z)
         level_logits = None if level_logits is None else {k: v.float().cpu().numpy() for k, v in level_logits.items()}
         tops.append(metrics.update(logits, y, level_logits))
+        if crm is not None:
+            crm.update(crm_scores(torch.softmax(logits, dim=1).cpu().numpy(), distances), y)
         levels.append(level_prediction_matrix(level_predictions_from_logits(level_logits or {}, tree), tree, len(y)))
         targets.append(y.cpu().numpy())
         mask = in_sample[seen: seen + len(y)]
@@ -186,7 +192,8 @@ def _extract(run: Run, split, *, sample: np.ndarray, batch_size: int, device: to
     if seen != len(split):
         raise DataError(f"{run.path}: evaluated {seen} samples but the split has {len(split)}")
     norms = torch.cat(feature_norms).numpy()
-    return {"metrics": metrics, "embeddings": torch.cat(kept).numpy() if kept else np.zeros((0, 0)),
+    return {"metrics": metrics, "crm": crm, "crm_skipped": crm_skipped,
+            "embeddings": torch.cat(kept).numpy() if kept else np.zeros((0, 0)),
             "targets": np.concatenate(targets).astype(np.int64), "topk": np.concatenate(tops),
             "levels": np.concatenate(levels) if levels else np.zeros((0, max(tree.max_depth - 1, 0)), np.int64),
             "feature_norm": {"mean": float(norms.mean()), "std": float(norms.std()), "max": float(norms.max())},
@@ -329,6 +336,7 @@ def _evaluate_run_stages(run_dir: Path, out_dir: Path, *, name: str, data_root: 
     :func:`evaluate_runs` may run in a worker thread while the next run's embeddings are computed."""
     from hseval import geometry
     from hseval.device import resolve_device
+    from hseval.metrics.crm import crm_summary
     from hseval.metrics.streaming import NO_LEVEL_SCORES
     from hseval.projection import stratified_sample
 
@@ -347,6 +355,10 @@ def _evaluate_run_stages(run_dir: Path, out_dir: Path, *, name: str, data_root: 
                                "max_logit": result["max_logit"]}
     own = f"head {run.head_name!r} has no super-class scores of its own (only its class scores)"
     metrics["unavailable"] = {k: own if v == NO_LEVEL_SCORES else v for k, v in metrics["unavailable"].items()}
+    if result["crm"] is not None:
+        metrics["crm"] = crm_summary(result["crm"].compute())
+    else:
+        metrics["unavailable"]["crm"] = result["crm_skipped"]
     head = run.model.head
     vectors = geometry.node_vectors(head)
     radii = head.radii()

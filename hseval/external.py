@@ -90,9 +90,14 @@ def evaluate_predictions(file: str | Path, out_dir: str | Path, *, hierarchy: st
         levels = level_prediction_matrix(level_predictions_from_logits(preds.level_scores, tree), tree,
                                          len(preds.targets))
         metrics: dict[str, Any] = streamed.compute()
+        crm = _crm(preds, tree)
         missing = "the predictions file has no {}"
         unavailable = {k: missing.format("level_scores_<k> arrays (the model's own super-class scores)")
                        if v == NO_LEVEL_SCORES else v for k, v in metrics["unavailable"].items()}
+        if isinstance(crm, str):
+            unavailable["crm"] = crm
+        else:
+            metrics["crm"] = crm
         if preds.kind == "logits":
             metrics["max_logit"] = {"mean": float(preds.scores.max(axis=1).mean())}
         else:
@@ -139,3 +144,25 @@ def evaluate_predictions(file: str | Path, out_dir: str | Path, *, hierarchy: st
         _write_index(out_dir, {name: entry})
     log(f"  leaf top-1 {entry['leaf_top1']:.4f} -> {out_dir / name}")
     return entry
+
+
+def _crm(preds, tree) -> dict[str, Any] | str:
+    """CRM re-ranking's metrics from the file's scores, or why there are none."""
+    from scipy.special import softmax
+
+    from hseval.metrics import HierarchicalMetrics
+    from hseval.metrics.crm import class_distances, crm_scores, crm_summary, too_many_classes
+
+    if preds.kind == "labels":
+        return "the predictions give one class per sample, no scores to re-rank"
+    skipped = too_many_classes(tree)
+    if skipped:
+        return skipped
+    distances = class_distances(tree)
+    crm = HierarchicalMetrics(tree, topk=KS)
+    for lo in range(0, len(preds.targets), 8192):
+        scores = preds.scores[lo: lo + 8192]
+        if preds.kind == "logits":
+            scores = softmax(scores, axis=1)
+        crm.update(crm_scores(scores, distances), preds.targets[lo: lo + 8192])
+    return crm_summary(crm.compute())

@@ -69,6 +69,18 @@ def _markdown_sections(root: Path, sections: list[tuple[str, str, pd.DataFrame]]
     return "\n".join(md)
 
 
+def _crm_table(summary: pd.DataFrame) -> pd.DataFrame:
+    """Per run: top-1, mistake severity and hierarchical distance@1 of the argmax and of CRM."""
+    if "crm_top1" not in summary or summary["crm_top1"].isna().all():
+        return pd.DataFrame()
+    out = summary[["run", "head"]].copy()
+    for key in ("top1", "mistake_severity", "avg_hdist@1"):
+        if key in summary:
+            out[key], out[f"CRM {key}"] = summary[key], summary[f"crm_{key}"]
+            out[f"Δ {key}"] = summary[f"crm_{key}"] - summary[key]
+    return out
+
+
 def render(evaluation: Evaluation, root: Path, *, baseline: str | None = None) -> dict[str, str]:
     """Every file of the report as text, by name (report.html by its key "report.html")."""
     runs = evaluation.runs
@@ -82,6 +94,7 @@ def render(evaluation: Evaluation, root: Path, *, baseline: str | None = None) -
     headline = summary[[c for c in ("run", "head", "top1", "top5", "mistake_severity", "hierarchical_f1", "ece",
                                     "feature_norm", "max_logit", "cophenetic_correlation") if c in summary]]
     missing = unavailable_table(runs)
+    crm = _crm_table(summary)
     seeds = bool((grouped["seeds"] > 1).any())
     method = ("each run minus the baseline on the same test samples: 95 % interval from a paired bootstrap over "
               "samples (10,000 resamples), p from the exact McNemar test")
@@ -89,6 +102,10 @@ def render(evaluation: Evaluation, root: Path, *, baseline: str | None = None) -
               ("Super-class accuracy", "'from leaf': the predicted class's ancestor; 'parent δ / level head': the "
                                        "head's own super-class scores.", mark_unavailable(levels, runs)),
               (f"Difference from {base.name}", method[0].upper() + method[1:] + ".", paired)]
+    if not crm.empty:
+        tables.append(("Argmax and CRM re-ranking", "CRM (Karthik et al., ICLR 2021) predicts the class of least "
+                       "expected tree distance under the model's probabilities instead of the most probable one: "
+                       "it trades leaf accuracy for milder mistakes. Δ = CRM − argmax.", crm))
     if seeds:
         tables += [("Mean ± std over seeds", "", _mean_std(grouped)),
                    ("Differences over seeds", "Each seed group minus the baseline's group: t interval over seeds "

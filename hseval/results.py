@@ -166,6 +166,9 @@ def summary_table(runs: list[RunResult]) -> pd.DataFrame:
         for key, value in m.items():
             if key.startswith(("mistake_severity", "avg_hdist", "best_hdist", "hierarchical_")):
                 row[key] = _num(value)
+        crm = m.get("crm") or {}
+        for key in ("top1", "mistake_severity", "avg_hdist@1", "hierarchical_f1"):
+            row[f"crm_{key}"] = _num(crm.get(key))
         row["ece"] = _num(m.get("ece"))
         row["cross_entropy"] = _num(m.get("cross_entropy"))
         row["feature_norm"] = _num((m.get("feature_norm") or {}).get("mean"))
@@ -256,6 +259,8 @@ def metric_of_column(column: str) -> str:
     match = _LEVEL_COLUMN.fullmatch(column)
     if match:
         return "level_agreement" if match.group(2) == "_agreement" else "superclass_acc_from_levels"
+    if column.startswith("crm_"):
+        return "crm"
     return {"cophenetic_correlation": "geometry"}.get(column, column)
 
 

@@ -94,6 +94,10 @@ def test_report_writes_tables_and_an_offline_page(evaluated, tmp_path, capsys):
     assert significance["McNemar p"].notna().all()
     markdown = (folder / "report.md").read_text()
     assert "## Contents" in markdown and "- [Difference from plain](#difference-from-plain)" in markdown
+    assert "## Argmax and CRM re-ranking" in markdown and "| CRM top1 | Δ top1 |" in markdown
+    summary = pd.read_csv(folder / "summary.csv").set_index("run")
+    assert summary.loc["plain", "crm_top1"] == pytest.approx(
+        json.loads((folder / "plain" / "metrics.json").read_text())["crm"]["top1"])
     assert main(["report", str(folder), "--baseline", "riemann"]) == 0
     assert set(pd.read_csv(folder / "significance.csv")["run"]) == {"multitask", "plain"}
     assert main(["report", str(folder), "--baseline", "nope"]) == 2

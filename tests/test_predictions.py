@@ -105,6 +105,8 @@ def test_a_foreign_model_is_evaluated_reported_and_shown_beside_hseval_runs(outp
     assert scores.metrics["top1"] == full.metrics["top1"] and "projections" in scores.unavailable
     assert labels.metrics["top1"] == full.metrics["top1"] and "top5" not in labels.metrics
     assert labels.unavailable["top5"] == "the predictions give one class per sample, no scores"
+    assert labels.unavailable["crm"] == "the predictions give one class per sample, no scores to re-rank"
+    assert 0 <= full.metrics["crm"]["top1"] <= 1 and scores.metrics["crm"] == full.metrics["crm"]
     hseval_plain = evaluation.run("plain")
     assert "head 'plain' has no super-class scores" in hseval_plain.unavailable["superclass_acc_from_levels"]
 
