@@ -1,9 +1,11 @@
-"""``hseval hierarchy stats | convert | show``: inspect and convert hierarchy files."""
+"""``hseval hierarchy stats | convert | show | induce``: inspect and convert hierarchy files, and
+induce a tree from a trained head's class vectors."""
 
 from __future__ import annotations
 
 import argparse
 import json
+from pathlib import Path
 
 from hseval.commands import positive_int
 from hseval.hierarchy_io import FORMATS
@@ -33,6 +35,28 @@ def cmd_convert(args: argparse.Namespace) -> int:
         hierarchy = merge_single_child_chains(hierarchy)
     hierarchy.write(args.output, args.to)
     print(f"wrote {args.output} ({args.to}, {hierarchy.num_leaves} classes, {hierarchy.num_nodes} nodes)")
+    return 0
+
+
+def _clusters(text: str) -> list[int]:
+    try:
+        return [int(k) for k in text.split(",") if k.strip()]
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected comma-separated numbers of groups, e.g. 3,6; got {text!r}") \
+            from None
+
+
+def cmd_induce(args: argparse.Namespace) -> int:
+    from hseval import fileio
+    from hseval.hierarchies.induce import class_vectors_of, default_clusters, induce_tree
+
+    fileio.check_output_folder(Path(args.out).parent, option="--out")
+    vectors, given = class_vectors_of(args.source)
+    clusters = args.clusters or default_clusters(given)
+    tree = induce_tree(vectors, given.leaf_names, clusters=clusters)
+    tree.write(args.out, args.to)
+    print(f"wrote {args.out} ({tree.num_leaves} classes, {tree.num_nodes - tree.num_leaves} super-classes in "
+          f"{tree.max_depth - 1} level(s), from {len(clusters)} cut(s): {','.join(map(str, clusters))} groups)")
     return 0
 
 
@@ -92,4 +116,12 @@ def register(commands: argparse._SubParsersAction) -> argparse._SubParsersAction
     show.add_argument("--format", choices=FORMATS, help="file format (default: detect)")
     show.add_argument("--max-depth", type=positive_int, help="stop at this depth")
     show.set_defaults(func=cmd_show)
+    induce = actions.add_parser("induce", help="the tree recovered from a trained head's class vectors")
+    induce.add_argument("source", help="a run folder (hseval train) or an evaluated run (hseval evaluate's DIR/<run>)")
+    induce.add_argument("--out", required=True, help="the tree file to write")
+    induce.add_argument("--to", choices=FORMATS, default=None,
+                        help="output format (default: nbdt for .json, else pairs with a .names.tsv)")
+    induce.add_argument("--clusters", type=_clusters, default=None, metavar="K1,K2,...",
+                        help="groups per level from the top (default: as many as the run's tree has per level)")
+    induce.set_defaults(func=cmd_induce)
     return actions

@@ -1,0 +1,74 @@
+"""Induced trees: class vectors planted from a known tree give that tree back; the command on a
+real run and on an evaluated run writes a tree that reads back with the run's classes."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from hseval.cli import main
+from hseval.errors import ConfigError
+from hseval.hierarchies.induce import default_clusters, induce_tree
+from hseval.hierarchy import Hierarchy
+from tests.conftest import fashion_tree, random_tree
+
+
+def planted_vectors(tree: Hierarchy, seed: int, dim: int = 64) -> np.ndarray:
+    """Each node a random direction; a class vector sums its ancestors' with shrinking weights, so
+    classes of one super-class point the same way."""
+    rng = np.random.default_rng(seed)
+    directions = rng.normal(size=(tree.num_nodes, dim))
+    vectors = np.zeros((tree.num_leaves, dim))
+    for leaf in range(tree.num_leaves):
+        for depth, node in enumerate(tree.path(leaf), start=1):
+            vectors[leaf] += directions[node] * 4.0 ** -(depth - 1)
+    return vectors
+
+
+@pytest.mark.parametrize("tree", [fashion_tree(), random_tree(40, 3, max_depth=3, branching=0.3)],
+                         ids=["fashion", "random"])
+def test_planted_tree_is_recovered(tree):
+    """Every super-class of the given tree is a node of the induced one: the same set of classes."""
+    induced = induce_tree(planted_vectors(tree, 0), tree.leaf_names, clusters=default_clusters(tree))
+    assert induced.leaf_names == tree.leaf_names  # the classes keep their order
+
+    def groups(t: Hierarchy) -> set[frozenset]:  # (a single-child chain groups one class: merged away)
+        return {frozenset(t.subtree_leaves(n).tolist()) for n in range(t.num_leaves, t.num_nodes)
+                if len(t.subtree_leaves(n)) > 1}
+
+    assert groups(tree) <= groups(induced)
+
+
+def test_default_cuts_count_the_classes_that_end_higher():
+    assert default_clusters(fashion_tree()) == [3, 7]  # clothing, footwear, Bag; then 6 nodes + Bag
+
+
+def test_no_super_class_has_a_single_child():
+    tree = fashion_tree()
+    induced = induce_tree(planted_vectors(tree, 1), tree.leaf_names, clusters=[2, 3, 6])
+    assert all(len(induced.children[n]) != 1 for n in range(induced.num_leaves, induced.num_nodes))
+
+
+@pytest.mark.parametrize("clusters, message", [([], "increasing numbers of groups"), ([6, 3], "increasing"),
+                                               ([1], "between 2 and 9"), ([10], "between 2 and 9")])
+def test_bad_cluster_counts_say_what_is_expected(clusters, message):
+    tree = fashion_tree()
+    with pytest.raises(ConfigError, match=message):
+        induce_tree(planted_vectors(tree, 0), tree.leaf_names, clusters=clusters)
+
+
+def test_the_command_on_a_run_and_on_an_evaluated_run(evaluated, tmp_path, capsys):
+    run = evaluated.parent / "runs" / "riemann"
+    assert main(["hierarchy", "induce", str(run), "--out", str(tmp_path / "a.txt")]) == 0
+    assert "wrote" in capsys.readouterr().out
+    from hseval.results import read_run
+
+    a = Hierarchy.read(tmp_path / "a.txt")
+    assert a.leaf_names == read_run(evaluated / "riemann").hierarchy.leaf_names  # the run's classes, in order
+    assert main(["hierarchy", "induce", str(evaluated / "plain"), "--out", str(tmp_path / "b.json"),
+                 "--clusters", "2,4"]) == 0
+    b = Hierarchy.read(tmp_path / "b.json")
+    assert b.num_leaves == 10 and len(b.nodes_at_depth(1)) == 2
+    assert main(["hierarchy", "induce", str(tmp_path), "--out", str(tmp_path / "c.txt")]) == 2
+    assert "neither a run" in capsys.readouterr().err
+    assert main(["hierarchy", "induce", str(run), "--out", str(tmp_path / "d.txt"), "--clusters", "x"]) == 2
