@@ -18,6 +18,7 @@ import pandas as pd
 
 from hseval import fileio, ownership, report_charts
 from hseval.errors import HsevalWarning, RunFormatError
+from hseval.paper_tables import paper_table, to_latex, to_markdown
 from hseval.report_html import Detail, Section, anchor, page
 from hseval.results import (
     Evaluation,
@@ -69,6 +70,16 @@ def _markdown_sections(root: Path, sections: list[tuple[str, str, pd.DataFrame]]
     return "\n".join(md)
 
 
+def _paper_shown(paper: pd.DataFrame) -> pd.DataFrame:
+    if paper.empty:
+        return paper
+    out = paper.copy()
+    out["ours"] = [f"{m:.2f}" + (f" ± {s:.2f}" if s == s else "") for m, s in zip(paper["ours"], paper["std"])]
+    out["paper"] = [f"{p:.2f}" if p == p else "" for p in paper["paper"]]
+    out["difference"] = [f"{d:+.2f}" if d == d else "" for d in paper["difference"]]
+    return out.drop(columns="std")
+
+
 def _crm_table(summary: pd.DataFrame) -> pd.DataFrame:
     """Per run: top-1, mistake severity and hierarchical distance@1 of the argmax and of CRM."""
     if "crm_top1" not in summary or summary["crm_top1"].isna().all():
@@ -95,6 +106,7 @@ def render(evaluation: Evaluation, root: Path, *, baseline: str | None = None) -
                                     "feature_norm", "max_logit", "cophenetic_correlation") if c in summary]]
     missing = unavailable_table(runs)
     crm = _crm_table(summary)
+    paper = paper_table(runs)
     seeds = bool((grouped["seeds"] > 1).any())
     method = ("each run minus the baseline on the same test samples: 95 % interval from a paired bootstrap over "
               "samples (10,000 resamples), p from the exact McNemar test")
@@ -102,6 +114,8 @@ def render(evaluation: Evaluation, root: Path, *, baseline: str | None = None) -
               ("Super-class accuracy", "'from leaf': the predicted class's ancestor; 'parent δ / level head': the "
                                        "head's own super-class scores.", mark_unavailable(levels, runs)),
               (f"Difference from {base.name}", method[0].upper() + method[1:] + ".", paired)]
+    tables.append(("The paper's Tables 1–2", "Leaf accuracy (%) per dataset × backbone × head beside the paper's "
+                   "number where the runs follow its recipe (paper_tables.md and .tex).", _paper_shown(paper)))
     if not crm.empty:
         tables.append(("Argmax and CRM re-ranking", "CRM (Karthik et al., ICLR 2021) predicts the class of least "
                        "expected tree distance under the model's probabilities instead of the most probable one: "
@@ -112,7 +126,9 @@ def render(evaluation: Evaluation, root: Path, *, baseline: str | None = None) -
                                               "(paired by seed when both ran the same seeds).", over_seeds)]
     if not missing.empty:
         tables.append(("Not available", "Why a cell reads n/a.", missing))
-    files = {"summary.csv": summary.to_csv(index=False), "summary_grouped.csv": grouped.to_csv(index=False),
+    files = {"paper_tables.md": "# The paper's Tables 1–2 from these runs\n\n" + to_markdown(paper),
+             "paper_tables.tex": to_latex(paper), "summary.csv": summary.to_csv(index=False),
+             "summary_grouped.csv": grouped.to_csv(index=False),
              "superclass_accuracy.csv": levels.to_csv(index=False),
              "superclass_accuracy.md": "# Super-class accuracy\n\n" + _markdown(levels),
              "significance.csv": paired.to_csv(index=False), "report.md": _markdown_sections(root, tables)}
