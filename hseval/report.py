@@ -126,12 +126,12 @@ def render(evaluation: Evaluation, root: Path, *, baseline: str | None = None) -
                                               "(paired by seed when both ran the same seeds).", over_seeds)]
     if not missing.empty:
         tables.append(("Not available", "Why a cell reads n/a.", missing))
-    files = {"paper_tables.md": "# The paper's Tables 1–2 from these runs\n\n" + to_markdown(paper),
-             "paper_tables.tex": to_latex(paper), "summary.csv": summary.to_csv(index=False),
-             "summary_grouped.csv": grouped.to_csv(index=False),
+    files = {"summary.csv": summary.to_csv(index=False), "summary_grouped.csv": grouped.to_csv(index=False),
              "superclass_accuracy.csv": levels.to_csv(index=False),
              "superclass_accuracy.md": "# Super-class accuracy\n\n" + _markdown(levels),
-             "significance.csv": paired.to_csv(index=False), "report.md": _markdown_sections(root, tables)}
+             "significance.csv": paired.to_csv(index=False),
+             "paper_tables.md": "# The paper's Tables 1–2 from these runs\n\n" + to_markdown(paper),
+             "paper_tables.tex": to_latex(paper), "report.md": _markdown_sections(root, tables)}
     sections = [Section(title, intro, [frame]) for title, intro, frame in tables]
     sections.append(Section("Charts", "One entry per seed group (mean ± std over seeds)" if seeds else
                             "One entry per run.", charts=report_charts.overview_charts(
