@@ -15,6 +15,7 @@ import gzip
 import html
 import re
 from dataclasses import dataclass, field
+from functools import cache
 
 import pandas as pd
 
@@ -61,7 +62,9 @@ def anchor(title: str) -> str:
     return re.sub(r"\s+", "-", text)
 
 
+@cache
 def _plotly_js() -> str:
+    """plotly.js packed once per process (gzip of 4.8 MB: a quarter of a second)."""
     from plotly.offline import get_plotlyjs
 
     packed = base64.b64encode(gzip.compress(get_plotlyjs().encode(), 9, mtime=0)).decode()

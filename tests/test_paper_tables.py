@@ -70,16 +70,3 @@ def test_cells_are_compared_only_under_the_papers_recipe(evaluated):
     assert "(paper 71.89, not compared)" in markdown
     latex = to_latex(table.reset_index())
     assert r"71.00 $\pm$ 1.41 (paper 69.47, +1.53)" in latex and latex.startswith(r"\begin{tabular}")
-
-
-def test_the_report_writes_the_paper_tables(evaluated, tmp_path):
-    import shutil
-
-    from hseval.report import write_report
-
-    folder = tmp_path / "eval"
-    shutil.copytree(evaluated, folder)
-    write_report(folder)
-    assert "no matching paper cell" in (folder / "paper_tables.md").read_text()
-    assert (folder / "paper_tables.tex").read_text().startswith(r"\begin{tabular}")
-    assert "## The paper's Tables 1–2" in (folder / "report.md").read_text()
