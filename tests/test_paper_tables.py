@@ -70,3 +70,27 @@ def test_cells_are_compared_only_under_the_papers_recipe(evaluated):
     assert "(paper 71.89, not compared)" in markdown
     latex = to_latex(table.reset_index())
     assert r"71.00 $\pm$ 1.41 (paper 69.47, +1.53)" in latex and latex.startswith(r"\begin{tabular}")
+
+
+def _reproduce():
+    import sys
+
+    spec = importlib.util.spec_from_file_location("reproduce_paper", ROOT / "scripts" / "reproduce_paper.py")
+    module = importlib.util.module_from_spec(spec)
+    sys.modules["reproduce_paper"] = module  # dataclasses look their module up there
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_the_reproduction_plan_estimates_only_measured_rows(capsys):
+    module = _reproduce()
+    steps = module.plan("2", "/data")
+    assert [(s.dataset, s.backbone) for s in steps][:2] == [("cifar100", "resnet18"), ("cifar100", "resnet50")]
+    cifar = steps[0]
+    assert cifar.seconds_per_run == pytest.approx(300 * 50_000 / 14_000)  # ~18 min a run, as the issue measured
+    assert cifar.command[:4] == ["hseval", "train-all", "--recipe", "cifar100-resnet18"]
+    assert all((ROOT / "train" / "recipes" / f"{s.command[3]}.yaml").is_file() for s in module.plan("all", "d"))
+    assert "not measured" in steps[1].estimate(5)
+    assert module.main(["1", "--dry-run", "--throughput", "resnet18@224=2000"]) == 0
+    out = capsys.readouterr().out
+    assert "# cub200 / resnet18: 5 runs × 15 min = 1.2 GPU-h" in out and "measured rows: 3 of 12" in out
