@@ -24,7 +24,8 @@ from hseval.significance import (
     seed_groups,
 )
 
-__all__ = ["GUIDES", "entries", "colours", "baseline", "overview_charts", "detail_charts", "significance_tables"]
+__all__ = ["GUIDES", "entries", "colours", "baseline", "overview_charts", "detail_charts", "significance_tables",
+           "seed_group_table"]
 
 GUIDES = {
     "levels": "Higher is better. Each panel's axis is zoomed to its values (read the numbers on it); a "
@@ -165,7 +166,28 @@ def _run_rows(runs: list[RunResult], base: RunResult) -> tuple[list[dict], list[
 
 
 def _mean_std(means: pd.Series, stds: pd.Series) -> list[str]:
-    return [f"{m:.4f} ± {s:.4f}" if s == s else f"{m:.4f}" for m, s in zip(means, stds)]
+    return [f"{m:.4f} ± {s:.4f}" if s == s else f"{m:.4f} (1 seed)" for m, s in zip(means, stds)]
+
+
+def seed_group_table(drawn: list[SeedGroup], home: SeedGroup, table: pd.DataFrame) -> tuple[pd.DataFrame,
+                                                                                             pd.DataFrame]:
+    """Each seed group of ``drawn`` against ``home`` over seeds, from a level table of their runs:
+    (the shown table: group, metric, group and baseline mean ± std, difference, 95 % interval, p,
+    test; the raw differences with a ``run`` column, for the forest plot)."""
+    parts, raw = [], []
+    for e in drawn:
+        if e is home:
+            continue
+        frame = compare_groups(e, home, table)
+        raw.append(frame.assign(run=e.name))
+        parts.append(pd.DataFrame({
+            "group": e.name, "metric": frame["metric"], "group mean ± std": _mean_std(frame["a_mean"], frame["a_std"]),
+            "baseline mean ± std": _mean_std(frame["b_mean"], frame["b_std"]), "difference": frame["delta"],
+            "95 % interval": [f"[{lo:+.4f}, {hi:+.4f}]" if lo == lo else "needs ≥ 2 seeds each"
+                              for lo, hi in zip(frame["low"], frame["high"])],
+            "p": [format_p(p) for p in frame["p_value"]], "test": frame["test"]}))
+    return (pd.concat(parts, ignore_index=True) if parts else pd.DataFrame(),
+            pd.concat(raw, ignore_index=True) if raw else pd.DataFrame())
 
 
 def significance_tables(runs: list[RunResult], base: RunResult,
@@ -173,24 +195,10 @@ def significance_tables(runs: list[RunResult], base: RunResult,
     """(each run against the baseline on the same samples; each seed group against the baseline's
     group over seeds; the differences the forest plot draws: the groups' when there are groups)."""
     rows, forest = _run_rows(runs, base)
-    groups_table, group_forest = pd.DataFrame(), []
+    groups_table, group_forest = pd.DataFrame(), pd.DataFrame()
     if any(len(e.runs) > 1 for e in drawn):
         home = next(e for e in drawn if base in e.runs)
-        table = level_table(runs)
-        parts = []
-        for e in drawn:
-            if e is home:
-                continue
-            frame = compare_groups(e, home, table)
-            group_forest.append(frame.assign(run=e.name))
-            parts.append(pd.DataFrame({
-                "group": e.name, "metric": frame["metric"], "mean ± std": _mean_std(frame["a_mean"], frame["a_std"]),
-                f"{home.name} mean ± std": _mean_std(frame["b_mean"], frame["b_std"]),
-                "difference": [f"{d:+.4f}" for d in frame["delta"]],
-                "95 % interval": [f"[{lo:+.4f}, {hi:+.4f}]" if lo == lo else "needs ≥ 2 seeds each"
-                                  for lo, hi in zip(frame["low"], frame["high"])],
-                "p": [format_p(p) for p in frame["p_value"]], "test": frame["test"]}))
-        groups_table = pd.concat(parts, ignore_index=True) if parts else pd.DataFrame()
-    drawn_differences = group_forest or forest
-    return (pd.DataFrame(rows), groups_table,
-            pd.concat(drawn_differences, ignore_index=True) if drawn_differences else pd.DataFrame())
+        groups_table, group_forest = seed_group_table(drawn, home, level_table(runs))
+    if not group_forest.empty:
+        return pd.DataFrame(rows), groups_table, group_forest
+    return pd.DataFrame(rows), groups_table, pd.concat(forest, ignore_index=True) if forest else pd.DataFrame()

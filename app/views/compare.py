@@ -11,8 +11,9 @@ from app import loading, tables
 from app.state import Context, context
 from app.views.common import PLOT, pick, pick_run, shows_problems
 from hseval import charts
+from hseval.report_charts import seed_group_table
 from hseval.results import RunResult, level_table
-from hseval.significance import compare_groups, format_p, not_paired, seed_groups
+from hseval.significance import format_p, not_paired, seed_groups
 
 KEY_CHOSEN = "compare_runs"
 KEY_BASE = "compare_baseline"
@@ -64,21 +65,9 @@ def _seed_groups(runs: list[RunResult], baseline: RunResult) -> None:
     st.subheader(f"Over seeds: each seed group against {base.name}")
     st.caption("Mean ± std over seeds, and the difference of the means with its 95 % t interval over seeds (paired "
                "by seed when both groups ran the same seeds, Welch's otherwise).")
-    table = level_table(runs)
-    frames = [compare_groups(g, base, table).assign(group=g.name) for g in groups if g is not base]
-    frame = pd.concat(frames, ignore_index=True) if frames else pd.DataFrame()
-    if frame.empty:
+    shown, _ = seed_group_table(groups, base, level_table(runs))
+    if shown.empty:
         return
-    shown = pd.DataFrame({
-        "group": frame["group"], "metric": frame["metric"],
-        "group mean ± std": [f"{m:.4f} ± {s:.4f}" if s == s else f"{m:.4f} (1 seed)"
-                             for m, s in zip(frame["a_mean"], frame["a_std"])],
-        "baseline mean ± std": [f"{m:.4f} ± {s:.4f}" if s == s else f"{m:.4f} (1 seed)"
-                                for m, s in zip(frame["b_mean"], frame["b_std"])],
-        "difference": frame["delta"],
-        "95 % interval": [f"[{lo:+.4f}, {hi:+.4f}]" if lo == lo else "needs ≥ 2 seeds each"
-                          for lo, hi in zip(frame["low"], frame["high"])],
-        "p": [format_p(p) for p in frame["p_value"]], "test": frame["test"]})
     st.dataframe(shown, hide_index=True, key="compare_groups",
                  column_config={"group": st.column_config.TextColumn(pinned=True),
                                 "difference": st.column_config.NumberColumn(format="%+.4f")})
