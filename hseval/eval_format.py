@@ -328,7 +328,8 @@ def _levels(values: Callable):
 def _history_entry(value: Any, key: str) -> Any:
     fields = {"epoch": _num(1, integer=True, null=False), "lr": _num(0), "train_loss": _num(0),
               "train_acc": _num(0, 1), "images_per_s": _num(0), "seconds": _num(0), "test_loss": _num(0),
-              "test_acc": _num(0, 1), "test_superclass_acc": _levels(_num(0, 1)), "test_samples": _num(0, integer=True)}
+              "test_acc": _num(0, 1), "test_superclass_acc": _levels(_num(0, 1)), "test_samples": _num(0, integer=True),
+              "feature_norm": _num(0), "initial_feature_norm": _num(0), "initial_class_norm": _num(0)}
     return _record(fields, null=False)(value, key)
 
 

@@ -15,6 +15,7 @@ import glob
 import os
 import shutil
 import time
+import warnings
 from collections.abc import Callable
 from concurrent.futures import Future, ThreadPoolExecutor
 from pathlib import Path
@@ -24,9 +25,9 @@ import numpy as np
 import pandas as pd
 import torch
 
-from hseval import eval_format, fileio, ownership
+from hseval import eval_format, fileio, logit_scale, ownership
 from hseval.checkpoint import Run, RunInfo, load_run
-from hseval.errors import ConfigError, DataError, HsevalError, RunFormatError
+from hseval.errors import ConfigError, DataError, HsevalError, HsevalWarning, RunFormatError
 
 __all__ = ["find_runs", "evaluate_run", "evaluate_runs", "evaluation_names", "EVAL_FILES", "KS", "per_node_table",
            "geometry_tables", "projection_table", "write_evaluation", "index_entry"]
@@ -375,6 +376,9 @@ def _evaluate_run_stages(run_dir: Path, out_dir: Path, *, name: str, data_root: 
                     "split": split, "samples": int(len(targets)), "seed": meta.get("seed"),
                     "training": meta.get("training", {}), "history": meta.get("history", []),
                     "train_seconds": meta.get("train_seconds"), "hierarchy": tree.to_dict()})
+    for when, scale in logit_scale.check_metrics(metrics):
+        if scale.verdict:
+            warnings.warn(scale.message(f"{name}, {when}"), HsevalWarning, stacklevel=2)
     node_vectors = np.zeros((0, 0), np.float32) if vectors is None else vectors[0].astype(np.float32)
     tables = {eval_format.PER_NODE: per_node_table(tree, *streamed.per_node()), eval_format.GEOMETRY: geometry_table,
               eval_format.PAIRS: pairs}

@@ -16,7 +16,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from hseval import fileio, ownership, report_charts
+from hseval import fileio, logit_scale, ownership, report_charts
 from hseval.errors import HsevalWarning, RunFormatError
 from hseval.paper_tables import paper_table, to_latex, to_markdown
 from hseval.report_html import Detail, Section, anchor, page
@@ -81,6 +81,15 @@ def _paper_shown(paper: pd.DataFrame) -> pd.DataFrame:
     return out.drop(columns=["std", "paper_std", "dataset", "backbone", "head"])
 
 
+def _scale_table(runs) -> pd.DataFrame:
+    """The sphere-head runs whose logit scale the radius guard flags, with the numbers and the fix."""
+    rows = [{"run": run.name, "head": run.head, "when": when, "logit scale": f"{check.scale:.1f}",
+             "range": f"{check.low:.1f}–{check.high:.1f}", "verdict": check.verdict,
+             "fix": f"model.head_options.radius={check.suggested_radius:g} (now {check.radius:g})"}
+            for run in runs for when, check in logit_scale.check_metrics(run.metrics) if check.verdict]
+    return pd.DataFrame(rows)
+
+
 def _crm_table(summary: pd.DataFrame) -> pd.DataFrame:
     """Per run: top-1, mistake severity and hierarchical distance@1 of the argmax and of CRM."""
     if "crm_top1" not in summary or summary["crm_top1"].isna().all():
@@ -126,6 +135,11 @@ def render(evaluation: Evaluation, root: Path, *, baseline: str | None = None) -
         tables += [("Mean ± std over seeds", "", _mean_std(grouped)),
                    ("Differences over seeds", "Each seed group minus the baseline's group: t interval over seeds "
                                               "(paired by seed when both ran the same seeds).", over_seeds)]
+    scale = _scale_table(runs)
+    if not scale.empty:
+        tables.insert(1, ("Radius guard", "Sphere heads whose logit scale (feature norm × class-vector norm) is far "
+                          "outside what their classes need: below it the head cannot reach 90 % confidence, above "
+                          "it the softmax saturates. Retrain with the radius given.", scale))
     if not missing.empty:
         tables.append(("Not available", "Why a cell reads n/a.", missing))
     files = {"summary.csv": summary.to_csv(index=False), "summary_grouped.csv": grouped.to_csv(index=False),

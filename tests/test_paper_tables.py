@@ -152,9 +152,33 @@ def test_the_reproduction_plan_estimates_only_measured_rows(capsys):
     assert [(s.dataset, s.backbone) for s in steps][:2] == [("cifar100", "resnet18"), ("cifar100", "resnet50")]
     cifar = steps[0]
     assert cifar.seconds_per_run == pytest.approx(300 * 50_000 / 14_000)  # ~18 min a run, as the issue measured
-    assert cifar.command[:4] == ["hseval", "train-all", "--recipe", "cifar100-resnet18"]
-    assert all((ROOT / "train" / "recipes" / f"{s.command[3]}.yaml").is_file() for s in module.plan("all", "d"))
-    assert "not measured" in steps[1].estimate(5)
+    assert cifar.commands[0][:4] == ["hseval", "train-all", "--recipe", "cifar100-resnet18"]
+    assert "not measured" in steps[1].estimate()
     assert module.main(["1", "--dry-run", "--throughput", "resnet18@224=2000"]) == 0
     out = capsys.readouterr().out
-    assert "# cub200 / resnet18: 5 runs × 15 min = 1.2 GPU-h" in out and "measured rows: 3 of 12" in out
+    assert "# Table 1, cub200 / resnet18: 5 runs × 15 min = 1.2 GPU-h" in out and "measured steps: 3 of 12" in out
+    assert module.main(["3", "--dry-run"]) == 0
+    assert "# Table 3, cifar100 / resnet18: 24 runs × 18 min = 7.1 GPU-h" in capsys.readouterr().out
+
+
+def test_every_planned_command_is_one_hseval_accepts():
+    """Each train-all of every table parses, names a shipped recipe, sets only real keys, and trains
+    the number of runs its estimate counts; the tree commands of Table 5 parse too."""
+    from hseval.cli import build_parser
+    from hseval.commands.train import _config, plan_runs
+
+    module = _load("reproduce_paper")
+    steps = module.plan("all", "/data")
+    assert {s.table for s in steps} == {"1", "2", "3", "4", "5", "6", "8"}
+    for step in steps:
+        runs = 0
+        for command in step.commands:
+            args = build_parser().parse_args(command[1:])
+            if command[1] == "train-all":
+                planned = plan_runs(args, note=lambda _: None)
+                for head, overrides, _ in planned:  # the recipe exists, every key is real, and the
+                    config = _config(args, head, overrides)  # recipe's dataset is the one trained
+                    assert (config.data.dataset, config.model.backbone) == (step.dataset, step.backbone)
+                runs += len(planned)
+        assert runs == step.runs, (step.table, step.dataset)
+    assert sum(s.runs for s in steps if s.table == "8") == 5 * 11

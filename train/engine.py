@@ -14,6 +14,7 @@ import contextlib
 import math
 import random
 import time
+import warnings
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -24,10 +25,10 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from hseval import checkpoint, fileio, ownership
+from hseval import checkpoint, fileio, logit_scale, ownership
 from hseval.data import LoadedDataset, load_dataset
 from hseval.device import resolve_device
-from hseval.errors import ConfigError, RunFormatError
+from hseval.errors import ConfigError, HsevalWarning, RunFormatError
 from hseval.heads import create_head, head_class, head_options
 from hseval.hierarchy import Hierarchy
 from hseval.metrics import level_accuracy
@@ -189,11 +190,13 @@ def evaluate(model: HierarchicalClassifier, batches, ctx: Context) -> dict[str, 
     """Loss, leaf accuracy and super-class accuracy per depth (the leaf prediction's ancestor)
     over every sample of ``batches``."""
     model.eval()
-    preds, targets, loss_sum = [], [], 0.0
+    preds, targets, loss_sum, norm_sum = [], [], 0.0, 0.0
     for x, y in batches:
         with ctx.autocast():
-            logits = model(ctx.prepare(x)).float()
+            z = model.embed(ctx.prepare(x))
+            logits = model.head(z).float()
         loss_sum += F.cross_entropy(logits, y, reduction="sum").item()
+        norm_sum += torch.linalg.vector_norm(z.float(), dim=1).sum().item()
         preds.append(logits.argmax(1).cpu())
         targets.append(y.cpu())
     pred = torch.cat(preds).numpy()
@@ -202,7 +205,42 @@ def evaluate(model: HierarchicalClassifier, batches, ctx: Context) -> dict[str, 
     levels = {str(depth): level_accuracy(tree.ancestor_at_depth(pred, depth), target, tree, depth)
               for depth in range(1, tree.max_depth)}
     return {"test_loss": loss_sum / len(target), "test_acc": float((pred == target).mean()),
-            "test_superclass_acc": levels, "test_samples": int(len(target))}
+            "test_superclass_acc": levels, "test_samples": int(len(target)), "feature_norm": norm_sum / len(target)}
+
+
+def _class_norm(model: HierarchicalClassifier) -> float | None:
+    weights = model.head.class_weights()  # (d, |L|)
+    return None if weights is None else float(torch.linalg.vector_norm(weights.detach().float(), dim=0).mean())
+
+
+def initial_logit_scale(model: HierarchicalClassifier, x: torch.Tensor, ctx: Context) -> dict[str, float]:
+    """Mean feature and class-vector norms before the first step, the features as training sees
+    them (train mode) on one batch; nothing of the model or the random streams is changed."""
+    class_norm = _class_norm(model)
+    if class_norm is None:
+        return {}
+    saved = {name: buffer.clone() for name, buffer in model.named_buffers()}  # batch-norm statistics
+    devices = [ctx.device.index or 0] if ctx.device.type == "cuda" else []
+    with torch.no_grad(), torch.random.fork_rng(devices=devices), ctx.autocast():
+        model.train()
+        z = model.embed(ctx.prepare(x)).float()
+    with torch.no_grad():
+        for name, buffer in model.named_buffers():
+            buffer.copy_(saved[name])
+    return {"initial_feature_norm": float(torch.linalg.vector_norm(z, dim=1).mean()),
+            "initial_class_norm": class_norm}
+
+
+def check_logit_scale(model: HierarchicalClassifier, name: str, *, feature_norm: float | None,
+                      class_norm: float | None, when: str) -> None:
+    """The radius guard: warn (one line, the numbers and the fix) when a sphere head's logit
+    scale is far outside what its features allow."""
+    if feature_norm is None or class_norm is None:
+        return
+    check = logit_scale.check_scale(head=name, feature_norm=feature_norm, class_norm=class_norm,
+                                    classes=model.hierarchy.num_leaves, radius=model.head.config().get("radius"))
+    if check is not None and check.verdict:
+        warnings.warn(check.message(f"{name}, {when}"), HsevalWarning, stacklevel=2)
 
 
 def check_run_folder(out: Path, *, resume: bool, force: bool) -> None:
@@ -339,6 +377,13 @@ def _train(config: TrainConfig, out: Path, data: LoadedDataset, indices: np.ndar
     test_images = loader.to_device_dataset(data.test, ctx.device, allowed=config.engine.gpu_dataset)
     writer = _tensorboard(out, config) if dist.rank == 0 else None
     epochs = config.optim.epochs
+    initial: dict[str, float] = {}
+    if dist.rank == 0 and start_epoch == 0:  # the radius guard, before the first step
+        first = next(iter(loader.eval_batches(data.test, batch_size=config.data.batch_size, device=ctx.device,
+                                              device_images=test_images)))[0]
+        initial = initial_logit_scale(model, first, ctx)
+        check_logit_scale(model, config.model.head, feature_norm=initial.get("initial_feature_norm"),
+                          class_norm=initial.get("initial_class_norm"), when="before training")
     started = time.perf_counter()
     for epoch in range(start_epoch, epochs):
         batches = loader.train_batches(data.train, indices, batch_size=config.data.batch_size, seed=seed, epoch=epoch,
@@ -346,7 +391,7 @@ def _train(config: TrainConfig, out: Path, data: LoadedDataset, indices: np.ndar
                                        rank=dist.rank, world=dist.world)
         total = loader.num_train_batches(len(indices), config.data.batch_size, dist.world) * \
             config.data.batch_size * dist.world
-        record: dict[str, Any] = {"epoch": epoch + 1, "lr": optimizers.lr}
+        record: dict[str, Any] = {"epoch": epoch + 1, "lr": optimizers.lr, **(initial if epoch == 0 else {})}
         record.update(train_one_epoch(step, optimizers, batches, ctx, total=total, progress=config.engine.progress,
                                       desc=f"{config.model.head} epoch {epoch + 1}/{epochs}"))
         optimizers.epoch_end()
@@ -357,6 +402,9 @@ def _train(config: TrainConfig, out: Path, data: LoadedDataset, indices: np.ndar
         history.append(record)
         if dist.rank == 0:
             _log_epoch(log, config.model.head, record, epochs)
+            if epoch == start_epoch:  # the first epoch this process trains
+                check_logit_scale(model, config.model.head, feature_norm=record.get("feature_norm"),
+                                  class_norm=_class_norm(model), when=f"after epoch {epoch + 1}")
             if writer is not None:
                 _tensorboard_epoch(writer, record)
             checkpoint.save_train_state(out, {"epoch": epoch + 1, "history": history, "config": config.to_dict(),

@@ -11,16 +11,17 @@ from __future__ import annotations
 import argparse
 import itertools
 import time
+import warnings
 from pathlib import Path
 from typing import Any
 
-from hseval.errors import ConfigError
+from hseval.errors import ConfigError, HsevalWarning
 
 __all__ = ["add_train_arguments", "cmd_train", "cmd_train_all", "plan_runs"]
 
 
 def add_train_arguments(parser: argparse.ArgumentParser, *, many: bool) -> None:
-    parser.add_argument("--dataset", default="fashion-mnist", help="dataset name (default: fashion-mnist)")
+    parser.add_argument("--dataset", help="dataset name (default: the recipe's; fashion-mnist without --recipe)")
     parser.add_argument("--data-root", help="folder of the dataset (see 'hseval data info')")
     parser.add_argument("--backbone", help="backbone (default: the recipe's)")
     parser.add_argument("--recipe", help="a shipped recipe name or a YAML file (default: <dataset>-<backbone>)")
@@ -44,7 +45,7 @@ def add_train_arguments(parser: argparse.ArgumentParser, *, many: bool) -> None:
 def _config(args: argparse.Namespace, head: str, extra: list[str]):
     from train.config import default_recipe, load_config
 
-    overrides = [f"data.dataset={args.dataset}"]
+    overrides = [f"data.dataset={args.dataset}"] if args.dataset else []  # else the recipe's
     if args.data_root:
         overrides.append(f"data.root={args.data_root}")
     if args.backbone:
@@ -54,8 +55,15 @@ def _config(args: argparse.Namespace, head: str, extra: list[str]):
     if args.quiet:
         overrides.append("engine.progress=false")
     overrides += [f"model.head={head}", *args.set, *extra]
-    recipe = args.recipe or default_recipe(args.dataset, args.backbone)
-    return load_config(recipe, overrides)
+    recipe = args.recipe or default_recipe(args.dataset or "fashion-mnist", args.backbone)
+    config = load_config(recipe, overrides)
+    written = load_config(recipe).model
+    if args.backbone and written.backbone != args.backbone and "radius" not in " ".join(args.set):
+        warnings.warn(f"recipe {recipe} is written for {written.backbone} (radius R0 = "
+                      f"{written.head_options.get('radius')}); with --backbone {args.backbone} check the radius: "
+                      f"README, Recipes, gives each backbone's R0 (--set model.head_options.radius=R0)",
+                      HsevalWarning, stacklevel=2)
+    return config
 
 
 def _split(text: str, what: str) -> list[str]:

@@ -1,0 +1,100 @@
+"""The radius guard: the range comes from the softmax bounds, the fix puts the scale back in it, the
+engine warns before the first step without touching the model or the random streams, and
+``evaluate`` / ``report`` flag what training saw."""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+import warnings
+
+import pytest
+import torch
+from hypothesis import given
+from hypothesis import strategies as st
+
+from hseval.cli import main
+from hseval.errors import HsevalWarning
+from hseval.logit_scale import check_metrics, check_scale, scale_range
+from hseval.report import render
+from hseval.results import load_evaluation
+from tests.test_train import quick
+from train.engine import Context, build_model, initial_logit_scale, load_data, model_spec, resolve_device
+
+
+def test_the_range_is_the_softmax_bounds():
+    low, high = scale_range(10)
+    # at 2·scale = log(9·9) the best geometry puts exactly 90 % on the right class of 10
+    p = math.exp(low) / (math.exp(low) + 9 * math.exp(-low))
+    assert p == pytest.approx(0.9)
+    assert high == pytest.approx(5 * math.log(999 * 9))
+    assert scale_range(1) == scale_range(2)  # one class: no bound below the two-class one
+
+
+@given(feature=st.floats(0.01, 100), norm=st.floats(0.01, 100), classes=st.integers(2, 100_000))
+def test_the_fix_puts_the_scale_in_range(feature, norm, classes):
+    check = check_scale(head="riemann", feature_norm=feature, class_norm=norm, classes=classes, radius=2.0)
+    fixed = check.scale * check.suggested_radius / check.radius  # the class norm scales with the radius
+    assert check.low <= fixed <= check.high
+    verdict = check.verdict
+    assert (verdict == "too small") == (check.scale < check.low) and (verdict == "too large") == (check.scale > check.high)
+    if verdict:
+        assert f"is {verdict} for {classes} classes" in check.message("run")
+
+
+def test_only_sphere_heads_with_finite_numbers_are_checked():
+    assert check_scale(head="plain", feature_norm=5, class_norm=5, classes=10, radius=1.0) is None
+    assert check_scale(head="riemann", feature_norm=float("nan"), class_norm=5, classes=10, radius=1.0) is None
+    assert check_scale(head="manifold-learnable-radius", feature_norm=50, class_norm=5, classes=10,
+                       radius=8.0).verdict == "too large"
+
+
+def test_the_first_reading_changes_nothing(fashion_like):
+    config = quick(fashion_like, "riemann", "data.train_subset=64")
+    data = load_data(config)
+    model = build_model(model_spec(config, data), data.hierarchy)
+    before = {k: v.clone() for k, v in model.state_dict().items()}
+    rng = torch.get_rng_state()
+    ctx = Context(resolve_device("cpu"), amp=False, channels_last=False)
+    x = torch.as_tensor(data.test.images[:32]).float()
+    reading = initial_logit_scale(model, x, ctx)
+    assert reading["initial_feature_norm"] > 0 and reading["initial_class_norm"] > 0
+    assert all(torch.equal(before[k], v) for k, v in model.state_dict().items())
+    assert torch.equal(rng, torch.get_rng_state())
+
+
+def test_training_warns_before_the_first_step_and_the_report_flags_it(fashion_like, tmp_path, capsys):
+    code = main(["train-all", "--data-root", str(fashion_like), "--heads", "riemann,plain", "--quiet",
+                 "--set", "optim.epochs=1", "--set", "data.train_subset=200", "--set", "data.batch_size=32",
+                 "--set", "model.head_options.radius=400", "--out", str(tmp_path / "runs")])
+    assert code == 0
+    err = capsys.readouterr().err
+    assert "riemann, before training: logit scale" in err and "is too large for 10 classes" in err
+    assert "--set model.head_options.radius=" in err and "(now 400)" in err and "plain" not in err
+    assert main(["evaluate", str(tmp_path / "runs"), "--data-root", str(fashion_like), "--quiet",
+                 "--projections", "pca", "--out", str(tmp_path / "eval")]) == 0
+    assert "riemann, before training: logit scale" in capsys.readouterr().err
+    evaluation = load_evaluation(tmp_path / "eval")
+    riemann = evaluation.run("riemann")
+    assert [when for when, check in check_metrics(riemann.metrics) if check.verdict][0] == "before training"
+    assert check_metrics(evaluation.run("plain").metrics) == []
+    markdown = render(evaluation, tmp_path / "eval")["report.md"]
+    assert "## Radius guard" in markdown and "| riemann | riemann | before training |" in markdown
+    calm = dataclasses.replace(riemann, metrics={**riemann.metrics, "history": [], "feature_norm": {"mean": 1.0},
+                                                  "class_vector_norm": {"mean": 5.0}})
+    assert "## Radius guard" not in render(dataclasses.replace(evaluation, runs=[calm]), tmp_path)["report.md"]
+
+
+def test_a_backbone_other_than_the_recipes_is_pointed_at_the_radius():
+    from hseval.cli import build_parser
+    from hseval.commands.train import _config
+
+    args = build_parser().parse_args(["train", "--backbone", "resnet18", "--out", "x"])
+    with pytest.warns(HsevalWarning, match=r"recipe fashion-mnist is written for small-cnn \(radius R0 = 8.0\)"):
+        config = _config(args, "riemann", [])
+    assert config.data.dataset == "fashion-mnist"  # no --recipe, no --dataset: the default
+    args = build_parser().parse_args(["train", "--backbone", "resnet18", "--out", "x", "--set",
+                                      "model.head_options.radius=1"])
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        _config(args, "riemann", [])  # the radius was chosen: nothing to say
