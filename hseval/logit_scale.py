@@ -14,9 +14,11 @@ class-vector norm). Against K classes:
   ResNet-18's have norm 18.9, so the same R0 starts at 85 — where the issue saw riemann at 0.687
   against plain 0.854 — and R0 = 1 at 10.6 (riemann 0.932, the paper's recipe).
 
-The scale is read before the first step: by the end of an epoch the backbone has already shrunk
-its features to fit a too-large radius (R0 = 100 on the small CNN: feature norm 4.8 → 0.5 in one
-epoch, test accuracy 0.42 against 0.61 at R0 = 8), so the later readings catch what persists.
+"Too large" is judged before the first step only: by the end of an epoch the backbone has already
+shrunk its features to fit a too-large radius (R0 = 100 on the small CNN: feature norm 4.8 → 0.5
+in one epoch, test accuracy 0.42 against 0.61 at R0 = 8), and a trained backbone grows its
+features as it grows confident (the small CNN on an easy set: norm 35, scale 160, with R0 = 8), so
+a large scale later says nothing about the radius. "Too small" is judged at every reading.
 The fix it prints is the radius that puts the scale at ``log(999·(K − 1))``.
 """
 
@@ -43,6 +45,7 @@ class ScaleCheck:
     class_norm: float
     classes: int
     radius: float
+    at_start: bool = True  # before the first step; later only "too small" is judged
 
     @property
     def low(self) -> float:
@@ -54,8 +57,11 @@ class ScaleCheck:
 
     @property
     def verdict(self) -> str | None:
-        """"too small", "too large" or None (in range)."""
-        return "too small" if self.scale < self.low else "too large" if self.scale > self.high else None
+        """"too small", "too large" (judged before training only: a trained backbone grows its
+        features as it grows confident) or None (in range)."""
+        if self.scale < self.low:
+            return "too small"
+        return "too large" if self.at_start and self.scale > self.high else None
 
     @property
     def suggested_radius(self) -> float:
@@ -79,13 +85,13 @@ def takes_radius(head: str) -> bool:
 
 
 def check_scale(*, head: str, feature_norm: float, class_norm: float, classes: int,
-                radius: float | None) -> ScaleCheck | None:
+                radius: float | None, at_start: bool = True) -> ScaleCheck | None:
     """The guard's reading for one run, or None when it does not apply (not a sphere head, or a
     number is missing or not finite)."""
     numbers = (feature_norm, class_norm, radius)
     if not takes_radius(head) or any(v is None or not math.isfinite(v) or v <= 0 for v in numbers):
         return None
-    return ScaleCheck(feature_norm * class_norm, feature_norm, class_norm, classes, float(radius))
+    return ScaleCheck(feature_norm * class_norm, feature_norm, class_norm, classes, float(radius), at_start)
 
 
 def check_metrics(metrics: dict) -> list[tuple[str, ScaleCheck]]:
@@ -107,7 +113,8 @@ def check_metrics(metrics: dict) -> list[tuple[str, ScaleCheck]]:
     out = []
     for when, (feature, norm) in pairs.items():
         if all(isinstance(v, (int, float)) and not isinstance(v, bool) for v in (feature, norm, radius)):
-            check = check_scale(head=head, feature_norm=feature, class_norm=norm, classes=leaves, radius=radius)
+            check = check_scale(head=head, feature_norm=feature, class_norm=norm, classes=leaves, radius=radius,
+                                at_start=when == "before training")
             if check is not None:
                 out.append((when, check))
     return out

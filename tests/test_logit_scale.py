@@ -19,7 +19,7 @@ from hseval.logit_scale import check_metrics, check_scale, scale_range
 from hseval.report import render
 from hseval.results import load_evaluation
 from tests.test_train import quick
-from train.engine import Context, build_model, initial_logit_scale, load_data, model_spec, resolve_device
+from train.engine import Context, build_model, check_recipe_backbone, initial_logit_scale, load_data, model_spec, resolve_device
 
 
 def test_the_range_is_the_softmax_bounds():
@@ -90,11 +90,13 @@ def test_a_backbone_other_than_the_recipes_is_pointed_at_the_radius():
     from hseval.commands.train import _config
 
     args = build_parser().parse_args(["train", "--backbone", "resnet18", "--out", "x"])
-    with pytest.warns(HsevalWarning, match=r"recipe fashion-mnist is written for small-cnn \(radius R0 = 8.0\)"):
-        config = _config(args, "riemann", [])
+    config = _config(args, "riemann", [])
     assert config.data.dataset == "fashion-mnist"  # no --recipe, no --dataset: the default
-    args = build_parser().parse_args(["train", "--backbone", "resnet18", "--out", "x", "--set",
-                                      "model.head_options.radius=1"])
+    with pytest.warns(HsevalWarning, match=r"recipe fashion-mnist is written for small-cnn \(radius R0 = 8.0\)"):
+        check_recipe_backbone(config)
     with warnings.catch_warnings():
         warnings.simplefilter("error")
-        _config(args, "riemann", [])  # the radius was chosen: nothing to say
+        check_recipe_backbone(_config(args, "plain", []))  # no radius: nothing to say
+        args = build_parser().parse_args(["train", "--backbone", "resnet18", "--out", "x", "--set",
+                                          "model.head_options.radius=1"])
+        check_recipe_backbone(_config(args, "riemann", []))  # the radius was chosen

@@ -231,14 +231,30 @@ def initial_logit_scale(model: HierarchicalClassifier, x: torch.Tensor, ctx: Con
             "initial_class_norm": class_norm}
 
 
+def check_recipe_backbone(config: TrainConfig) -> None:
+    """Warn when a sphere head trains a backbone other than the one its recipe (and so its radius)
+    was written for, with the radius left as the recipe set it."""
+    from train.config import load_config
+
+    if not config.recipe or not logit_scale.takes_radius(config.model.head):
+        return
+    written = load_config(config.recipe).model
+    radius = written.head_options.get("radius")
+    if written.backbone != config.model.backbone and config.model.head_options.get("radius") == radius:
+        warnings.warn(f"recipe {config.recipe} is written for {written.backbone} (radius R0 = {radius}); with "
+                      f"backbone {config.model.backbone} check the radius: README, Recipes, gives each backbone's "
+                      f"R0 (--set model.head_options.radius=R0)", HsevalWarning, stacklevel=2)
+
+
 def check_logit_scale(model: HierarchicalClassifier, name: str, *, feature_norm: float | None,
-                      class_norm: float | None, when: str) -> None:
+                      class_norm: float | None, when: str, at_start: bool) -> None:
     """The radius guard: warn (one line, the numbers and the fix) when a sphere head's logit
     scale is far outside what its features allow."""
     if feature_norm is None or class_norm is None:
         return
     check = logit_scale.check_scale(head=name, feature_norm=feature_norm, class_norm=class_norm,
-                                    classes=model.hierarchy.num_leaves, radius=model.head.config().get("radius"))
+                                    classes=model.hierarchy.num_leaves, radius=model.head.config().get("radius"),
+                                    at_start=at_start)
     if check is not None and check.verdict:
         warnings.warn(check.message(f"{name}, {when}"), HsevalWarning, stacklevel=2)
 
@@ -379,11 +395,12 @@ def _train(config: TrainConfig, out: Path, data: LoadedDataset, indices: np.ndar
     epochs = config.optim.epochs
     initial: dict[str, float] = {}
     if dist.rank == 0 and start_epoch == 0:  # the radius guard, before the first step
+        check_recipe_backbone(config)
         first = next(iter(loader.eval_batches(data.test, batch_size=config.data.batch_size, device=ctx.device,
                                               device_images=test_images)))[0]
         initial = initial_logit_scale(model, first, ctx)
         check_logit_scale(model, config.model.head, feature_norm=initial.get("initial_feature_norm"),
-                          class_norm=initial.get("initial_class_norm"), when="before training")
+                          class_norm=initial.get("initial_class_norm"), when="before training", at_start=True)
     started = time.perf_counter()
     for epoch in range(start_epoch, epochs):
         batches = loader.train_batches(data.train, indices, batch_size=config.data.batch_size, seed=seed, epoch=epoch,
@@ -404,7 +421,7 @@ def _train(config: TrainConfig, out: Path, data: LoadedDataset, indices: np.ndar
             _log_epoch(log, config.model.head, record, epochs)
             if epoch == start_epoch:  # the first epoch this process trains
                 check_logit_scale(model, config.model.head, feature_norm=record.get("feature_norm"),
-                                  class_norm=_class_norm(model), when=f"after epoch {epoch + 1}")
+                                  class_norm=_class_norm(model), when=f"after epoch {epoch + 1}", at_start=False)
             if writer is not None:
                 _tensorboard_epoch(writer, record)
             checkpoint.save_train_state(out, {"epoch": epoch + 1, "history": history, "config": config.to_dict(),

@@ -11,11 +11,10 @@ from __future__ import annotations
 import argparse
 import itertools
 import time
-import warnings
 from pathlib import Path
 from typing import Any
 
-from hseval.errors import ConfigError, HsevalWarning
+from hseval.errors import ConfigError
 
 __all__ = ["add_train_arguments", "cmd_train", "cmd_train_all", "plan_runs"]
 
@@ -56,14 +55,7 @@ def _config(args: argparse.Namespace, head: str, extra: list[str]):
         overrides.append("engine.progress=false")
     overrides += [f"model.head={head}", *args.set, *extra]
     recipe = args.recipe or default_recipe(args.dataset or "fashion-mnist", args.backbone)
-    config = load_config(recipe, overrides)
-    written = load_config(recipe).model
-    if args.backbone and written.backbone != args.backbone and "radius" not in " ".join(args.set):
-        warnings.warn(f"recipe {recipe} is written for {written.backbone} (radius R0 = "
-                      f"{written.head_options.get('radius')}); with --backbone {args.backbone} check the radius: "
-                      f"README, Recipes, gives each backbone's R0 (--set model.head_options.radius=R0)",
-                      HsevalWarning, stacklevel=2)
-    return config
+    return load_config(recipe, overrides)
 
 
 def _split(text: str, what: str) -> list[str]:
