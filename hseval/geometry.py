@@ -136,7 +136,8 @@ def tree_agreement(hierarchy: Hierarchy, leaf_vectors: np.ndarray) -> dict[str, 
         found = fcluster(Z, t=k, criterion="maxclust")
         levels[str(depth)] = {"clusters": int(k), "adjusted_rand": float(adjusted_rand_score(truth[keep], found[keep])),
                               "rand": float(rand_score(truth[keep], found[keep]))}
-    return {"cophenetic_correlation": float(coph_corr), "levels": levels}
+    # a correlation: rounding can take a perfect agreement to 1 + 2e-16, which the file format refuses
+    return {"cophenetic_correlation": float(np.clip(coph_corr, -1.0, 1.0)), "levels": levels}
 
 
 def geometry_summary(hierarchy: Hierarchy, table: pd.DataFrame, pairs: pd.DataFrame, kind: str,

@@ -100,3 +100,25 @@ def test_a_backbone_other_than_the_recipes_is_pointed_at_the_radius():
         args = build_parser().parse_args(["train", "--backbone", "resnet18", "--out", "x", "--set",
                                           "model.head_options.radius=1"])
         check_recipe_backbone(_config(args, "riemann", []))  # the radius was chosen
+
+
+def test_the_guard_leaves_training_bit_identical(tmp_path, monkeypatch):
+    """The reading before the first step draws a batch through a DataLoader (which takes a seed from
+    torch's global stream) and runs a train-mode forward: with and without it, the same weights."""
+    from safetensors.torch import load_file
+
+    from hseval import logit_scale
+    from tests.test_data_image_files import _image_folder
+
+    root, tree_file = _image_folder(tmp_path)
+
+    def run(out):
+        assert main(["train", "--dataset", "image-folder", "--data-root", str(root), "--hierarchy", str(tree_file),
+                     "--head", "riemann", "--backbone", "small-cnn", "--recipe", "paper", "--quiet", "--set",
+                     "optim.epochs=1", "--set", "data.batch_size=2", "--set", "data.workers=0", "--out", str(out)]) == 0
+        return load_file(out / "model.safetensors")
+
+    guarded = run(tmp_path / "guarded")
+    monkeypatch.setattr(logit_scale, "takes_radius", lambda head: False)
+    plain = run(tmp_path / "unguarded")
+    assert guarded.keys() == plain.keys() and all(torch.equal(guarded[k], plain[k]) for k in guarded)

@@ -394,10 +394,12 @@ def _train(config: TrainConfig, out: Path, data: LoadedDataset, indices: np.ndar
     writer = _tensorboard(out, config) if dist.rank == 0 else None
     epochs = config.optim.epochs
     initial: dict[str, float] = {}
-    if dist.rank == 0 and start_epoch == 0:  # the radius guard, before the first step
+    if dist.rank == 0 and start_epoch == 0 and logit_scale.takes_radius(config.model.head):  # the radius guard
         check_recipe_backbone(config)
-        first = next(iter(loader.eval_batches(data.test, batch_size=config.data.batch_size, device=ctx.device,
-                                              device_images=test_images)))[0]
+        devices = [ctx.device.index or 0] if ctx.device.type == "cuda" else []
+        with torch.random.fork_rng(devices=devices):  # a DataLoader draws its seed from the global stream
+            first = next(iter(loader.eval_batches(data.test, batch_size=config.data.batch_size, device=ctx.device,
+                                                  device_images=test_images)))[0]
         initial = initial_logit_scale(model, first, ctx)
         check_logit_scale(model, config.model.head, feature_norm=initial.get("initial_feature_norm"),
                           class_norm=initial.get("initial_class_norm"), when="before training", at_start=True)
