@@ -16,6 +16,7 @@ import numpy as np
 import pandas as pd
 import streamlit as st
 
+from hseval import eval_format
 from hseval.results import Evaluation, RunResult, load_evaluation
 
 __all__ = ["fingerprint", "evaluation", "table", "confusion", "paired"]
@@ -61,7 +62,7 @@ def table(run: RunResult, name: str) -> pd.DataFrame:
 
 
 def _run_key(run: RunResult) -> tuple:
-    path = run.path / "predictions.npz"
+    path = run.path / eval_format.PREDICTIONS
     try:
         stat = path.stat()
         return str(path), stat.st_size, stat.st_mtime_ns, run.hierarchy.num_nodes
@@ -89,7 +90,7 @@ def confusion(run: RunResult, depth: int | None = None) -> tuple[np.ndarray, np.
 
 
 def _embeddings_key(run: RunResult) -> tuple:
-    path = run.path / "embeddings.npz"
+    path = run.path / eval_format.EMBEDDINGS
     try:
         stat = path.stat()
         return str(path), stat.st_size, stat.st_mtime_ns

@@ -13,7 +13,7 @@ import streamlit as st
 
 from app import loading, state
 from app.views import common
-from hseval.errors import HsevalError, write_crash_log
+from hseval.errors import HsevalError, first_line, write_crash_log
 
 PAGES = [
     ("views/overview.py", "Overview", ":material/table_chart:"),
@@ -54,7 +54,7 @@ def main() -> None:
     except Exception as exc:  # a bug: one line on the page, the traceback in a log file
         log = write_crash_log(exc, ["dashboard", str(root)])
         where = f"the traceback is in {log}" if log else "the traceback could not be written to a log file"
-        first = (str(exc).strip().splitlines() or [""])[0][:300]
+        first = first_line(exc, limit=300)
         st.error(f"Internal error ({type(exc).__name__}: {first}); this is a bug in hseval, {where}.", icon="🐞")
 
 

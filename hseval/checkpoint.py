@@ -33,7 +33,7 @@ from typing import Any
 import torch
 
 from hseval import fileio
-from hseval.errors import HierarchyError, HsevalError, HsevalWarning, RunFormatError
+from hseval.errors import HierarchyError, HsevalError, HsevalWarning, RunFormatError, first_line
 from hseval.hierarchy import Hierarchy
 from hseval.model import HierarchicalClassifier, build_model
 
@@ -42,6 +42,7 @@ __all__ = ["SCHEMA_VERSION", "MODEL_FILE", "META_FILE", "STATE_FILE", "HISTORY_F
            "load_train_state", "meta_checksum"]
 
 SCHEMA_VERSION = 2
+
 READABLE_SCHEMAS = (1, 2)  # 1: before meta_sha256
 MODEL_FILE = "model.safetensors"
 META_FILE = "run.json"
@@ -236,7 +237,7 @@ def load_run(run_dir: str | Path, *, device: str | torch.device = "cpu") -> Run:
     except HsevalError as exc:
         raise RunFormatError(f"{run_dir / META_FILE}: cannot rebuild the model: {exc}") from None
     except (TypeError, ValueError, OverflowError, RuntimeError) as exc:  # an option of the wrong type or size
-        reason = (str(exc).splitlines() or [""])[0][:200]
+        reason = first_line(exc, limit=200)
         raise RunFormatError(f"{run_dir / META_FILE}: cannot rebuild the model ({exc.__class__.__name__}: "
                              f"{reason}); the file was edited or is damaged") from None
     _check_tensors(model, tensors, where, meta)

@@ -21,7 +21,7 @@ import sys
 import warnings
 from collections.abc import Iterator, Sequence
 
-from hseval.errors import HsevalError, HsevalWarning, write_crash_log
+from hseval.errors import HsevalError, HsevalWarning, first_line, write_crash_log
 
 __all__ = ["main", "build_parser"]
 
@@ -59,7 +59,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             args = build_parser().parse_args(argv)
             return int(args.func(args) or 0)
         except HsevalError as exc:
-            print(f"hseval: error: {_one_line(exc)}", file=sys.stderr)
+            print(f"hseval: error: {first_line(exc)}", file=sys.stderr)
             return 2
         except KeyboardInterrupt:
             print("hseval: interrupted (training keeps its last finished epoch: continue it with --resume)",
@@ -77,20 +77,15 @@ def main(argv: Sequence[str] | None = None) -> int:
         except Exception as exc:  # a bug: one line for the user, the traceback for the report
             log = write_crash_log(exc, argv)
             where = f"the traceback is in {log}" if log else "the traceback could not be written to a log file"
-            print(f"hseval: internal error ({type(exc).__name__}: {_one_line(exc)[:300]}); this is a bug in hseval, "
-                  f"{where}; please report it", file=sys.stderr)
+            print(f"hseval: internal error ({type(exc).__name__}: {first_line(exc, limit=300)}); this is a bug in "
+                  f"hseval, {where}; please report it", file=sys.stderr)
             return 1
-
-
-def _one_line(exc: BaseException) -> str:
-    lines = str(exc).strip().splitlines()
-    return lines[0] if lines else type(exc).__name__
 
 
 def os_error_line(exc: OSError) -> str:
     """``PATH: reason`` for an error of the file system."""
     where = exc.filename if exc.filename is not None else ""
-    reason = exc.strerror or _one_line(exc)
+    reason = exc.strerror or first_line(exc)
     hint = {28: "; free some space and run the command again (finished files are kept)",
             13: "; choose a folder you can write to", 30: "; choose a folder you can write to"}.get(exc.errno or 0, "")
     return f"{where}: {reason}{hint}" if where else f"{reason}{hint}"

@@ -40,6 +40,16 @@ class HsevalWarning(UserWarning):
     line ``hseval: warning: ...``)."""
 
 
+def first_line(exc: BaseException, *, limit: int | None = None, clause: bool = False) -> str:
+    """The first line of ``exc``'s message (its type's name when the message is empty), cut at the
+    first ";" with ``clause`` and to ``limit`` characters: an exception as one line of a message."""
+    lines = str(exc).strip().splitlines()
+    text = lines[0] if lines else type(exc).__name__
+    if clause:
+        text = text.split(";")[0]
+    return text if limit is None else text[:limit]
+
+
 def crash_log_dir() -> Path:
     """Where tracebacks of internal errors go: ``$HSEVAL_LOG_DIR``, else the temporary folder."""
     return Path(os.environ.get("HSEVAL_LOG_DIR") or Path(tempfile.gettempdir()) / "hseval-logs")

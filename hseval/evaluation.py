@@ -26,7 +26,7 @@ import pandas as pd
 import torch
 
 from hseval import eval_format, fileio, logit_scale, ownership
-from hseval.checkpoint import Run, RunInfo, load_run
+from hseval.checkpoint import META_FILE, Run, RunInfo, is_run_dir, load_run
 from hseval.errors import ConfigError, DataError, HsevalError, HsevalWarning, RunFormatError
 
 __all__ = ["find_runs", "evaluate_run", "evaluate_runs", "evaluation_names", "EVAL_FILES", "KS", "per_node_table",
@@ -50,10 +50,10 @@ def find_runs(patterns: list[str]) -> list[Path]:
             path = Path(match)
             if not path.exists():
                 raise RunFormatError(f"{path}: no such run folder")
-            if (path / "run.json").is_file():
+            if is_run_dir(path):
                 found[path.resolve()] = None
             elif path.is_dir():
-                for meta in sorted(path.rglob("run.json")):
+                for meta in sorted(path.rglob(META_FILE)):
                     if not any(part.startswith(".") for part in meta.relative_to(path).parts):
                         found[meta.parent.resolve()] = None
     if not found:

@@ -15,7 +15,7 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import IO, Any
 
-from hseval.errors import HsevalError
+from hseval.errors import HsevalError, first_line
 
 __all__ = ["atomic_path", "write_text", "write_bytes", "write_json", "read_text", "read_json", "check_output_folder",
            "remove_stale_temporaries", "json_ready"]
@@ -91,19 +91,32 @@ def write_json(path: str | Path, obj: Any) -> None:
     write_text(path, json.dumps(_finite(obj), indent=2, allow_nan=False) + "\n")
 
 
+def read_bytes(path: str | Path, *, what: str, error: type[HsevalError] = HsevalError, missing: str | None = None,
+               max_bytes: int | None = None) -> bytes:
+    """A file's bytes, or one line ``error`` naming the file: missing (``missing``, default
+    "<what> not found"), a folder, larger than ``max_bytes``, or unreadable."""
+    path = Path(path)
+    try:
+        if path.is_dir():
+            raise error(f"{path}: is a folder, expected {what}")
+        if max_bytes is not None and (size := path.stat().st_size) > max_bytes:
+            raise error(f"{path}: {size} bytes is too large for {what} (limit {max_bytes})")
+        return path.read_bytes()
+    except FileNotFoundError:
+        raise error(f"{path}: {missing or what + ' not found'}") from None
+    except OSError as exc:
+        raise error(f"{path}: cannot read {what}: {exc.strerror or exc}") from None
+
+
 def read_text(path: str | Path, *, what: str, error: type[HsevalError] = HsevalError,
               missing: str = "not found", damaged: str = "is not UTF-8 text") -> str:
     """A UTF-8 text file, or one line ``error`` naming the file (``what`` names it for the user;
     ``missing`` and ``damaged`` end the messages for a missing and a non-text file)."""
-    path = Path(path)
+    data = read_bytes(path, what=what, error=error, missing=f"{what} {missing}")
     try:
-        return path.read_text(encoding="utf-8")
-    except FileNotFoundError:
-        raise error(f"{path}: {what} {missing}") from None
+        return data.decode("utf-8")
     except UnicodeDecodeError:
         raise error(f"{path}: {what} {damaged}") from None
-    except OSError as exc:
-        raise error(f"{path}: cannot read {what}: {exc.strerror or exc}") from None
 
 
 def read_json(path: str | Path, *, what: str = "JSON file") -> Any:
@@ -117,11 +130,7 @@ def read_json(path: str | Path, *, what: str = "JSON file") -> Any:
     except json.JSONDecodeError as exc:
         raise RunFormatError(f"{path}, line {exc.lineno}: {what} is not valid JSON ({exc.msg})") from None
     except (ValueError, RecursionError) as exc:  # a number too long to convert, nesting too deep
-        raise RunFormatError(f"{path}: {what} is not valid JSON ({_first_line(exc)})") from None
-
-
-def _first_line(exc: BaseException) -> str:
-    return (str(exc).splitlines() or [exc.__class__.__name__])[0].split(";")[0]
+        raise RunFormatError(f"{path}: {what} is not valid JSON ({first_line(exc, clause=True)})") from None
 
 
 def json_ready(obj: Any) -> Any:

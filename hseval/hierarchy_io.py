@@ -54,7 +54,8 @@ from collections.abc import Sequence
 from itertools import chain
 from pathlib import Path
 
-from hseval.errors import HierarchyError
+from hseval import fileio
+from hseval.errors import HierarchyError, first_line
 from hseval.hierarchy import Hierarchy
 
 __all__ = ["FORMATS", "detect_format", "read_hierarchy", "write_hierarchy", "names_sidecar"]
@@ -87,19 +88,8 @@ def names_sidecar(path: str | Path) -> Path:
 
 # --------------------------------------------------------------------- text and lines
 def _read_text(path: Path) -> str:
-    try:
-        if path.is_dir():
-            raise HierarchyError(f"{path}: is a folder, expected a hierarchy file")
-        size = path.stat().st_size
-        if size > MAX_FILE_BYTES:
-            raise HierarchyError(f"{path}: {size} bytes is too large for a hierarchy file "
-                                 f"(limit {MAX_FILE_BYTES})")
-        data = path.read_bytes()
-    except FileNotFoundError:
-        raise HierarchyError(f"{path}: no such file") from None
-    except OSError as exc:
-        raise HierarchyError(f"{path}: cannot read: {exc.strerror or exc}") from None
-    return _decode(path, data)
+    return _decode(path, fileio.read_bytes(path, what="a hierarchy file", error=HierarchyError, missing="no such file",
+                                           max_bytes=MAX_FILE_BYTES))
 
 
 def _decode(path: Path, data: bytes) -> str:
@@ -404,8 +394,7 @@ def _read_nbdt(path: Path, text: str, classes: Sequence[str] | None) -> Hierarch
     except json.JSONDecodeError as exc:
         raise HierarchyError(f"{path}, line {exc.lineno}: not valid JSON ({exc.msg})") from None
     except (ValueError, RecursionError) as exc:  # a number too long to convert, nesting too deep
-        reason = (str(exc).splitlines() or [exc.__class__.__name__])[0].split(";")[0]
-        raise HierarchyError(f"{path}: not valid JSON ({reason})") from None
+        raise HierarchyError(f"{path}: not valid JSON ({first_line(exc, clause=True)})") from None
     links = data.get("links", data.get("edges")) if isinstance(data, dict) else None
     if not isinstance(data, dict) or not isinstance(data.get("nodes"), list) or not isinstance(links, list):
         raise HierarchyError(f"{path}: expected node-link JSON with 'nodes' and 'links' lists (NBDT format)")

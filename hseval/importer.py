@@ -40,7 +40,7 @@ from typing import Any
 
 import torch
 
-from hseval.errors import ConfigError, DataError, HsevalError, HsevalWarning
+from hseval.errors import ConfigError, DataError, HsevalError, HsevalWarning, first_line
 from hseval.hierarchy import Hierarchy
 
 __all__ = ["CheckpointError", "Checkpoint", "read_checkpoint", "import_checkpoint", "plan_mapping", "TORCH_SUFFIXES",
@@ -160,8 +160,7 @@ def _read_torch(path: Path) -> Any:
 
 
 def _reason(exc: BaseException) -> str:
-    text = (str(exc).strip().splitlines() or [type(exc).__name__])[0]
-    return text[:160]
+    return first_line(exc, limit=160)
 
 
 # ---------------------------------------------------------------------------------- mapping
@@ -404,7 +403,7 @@ def _load_data(name: str, root: str | Path | None, tree: Hierarchy):
     try:
         return load_dataset(name, root, **options), None
     except DataError as exc:
-        return None, str(exc).splitlines()[0] if str(exc) else "not found"
+        return None, first_line(exc) if str(exc) else "not found"
 
 
 def _file_sha256(path: Path) -> str:

@@ -21,6 +21,7 @@ import pandas as pd
 from hseval import eval_format, ownership
 from hseval.errors import HsevalError, RunFormatError
 from hseval.hierarchy import Hierarchy
+from hseval.run_settings import result_settings
 
 __all__ = ["RunResult", "Evaluation", "load_evaluation", "read_run", "summary_table", "grouped_summary",
            "level_long", "level_table", "WAYS",
@@ -187,15 +188,7 @@ def config_key(run: RunResult) -> str:
     source = run.metrics.get("source") or {}
     if source.get("kind") == "predictions":  # a model trained elsewhere: no seed siblings known
         return f"predictions:{source.get('path')}"
-    training = dict(run.metrics.get("training") or {})
-    engine = dict(training.get("engine") or {})
-    for key in ("seed", "progress", "device", "threads", "tensorboard", "compile", "cuda_graphs"):
-        engine.pop(key, None)
-    training["engine"] = engine
-    data = dict(training.get("data") or {})
-    data.pop("root", None)
-    data.pop("workers", None)
-    training["data"] = data
+    training = result_settings(dict(run.metrics.get("training") or {}), drop=("engine.seed",))
     return json.dumps(training, sort_keys=True)
 
 

@@ -19,7 +19,15 @@ from hseval.logit_scale import check_metrics, check_scale, scale_range
 from hseval.report import render
 from hseval.results import load_evaluation
 from tests.test_train import quick
-from train.engine import Context, build_model, check_recipe_backbone, initial_logit_scale, load_data, model_spec, resolve_device
+from train.engine import (
+    Context,
+    build_model,
+    check_recipe_backbone,
+    initial_logit_scale,
+    load_data,
+    model_spec,
+    resolve_device,
+)
 
 
 def test_the_range_is_the_softmax_bounds():
@@ -37,7 +45,8 @@ def test_the_fix_puts_the_scale_in_range(feature, norm, classes):
     fixed = check.scale * check.suggested_radius / check.radius  # the class norm scales with the radius
     assert check.low <= fixed <= check.high
     verdict = check.verdict
-    assert (verdict == "too small") == (check.scale < check.low) and (verdict == "too large") == (check.scale > check.high)
+    assert (verdict == "too small") == (check.scale < check.low)
+    assert (verdict == "too large") == (check.scale > check.high)
     if verdict:
         assert f"is {verdict} for {classes} classes" in check.message("run")
 

@@ -60,6 +60,24 @@ def test_topk_predictions_caps_k_at_the_number_of_classes_and_breaks_ties_to_the
         topk_predictions(scores, 0)
 
 
+@settings(max_examples=60, deadline=None)
+@given(seed=st.integers(0, 2**16), k=st.integers(1, 6), levels=st.integers(1, 3))
+def test_topk_accuracy_and_the_accumulator_agree_on_ties(seed, k, levels):
+    """Scores with many ties (few distinct values): the batch function and the streaming
+    accumulator pick the same top-k set, ties to the lower index."""
+    from hseval.metrics import HierarchicalMetrics
+
+    rng = np.random.default_rng(seed)
+    scores = rng.integers(0, levels + 1, size=(50, 7)).astype(float)
+    target = rng.integers(0, 7, 50)
+    stream = HierarchicalMetrics(Hierarchy([f"c{i}" for i in range(7)], [-1] * 7, 7), topk=(k,))
+    stream.update(scores, target)
+    lower_first = np.argsort(-scores, axis=1, kind="stable")[:, :k]
+    expected = (lower_first == target[:, None]).any(1).mean()
+    assert topk_accuracy(scores, target, k) == pytest.approx(expected)
+    assert stream.compute().get(f"top{k}", expected) == pytest.approx(expected)
+
+
 def brute_superclass_accuracy(pred, target, tree, depth):
     hits = [path(tree, p)[depth - 1] == path(tree, t)[depth - 1] if len(path(tree, p)) >= depth else False
             for p, t in zip(pred, target) if len(path(tree, t)) >= depth]

@@ -219,3 +219,32 @@ def test_cuda_graphs_are_refused_on_the_cpu_before_training(fashion_like, tmp_pa
     with pytest.raises(ConfigError, match="engine.cuda_graphs=true needs a CUDA device"):
         train(config, tmp_path / "run", log=lambda _: None)
     assert not (tmp_path / "run").exists()
+
+
+def test_settings_listed_as_neutral_do_not_change_the_run(tmp_path):
+    """eval_every (and the other RESULT_NEUTRAL settings) may differ between runs that resume,
+    reuse or group as seeds of one configuration: with a DataLoader-backed dataset (whose
+    iterators take a seed from torch's global stream) evaluating every epoch or only at the end
+    gives the same weights, and the two runs share a configuration key."""
+    import dataclasses
+
+    from safetensors.torch import load_file
+
+    from hseval.results import config_key
+    from hseval.run_settings import RESULT_NEUTRAL
+    from tests.test_data_image_files import _image_folder
+
+    assert "eval_every" in RESULT_NEUTRAL["engine"]
+    root, tree_file = _image_folder(tmp_path)
+    weights, metas = [], []
+    for every in (1, 2):
+        out = tmp_path / f"every{every}"
+        assert main(["train", "--dataset", "image-folder", "--data-root", str(root), "--hierarchy", str(tree_file),
+                     "--head", "plain", "--backbone", "small-cnn", "--recipe", "paper", "--quiet", "--set",
+                     "optim.epochs=2", "--set", "data.batch_size=2", "--set", "data.workers=0", "--set",
+                     f"engine.eval_every={every}", "--out", str(out)]) == 0
+        weights.append(load_file(out / "model.safetensors"))
+        metas.append(json.loads((out / "run.json").read_text()))
+    assert all(torch.equal(weights[0][k], weights[1][k]) for k in weights[0])
+    runs = [dataclasses.make_dataclass("R", ["metrics"])({"training": m["training"]}) for m in metas]
+    assert config_key(runs[0]) == config_key(runs[1])

@@ -220,3 +220,26 @@ def test_autocast_keeps_tree_sums_float32_and_runs_products_in_bfloat16(name):
     torch.nn.functional.cross_entropy(head(z.detach().float()), target).backward()
     for got, want in zip(grads, (p.grad for p in head.parameters())):
         torch.testing.assert_close(got, want, rtol=0.05, atol=0.02 * want.abs().max().item())
+
+
+def test_the_private_storage_count_still_means_what_the_workspace_needs():
+    """The CPU workspace reuses a scratch buffer only while no view of it is alive, read through
+    torch's private ``_storage_Use_Count``. If a torch upgrade changes what it counts, this fails
+    loudly (the layer itself then stops reusing buffers instead of overwriting a live tensor)."""
+    from hseval.heads import tree
+
+    assert tree._BASE_COUNT is not None, "torch._C._storage_Use_Count changed: buffer reuse is off"
+    space = tree._Workspace()
+    like = torch.empty(0)
+    shape = (tree._WORKSPACE_MIN_BYTES // 4,)
+    first = space.empty("g", shape, like)
+    kept = first * 0  # a new storage: does not hold the buffer
+    assert space.empty("g", shape, like).data_ptr() != first.data_ptr()  # `first` is alive: a new buffer
+    second = space.empty("g", shape, like)
+    pointer = second.data_ptr()
+    del first, second
+    assert space.empty("g", shape, like).data_ptr() == pointer  # no view left: reused
+    saved = space.empty("g", shape, like).requires_grad_()
+    out = (saved * saved).sum()  # autograd saves `saved` for backward
+    del saved
+    assert space.empty("g", shape, like).data_ptr() != pointer and out.requires_grad and kept.numel()

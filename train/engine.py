@@ -33,6 +33,7 @@ from hseval.heads import create_head, head_class, head_options
 from hseval.hierarchy import Hierarchy
 from hseval.metrics import level_accuracy
 from hseval.model import HierarchicalClassifier, build_model
+from hseval.run_settings import result_settings
 from train import distributed, loader
 from train.config import TrainConfig
 from train.optim import Optimizers, build_optimizers
@@ -208,6 +209,11 @@ def evaluate(model: HierarchicalClassifier, batches, ctx: Context) -> dict[str, 
             "test_superclass_acc": levels, "test_samples": int(len(target)), "feature_norm": norm_sum / len(target)}
 
 
+def _rng_devices(ctx: Context) -> list[int]:
+    """The CUDA devices whose random streams a ``fork_rng`` must save (none on the CPU)."""
+    return [ctx.device.index or 0] if ctx.device.type == "cuda" else []
+
+
 def _class_norm(model: HierarchicalClassifier) -> float | None:
     weights = model.head.class_weights()  # (d, |L|)
     return None if weights is None else float(torch.linalg.vector_norm(weights.detach().float(), dim=0).mean())
@@ -220,8 +226,7 @@ def initial_logit_scale(model: HierarchicalClassifier, x: torch.Tensor, ctx: Con
     if class_norm is None:
         return {}
     saved = {name: buffer.clone() for name, buffer in model.named_buffers()}  # batch-norm statistics
-    devices = [ctx.device.index or 0] if ctx.device.type == "cuda" else []
-    with torch.no_grad(), torch.random.fork_rng(devices=devices), ctx.autocast():
+    with torch.no_grad(), torch.random.fork_rng(devices=_rng_devices(ctx)), ctx.autocast():
         model.train()
         z = model.embed(ctx.prepare(x)).float()
     with torch.no_grad():
@@ -301,14 +306,7 @@ def _resume_state(out: Path, config: TrainConfig) -> dict[str, Any]:
 
 def comparable_config(config: dict[str, Any]) -> dict[str, Any]:
     """The parts of a config that must not change on resume (epochs may grow, display may change)."""
-    out = {k: dict(v) if isinstance(v, dict) else v for k, v in config.items()}
-    out["optim"].pop("epochs", None)
-    for key in ("progress", "tensorboard", "eval_every", "device", "threads", "tune_malloc", "compile",
-                "cuda_graphs"):
-        out["engine"].pop(key, None)
-    out["data"].pop("workers", None)
-    out["data"].pop("root", None)
-    return out
+    return result_settings(config, drop=("optim.epochs",))
 
 
 def _rng_state() -> dict[str, Any]:
@@ -396,8 +394,7 @@ def _train(config: TrainConfig, out: Path, data: LoadedDataset, indices: np.ndar
     initial: dict[str, float] = {}
     if dist.rank == 0 and start_epoch == 0 and logit_scale.takes_radius(config.model.head):  # the radius guard
         check_recipe_backbone(config)
-        devices = [ctx.device.index or 0] if ctx.device.type == "cuda" else []
-        with torch.random.fork_rng(devices=devices):  # a DataLoader draws its seed from the global stream
+        with torch.random.fork_rng(devices=_rng_devices(ctx)):  # a DataLoader draws its seed from the global stream
             first = next(iter(loader.eval_batches(data.test, batch_size=config.data.batch_size, device=ctx.device,
                                                   device_images=test_images)))[0]
         initial = initial_logit_scale(model, first, ctx)
@@ -415,9 +412,10 @@ def _train(config: TrainConfig, out: Path, data: LoadedDataset, indices: np.ndar
                                       desc=f"{config.model.head} epoch {epoch + 1}/{epochs}"))
         optimizers.epoch_end()
         if dist.rank == 0 and ((epoch + 1) % config.engine.eval_every == 0 or epoch + 1 == epochs):
-            record.update(evaluate(model, loader.eval_batches(data.test, batch_size=config.data.eval_batch_size,
-                                                              device=ctx.device, device_images=test_images,
-                                                              workers=config.data.workers), ctx))
+            with torch.random.fork_rng(devices=_rng_devices(ctx)):  # eval_every must not change the run
+                record.update(evaluate(model, loader.eval_batches(data.test, batch_size=config.data.eval_batch_size,
+                                                                  device=ctx.device, device_images=test_images,
+                                                                  workers=config.data.workers), ctx))
         history.append(record)
         if dist.rank == 0:
             _log_epoch(log, config.model.head, record, epochs)

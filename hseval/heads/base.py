@@ -72,17 +72,7 @@ def full_precision(z: torch.Tensor) -> torch.Tensor:
     return z.float() if z.dtype in (torch.float16, torch.bfloat16) else z
 
 
-def level_targets(hierarchy: Hierarchy, target: torch.Tensor) -> dict[int, torch.Tensor]:
-    """Per depth 1..max_depth-1, the index (among that depth's nodes) of each target's ancestor,
-    or -100 (cross-entropy's ignore index) where the class is shallower than that depth."""
-    out = {}
-    table = torch.as_tensor(_level_positions(hierarchy), device=target.device)
-    for depth in range(1, hierarchy.max_depth):
-        out[depth] = table[target, depth - 1]
-    return out
-
-
-def _level_positions(hierarchy: Hierarchy) -> np.ndarray:
+def level_positions(hierarchy: Hierarchy) -> np.ndarray:
     """(|L|, max_depth): position of each class's ancestor within its depth, -100 when none."""
     table = hierarchy.ancestor_table[: hierarchy.num_leaves]
     position = np.full(hierarchy.num_nodes, -100, dtype=np.int64)

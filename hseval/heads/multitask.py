@@ -7,7 +7,7 @@ import torch.nn.functional as F
 from torch import nn
 
 from hseval.errors import ConfigError
-from hseval.heads.base import Head, _level_positions, register_head
+from hseval.heads.base import Head, level_positions, register_head
 from hseval.hierarchy import Hierarchy
 
 FUSED_ON_CPU = False
@@ -32,7 +32,7 @@ class MultitaskHead(Head):
             nn.Linear(in_features, len(hierarchy.nodes_at_depth(depth)), bias=False)
             for depth in range(1, hierarchy.max_depth)
         )
-        self.register_buffer("level_targets", torch.as_tensor(_level_positions(hierarchy)), persistent=False)
+        self.register_buffer("level_targets", torch.as_tensor(level_positions(hierarchy)), persistent=False)
 
     def forward(self, z: torch.Tensor) -> torch.Tensor:
         return self.classifier(z)

@@ -54,10 +54,22 @@ def _storage_use_count(t: torch.Tensor) -> int:
     return torch._C._storage_Use_Count(t.untyped_storage()._cdata)
 
 
-try:  # how many references a storage held by a single tensor reports (the Python wrapper may count)
-    _BASE_COUNT: int | None = _storage_use_count(torch.empty(1))
-except Exception:  # pragma: no cover - private API missing: never reuse buffers
-    _BASE_COUNT = None
+def _probe_base_count() -> int | None:
+    """How many references a storage held by a single tensor reports, once checked that a live view
+    raises the count and dropping it lowers it again; None (never reuse a buffer) when the private
+    API is missing or means something else in this torch."""
+    try:
+        t = torch.empty(1)
+        base = _storage_use_count(t)
+        view = t.view(1)
+        with_view = _storage_use_count(t)
+        del view
+        return base if with_view > base and _storage_use_count(t) == base else None
+    except Exception:  # pragma: no cover - private API missing
+        return None
+
+
+_BASE_COUNT: int | None = _probe_base_count()
 
 
 def _is_free(buffer: torch.Tensor) -> bool:

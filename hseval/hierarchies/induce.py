@@ -61,7 +61,10 @@ def class_vectors_of(source: str | Path) -> tuple[np.ndarray, Hierarchy]:
     """The class vectors and the tree of a run folder (``hseval train``) or of one evaluated run
     (``hseval evaluate``'s ``DIR/<run>``)."""
     folder = Path(source)
-    if (folder / "run.json").is_file():
+    from hseval.checkpoint import is_run_dir
+    from hseval.eval_format import METRICS
+
+    if is_run_dir(folder):
         from hseval import geometry
         from hseval.checkpoint import load_run
 
@@ -71,7 +74,7 @@ def class_vectors_of(source: str | Path) -> tuple[np.ndarray, Hierarchy]:
         if vectors is None:
             raise ConfigError(f"{folder}: head {run.head_name!r} has no class vectors to cluster")
         return vectors[0][: tree.num_leaves], tree
-    if (folder / "metrics.json").is_file():
+    if (folder / METRICS).is_file():
         from hseval.results import read_run
 
         evaluated = read_run(folder)

@@ -28,14 +28,13 @@ __all__ = ["topk_accuracy", "topk_predictions", "level_predictions_from_leaf", "
 def topk_accuracy(scores: np.ndarray, target: np.ndarray, k: int = 1) -> float:
     """Share of rows whose target is among the ``k`` highest scores; ``scores`` (N, C), ``target`` (N,).
 
-    Ties are broken like ``np.argsort`` (stable, lower index first among equals after negation).
+    Ties go to the lower class index: the top-k set is :func:`topk_predictions`'s, the one every
+    other metric and the streaming accumulator use.
     """
-    scores = np.asarray(scores)
     target = np.asarray(target)
     if len(target) == 0:
         return float("nan")
-    k = min(k, scores.shape[1])
-    top = np.argpartition(-scores, k - 1, axis=1)[:, :k] if k < scores.shape[1] else np.arange(scores.shape[1])[None]
+    top = topk_predictions(scores, k)
     return float((top == target[:, None]).any(axis=1).mean())
 
 

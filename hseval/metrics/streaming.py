@@ -329,11 +329,16 @@ class HierarchicalMetrics:
         correct = np.bincount(truth[hit], weights=weights[hit], minlength=tree.num_nodes)
         return support.round().astype(np.int64), correct.round().astype(np.int64)
 
+    def reported_ks(self) -> tuple[int, ...]:
+        """The k of :attr:`ks` that are reported: 1, and every k below the number of classes (with
+        k ≥ |L| every class is in the top k: top-k is 1 and the distances say nothing)."""
+        return tuple(k for k in self.ks if k == 1 or k < self.hierarchy.num_leaves)
+
     def unavailable(self) -> dict[str, str]:
         """Metric key -> why it cannot be computed from what was given."""
         out: dict[str, str] = {}
         if self._mode == "labels":
-            for k in self.ks[1:]:
+            for k in self.reported_ks()[1:]:
                 out.update({f"top{k}": NO_SCORES, f"avg_hdist@{k}": NO_SCORES, f"best_hdist@{k}": NO_SCORES})
             out.update({key: NO_SCORES for key in _SCORE_METRICS})
         if self._levels is None and self.hierarchy.max_depth > 1:
@@ -352,8 +357,9 @@ class HierarchicalMetrics:
         target, pred, count = state.pairs()
         out: dict[str, Any] = {"samples": n}
         unavailable = state.unavailable()
+        shown = state.reported_ks()
         for i, k in enumerate(state.ks):
-            if f"top{k}" not in unavailable:
+            if k in shown and f"top{k}" not in unavailable:
                 out[f"top{k}"] = _ratio(state._hits[i], n)
         out["superclass_acc"] = {}
         for k in range(1, tree.max_depth):
@@ -369,7 +375,7 @@ class HierarchicalMetrics:
         severity = hierarchical_distance(pred[wrong], target[wrong], tree) if wrong.any() else np.zeros(0, np.int64)
         out["mistake_severity"] = _ratio((severity * count[wrong]).sum(), count[wrong].sum())
         for i, k in enumerate(state.ks):
-            if f"avg_hdist@{k}" in unavailable:
+            if k not in shown or f"avg_hdist@{k}" in unavailable:
                 continue
             width = min(k, tree.num_leaves)
             out[f"avg_hdist@{k}"] = _ratio(state._distance[i], n * width)
