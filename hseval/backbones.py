@@ -16,10 +16,13 @@ import torch
 from torch import nn
 
 from hseval.errors import ConfigError
+from hseval.registry import Registry
 
 __all__ = ["Backbone", "register_backbone", "list_backbones", "create_backbone"]
 
-_BACKBONES: dict[str, Callable[..., tuple[nn.Module, int]]] = {}
+BACKBONES: Registry[Callable[..., tuple[nn.Module, int]]] = Registry("backbone")
+"""Factories ``(*, in_channels, small_stem) -> (body, features)``; :func:`create_backbone` adds the
+options every backbone shares (image size, stem, bottleneck)."""
 SMALL_IMAGE = 100
 
 
@@ -45,31 +48,25 @@ class Backbone(nn.Module):
 
 
 def register_backbone(name: str) -> Callable:
-    def decorate(fn: Callable[..., tuple[nn.Module, int]]) -> Callable[..., tuple[nn.Module, int]]:
-        if name in _BACKBONES:
-            raise ValueError(f"backbone {name!r} is registered twice")
-        _BACKBONES[name] = fn
-        return fn
-
-    return decorate
+    """Decorator: a factory ``(*, in_channels, small_stem) -> (body, features)`` under ``name``."""
+    return BACKBONES.register(name)
 
 
 def list_backbones() -> list[str]:
-    return list(_BACKBONES)
+    return BACKBONES.names()
 
 
 def create_backbone(name: str, *, in_channels: int = 3, image_size: int = 224, small_stem: bool | None = None,
                     embedding_dim: int | None = None) -> Backbone:
     """Build backbone ``name`` for images of ``in_channels`` × ``image_size``²."""
-    if name not in _BACKBONES:
-        raise ConfigError(f"unknown backbone {name!r}; choose one of {', '.join(_BACKBONES)}")
+    factory = BACKBONES.get(name)
     for option, value in (("in_channels", in_channels), ("image_size", image_size)):
         if not isinstance(value, int) or isinstance(value, bool) or value < 1:
             raise ConfigError(f"backbone {option} must be a positive integer, got {value!r}")
     if embedding_dim is not None and (not isinstance(embedding_dim, int) or embedding_dim < 1):
         raise ConfigError(f"embedding_dim must be a positive integer or None, got {embedding_dim!r}")
     small = image_size < SMALL_IMAGE if small_stem is None else bool(small_stem)
-    body, features = _BACKBONES[name](in_channels=in_channels, small_stem=small)
+    body, features = factory(in_channels=in_channels, small_stem=small)
     config = {"in_channels": in_channels, "image_size": image_size, "small_stem": small,
               "embedding_dim": embedding_dim}
     return Backbone(name, body, features, embedding_dim=embedding_dim, config=config)

@@ -454,9 +454,8 @@ def evaluate_runs(patterns: list[str], out_dir: str | Path, *, data_root: str | 
         raise ConfigError(f"--max-points must be a positive integer, got {max_points}")
     if workers is not None and workers < 1:
         raise ConfigError(f"--workers must be a positive integer, got {workers}")
-    unknown = [p for p in projections if p not in PROJECTIONS]
-    if unknown:
-        raise ConfigError(f"unknown projection {unknown[0]!r}; choose from {', '.join(PROJECTIONS)}")
+    for method in projections:
+        PROJECTIONS.get(method)  # an unknown one: a one-line error with the choices
     if split not in ("train", "test"):
         raise ConfigError(f"unknown split {split!r}; choose train or test")
     if resolve_device(device).type == "cpu":

@@ -59,9 +59,8 @@ def evaluate_predictions(file: str | Path, out_dir: str | Path, *, hierarchy: st
     name = _folder_name(name if name is not None else file.stem)
     if max_points < 1:
         raise ConfigError(f"--max-points must be a positive integer, got {max_points}")
-    unknown = [p for p in projections if p not in PROJECTIONS]
-    if unknown:
-        raise ConfigError(f"unknown projection {unknown[0]!r}; choose from {', '.join(PROJECTIONS)}")
+    for method in projections:
+        PROJECTIONS.get(method)  # an unknown one: a one-line error with the choices
     tree = Hierarchy.read(hierarchy)
     order = None if classes is None else read_class_list(classes, tree)
     preds = read_predictions(file, tree, classes=order)

@@ -11,6 +11,7 @@ from hseval.backbones import Backbone, create_backbone
 from hseval.errors import ConfigError
 from hseval.heads import Head, create_head
 from hseval.hierarchy import Hierarchy
+from hseval.registry import keyword_options, refuse_unknown_options
 
 __all__ = ["HierarchicalClassifier", "build_model"]
 
@@ -44,13 +45,8 @@ class HierarchicalClassifier(nn.Module):
 
 def build_model(spec: dict[str, Any], hierarchy: Hierarchy) -> HierarchicalClassifier:
     """Build the model described by ``spec`` (``{"backbone": {name, config}, "head": {name, config}}``)."""
-    import inspect
-
     config = dict(spec["backbone"].get("config", {}))
-    accepted = [p for p in inspect.signature(create_backbone).parameters if p != "name"]
-    unknown = sorted(set(config) - set(accepted))
-    if unknown:
-        raise ConfigError(f"backbone has no option {unknown[0]!r}; its options are: {', '.join(accepted)}")
+    refuse_unknown_options("backbone", config, keyword_options(create_backbone))
     backbone = create_backbone(spec["backbone"]["name"], **config)
     head = create_head(spec["head"]["name"], hierarchy, backbone.out_features, **spec["head"].get("config", {}))
     return HierarchicalClassifier(backbone, head)

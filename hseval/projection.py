@@ -13,6 +13,7 @@ from collections.abc import Callable
 import numpy as np
 
 from hseval.errors import ConfigError
+from hseval.registry import Registry
 
 __all__ = ["PROJECTIONS", "stratified_sample", "project"]
 
@@ -75,19 +76,20 @@ def _umap(x: np.ndarray, extra: np.ndarray | None, seed: int) -> tuple[np.ndarra
     return xy, placed
 
 
-PROJECTIONS: dict[str, Callable[[np.ndarray, np.ndarray | None, int], tuple[np.ndarray, np.ndarray | None]]] = {
-    "pca": _pca, "tsne": _tsne, "umap": _umap,
-}
+PROJECTIONS: Registry[Callable[[np.ndarray, np.ndarray | None, int], tuple[np.ndarray, np.ndarray | None]]] = \
+    Registry("projection")
+"""``(embeddings, class_vectors or None, seed) -> (xy, placed class vectors or None)``."""
+for _name, _method in (("pca", _pca), ("tsne", _tsne), ("umap", _umap)):
+    PROJECTIONS.add(_name, _method)
 
 
 def project(embeddings: np.ndarray, method: str, *, class_vectors: np.ndarray | None = None,
             seed: int = 0) -> tuple[np.ndarray, np.ndarray | None]:
     """(N, 2) coordinates of ``embeddings`` (N, d) and (K, 2) of ``class_vectors`` (K, d) or None."""
-    if method not in PROJECTIONS:
-        raise ConfigError(f"unknown projection {method!r}; choose from {', '.join(PROJECTIONS)}")
+    method_fn = PROJECTIONS.get(method)
     x = np.asarray(embeddings, dtype=np.float32)
     if len(x) < 4:
         raise ConfigError(f"{method} needs at least 4 points, got {len(x)}")
     extra = _scaled(None if class_vectors is None else np.asarray(class_vectors, dtype=np.float32), x)
-    xy, placed = PROJECTIONS[method](x, extra, seed)
+    xy, placed = method_fn(x, extra, seed)
     return np.asarray(xy, dtype=np.float64), None if placed is None else np.asarray(placed, dtype=np.float64)

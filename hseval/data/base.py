@@ -21,11 +21,13 @@ from torch.utils.data import Dataset
 
 from hseval.errors import ConfigError, DataError, HsevalError
 from hseval.hierarchy import Hierarchy
+from hseval.registry import Registry
 
 __all__ = ["TensorPreprocess", "TensorImages", "ImageFiles", "LoadedDataset", "register_dataset",
            "list_datasets", "load_dataset", "dataset_options", "data_roots", "worker_errors"]
 
-_DATASETS: dict[str, Callable[..., LoadedDataset]] = {}
+DATASETS: Registry[Callable[..., LoadedDataset]] = Registry("dataset")
+"""Loaders ``(root, *, options) -> LoadedDataset``."""
 
 
 class TensorPreprocess:
@@ -163,34 +165,22 @@ class LoadedDataset:
 
 
 def register_dataset(name: str) -> Callable:
-    def decorate(fn: Callable[..., LoadedDataset]) -> Callable[..., LoadedDataset]:
-        if name in _DATASETS:
-            raise ValueError(f"dataset {name!r} is registered twice")
-        _DATASETS[name] = fn
-        return fn
-
-    return decorate
+    """Decorator: a loader ``(root, *, options) -> LoadedDataset`` under ``name``."""
+    return DATASETS.register(name)
 
 
 def list_datasets() -> list[str]:
-    return list(_DATASETS)
+    return DATASETS.names()
 
 
 def load_dataset(name: str, root: str | Path | None = None, **options: Any) -> LoadedDataset:
     """Load dataset ``name`` from ``root`` (or its usual places); options are dataset-specific."""
-    if name not in _DATASETS:
-        raise ConfigError(f"unknown dataset {name!r}; choose one of {', '.join(_DATASETS)}")
-    return _DATASETS[name](root, **options)
+    return DATASETS.get(name)(root, **options)
 
 
 def dataset_options(name: str) -> tuple[str, ...]:
     """Names of the keyword-only options of dataset ``name``'s loader (``load_dataset(**options)``)."""
-    import inspect
-
-    if name not in _DATASETS:
-        raise ConfigError(f"unknown dataset {name!r}; choose one of {', '.join(_DATASETS)}")
-    parameters = inspect.signature(_DATASETS[name]).parameters.values()
-    return tuple(p.name for p in parameters if p.kind is inspect.Parameter.KEYWORD_ONLY)
+    return tuple(DATASETS.options(name))
 
 
 def data_roots(root: str | Path | None, *defaults: str | Path) -> list[Path]:

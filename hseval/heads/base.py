@@ -12,10 +12,11 @@ from torch import nn
 
 from hseval.errors import ConfigError
 from hseval.hierarchy import Hierarchy
+from hseval.registry import Registry
 
 __all__ = ["Head", "register_head", "list_heads", "create_head", "head_class", "head_options"]
 
-_HEADS: dict[str, type[Head]] = {}
+HEADS: Registry[type[Head]] = Registry("head")
 
 
 class Head(nn.Module):
@@ -86,37 +87,25 @@ def register_head(name: str, description: str = "") -> Callable[[type[Head]], ty
     """Class decorator: make a head available to :func:`create_head` under ``name``."""
 
     def decorate(cls: type[Head]) -> type[Head]:
-        if name in _HEADS:
-            raise ValueError(f"head {name!r} is registered twice")
         cls.name = name
         cls.description = description or (cls.__doc__ or "").strip().splitlines()[0]
-        _HEADS[name] = cls
-        return cls
+        return HEADS.add(name, cls)
 
     return decorate
 
 
 def list_heads() -> list[str]:
     """Names of the registered heads, in registration order."""
-    return list(_HEADS)
+    return HEADS.names()
 
 
 def head_class(name: str) -> type[Head]:
-    try:
-        return _HEADS[name]
-    except KeyError:
-        raise ConfigError(f"unknown head {name!r}; choose one of {', '.join(_HEADS)}") from None
+    return HEADS.get(name)
 
 
 def head_options(name: str) -> dict[str, Any]:
     """The options of head ``name``: {option: its type} from the annotations of ``__init__``."""
-    import inspect
-    import typing
-
-    cls = head_class(name)
-    hints = typing.get_type_hints(cls.__init__)
-    return {p: hints.get(p, Any) for p in inspect.signature(cls.__init__).parameters
-            if p not in ("self", "hierarchy", "in_features")}
+    return HEADS.options(name)
 
 
 def _option_value(head: str, key: str, value: Any, kind: Any) -> Any:
@@ -142,9 +131,6 @@ def create_head(name: str, hierarchy: Hierarchy, in_features: int, **config: Any
     one-line :class:`ConfigError` (the list of accepted options, or the expected type)."""
     cls = head_class(name)
     accepted = head_options(name)
-    unknown = sorted(set(config) - set(accepted))
-    if unknown:
-        raise ConfigError(f"head {name!r} has no option {unknown[0]!r}; its options are: "
-                          f"{', '.join(accepted) or '(none)'}")
+    HEADS.check_options(name, config)
     config = {key: _option_value(name, key, value, accepted[key]) for key, value in config.items()}
     return cls(hierarchy, in_features, **config)

@@ -8,11 +8,9 @@ images; :func:`build_hierarchy` picks one by dataset name.
 
 from __future__ import annotations
 
-import inspect
 from collections.abc import Callable
 from typing import Any
 
-from hseval.errors import ConfigError
 from hseval.hierarchies.cifar100 import cifar100_hierarchy
 from hseval.hierarchies.cub200 import cub200_hierarchy
 from hseval.hierarchies.fashion_mnist import fashion_mnist_hierarchy
@@ -21,39 +19,31 @@ from hseval.hierarchies.stanford_dogs import stanford_dogs_hierarchy
 from hseval.hierarchies.tiny_imagenet import tiny_imagenet_hierarchy
 from hseval.hierarchies.transforms import merge_single_child_chains, random_hierarchy
 from hseval.hierarchy import Hierarchy
+from hseval.registry import Registry
 
 __all__ = ["merge_single_child_chains", "random_hierarchy", "list_builders", "builder_options", "build_hierarchy",
            "cifar100_hierarchy", "cub200_hierarchy", "fashion_mnist_hierarchy", "stanford_cars_hierarchy",
            "stanford_dogs_hierarchy", "tiny_imagenet_hierarchy"]
 
 # keyed by the dataset names of hseval.data's registry
-_BUILDERS: dict[str, Callable[..., Hierarchy]] = {
-    "fashion-mnist": fashion_mnist_hierarchy,
-    "cifar100": cifar100_hierarchy,
-    "cub200": cub200_hierarchy,
-    "stanford-cars": stanford_cars_hierarchy,
-    "stanford-dogs": stanford_dogs_hierarchy,
-    "tiny-imagenet": tiny_imagenet_hierarchy,
-}
+BUILDERS: Registry[Callable[..., Hierarchy]] = Registry("built-in hierarchy",
+                                                     unknown="no built-in hierarchy for {name!r}")
+for _name, _builder in (("fashion-mnist", fashion_mnist_hierarchy), ("cifar100", cifar100_hierarchy),
+                        ("cub200", cub200_hierarchy), ("stanford-cars", stanford_cars_hierarchy),
+                        ("stanford-dogs", stanford_dogs_hierarchy), ("tiny-imagenet", tiny_imagenet_hierarchy)):
+    BUILDERS.add(_name, _builder)
 
 
 def list_builders() -> list[str]:
     """Datasets whose tree can be built from the shipped class lists."""
-    return list(_BUILDERS)
-
-
-def _builder(name: str) -> Callable[..., Hierarchy]:
-    if name not in _BUILDERS:
-        raise ConfigError(f"no built-in hierarchy for {name!r}; choose one of {', '.join(_BUILDERS)}")
-    return _BUILDERS[name]
+    return BUILDERS.names()
 
 
 def builder_options(name: str) -> tuple[str, ...]:
     """Keyword-only options of dataset ``name``'s builder (``wordnet`` for tiny-imagenet)."""
-    parameters = inspect.signature(_builder(name)).parameters.values()
-    return tuple(p.name for p in parameters if p.kind is inspect.Parameter.KEYWORD_ONLY)
+    return tuple(BUILDERS.options(name))
 
 
 def build_hierarchy(name: str, **options: Any) -> Hierarchy:
     """The paper's tree for dataset ``name`` over its official classes."""
-    return _builder(name)(**options)
+    return BUILDERS.get(name)(**options)
