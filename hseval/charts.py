@@ -59,7 +59,7 @@ def _empty(title: str, message: str) -> go.Figure:
 def accuracy_by_level(levels: pd.DataFrame, *, title: str = "Accuracy per level",
                       colours: dict[str, str] | None = None) -> go.Figure:
     """A dot plot from a long table with columns run, level ("leaf", "level 1" ...), way ("leaf",
-    "from leaf", "parent δ / level head") and accuracy in [0, 1]; optional std and seeds (a seed
+    "from leaf", "own scores") and accuracy in [0, 1]; optional std and seeds (a seed
     group's spread over seeds, drawn as an error bar). One panel per level, each with its own axis
     zoomed to its values (so 0.992 against 0.994 shows), one colour per run (``colours``)."""
     from plotly.subplots import make_subplots

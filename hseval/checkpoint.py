@@ -221,7 +221,23 @@ def verify_run(run_dir: str | Path) -> RunInfo:
 
 
 def load_run(run_dir: str | Path, *, device: str | torch.device = "cpu") -> Run:
-    """Rebuild the model of ``run_dir`` from ``run.json`` and load its tensors onto ``device``."""
+    """Rebuild the model of ``run_dir`` from ``run.json`` and load its tensors onto ``device``.
+
+    Parameters
+    ----------
+    run_dir : a run folder written by ``hseval train`` or ``hseval import``.
+    device : where the tensors go.
+
+    Returns
+    -------
+    :class:`Run`: the model (backbone + head, in eval mode), its tree and ``run.json``'s content.
+
+    Raises
+    ------
+    RunFormatError
+        a missing, edited or damaged file (checksums, schema, tensor shapes), in one line. Nothing
+        is unpickled: tensors come from safetensors, metadata from JSON.
+    """
     from safetensors import SafetensorError
     from safetensors.torch import load_file
 

@@ -323,7 +323,31 @@ def evaluate_run(run_dir: Path, out_dir: Path, *, name: str, data_root: str | No
                  projections: list[str] = ("pca",), max_points: int = 5000, device: str = "auto",
                  batch_size: int = 512, seed: int = 0, data_cache: dict | None = None,
                  progress: bool = True) -> dict[str, Any]:
-    """Evaluate one run into ``out_dir / name`` and return its index entry."""
+    """Evaluate one run into ``out_dir / name`` and return its index entry.
+
+    Parameters
+    ----------
+    run_dir : a run folder (``run.json``, ``model.safetensors``), checked against its checksums.
+    out_dir : the evaluation folder; the run's files go to ``out_dir / name``, all at once.
+    name : the run's name in the evaluation folder.
+    data_root : where the run's dataset lies (default: where it was trained from).
+    split : "test" or "train".
+    projections : methods of :data:`hseval.projection.PROJECTIONS` for the embedding sample.
+    max_points : size of the stratified sample of embeddings kept and projected.
+    device, batch_size : where and in what batches the embeddings are computed.
+    seed : the sample's and the projections' seed.
+    data_cache : datasets already loaded, by (name, root), shared between runs.
+    progress : draw progress bars.
+
+    Returns
+    -------
+    The run's entry of ``index.json`` (name, path, head, dataset, leaf top-1).
+
+    Raises
+    ------
+    RunFormatError, DataError, ConfigError
+        one line naming the file or argument; nothing is written then.
+    """
     return _evaluate_run_stages(run_dir, out_dir, name=name, data_root=data_root, split=split,
                                 projections=projections, max_points=max_points, device=device,
                                 batch_size=batch_size, seed=seed, data_cache=data_cache, progress=progress)()

@@ -229,11 +229,41 @@ class Hierarchy:
     @classmethod
     def read(cls, path: str | Path, format: str | None = None, *,
              classes: Sequence[str] | None = None) -> Hierarchy:
-        """Read a tree from ``path``; ``format`` is one of :data:`hseval.hierarchy_io.FORMATS` or
-        None to detect it. ``classes`` orders (and checks) the leaves for name-based formats."""
+        """Read a tree from a file.
+
+        Parameters
+        ----------
+        path : a hierarchy file (pairs with ``<path>.names.tsv``, isa, NBDT JSON or paths).
+        format : one of :data:`hseval.hierarchy_io.FORMATS`, or None to detect it.
+        classes : the dataset's class names; orders (and checks) the leaves for name-based formats.
+
+        Returns
+        -------
+        Hierarchy
+
+        Raises
+        ------
+        HierarchyError
+            one line naming the file and line (a cycle, two parents, an unknown class...).
+
+        Example
+        -------
+        >>> import tempfile, pathlib
+        >>> path = pathlib.Path(tempfile.mkdtemp()) / "tree.txt"
+        >>> _ = path.write_text("animal/cat\\nanimal/dog\\ncar\\n")
+        >>> tree = Hierarchy.read(path, "paths")
+        >>> tree.leaf_names, tree.max_depth
+        (('cat', 'dog', 'car'), 2)
+        """
         from hseval.hierarchy_io import read_hierarchy
 
         return read_hierarchy(path, format, classes=classes)
+
+    def reorder_leaves(self, classes: Sequence[str]) -> Hierarchy:
+        """The same tree with its leaves in the order of ``classes`` (the same names)."""
+        names = [*self.node_names, self.root_name]
+        edges = [(names[p], names[c]) for c, p in enumerate(self.parents.tolist())]
+        return Hierarchy.from_edges(edges, classes=list(classes))
 
     def write(self, path: str | Path, format: str | None = None) -> None:
         """Write the tree atomically (format from the extension when None: .json = nbdt,

@@ -498,15 +498,17 @@ def _read_paths(path: Path, lines: list[tuple[int, str]], classes: Sequence[str]
             raise HierarchyError(f"{path}, line {number}: empty component in the path {line.strip()!r}")
         paths.append(parts)
     hierarchy = Hierarchy.from_paths(paths, root_name=root_name, source=str(path))
-    if classes is not None:
-        classes = [str(c) for c in classes]
-        if list(hierarchy.leaf_names) != classes:
-            diff = next((i for i, (a, b) in enumerate(zip(hierarchy.leaf_names, classes)) if a != b),
-                        min(len(classes), hierarchy.num_leaves))
-            raise HierarchyError(f"{path}: line {diff + 1} ends in a class that does not match class {diff} of "
-                                 f"the dataset ({len(classes)} classes, {hierarchy.num_leaves} paths); give one "
-                                 "path per class in class order")
-    return hierarchy
+    if classes is None:
+        return hierarchy
+    classes = [str(c) for c in classes]
+    leaves = set(hierarchy.leaf_names)
+    missing = next((c for c in classes if c not in leaves), None)
+    if missing is not None:
+        raise HierarchyError(f"{path}: class {missing!r} is not in the hierarchy; give one path per dataset class")
+    extra = next((name for name in hierarchy.leaf_names if name not in set(classes)), None)
+    if extra is not None:
+        raise HierarchyError(f"{path}: leaf {extra!r} is not a dataset class; remove its path")
+    return hierarchy.reorder_leaves(classes)  # any line order: the leaves follow the dataset's classes
 
 
 def _with_superclass_order(path: Path, tree: Hierarchy, order: list[str]) -> Hierarchy:

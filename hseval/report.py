@@ -121,7 +121,7 @@ def render(evaluation: Evaluation, root: Path, *, baseline: str | None = None) -
     method = ("each run minus the baseline on the same test samples: 95 % interval from a paired bootstrap over "
               "samples (10,000 resamples), p from the exact McNemar test")
     tables = [("Runs", "", mark_unavailable(headline, runs)),
-              ("Super-class accuracy", "'from leaf': the predicted class's ancestor; 'parent δ / level head': the "
+              ("Super-class accuracy", "'from leaf': the predicted class's ancestor; 'own scores': the "
                                        "head's own super-class scores.", mark_unavailable(levels, runs)),
               (f"Difference from {base.name}", method[0].upper() + method[1:] + ".", paired)]
     tables.append(("The paper's tables", "The runs laid out as the paper's Tables 1–6 and 8 (leaf accuracy in %, "

@@ -27,7 +27,7 @@ __all__ = ["RunResult", "Evaluation", "load_evaluation", "read_run", "summary_ta
            "level_long", "level_table", "WAYS",
            "config_key", "unavailable_table", "metric_of_column", "mark_unavailable"]
 
-WAYS = {"leaf": "leaf", "superclass_acc": "from leaf", "superclass_acc_from_levels": "parent δ / level head"}
+WAYS = {"leaf": "leaf", "superclass_acc": "from leaf", "superclass_acc_from_levels": "own scores"}
 """How an accuracy is measured, by its metrics.json key: the leaf prediction, its ancestor at the
 level ("from leaf"), or the head's own super-class scores."""
 
@@ -161,7 +161,7 @@ def summary_table(runs: list[RunResult]) -> pd.DataFrame:
         for depth, value in _levels(m.get("superclass_acc")):
             row[f"level{depth}_from_leaf"] = _num(value)
         for depth, value in _levels(m.get("superclass_acc_from_levels")):
-            row[f"level{depth}_from_levels"] = _num(value)
+            row[f"level{depth}_own_scores"] = _num(value)
         for depth, value in _levels(m.get("level_agreement")):
             row[f"level{depth}_agreement"] = _num(value)
         for key, value in m.items():
@@ -244,7 +244,7 @@ def level_table(runs: list[RunResult]) -> pd.DataFrame:
     return out
 
 
-_LEVEL_COLUMN = re.compile(r"level ?([0-9]+)(_from_levels| \(parent δ / level head\)|_agreement)")
+_LEVEL_COLUMN = re.compile(r"level ?([0-9]+)(_own_scores| \(own scores\)|_agreement)")
 
 
 def metric_of_column(column: str) -> str:

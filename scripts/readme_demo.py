@@ -36,7 +36,8 @@ def table(demo: Path) -> str:
         cells += [f"{m.get('mistake_severity', float('nan')):.3f}", f"{m.get('hierarchical_f1', float('nan')):.4f}",
                   f"{info['train_seconds'].get(head, 0):.0f}"]
         rows.append("| " + " | ".join(cells) + " |")
-    header = ("| head | leaf acc | L1 from leaf | L2 from leaf | L1 own | L2 own | mistake severity | hF1 | train s |\n"
+    header = ("| head | leaf acc | L1 from leaf | L2 from leaf | L1 own scores | L2 own scores | mistake severity "
+              "| hF1 | train s |\n"
               "|---|---|---|---|---|---|---|---|---|")
     machine = info["machine"]
     note = (f"Test split of Fashion-MNIST (10,000 images), seed 0, `hseval demo` on {machine['cpu']} "

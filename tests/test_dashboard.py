@@ -81,7 +81,7 @@ def test_overview_shows_the_runs_table_and_level_bars(at):
     assert [t.value for t in at.title] == ["Overview"]
     runs = table(at, "dataset")
     assert runs["run"].tolist() == ["multitask", "plain", "riemann"]
-    assert {"head", "top1", "level1_from_leaf", "level1_from_levels", "hierarchical_f1"} <= set(runs.columns)
+    assert {"head", "top1", "level1_from_leaf", "level1_own_scores", "hierarchical_f1"} <= set(runs.columns)
     charts = figures(at)
     assert "overview_levels" in charts
     assert {t["name"].split(" (")[0] for t in charts["overview_levels"]["data"]} == {"multitask", "plain", "riemann"}

@@ -49,10 +49,10 @@ def test_overview_compares_every_run_with_the_baseline(at):
 
 def test_empty_cells_say_why_in_the_column_help(at):
     """plain has no super-class scores of its own: the 'from levels' column's help says so."""
-    element = next(e for e in at.dataframe if "level1_from_levels" in e.value.columns)
+    element = next(e for e in at.dataframe if "level1_own_scores" in e.value.columns)
     config = json.loads(element.proto.columns)
-    assert "plain" in config["level1_from_levels"]["help"]
-    assert "no super-class scores" in config["level1_from_levels"]["help"]
+    assert "plain" in config["level1_own_scores"]["help"]
+    assert "no super-class scores" in config["level1_own_scores"]["help"]
     assert config["run"]["pinned"] is True  # the run's name stays in view while the table scrolls
 
 

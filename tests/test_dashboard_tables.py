@@ -28,9 +28,9 @@ def per_node(tree, accuracy):
 
 def test_overview_columns_order_and_empty_columns_dropped():
     summary = pd.DataFrame({"samples": [1], "top1": [0.5], "run": ["a"], "level2_from_leaf": [0.7],
-                            "level1_from_levels": [0.9], "level1_from_leaf": [0.8], "level1_agreement": [1.0],
+                            "level1_own_scores": [0.9], "level1_from_leaf": [0.8], "level1_agreement": [1.0],
                             "ece": [np.nan], "hierarchical_f1": [0.6]})
-    assert list(tables.overview_columns(summary).columns) == ["run", "top1", "level1_from_leaf", "level1_from_levels",
+    assert list(tables.overview_columns(summary).columns) == ["run", "top1", "level1_from_leaf", "level1_own_scores",
                                                               "level2_from_leaf", "hierarchical_f1"]
 
 

@@ -64,13 +64,13 @@ def test_level_long_is_the_data_and_level_table_its_wide_form(evaluated):
     long = level_long(runs)
     assert list(long.columns) == ["run", "head", "level", "depth", "way", "accuracy"]
     riemann = long[long["run"] == "riemann"]
-    assert riemann["way"].tolist() == ["leaf", "from leaf", "from leaf", "parent δ / level head",
-                                       "parent δ / level head"]
+    assert riemann["way"].tolist() == ["leaf", "from leaf", "from leaf", "own scores",
+                                       "own scores"]
     plain = long[long["run"] == "plain"]
     assert set(plain["way"]) == {"leaf", "from leaf"}  # plain has no super-class scores of its own
     wide = level_table(runs)
     assert list(wide.columns) == ["run", "head", "leaf", "level 1 (from leaf)", "level 2 (from leaf)",
-                                  "level 1 (parent δ / level head)", "level 2 (parent δ / level head)"]
+                                  "level 1 (own scores)", "level 2 (own scores)"]
     for row in long.itertuples(index=False):
         column = "leaf" if row.depth == 0 else f"{row.level} ({row.way})"
         assert wide.set_index("run").loc[row.run, column] == row.accuracy

@@ -78,7 +78,7 @@ def test_report_writes_tables_and_an_offline_page(evaluated, tmp_path, capsys):
         assert (folder / name).is_file(), name
     levels = pd.read_csv(folder / "superclass_accuracy.csv")
     assert list(levels["run"]) == ["multitask", "plain", "riemann"]
-    assert {"level 1 (from leaf)", "level 2 (parent δ / level head)"} <= set(levels.columns)
+    assert {"level 1 (from leaf)", "level 2 (own scores)"} <= set(levels.columns)
     page = (folder / "report.html").read_text()
     # nothing is loaded from a network: no external script, stylesheet, image or frame
     # (plotly.js itself mentions URLs inside strings, e.g. its logo link, which load nothing)

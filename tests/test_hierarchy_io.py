@@ -157,8 +157,19 @@ def test_class_list_mismatches(tmp_path):
     with pytest.raises(HierarchyError, match=r"2 leaves but 3 dataset classes"):
         Hierarchy.read(pairs, classes=["a", "b", "c"])
     paths = _write(tmp_path, "x/a\nx/b\n", name="paths.txt")
-    with pytest.raises(HierarchyError, match=r"line 2 ends in a class that does not match class 1"):
+    with pytest.raises(HierarchyError, match=r"class 'c' is not in the hierarchy"):
         Hierarchy.read(paths, classes=["a", "c"])
+    with pytest.raises(HierarchyError, match=r"leaf 'b' is not a dataset class"):
+        Hierarchy.read(paths, classes=["a"])
+
+
+def test_a_paths_file_in_another_order_follows_the_dataset_classes(tmp_path):
+    """One behaviour for the library and the CLI: the leaves take the dataset's class order."""
+    shuffled = Hierarchy.read(_write(tmp_path, "y/c\nx/a\nx/b\n", name="paths.txt"), classes=["a", "b", "c"])
+    ordered = Hierarchy.read(_write(tmp_path, "x/a\nx/b\ny/c\n", name="ordered.txt"), classes=["a", "b", "c"])
+    assert shuffled.leaf_names == ("a", "b", "c")
+    parent = [shuffled.node_names[shuffled.parents[i]] for i in range(3)]
+    assert parent == ["x", "x", "y"] == [ordered.node_names[ordered.parents[i]] for i in range(3)]
 
 
 def test_bad_names_sidecar(tmp_path):

@@ -123,7 +123,7 @@ def test_compare_runs_on_the_same_samples(evaluated):
     runs = {r.name: r for r in load_evaluation(evaluated).runs}
     frame = compare_runs(runs["multitask"], runs["plain"], resamples=2000)
     assert frame["metric"].iloc[0] == "leaf"
-    assert "level 1 (parent δ / level head)" not in set(frame["metric"])  # plain has no level scores
+    assert "level 1 (own scores)" not in set(frame["metric"])  # plain has no level scores
     assert "level 1 (from leaf)" in set(frame["metric"])
     assert np.allclose(frame["delta"], frame["a"] - frame["b"])
     assert ((frame["low"] <= frame["delta"] + 1e-12) & (frame["delta"] <= frame["high"] + 1e-12)).all()

@@ -338,7 +338,28 @@ def train(config: TrainConfig, out: str | Path, *, resume: bool = False, force: 
 
     Everything that can be checked is checked before ``out`` is touched (the folder, the device,
     the data, the head's options, the subset and batch sizes); then ``out`` is claimed as a run
-    folder and locked for the whole training, so a second process writing there is refused."""
+    folder and locked for the whole training, so a second process writing there is refused.
+
+    Parameters
+    ----------
+    config : the recipe with its overrides (:func:`train.config.load_config`).
+    out : the run folder to write.
+    resume : continue from ``train_state.pt`` (bit-identical to an uninterrupted run).
+    force : replace a finished or unfinished run in ``out``.
+    data : the dataset, already loaded (``train-all`` loads it once for every run).
+    hierarchy_file : a tree that replaces the dataset's own.
+    log : where the per-epoch lines go.
+
+    Returns
+    -------
+    ``out`` as a Path, holding ``run.json``, ``model.safetensors``, ``train_state.pt`` and
+    ``history.csv``.
+
+    Raises
+    ------
+    ConfigError, DataError, RunFormatError
+        one line naming the setting, file or folder, before anything is written.
+    """
     out = Path(out)
     dist = distributed.setup()
     if dist.rank == 0:

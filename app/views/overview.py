@@ -56,7 +56,7 @@ def render(ctx: Context) -> None:
         return
     st.subheader("Accuracy per level")
     st.caption("Super-class accuracy two ways: 'from leaf' maps the predicted class to its ancestor; "
-               "'parent δ / level head' uses the head's own super-class scores. Each panel's axis is zoomed to its "
+               "'own scores' uses the head's own super-class scores. Each panel's axis is zoomed to its "
                "values" + ("; seed groups show mean ± std over seeds." if ctx.group_seeds else "."))
     st.plotly_chart(charts.accuracy_by_level(tables.level_frame(ctx.runs, group_seeds=ctx.group_seeds),
                                              colours=ctx.colours), key="overview_levels", config=PLOT)

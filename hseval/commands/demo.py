@@ -16,7 +16,8 @@ QUICK = ["data.train_subset=3000", "optim.epochs=1", "optim.milestones=[1]"]
 
 
 def _table(rows: list[dict], levels: list[str]) -> str:
-    header = ["head", "leaf acc", *[f"L{d} from leaf" for d in levels], *[f"L{d} own" for d in levels], "train s"]
+    header = ["head", "leaf acc", *[f"L{d} from leaf" for d in levels], *[f"L{d} own scores" for d in levels],
+              "train s"]
     lines = [header]
     for r in rows:
         lines.append([r["head"], f"{r['top1']:.4f}", *[r["leaf"].get(d, "") for d in levels],
@@ -94,8 +95,8 @@ def cmd_demo(args: argparse.Namespace) -> int:
                      "seconds": seconds.get(entry["head"], 0.0)})
     print()
     print(_table(rows, levels))
-    print("\n'L1 own' / 'L2 own': super-class accuracy from the head's own super-class scores (parent δ columns"
-          " for the Δ-heads, the level heads for multitask); '—': the head has none.")
+    print("\n'own scores': super-class accuracy from the head's own super-class scores (parent δ columns for the "
+          "Δ-heads, the level heads for multitask); '—': the head has none.")
     total = time.perf_counter() - start
     _record(out, total, seconds, quick=args.quick)
     print(f"\ndone in {total:.0f} s. Open the dashboard with:\n  hseval dashboard {eval_dir}")

@@ -18,19 +18,12 @@ from hseval.data.folders import IMAGE_EXTENSIONS, file_dataset, list_images
 from hseval.errors import ConfigError, DataError
 from hseval.hierarchy import Hierarchy
 
-__all__ = ["load_image_folder", "class_folders", "reorder_leaves"]
+__all__ = ["load_image_folder", "class_folders"]
 
 
 def class_folders(split_dir: Path) -> list[str]:
     """Sorted names of the class folders of ``split_dir`` (hidden ones skipped)."""
     return sorted(e.name for e in os.scandir(split_dir) if e.is_dir() and not e.name.startswith("."))
-
-
-def reorder_leaves(hierarchy: Hierarchy, classes: list[str]) -> Hierarchy:
-    """The same tree with its leaves in the order of ``classes`` (same set of names)."""
-    names = [*hierarchy.node_names, hierarchy.root_name]
-    edges = [(names[p], names[c]) for c, p in enumerate(hierarchy.parents.tolist())]
-    return Hierarchy.from_edges(edges, classes=classes)
 
 
 def _split(split_dir: Path, classes: list[str]) -> tuple[list[Path], np.ndarray]:
@@ -82,7 +75,7 @@ def load_image_folder(root: str | Path | None = None, *, hierarchy: str | Path |
     if unused:
         raise DataError(f"{where}: leaf {unused[0]!r} has no class folder in {root / 'train'} ({len(unused)} such "
                         "leaves); add the folder or remove the leaf")
-    return file_dataset("image-folder", root, classes, reorder_leaves(tree, classes), _split(root / "train", classes),
+    return file_dataset("image-folder", root, classes, tree.reorder_leaves(classes), _split(root / "train", classes),
                         _split(root / "test", classes),
                         info={"hierarchy_file": None if given else
                               str(Path(hierarchy).expanduser().resolve())})

@@ -1,7 +1,20 @@
 """Last layers (heads): a registry and one module per head.
 
+Example
+-------
+>>> import torch
 >>> from hseval.heads import create_head, list_heads
->>> head = create_head("riemann", hierarchy, in_features=512, radius=1.0, radius_decay=0.5)
+>>> from hseval.hierarchy import Hierarchy
+>>> tree = Hierarchy.from_paths([["animal", "cat"], ["animal", "dog"], ["car"]])
+>>> list_heads()[:5]
+['plain', 'multitask', 'hierarchy', 'manifold', 'manifold-learnable-radius']
+>>> head = create_head("riemann", tree, in_features=16, radius=1.0, radius_decay=0.5)
+>>> head(torch.randn(4, 16)).shape  # one logit per class (leaf)
+torch.Size([4, 3])
+>>> create_head("riemann", tree, in_features=16, radius_decay=0.5, decay=0.5)
+Traceback (most recent call last):
+    ...
+hseval.errors.ConfigError: head 'riemann' has no option 'decay'; its options are: radius, radius_decay
 """
 
 import warnings

@@ -511,7 +511,7 @@ cli("negative-seed", "`hierarchy random --seed -3`", "argument --seed: expected 
                        str(tmp / "out.txt")])
 cli("port-out-of-range", "`dashboard --port 70000`", "argument --port: expected a port number in 1..65535, got 70000",
     lambda tmp, good: ["dashboard", str(tmp), "--port", "70000"])
-cli("unknown-projection", "`evaluate --projections mds`", "unknown projection 'mds'; choose from pca, tsne, umap",
+cli("unknown-projection", "`evaluate --projections mds`", "unknown projection 'mds'; choose one of pca, tsne, umap",
     lambda tmp, good: [*evaluate(good.run, tmp, good)[:-3], "--projections", "mds"])
 cli("recipe-not-utf8", "`--recipe` of binary bytes (used to crash: UnicodeDecodeError)", "bad.yaml: not UTF-8 text "
     "(byte 0); a recipe is a YAML file",
