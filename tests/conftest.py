@@ -1,5 +1,4 @@
-"""Shared fixtures: small trees (the paper's Appendix A, Fashion-MNIST, an unbalanced one) and a
-hypothesis strategy for random trees."""
+"""Shared fixtures (the helpers they use, and that tests import, are in ``tests/helpers.py``)."""
 
 from __future__ import annotations
 
@@ -8,11 +7,9 @@ from pathlib import Path
 import numpy as np
 import pytest
 import torch
-from hypothesis import strategies as st
 
 from hseval.hierarchy import Hierarchy
-
-FIXTURES = Path(__file__).parent / "fixtures"
+from tests.helpers import appendix_a, fashion_tree, unbalanced, write_fashion_like
 
 
 @pytest.fixture(autouse=True)
@@ -26,89 +23,9 @@ def _seed():
     torch.set_num_threads(threads)
 
 
-def appendix_a() -> Hierarchy:
-    """The paper's Appendix A: fruit -> {apple, orange}, animal -> {cat, dog}."""
-    edges = [("root", "fruit"), ("root", "animal"), ("fruit", "apple"), ("fruit", "orange"),
-             ("animal", "cat"), ("animal", "dog")]
-    return Hierarchy.from_edges(edges, classes=["apple", "orange", "cat", "dog"])
-
-
-def fashion_tree() -> Hierarchy:
-    from hseval.hierarchies.fashion_mnist import fashion_mnist_hierarchy
-
-    return fashion_mnist_hierarchy()
-
-
-def unbalanced() -> Hierarchy:
-    """Leaves at depths 1, 2 and 4, and a super-class with a single child."""
-    return Hierarchy.from_paths([("a", "x"), ("a", "b", "c", "y"), ("z",), ("a", "b", "w"), ("a", "b", "c", "v")])
-
-
 @pytest.fixture(params=["appendix_a", "fashion", "unbalanced"])
 def small_tree(request) -> Hierarchy:
     return {"appendix_a": appendix_a, "fashion": fashion_tree, "unbalanced": unbalanced}[request.param]()
-
-
-def random_tree(num_leaves: int, seed: int, *, max_depth: int = 4, branching: float = 0.5) -> Hierarchy:
-    """A random tree with leaves at varying depths (every super-class has >= 1 child)."""
-    rng = np.random.default_rng(seed)
-    parents = []
-    supers: list[tuple[int, int]] = []  # (index among super-classes, depth)
-    for k in range(max(1, int(num_leaves * branching))):
-        candidates = [s for s in supers if s[1] < max_depth - 1]
-        if candidates and rng.random() < 0.7:
-            parent, depth = candidates[rng.integers(len(candidates))]
-            supers.append((k, depth + 1))
-            parents.append(parent)
-        else:
-            supers.append((k, 1))
-            parents.append(-1)
-    n_super = len(supers)
-    leaf_parent = rng.integers(-1, n_super, size=num_leaves)
-    parent_of = {j: (int(p) + num_leaves if p >= 0 else -1) for j, p in enumerate(leaf_parent)}
-    parent_of.update({num_leaves + k: (p + num_leaves if p >= 0 else -1) for k, p in enumerate(parents)})
-    while True:  # prune super-classes without children until none is left
-        with_child = {p for p in parent_of.values() if p >= 0}
-        childless = [n for n in parent_of if n >= num_leaves and n not in with_child]
-        if not childless:
-            break
-        for n in childless:
-            del parent_of[n]
-    keep = sorted(parent_of)
-    remap = {old: new for new, old in enumerate(keep)}
-    names = [f"c{n}" if n < num_leaves else f"s{n}" for n in keep]
-    return Hierarchy(names, [remap[parent_of[n]] if parent_of[n] >= 0 else -1 for n in keep], num_leaves)
-
-
-@st.composite
-def trees(draw, max_leaves: int = 30) -> Hierarchy:
-    num_leaves = draw(st.integers(1, max_leaves))
-    seed = draw(st.integers(0, 2**31 - 1))
-    return random_tree(num_leaves, seed, max_depth=draw(st.integers(1, 5)), branching=draw(st.floats(0.1, 1.0)))
-
-
-def write_fashion_like(folder: Path, *, n_train: int = 600, n_test: int = 200, seed: int = 0) -> Path:
-    """A small learnable dataset in Fashion-MNIST's real on-disk format (gzipped IDX): class c is a
-    stripe pattern (period and orientation depend on c) on noise, so a few steps lower the loss."""
-    import gzip
-
-    folder.mkdir(parents=True, exist_ok=True)
-    rng = np.random.default_rng(seed)
-    grid = np.arange(28)
-    for split, n in (("train", n_train), ("t10k", n_test)):
-        labels = (np.arange(n) % 10).astype(np.uint8)
-        rng.shuffle(labels)
-        images = rng.integers(0, 80, (n, 28, 28), dtype=np.uint8)
-        for i, c in enumerate(labels):
-            period = 2 + int(c) % 5
-            stripes = (grid % period) < period / 2
-            mask = stripes[:, None] if c < 5 else stripes[None, :]
-            images[i] = np.where(np.broadcast_to(mask, (28, 28)), 230, images[i])
-        for kind, array, magic in (("images-idx3", images, b"\x00\x00\x08\x03"),
-                                   ("labels-idx1", labels, b"\x00\x00\x08\x01")):
-            header = magic + b"".join(int(s).to_bytes(4, "big") for s in array.shape)
-            (folder / f"{split}-{kind}-ubyte.gz").write_bytes(gzip.compress(header + array.tobytes()))
-    return folder
 
 
 @pytest.fixture(scope="session")
@@ -132,14 +49,3 @@ def evaluated(tmp_path_factory, fashion_like) -> Path:
     return out
 
 
-def reseal(folder: Path) -> Path:
-    """Record the current checksums of an evaluated run's files in its marker, as a user who knows
-    the format would after editing one: reaches the checks behind the checksums."""
-    import hashlib
-
-    from hseval import eval_format, ownership
-
-    files = {name: hashlib.sha256((folder / name).read_bytes()).hexdigest()
-             for name in eval_format.FILES if (folder / name).is_file()}
-    ownership.update_marker(folder, files=files)
-    return folder

@@ -13,7 +13,7 @@ from pathlib import Path
 import numpy as np
 import scipy.io
 
-from tests.conftest import FIXTURES
+from tests.helpers import FIXTURES
 
 DATASETS = FIXTURES / "datasets"
 

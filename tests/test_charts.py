@@ -17,7 +17,7 @@ from hseval.projection_colours import (
     under_node,
 )
 from hseval.projection_colours import categories as colour_categories
-from tests.conftest import appendix_a
+from tests.helpers import appendix_a
 
 
 def is_empty(fig: go.Figure) -> bool:
@@ -248,7 +248,7 @@ def test_category_colours_are_fixed_by_the_tree():
 
 
 def test_projection_scatter_draws_shallower_samples_in_grey():
-    from tests.conftest import unbalanced
+    from tests.helpers import unbalanced
 
     tree = unbalanced()  # leaves x (depth 2), z (depth 1), y, v (depth 4), w (depth 3)
     points = pd.DataFrame({"kind": "sample", "x": np.arange(5.0), "y": np.arange(5.0),

@@ -24,7 +24,7 @@ from hseval.checkpoint import (
 from hseval.errors import RunFormatError
 from hseval.heads import list_heads
 from hseval.model import build_model
-from tests.conftest import fashion_tree
+from tests.helpers import fashion_tree
 
 SIZE = 16
 

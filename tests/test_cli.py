@@ -11,7 +11,7 @@ import pytest
 
 from hseval.cli import main
 from hseval.hierarchy import Hierarchy
-from tests.conftest import FIXTURES
+from tests.helpers import FIXTURES
 
 FASHION = str(Path(__file__).parents[1] / "hseval" / "hierarchies" / "data" / "fashion_mnist.txt")
 

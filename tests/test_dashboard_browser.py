@@ -22,7 +22,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.test_dashboard import copy_runs
+from tests.dashboard_helpers import copy_runs
 
 sync_api = pytest.importorskip("playwright.sync_api", reason="playwright is not installed: pip install playwright "
                                                              "(the browser comes from the system, not playwright)")

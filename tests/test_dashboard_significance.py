@@ -11,8 +11,8 @@ import re
 import pytest
 
 from hseval import fileio
-from tests.conftest import reseal
-from tests.test_dashboard import app, copy_runs, figures, page, table
+from tests.dashboard_helpers import app, copy_runs, figures, page, table
+from tests.helpers import reseal
 
 VERSUS = re.compile(r"[+-]\d\.\d{4} \[[+-]\d\.\d{4}, [+-]\d\.\d{4}\], p (< 0\.0001|= [\d.e-]+)")
 

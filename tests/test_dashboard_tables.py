@@ -13,7 +13,7 @@ import pytest
 from app import loading, state, tables
 from hseval.commands import dashboard
 from hseval.errors import RunFormatError
-from tests.conftest import appendix_a, fashion_tree
+from tests.helpers import appendix_a, fashion_tree
 
 
 def per_node(tree, accuracy):

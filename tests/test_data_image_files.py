@@ -18,6 +18,7 @@ from tests.fake_datasets import (
     write_stanford_cars,
     write_stanford_dogs,
 )
+from tests.helpers import image_folder
 
 WRITERS = {"cub200": write_cub200, "stanford-cars": write_stanford_cars, "stanford-dogs": write_stanford_dogs}
 OFFICIAL = {"cub200": ("cub200_classes.txt", " "), "stanford-cars": ("stanford_cars_classes.txt", "\t"),
@@ -144,18 +145,10 @@ def test_dogs_extra_class_folder_would_shift_labels(tmp_path):
 
 
 # ------------------------------------------------------------------ image-folder
-def _image_folder(tmp_path, classes=("husky", "beagle", "tabby")):
-    for split in ("train", "test"):
-        for name in classes:
-            write_image(tmp_path / "data" / split / name / "0.jpg")
-            write_image(tmp_path / "data" / split / name / "1.png")
-    (tmp_path / "data" / "train" / "husky" / "notes.txt").write_text("not an image")
-    (tmp_path / "tree.txt").write_text("animal/dog/husky\nanimal/dog/beagle\nanimal/cat/tabby\n")
-    return tmp_path / "data", tmp_path / "tree.txt"
 
 
 def test_image_folder_orders_classes_by_folder_name(tmp_path):
-    root, tree_file = _image_folder(tmp_path)
+    root, tree_file = image_folder(tmp_path)
     data = load_dataset("image-folder", root, hierarchy=tree_file)
     assert data.class_names == ["beagle", "husky", "tabby"] and list(data.hierarchy.leaf_names) == data.class_names
     assert data.hierarchy.path_names(1) == ("animal", "dog", "husky")
@@ -166,7 +159,7 @@ def test_image_folder_orders_classes_by_folder_name(tmp_path):
 
 
 def test_image_folder_errors(tmp_path):
-    root, tree_file = _image_folder(tmp_path)
+    root, tree_file = image_folder(tmp_path)
     with pytest.raises(ConfigError, match=r"image-folder needs a hierarchy file .* pass --hierarchy FILE"):
         load_dataset("image-folder", root)
     write_image(root / "train" / "poodle" / "0.jpg")
@@ -188,7 +181,7 @@ def test_image_folder_trains_and_evaluates_end_to_end(tmp_path):
     """A user's own folders and tree through train-all, evaluate and report (small images)."""
     from hseval.cli import main
 
-    root, tree_file = _image_folder(tmp_path)
+    root, tree_file = image_folder(tmp_path)
     runs, out = tmp_path / "runs", tmp_path / "eval"
     assert main(["train-all", "--dataset", "image-folder", "--data-root", str(root), "--hierarchy", str(tree_file),
                  "--heads", "plain,riemann", "--backbone", "small-cnn", "--recipe", "paper", "--quiet",

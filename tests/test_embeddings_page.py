@@ -16,8 +16,8 @@ from app.neighbours import nearest_nodes
 from app.selection import data_location, sample_table, selected_rows
 from hseval.projection_colours import OUTCOME_COLOURS, SHALLOWER_COLOUR, category_colours, shallower_label
 from hseval.results import read_run
-from tests.conftest import appendix_a, fashion_tree
-from tests.test_dashboard import app, array, figures, page, table
+from tests.dashboard_helpers import app, array, copy_runs, figures, page, table
+from tests.helpers import appendix_a, fashion_tree
 
 
 @pytest.fixture
@@ -119,7 +119,6 @@ def test_selected_points_show_their_images_and_predictions(at, evaluated):
 
 def test_without_the_dataset_the_selection_is_still_listed(evaluated, tmp_path, monkeypatch):
     from hseval import ownership
-    from tests.test_dashboard import copy_runs
 
     folder = copy_runs(evaluated, tmp_path / "eval")
     for run in folder.iterdir():
@@ -136,8 +135,7 @@ def test_without_the_dataset_the_selection_is_still_listed(evaluated, tmp_path, 
 def test_a_head_without_class_vectors_says_so(evaluated, tmp_path, monkeypatch):
     import io
 
-    from tests.conftest import reseal
-    from tests.test_dashboard import copy_runs
+    from tests.helpers import reseal
 
     folder = copy_runs(evaluated, tmp_path / "eval")
     path = folder / "plain" / "embeddings.npz"

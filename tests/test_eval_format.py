@@ -15,7 +15,7 @@ import pytest
 from hseval import eval_format, ownership
 from hseval.errors import HsevalWarning, RunFormatError
 from hseval.results import level_long, level_table, load_evaluation, read_run
-from tests.conftest import reseal
+from tests.helpers import reseal
 
 
 @pytest.fixture

@@ -17,7 +17,7 @@ from hseval.cli import main
 from hseval.evaluation import EVAL_FILES, find_runs
 from hseval.hierarchy import Hierarchy
 from hseval.results import load_evaluation
-from tests.conftest import reseal
+from tests.helpers import reseal
 
 
 def test_every_file_of_the_output_contract(evaluated):
@@ -272,8 +272,8 @@ def test_report_grows_with_seed_groups_not_runs(evaluated, tmp_path):
 
     from hseval import fileio
     from hseval.report import write_report
-    from tests.conftest import reseal
-    from tests.test_dashboard import copy_runs
+    from tests.dashboard_helpers import copy_runs
+    from tests.helpers import reseal
 
     one = copy_runs(evaluated, tmp_path / "one")
     three = copy_runs(evaluated, tmp_path / "three", copies=3)

@@ -9,7 +9,7 @@ import torch
 from hseval import geometry
 from hseval.heads import create_head
 from hseval.projection import project, stratified_sample
-from tests.conftest import appendix_a, fashion_tree
+from tests.helpers import appendix_a, fashion_tree
 
 
 def test_riemann_children_sit_at_radius_with_the_papers_angles():

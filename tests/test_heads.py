@@ -10,7 +10,7 @@ import torch.nn.functional as F
 from hseval.errors import ConfigError
 from hseval.heads import create_head, list_heads
 from hseval.heads.hyperbolic import poincare_mlr
-from tests.conftest import fashion_tree, random_tree, unbalanced
+from tests.helpers import fashion_tree, random_tree, unbalanced
 
 D = 16
 DELTA_HEADS = ["hierarchy", "manifold", "manifold-learnable-radius", "riemann", "riemann-learnable-radius"]
@@ -235,7 +235,7 @@ def test_multitask_fused_levels_give_the_per_level_loss(monkeypatch, fused):
     import torch.nn.functional as F
 
     import hseval.heads.multitask
-    from tests.conftest import unbalanced
+    from tests.helpers import unbalanced
 
     monkeypatch.setattr(hseval.heads.multitask, "FUSED_ON_CPU", fused)
     tree = unbalanced()

@@ -12,7 +12,7 @@ from hypothesis import strategies as st
 from hseval.errors import HierarchyError
 from hseval.hierarchies import merge_single_child_chains, random_hierarchy
 from hseval.hierarchy import Hierarchy, natural_key
-from tests.conftest import FIXTURES, appendix_a, fashion_tree, trees, unbalanced
+from tests.helpers import FIXTURES, appendix_a, fashion_tree, trees, unbalanced
 
 PAPER_H = {  # Appendix A, rows in the paper's order of P, columns in the order of L
     "fruit": [1, 1, 0, 0], "animal": [0, 0, 1, 1], "apple": [1, 0, 0, 0],

@@ -16,8 +16,8 @@ from hseval.hierarchies.stanford_dogs import stanford_dogs_classes, stanford_dog
 from hseval.hierarchies.tiny_imagenet import tiny_imagenet_hierarchy, tiny_imagenet_wnids
 from hseval.hierarchies.wordnet import find_wordnet, wordnet_hierarchy
 from hseval.hierarchy import Hierarchy
-from tests.conftest import FIXTURES
 from tests.fake_datasets import cifar100_lists, fixture_rows
+from tests.helpers import FIXTURES
 
 needs_wordnet = pytest.mark.skipif(find_wordnet() is None, reason="no WordNet 3.0 data installed (apt install "
                                                                   "wordnet-base, or python -m nltk.downloader wordnet)")

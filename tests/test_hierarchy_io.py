@@ -10,7 +10,7 @@ from hypothesis import given, settings
 from hseval.errors import HierarchyError
 from hseval.hierarchy import Hierarchy
 from hseval.hierarchy_io import FORMATS, detect_format, names_sidecar
-from tests.conftest import FIXTURES, fashion_tree, trees, unbalanced
+from tests.helpers import FIXTURES, fashion_tree, trees, unbalanced
 
 PUBLIC = FIXTURES / "hierarchies"
 

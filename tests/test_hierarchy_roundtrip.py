@@ -17,7 +17,7 @@ from hseval.commands.hierarchy import render_tree
 from hseval.errors import HierarchyError
 from hseval.hierarchy import Hierarchy
 from hseval.hierarchy_io import FORMATS, detect_format, names_sidecar
-from tests.conftest import fashion_tree, trees
+from tests.helpers import fashion_tree, trees
 
 PROPERTY = settings(max_examples=150, deadline=None,
                     suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture])

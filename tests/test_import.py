@@ -21,7 +21,7 @@ from hseval.errors import HsevalError, HsevalWarning
 from hseval.heads import list_heads
 from hseval.importer import import_checkpoint, read_checkpoint
 from hseval.model import build_model
-from tests.conftest import fashion_tree
+from tests.helpers import fashion_tree
 
 ATOL = 1e-5
 

@@ -10,7 +10,7 @@ from hseval.cli import main
 from hseval.errors import ConfigError
 from hseval.hierarchies.induce import default_clusters, induce_tree
 from hseval.hierarchy import Hierarchy
-from tests.conftest import fashion_tree, random_tree
+from tests.helpers import fashion_tree, random_tree
 
 
 def planted_vectors(tree: Hierarchy, seed: int, dim: int = 64) -> np.ndarray:

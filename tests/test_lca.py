@@ -10,7 +10,7 @@ from hypothesis import strategies as st
 import hseval.hierarchy as hierarchy_module
 from hseval.hierarchy import LCA_TABLE_MAX_BYTES, Hierarchy
 from hseval.metrics import hierarchical_prf
-from tests.conftest import trees, unbalanced
+from tests.helpers import trees, unbalanced
 
 
 def brute_lca_depth(tree: Hierarchy, a: int, b: int) -> int:

@@ -18,7 +18,7 @@ from hseval.errors import HsevalWarning
 from hseval.logit_scale import check_metrics, check_scale, scale_range
 from hseval.report import render
 from hseval.results import load_evaluation
-from tests.test_train import quick
+from tests.helpers import image_folder, quick
 from train.engine import (
     Context,
     build_model,
@@ -117,9 +117,8 @@ def test_the_guard_leaves_training_bit_identical(tmp_path, monkeypatch):
     from safetensors.torch import load_file
 
     from hseval import logit_scale
-    from tests.test_data_image_files import _image_folder
 
-    root, tree_file = _image_folder(tmp_path)
+    root, tree_file = image_folder(tmp_path)
 
     def run(out):
         assert main(["train", "--dataset", "image-folder", "--data-root", str(root), "--hierarchy", str(tree_file),

@@ -21,21 +21,7 @@ from hseval.metrics import (
     topk_accuracy,
     topk_predictions,
 )
-from tests.conftest import fashion_tree, random_tree, trees
-
-
-def flat_tree(n: int = 3) -> Hierarchy:
-    """Every class a child of the root: no super-class level."""
-    return Hierarchy([f"c{i}" for i in range(n)], [-1] * n, n)
-
-
-def path(tree: Hierarchy, node: int) -> list[int]:
-    """Brute force: walk the parent links up to the root."""
-    out = []
-    while node >= 0:
-        out.append(int(node))
-        node = tree.parents[node]
-    return out[::-1]
+from tests.helpers import fashion_tree, flat_tree, path, random_tree, trees
 
 
 @pytest.mark.parametrize("k", [1, 2, 5])

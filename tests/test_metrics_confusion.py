@@ -10,8 +10,7 @@ from hypothesis import given, settings
 from sklearn.metrics import confusion_matrix as sk_confusion_matrix
 
 from hseval.metrics import confusion_matrix, tree_order
-from tests.conftest import fashion_tree, random_tree, trees, unbalanced
-from tests.test_metrics_accuracy import flat_tree
+from tests.helpers import fashion_tree, flat_tree, random_tree, trees, unbalanced
 
 
 @settings(max_examples=60, deadline=None)

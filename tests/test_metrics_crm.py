@@ -10,7 +10,7 @@ from hypothesis import strategies as st
 
 from hseval.metrics import hierarchical_distance
 from hseval.metrics.crm import MAX_CLASSES, class_distances, crm_scores, crm_summary, too_many_classes
-from tests.conftest import random_tree
+from tests.helpers import random_tree
 
 
 def brute_force_crm(probs: np.ndarray, tree) -> np.ndarray:
@@ -51,7 +51,7 @@ def test_a_certain_model_keeps_its_prediction(small_tree):
 
 def test_crm_moves_an_unsure_prediction_towards_the_likely_subtree():
     """apple 0.4, cat 0.3, dog 0.3: the argmax says apple, but an animal costs less in expectation."""
-    from tests.conftest import appendix_a
+    from tests.helpers import appendix_a
 
     tree = appendix_a()
     probs = np.zeros((1, tree.num_leaves))

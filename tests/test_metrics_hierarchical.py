@@ -6,8 +6,7 @@ import numpy as np
 import pytest
 
 from hseval.metrics import hierarchical_prf
-from tests.conftest import fashion_tree, random_tree, unbalanced
-from tests.test_metrics_accuracy import flat_tree, path
+from tests.helpers import fashion_tree, flat_tree, path, random_tree, unbalanced
 
 
 def test_worked_three_level_example_on_fashion_mnist():

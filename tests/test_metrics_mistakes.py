@@ -16,8 +16,7 @@ from hseval.metrics import (
     mistake_severity,
     topk_predictions,
 )
-from tests.conftest import fashion_tree, random_tree, trees, unbalanced
-from tests.test_metrics_accuracy import flat_tree, path
+from tests.helpers import fashion_tree, flat_tree, path, random_tree, trees, unbalanced
 
 
 def brute_distance(tree, a, b):

@@ -32,8 +32,7 @@ from hseval.metrics import (
     topk_predictions,
 )
 from hseval.metrics.streaming import NO_LEVEL_SCORES, NO_SCORES
-from tests.conftest import appendix_a, fashion_tree, unbalanced
-from tests.test_metrics_accuracy import flat_tree
+from tests.helpers import appendix_a, fashion_tree, flat_tree, unbalanced
 
 KS = (1, 5, 20)
 

@@ -23,7 +23,7 @@ from hseval.errors import DataError
 from hseval.metrics import HierarchicalMetrics
 from hseval.prediction_format import read_class_list, read_predictions
 from hseval.results import load_evaluation
-from tests.conftest import fashion_tree
+from tests.helpers import fashion_tree
 
 
 def _sequential_outputs(fashion_like: Path) -> dict[str, np.ndarray]:

@@ -17,7 +17,7 @@ from hseval.hierarchies import BUILDERS
 from hseval.hierarchy import Hierarchy
 from hseval.projection import PROJECTIONS, project
 from hseval.registry import Registry
-from tests.conftest import fashion_tree
+from tests.helpers import fashion_tree
 
 REGISTRIES = {"head": HEADS, "backbone": BACKBONES, "dataset": DATASETS, "built-in hierarchy": BUILDERS,
               "projection": PROJECTIONS}

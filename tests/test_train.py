@@ -16,15 +16,12 @@ from hseval.checkpoint import load_run
 from hseval.cli import main
 from hseval.errors import ConfigError
 from hseval.heads import list_heads
+from tests.helpers import image_folder, quick
 from train.config import load_config
 from train.engine import train
 
 ROOT = Path(__file__).parents[1]
 
-
-def quick(root, head="plain", *extra):
-    return load_config("fashion-mnist", [f"data.root={root}", f"model.head={head}", "data.train_subset=null",
-                                         "data.batch_size=32", "engine.progress=false", *extra])
 
 
 @pytest.mark.parametrize("head", list_heads())
@@ -232,10 +229,9 @@ def test_settings_listed_as_neutral_do_not_change_the_run(tmp_path):
 
     from hseval.results import config_key
     from hseval.run_settings import RESULT_NEUTRAL
-    from tests.test_data_image_files import _image_folder
 
     assert "eval_every" in RESULT_NEUTRAL["engine"]
-    root, tree_file = _image_folder(tmp_path)
+    root, tree_file = image_folder(tmp_path)
     weights, metas = [], []
     for every in (1, 2):
         out = tmp_path / f"every{every}"

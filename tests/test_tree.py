@@ -10,7 +10,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from hseval.heads.tree import TreeIndex, all_node_weights, leaf_weights, tree_linear
-from tests.conftest import random_tree, trees
+from tests.helpers import random_tree, trees
 
 
 def dense_reference(hierarchy, delta, scale):
@@ -200,7 +200,7 @@ def test_autocast_keeps_tree_sums_float32_and_runs_products_in_bfloat16(name):
     nn.Linear: logits float32, equal to bf16(x) @ bf16(W)ᵀ with W from float32 sums; gradients of
     Δ and the radii float32 and within bf16 rounding of the float32 ones; x's gradient in x's dtype."""
     from hseval.heads import create_head
-    from tests.conftest import fashion_tree
+    from tests.helpers import fashion_tree
 
     torch.manual_seed(0)
     head = create_head(name, fashion_tree(), 32)

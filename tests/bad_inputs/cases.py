@@ -649,7 +649,7 @@ def _(tmp, good):
 def _only_run_damaged(tmp: Path, good: Good, damage: Callable[[Path], object], *, sealed: bool) -> Path:
     import shutil
 
-    from tests.conftest import reseal as reseal_evaluation
+    from tests.helpers import reseal as reseal_evaluation
 
     evaluation = Path(shutil.copytree(good.evaluation, tmp / "eval"))
     damage(evaluation / "run")
@@ -753,7 +753,7 @@ def foreign_cnn(tmp: Path, good: Good, edit=None, name: str = "ckpt.pt") -> Path
 
 
 def import_cnn(tmp: Path, good: Good, checkpoint: Path, *extra: str) -> list[str]:
-    from tests.conftest import fashion_tree
+    from tests.helpers import fashion_tree
 
     tree = tmp / "tree.json"
     fashion_tree().write(tree)
@@ -822,7 +822,7 @@ def _(tmp, good):
 # ====================================================================== prediction files (models trained elsewhere)
 def predictions(tmp: Path, good: Good, file: Path, *extra: str) -> list[str]:
     """`hseval evaluate --predictions FILE --hierarchy tree.txt --out ev`: ev must not appear."""
-    from tests.conftest import fashion_tree
+    from tests.helpers import fashion_tree
 
     fashion_tree().write(tmp / "tree.txt")
     return ["evaluate", "--predictions", str(file), "--hierarchy", str(tmp / "tree.txt"), "--out", str(tmp / "ev"),
@@ -916,7 +916,7 @@ def _(tmp, good):
       "classes.txt: lists 9 classes but the hierarchy has 10 (missing 'Bag'); give every class once, one per line, "
       "in the model's order")
 def _(tmp, good):
-    from tests.conftest import fashion_tree
+    from tests.helpers import fashion_tree
 
     names = [n for n in fashion_tree().leaf_names if n != "Bag"]
     classes = write(tmp / "classes.txt", "".join(f"{n}\n" for n in names))

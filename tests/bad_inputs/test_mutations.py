@@ -25,7 +25,7 @@ from hseval.cli import main
 from hseval.results import load_evaluation
 from tests.bad_inputs.builders import reseal as reseal_run
 from tests.bad_inputs.mutations import Mutation, mutations_of
-from tests.conftest import reseal as reseal_evaluation
+from tests.helpers import reseal as reseal_evaluation
 
 SEED = 20261126
 RUN = "riemann"  # the evaluated run whose files are mutated (it has every kind of row)

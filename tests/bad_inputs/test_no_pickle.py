@@ -27,7 +27,7 @@ import torch
 
 from hseval.errors import DataError, RunFormatError
 from tests.bad_inputs.builders import MARKER_NAME, Planted, PlantedSystem, planted_pickle, sealed
-from tests.conftest import reseal
+from tests.helpers import reseal
 
 ROOT = Path(__file__).parents[2]
 PACKAGES = ("hseval", "train", "app")

@@ -21,7 +21,7 @@ from hypothesis import strategies as st
 from hseval.errors import HsevalError
 from hseval.hierarchy import Hierarchy
 from hseval.hierarchy_io import FORMATS
-from tests.conftest import trees
+from tests.helpers import trees
 
 EXAMPLES = {
     "hierarchy_bytes": 300, "hierarchy_text": 300, "hierarchy_mutated": 200, "nbdt_json": 150,

@@ -1,0 +1,141 @@
+"""Helpers shared by the tests: small trees (the paper's Appendix A, Fashion-MNIST, an unbalanced
+one), random trees and a hypothesis strategy for them, a small Fashion-MNIST-like dataset in the
+real file format, and ``reseal`` for mutation tests of evaluated runs. Fixtures stay in
+``conftest.py``; test modules import these from here."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+from hypothesis import strategies as st
+
+from hseval.hierarchy import Hierarchy
+from train.config import load_config
+
+FIXTURES = Path(__file__).parent / "fixtures"
+
+
+def appendix_a() -> Hierarchy:
+    """The paper's Appendix A: fruit -> {apple, orange}, animal -> {cat, dog}."""
+    edges = [("root", "fruit"), ("root", "animal"), ("fruit", "apple"), ("fruit", "orange"),
+             ("animal", "cat"), ("animal", "dog")]
+    return Hierarchy.from_edges(edges, classes=["apple", "orange", "cat", "dog"])
+
+
+def fashion_tree() -> Hierarchy:
+    from hseval.hierarchies.fashion_mnist import fashion_mnist_hierarchy
+
+    return fashion_mnist_hierarchy()
+
+
+def unbalanced() -> Hierarchy:
+    """Leaves at depths 1, 2 and 4, and a super-class with a single child."""
+    return Hierarchy.from_paths([("a", "x"), ("a", "b", "c", "y"), ("z",), ("a", "b", "w"), ("a", "b", "c", "v")])
+
+
+def random_tree(num_leaves: int, seed: int, *, max_depth: int = 4, branching: float = 0.5) -> Hierarchy:
+    """A random tree with leaves at varying depths (every super-class has >= 1 child)."""
+    rng = np.random.default_rng(seed)
+    parents = []
+    supers: list[tuple[int, int]] = []  # (index among super-classes, depth)
+    for k in range(max(1, int(num_leaves * branching))):
+        candidates = [s for s in supers if s[1] < max_depth - 1]
+        if candidates and rng.random() < 0.7:
+            parent, depth = candidates[rng.integers(len(candidates))]
+            supers.append((k, depth + 1))
+            parents.append(parent)
+        else:
+            supers.append((k, 1))
+            parents.append(-1)
+    n_super = len(supers)
+    leaf_parent = rng.integers(-1, n_super, size=num_leaves)
+    parent_of = {j: (int(p) + num_leaves if p >= 0 else -1) for j, p in enumerate(leaf_parent)}
+    parent_of.update({num_leaves + k: (p + num_leaves if p >= 0 else -1) for k, p in enumerate(parents)})
+    while True:  # prune super-classes without children until none is left
+        with_child = {p for p in parent_of.values() if p >= 0}
+        childless = [n for n in parent_of if n >= num_leaves and n not in with_child]
+        if not childless:
+            break
+        for n in childless:
+            del parent_of[n]
+    keep = sorted(parent_of)
+    remap = {old: new for new, old in enumerate(keep)}
+    names = [f"c{n}" if n < num_leaves else f"s{n}" for n in keep]
+    return Hierarchy(names, [remap[parent_of[n]] if parent_of[n] >= 0 else -1 for n in keep], num_leaves)
+
+
+@st.composite
+def trees(draw, max_leaves: int = 30) -> Hierarchy:
+    num_leaves = draw(st.integers(1, max_leaves))
+    seed = draw(st.integers(0, 2**31 - 1))
+    return random_tree(num_leaves, seed, max_depth=draw(st.integers(1, 5)), branching=draw(st.floats(0.1, 1.0)))
+
+
+def write_fashion_like(folder: Path, *, n_train: int = 600, n_test: int = 200, seed: int = 0) -> Path:
+    """A small learnable dataset in Fashion-MNIST's real on-disk format (gzipped IDX): class c is a
+    stripe pattern (period and orientation depend on c) on noise, so a few steps lower the loss."""
+    import gzip
+
+    folder.mkdir(parents=True, exist_ok=True)
+    rng = np.random.default_rng(seed)
+    grid = np.arange(28)
+    for split, n in (("train", n_train), ("t10k", n_test)):
+        labels = (np.arange(n) % 10).astype(np.uint8)
+        rng.shuffle(labels)
+        images = rng.integers(0, 80, (n, 28, 28), dtype=np.uint8)
+        for i, c in enumerate(labels):
+            period = 2 + int(c) % 5
+            stripes = (grid % period) < period / 2
+            mask = stripes[:, None] if c < 5 else stripes[None, :]
+            images[i] = np.where(np.broadcast_to(mask, (28, 28)), 230, images[i])
+        for kind, array, magic in (("images-idx3", images, b"\x00\x00\x08\x03"),
+                                   ("labels-idx1", labels, b"\x00\x00\x08\x01")):
+            header = magic + b"".join(int(s).to_bytes(4, "big") for s in array.shape)
+            (folder / f"{split}-{kind}-ubyte.gz").write_bytes(gzip.compress(header + array.tobytes()))
+    return folder
+
+
+def reseal(folder: Path) -> Path:
+    """Record the current checksums of an evaluated run's files in its marker, as a user who knows
+    the format would after editing one: reaches the checks behind the checksums."""
+    import hashlib
+
+    from hseval import eval_format, ownership
+
+    files = {name: hashlib.sha256((folder / name).read_bytes()).hexdigest()
+             for name in eval_format.FILES if (folder / name).is_file()}
+    ownership.update_marker(folder, files=files)
+    return folder
+
+
+def flat_tree(n: int = 3) -> Hierarchy:
+    """Every class a child of the root: no super-class level."""
+    return Hierarchy([f"c{i}" for i in range(n)], [-1] * n, n)
+
+
+def path(tree: Hierarchy, node: int) -> list[int]:
+    """Brute force: walk the parent links up to the root."""
+    out = []
+    while node >= 0:
+        out.append(int(node))
+        node = tree.parents[node]
+    return out[::-1]
+
+
+def quick(root, head="plain", *extra):
+    return load_config("fashion-mnist", [f"data.root={root}", f"model.head={head}", "data.train_subset=null",
+                                         "data.batch_size=32", "engine.progress=false", *extra])
+
+
+def image_folder(tmp_path, classes=("husky", "beagle", "tabby")):
+    """A user's own image folders (train/ and test/, one folder per class) and a paths tree file."""
+    from tests.fake_datasets import write_image  # it reads FIXTURES from here
+
+    for split in ("train", "test"):
+        for name in classes:
+            write_image(tmp_path / "data" / split / name / "0.jpg")
+            write_image(tmp_path / "data" / split / name / "1.png")
+    (tmp_path / "data" / "train" / "husky" / "notes.txt").write_text("not an image")
+    (tmp_path / "tree.txt").write_text("animal/dog/husky\nanimal/dog/beagle\nanimal/cat/tabby\n")
+    return tmp_path / "data", tmp_path / "tree.txt"
