@@ -88,6 +88,25 @@ def test_train_all_writes_one_loadable_run_per_head(fashion_like, tmp_path, caps
     assert [r.head_name for r in loaded] == runs
 
 
+def test_train_all_resume_keeps_only_runs_trained_with_the_same_settings(fashion_like, tmp_path, capsys):
+    """The rule ``hseval demo`` continues by: a finished run with these settings is reused, one
+    trained otherwise is trained again, an interrupted one is continued."""
+    base = ["train-all", "--data-root", str(fashion_like), "--heads", "plain,riemann", "--quiet", "--set",
+            "optim.epochs=1", "--set", "data.train_subset=100", "--out", str(tmp_path / "runs")]
+    assert main(base) == 0
+    plain = (tmp_path / "runs" / "plain" / "model.safetensors").read_bytes()
+    (tmp_path / "runs" / "riemann" / "run.json").unlink()  # interrupted after its last checkpoint
+    capsys.readouterr()
+    assert main([*base, "--resume"]) == 0
+    out = capsys.readouterr().out
+    assert "plain is finished with these settings; reusing it" in out and "continuing riemann" in out
+    assert (tmp_path / "runs" / "plain" / "model.safetensors").read_bytes() == plain
+    assert main([*base, "--resume", "--set", "optim.lr=0.01"]) == 0  # other settings: trained again
+    out = capsys.readouterr().out
+    assert "training plain" in out and "reusing" not in out
+    assert json.loads((tmp_path / "runs" / "plain" / "run.json").read_text())["training"]["optim"]["lr"] == 0.01
+
+
 def test_train_all_grid_names(fashion_like, tmp_path):
     import argparse
 

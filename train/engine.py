@@ -28,7 +28,7 @@ from torch import nn
 from hseval import checkpoint, fileio, logit_scale, ownership
 from hseval.data import LoadedDataset, load_dataset
 from hseval.device import resolve_device
-from hseval.errors import ConfigError, HsevalWarning, RunFormatError
+from hseval.errors import ConfigError, HsevalError, HsevalWarning, RunFormatError
 from hseval.heads import create_head, head_class, head_options
 from hseval.hierarchy import Hierarchy
 from hseval.metrics import level_accuracy
@@ -279,6 +279,22 @@ def check_run_folder(out: Path, *, resume: bool, force: bool) -> None:
     if (finished or unfinished) and not force:
         what = "a finished run" if finished else "an unfinished run (continue it with --resume)"
         raise ConfigError(f"{out}: already holds {what}; pass --force to overwrite it")
+
+
+def existing_run(out: Path, config: TrainConfig) -> tuple[str, dict[str, Any]]:
+    """What ``out`` holds for ``config``, and its ``run.json`` when finished: "new" (nothing),
+    "unfinished" (a training state, no run.json), "finished" (trained with these settings, epochs
+    included) or "stale" (other settings, or a run.json that does not verify)."""
+    if not (out / checkpoint.META_FILE).is_file():
+        return ("unfinished" if (out / checkpoint.STATE_FILE).is_file() else "new"), {}
+    try:
+        meta = checkpoint.verify_run(out).meta
+    except HsevalError:
+        return "stale", {}
+    saved = meta.get("training") or {}
+    if not saved or comparable_config(saved) != comparable_config(config.to_dict()):
+        return "stale", meta
+    return ("finished" if (saved.get("optim") or {}).get("epochs") == config.optim.epochs else "stale"), meta
 
 
 def _prepare_out(out: Path, *, resume: bool, force: bool) -> None:

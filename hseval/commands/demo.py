@@ -32,52 +32,26 @@ def _table(rows: list[dict], levels: list[str]) -> str:
 
 
 def cmd_demo(args: argparse.Namespace) -> int:
-    from hseval.checkpoint import META_FILE, STATE_FILE, verify_run
-    from hseval.errors import HsevalError
+    from hseval.commands.train import planned_configs, train_planned
     from hseval.evaluation import evaluate_runs
-    from hseval.heads import list_heads
     from hseval.report import write_report
     from hseval.results import read_run
-    from train.config import load_config
-    from train.engine import comparable_config, load_data, train
+    from train.engine import load_data
 
     start = time.perf_counter()
     out = Path(args.out)
     runs, eval_dir = out / "runs", out / "eval"
-    overrides = [*(QUICK if args.quick else []), "engine.progress=" + ("false" if args.quiet else "true")]
-    if args.data_root:
-        overrides.append(f"data.root={args.data_root}")
-    if args.device:
-        overrides.append(f"engine.device={args.device}")
-    configs = [(head, load_config("fashion-mnist", [*overrides, f"model.head={head}"])) for head in list_heads()]
-    data = load_data(configs[0][1])
+    plan = argparse.Namespace(  # train-all's plan: every head, the CPU recipe, one seed
+        dataset=None, recipe="fashion-mnist", backbone=None, data_root=args.data_root, device=args.device,
+        quiet=args.quiet, set=QUICK if args.quick else [], heads="all", seeds=None, sweep=[])
+    configs = planned_configs(plan)
+    data = load_data(configs[0][0])
     print(f"hseval demo: {len(configs)} heads on Fashion-MNIST ({data.root}), "
           f"{'quick' if args.quick else 'CPU recipe'}; output in {out}")
-    seconds = {}
-    for k, (head, config) in enumerate(configs, start=1):
-        run = runs / head
-        finished = (run / META_FILE).is_file()
-        if finished and not args.force:
-            try:
-                meta = verify_run(run).meta
-            except HsevalError as exc:
-                meta = {}
-                print(f"[{k}/{len(configs)}] {head}: cannot reuse {run} ({exc}); training it again")
-            saved = meta.get("training") or {}
-            same = bool(saved) and comparable_config(saved) == comparable_config(config.to_dict()) and \
-                saved.get("optim", {}).get("epochs") == config.optim.epochs
-            if same:
-                print(f"[{k}/{len(configs)}] {head}: already trained, reusing {run}")
-                seconds[head] = float(meta.get("train_seconds") or 0.0)
-                continue
-        print(f"[{k}/{len(configs)}] training {head}")
-        t0 = time.perf_counter()
-        resume = (run / STATE_FILE).is_file() and not finished and not args.force
-        train(config, run, resume=resume, force=args.force or finished, data=data)
-        seconds[head] = time.perf_counter() - t0
+    seconds = train_planned(configs, runs, resume=not args.force, force=args.force, hierarchy=None, data=data)
     print("evaluating")
     projections = ["pca"] if args.quick else ["pca", "tsne"]
-    entries = evaluate_runs([str(runs / head) for head, _ in configs], eval_dir, projections=projections,
+    entries = evaluate_runs([str(runs / name) for _, name in configs], eval_dir, projections=projections,
                             max_points=1000 if args.quick else 3000, device=args.device or "auto",
                             progress=not args.quiet, data_root=args.data_root, reuse=not args.force,
                             log=lambda _: None)

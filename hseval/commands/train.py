@@ -120,33 +120,48 @@ def cmd_train(args: argparse.Namespace) -> int:
     return 0
 
 
-def cmd_train_all(args: argparse.Namespace) -> int:
-    from hseval.checkpoint import META_FILE, STATE_FILE
-    from train.engine import check_before_training, check_run_folder, load_data, train
+def planned_configs(args: argparse.Namespace) -> list[tuple[Any, str]]:
+    """(config, folder name) of every run of ``train-all``'s grid (heads × sweeps × seeds)."""
+    return [(_config(args, head, overrides), name) for head, overrides, name in plan_runs(args)]
 
-    plan = plan_runs(args)
-    configs = [(_config(args, head, overrides), name) for head, overrides, name in plan]
-    root = Path(args.out)
-    todo = []
-    for config, name in configs:  # every run's folder and settings, before the first one trains
+
+def train_planned(configs: list[tuple[Any, str]], root: Path, *, resume: bool, force: bool, hierarchy: str | None,
+                  data=None, log=print) -> dict[str, float]:
+    """Train the runs of ``configs`` under ``root``: every folder and setting checked before the
+    first run trains, the dataset loaded once. With ``resume``, a finished run trained with these
+    settings is kept, an interrupted one continued, and one trained otherwise trained again.
+    ``data``: the dataset when the caller has loaded it. Returns the training seconds of each run,
+    read from ``run.json`` for the kept ones."""
+    from train.engine import check_before_training, check_run_folder, existing_run, load_data, train
+
+    todo, seconds = [], {}
+    for config, name in configs:
         out = root / name
-        if args.resume and (out / META_FILE).is_file():
-            print(f"{out} is finished; skipping")
+        state, meta = existing_run(out, config)
+        if resume and state == "finished":
+            log(f"{out} is finished with these settings; reusing it")
+            seconds[name] = float(meta.get("train_seconds") or 0.0)
             continue
-        resume = args.resume and (out / STATE_FILE).is_file()
-        check_run_folder(out, resume=resume, force=args.force)
-        todo.append((config, out, resume))
-    data = load_data(configs[0][0], args.hierarchy)
+        again = resume and state == "unfinished"
+        check_run_folder(out, resume=again, force=force or (resume and state == "stale"))
+        todo.append((config, out, again))
+    data = data or load_data(configs[0][0], hierarchy)
     for config, _, _ in todo:
         check_before_training(config, data)
-    summary: list[dict[str, Any]] = []
-    for k, (config, out, resume) in enumerate(todo, start=1):
-        print(f"[{k}/{len(todo)}] {out.name}")
+    for k, (config, out, again) in enumerate(todo, start=1):
+        log(f"[{k}/{len(todo)}] {'continuing' if again else 'training'} {out.name}")
         start = time.perf_counter()
-        train(config, out, resume=resume, force=args.force, data=data)
-        summary.append({"run": out.name, "seconds": time.perf_counter() - start})
-    for row in summary:
-        print(f"  {row['run']}: {row['seconds']:.0f} s")
+        train(config, out, resume=again, force=force or (resume and not again), data=data)
+        seconds[out.name] = time.perf_counter() - start
+    return seconds
+
+
+def cmd_train_all(args: argparse.Namespace) -> int:
+    configs = planned_configs(args)
+    root = Path(args.out)
+    seconds = train_planned(configs, root, resume=args.resume, force=args.force, hierarchy=args.hierarchy)
+    for name, value in seconds.items():
+        print(f"  {name}: {value:.0f} s")
     print(f"wrote {len(configs)} runs under {root}; evaluate them with: hseval evaluate {root} --out EVAL_DIR")
     return 0
 
