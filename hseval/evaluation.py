@@ -18,6 +18,7 @@ import time
 import warnings
 from collections.abc import Callable
 from concurrent.futures import Future, ThreadPoolExecutor
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -29,8 +30,8 @@ from hseval import eval_format, fileio, logit_scale, ownership
 from hseval.checkpoint import META_FILE, Run, RunInfo, is_run_dir, load_run
 from hseval.errors import ConfigError, DataError, HsevalError, HsevalWarning, RunFormatError
 
-__all__ = ["find_runs", "evaluate_run", "evaluate_runs", "evaluation_names", "EVAL_FILES", "KS", "per_node_table",
-           "geometry_tables", "projection_table", "write_evaluation", "index_entry"]
+__all__ = ["EvalOptions", "find_runs", "evaluate_run", "evaluate_runs", "evaluation_names", "EVAL_FILES", "KS",
+           "per_node_table", "geometry_tables", "projection_table", "write_evaluation", "index_entry"]
 
 EVAL_FILES = eval_format.FILES
 STAGING_PREFIX = ".hseval-staging-"
@@ -319,10 +320,33 @@ def index_entry(name: str, metrics: dict[str, Any]) -> dict[str, Any]:
             "leaf_top1": metrics["top1"]}
 
 
-def evaluate_run(run_dir: Path, out_dir: Path, *, name: str, data_root: str | None = None, split: str = "test",
-                 projections: list[str] = ("pca",), max_points: int = 5000, device: str = "auto",
-                 batch_size: int = 512, seed: int = 0, data_cache: dict | None = None,
-                 progress: bool = True) -> dict[str, Any]:
+@dataclass(frozen=True)
+class EvalOptions:
+    """How runs are evaluated: the data, the embedding pass, the sample and its projections.
+
+    Parameters
+    ----------
+    data_root : where the runs' dataset lies (default: where each was trained from).
+    split : "test" or "train".
+    projections : methods of :data:`hseval.projection.PROJECTIONS` for the embedding sample.
+    max_points : size of the stratified sample of embeddings kept and projected.
+    device, batch_size : where and in what batches the embeddings are computed.
+    seed : the sample's and the projections' seed.
+    progress : draw progress bars.
+    """
+
+    data_root: str | None = None
+    split: str = "test"
+    projections: tuple[str, ...] = ("pca",)
+    max_points: int = 5000
+    device: str = "auto"
+    batch_size: int = 512
+    seed: int = 0
+    progress: bool = True
+
+
+def evaluate_run(run_dir: Path, out_dir: Path, *, name: str, options: EvalOptions = EvalOptions(),
+                 data_cache: dict | None = None) -> dict[str, Any]:
     """Evaluate one run into ``out_dir / name`` and return its index entry.
 
     Parameters
@@ -330,14 +354,8 @@ def evaluate_run(run_dir: Path, out_dir: Path, *, name: str, data_root: str | No
     run_dir : a run folder (``run.json``, ``model.safetensors``), checked against its checksums.
     out_dir : the evaluation folder; the run's files go to ``out_dir / name``, all at once.
     name : the run's name in the evaluation folder.
-    data_root : where the run's dataset lies (default: where it was trained from).
-    split : "test" or "train".
-    projections : methods of :data:`hseval.projection.PROJECTIONS` for the embedding sample.
-    max_points : size of the stratified sample of embeddings kept and projected.
-    device, batch_size : where and in what batches the embeddings are computed.
-    seed : the sample's and the projections' seed.
+    options : see :class:`EvalOptions`.
     data_cache : datasets already loaded, by (name, root), shared between runs.
-    progress : draw progress bars.
 
     Returns
     -------
@@ -348,70 +366,37 @@ def evaluate_run(run_dir: Path, out_dir: Path, *, name: str, data_root: str | No
     RunFormatError, DataError, ConfigError
         one line naming the file or argument; nothing is written then.
     """
-    return _evaluate_run_stages(run_dir, out_dir, name=name, data_root=data_root, split=split,
-                                projections=projections, max_points=max_points, device=device,
-                                batch_size=batch_size, seed=seed, data_cache=data_cache, progress=progress)()
+    return _evaluate_run_stages(run_dir, out_dir, name=name, options=options, data_cache=data_cache)()
 
 
-def _evaluate_run_stages(run_dir: Path, out_dir: Path, *, name: str, data_root: str | None, split: str,
-                         projections: list[str], max_points: int, device: str, batch_size: int, seed: int,
-                         data_cache: dict | None, progress: bool) -> Callable[[], dict[str, Any]]:
-    """The embedding pass, metrics and geometry of one run, done now (on the device); returns the
-    rest — projections (CPU-bound) and the staged write — as a function, which
+def _evaluate_run_stages(run_dir: Path, out_dir: Path, *, name: str, options: EvalOptions,
+                         data_cache: dict | None) -> Callable[[], dict[str, Any]]:
+    """The stages of one run: extract (the embedding pass, on the device), metrics and geometry,
+    done now; projections (CPU-bound) and the one staged write returned as a function, which
     :func:`evaluate_runs` may run in a worker thread while the next run's embeddings are computed."""
-    from hseval import geometry
     from hseval.device import resolve_device
-    from hseval.metrics.crm import crm_summary
-    from hseval.metrics.streaming import NO_LEVEL_SCORES
     from hseval.projection import stratified_sample
 
     start = time.perf_counter()
-    torch_device = resolve_device(device)
+    torch_device = resolve_device(options.device)
     run = load_run(run_dir, device=torch_device)
-    data = _dataset_for(run, data_root, {} if data_cache is None else data_cache)
-    part = data.split(split)
-    sample = stratified_sample(part.labels, max_points, seed=seed)
-    result = _extract(run, part, sample=sample, batch_size=batch_size, device=torch_device, progress=progress)
+    data = _dataset_for(run, options.data_root, {} if data_cache is None else data_cache)
+    part = data.split(options.split)
+    sample = stratified_sample(part.labels, options.max_points, seed=options.seed)
+    result = _extract(run, part, sample=sample, batch_size=options.batch_size, device=torch_device,
+                      progress=options.progress)
+    metrics = _metrics_stage(run, result, name=name, split=options.split)
+    tables, class_vectors, node_vectors = _geometry_stage(run, result, metrics, seed=options.seed)
+    inputs = _inputs(run.meta, data_root=options.data_root, split=options.split,
+                     projections=list(options.projections), max_points=options.max_points, seed=options.seed)
     tree = run.hierarchy
-    targets, topk, levels = result["targets"], result["topk"], result["levels"]
-    pred = topk[:, 0]
-    streamed = result["metrics"]
-    metrics: dict[str, Any] = {**streamed.compute(), "feature_norm": result["feature_norm"],
-                               "max_logit": result["max_logit"]}
-    own = f"head {run.head_name!r} has no super-class scores of its own (only its class scores)"
-    metrics["unavailable"] = {k: own if v == NO_LEVEL_SCORES else v for k, v in metrics["unavailable"].items()}
-    if result["crm"] is not None:
-        metrics["crm"] = crm_summary(result["crm"].compute())
-    else:
-        metrics["unavailable"]["crm"] = result["crm_skipped"]
-    head = run.model.head
-    vectors = geometry.node_vectors(head)
-    radii = head.radii()
-    geometry_table, pairs, geometry_metrics = geometry_tables(
-        tree, vectors, None if radii is None else radii.cpu().numpy(), seed=seed,
-        skipped=f"head {run.head_name!r} has no class vectors")
-    metrics["unavailable"].update(geometry_metrics.pop("unavailable", {}))
-    metrics.update(geometry_metrics)
-    class_vectors = None if vectors is None else vectors[0]
-    emb = result["embeddings"]
-    meta = run.meta
-    metrics.update({"run": name, "run_path": str(run.path), "head": run.head_name,
-                    "backbone": meta["model"]["backbone"]["name"], "dataset": meta["dataset"]["name"],
-                    "split": split, "samples": int(len(targets)), "seed": meta.get("seed"),
-                    "training": meta.get("training", {}), "history": meta.get("history", []),
-                    "train_seconds": meta.get("train_seconds"), "hierarchy": tree.to_dict()})
-    for when, scale in logit_scale.check_metrics(metrics):
-        if scale.verdict:
-            warnings.warn(scale.message(f"{name}, {when}"), HsevalWarning, stacklevel=2)
-    node_vectors = np.zeros((0, 0), np.float32) if vectors is None else vectors[0].astype(np.float32)
-    tables = {eval_format.PER_NODE: per_node_table(tree, *streamed.per_node()), eval_format.GEOMETRY: geometry_table,
-              eval_format.PAIRS: pairs}
-    inputs = _inputs(meta, data_root=data_root, split=split, projections=projections, max_points=max_points, seed=seed)
+    targets, topk, levels, emb = result["targets"], result["topk"], result["levels"], result["embeddings"]
     del run, result  # the model and the full embeddings are not needed by the rest
 
-    def finish() -> dict[str, Any]:
-        proj = projection_table(tree, emb, targets[sample], pred[sample], list(projections), class_vectors, seed,
-                                indices=sample)
+    def finish() -> dict[str, Any]:  # projections, then the write
+        pred = topk[:, 0]
+        proj = projection_table(tree, emb, targets[sample], pred[sample], list(options.projections), class_vectors,
+                                options.seed, indices=sample)
         metrics["eval_seconds"] = time.perf_counter() - start
         write_evaluation(
             out_dir, name, source=metrics["run_path"], inputs=inputs, metrics=metrics,
@@ -423,6 +408,54 @@ def _evaluate_run_stages(run_dir: Path, out_dir: Path, *, name: str, data_root: 
         return index_entry(name, metrics)
 
     return finish
+
+
+def _metrics_stage(run: Run, result: dict[str, Any], *, name: str, split: str) -> dict[str, Any]:
+    """metrics.json's content from the embedding pass: the streamed metrics, CRM, the run's facts,
+    and the radius guard's warning where it applies."""
+    from hseval.metrics.crm import crm_summary
+    from hseval.metrics.streaming import NO_LEVEL_SCORES
+
+    streamed = result["metrics"]
+    metrics: dict[str, Any] = {**streamed.compute(), "feature_norm": result["feature_norm"],
+                               "max_logit": result["max_logit"]}
+    own = f"head {run.head_name!r} has no super-class scores of its own (only its class scores)"
+    metrics["unavailable"] = {k: own if v == NO_LEVEL_SCORES else v for k, v in metrics["unavailable"].items()}
+    if result["crm"] is not None:
+        metrics["crm"] = crm_summary(result["crm"].compute())
+    else:
+        metrics["unavailable"]["crm"] = result["crm_skipped"]
+    meta = run.meta
+    metrics.update({"run": name, "run_path": str(run.path), "head": run.head_name,
+                    "backbone": meta["model"]["backbone"]["name"], "dataset": meta["dataset"]["name"],
+                    "split": split, "samples": int(len(result["targets"])), "seed": meta.get("seed"),
+                    "training": meta.get("training", {}), "history": meta.get("history", []),
+                    "train_seconds": meta.get("train_seconds"), "hierarchy": run.hierarchy.to_dict()})
+    return metrics
+
+
+def _geometry_stage(run: Run, result: dict[str, Any], metrics: dict[str, Any], *,
+                    seed: int) -> tuple[dict[str, pd.DataFrame], np.ndarray | None, np.ndarray]:
+    """The hyperplanes' geometry (its metrics go into ``metrics``), the per-node table, and the
+    class and node vectors; then the radius guard, which reads the class-vector norms."""
+    from hseval import geometry
+
+    tree, head = run.hierarchy, run.model.head
+    vectors = geometry.node_vectors(head)
+    radii = head.radii()
+    geometry_table, pairs, geometry_metrics = geometry_tables(
+        tree, vectors, None if radii is None else radii.cpu().numpy(), seed=seed,
+        skipped=f"head {run.head_name!r} has no class vectors")
+    metrics["unavailable"].update(geometry_metrics.pop("unavailable", {}))
+    metrics.update(geometry_metrics)
+    for when, scale in logit_scale.check_metrics(metrics):
+        if scale.verdict:
+            warnings.warn(scale.message(f"{metrics['run']}, {when}"), HsevalWarning, stacklevel=3)
+    tables = {eval_format.PER_NODE: per_node_table(tree, *result["metrics"].per_node()),
+              eval_format.GEOMETRY: geometry_table, eval_format.PAIRS: pairs}
+    class_vectors = None if vectors is None else vectors[0]
+    node_vectors = np.zeros((0, 0), np.float32) if vectors is None else vectors[0].astype(np.float32)
+    return tables, class_vectors, node_vectors
 
 
 def _evaluated_runs(out_dir: Path) -> dict[str, str | None]:
@@ -486,6 +519,8 @@ def evaluate_runs(patterns: list[str], out_dir: str | Path, *, data_root: str | 
         from hseval.perf import tune_malloc
 
         tune_malloc()  # the large activations of each batch stay in the heap: 1.6x faster on 2 cores
+    options = EvalOptions(data_root=data_root, split=split, projections=tuple(projections), max_points=max_points,
+                          device=device, progress=progress)
     runs = find_runs(patterns)
     out_dir = Path(out_dir)
     ownership.check_claimable(out_dir, "evaluations")
@@ -519,9 +554,7 @@ def evaluate_runs(patterns: list[str], out_dir: str | Path, *, data_root: str | 
                     entries[name] = entry
                     log(f"  up to date: {out_dir / name}")
                     continue
-                finish = _evaluate_run_stages(run_dir, out_dir, name=name, data_root=data_root, split=split,
-                                              projections=projections, max_points=max_points, device=device,
-                                              batch_size=512, seed=0, data_cache=cache, progress=progress)
+                finish = _evaluate_run_stages(run_dir, out_dir, name=name, options=options, data_cache=cache)
                 if pool is None:
                     done(name, finish())
                     continue

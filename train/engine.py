@@ -28,7 +28,7 @@ from torch import nn
 from hseval import checkpoint, fileio, logit_scale, ownership
 from hseval.data import LoadedDataset, load_dataset
 from hseval.device import resolve_device
-from hseval.errors import ConfigError, HsevalError, HsevalWarning, RunFormatError
+from hseval.errors import ConfigError, HsevalError, HsevalWarning, RunFormatError, first_line
 from hseval.heads import create_head, head_class, head_options
 from hseval.hierarchy import Hierarchy
 from hseval.metrics import level_accuracy
@@ -393,8 +393,43 @@ def train(config: TrainConfig, out: str | Path, *, resume: bool = False, force: 
         return _train(config, out, data, indices, ctx, dist, state=state, log=log)
 
 
+@dataclass
+class _Session:
+    """What the stages of one training share: the settings, the model and its optimisers, the
+    (compiled, DDP-wrapped) step, the data where the device holds it, and the outputs."""
+
+    config: TrainConfig
+    out: Path
+    data: LoadedDataset
+    indices: np.ndarray
+    ctx: Context
+    dist: Any
+    log: Callable[[str], None]
+    model: HierarchicalClassifier
+    optimizers: Optimizers
+    step: nn.Module
+    train_images: torch.Tensor | None
+    test_images: torch.Tensor | None
+    writer: Any
+
+
 def _train(config: TrainConfig, out: Path, data: LoadedDataset, indices: np.ndarray, ctx: Context, dist, *,
            state: dict[str, Any] | None, log: Callable[[str], None]) -> Path:
+    """Setup, resume, one epoch at a time, finish."""
+    session, start_epoch, history = _setup(config, out, data, indices, ctx, dist, state=state, log=log)
+    initial = _before_training(session) if start_epoch == 0 else {}
+    started = time.perf_counter()
+    for epoch in range(start_epoch, config.optim.epochs):
+        history.append(_epoch(session, epoch, history, extra=initial if epoch == 0 else {},
+                              first=epoch == start_epoch))
+    _finish(session, history, seconds=time.perf_counter() - started)
+    return out
+
+
+def _setup(config: TrainConfig, out: Path, data: LoadedDataset, indices: np.ndarray, ctx: Context, dist, *,
+           state: dict[str, Any] | None, log: Callable[[str], None]) -> tuple[_Session, int, list[dict[str, Any]]]:
+    """Seeds, the model and its optimisers (loaded from ``state`` when resuming), the training step
+    and the data on the device; returns the session, the first epoch to train and the history so far."""
     if config.engine.threads:
         torch.set_num_threads(config.engine.threads)
     if config.engine.tune_malloc and ctx.device.type == "cpu":
@@ -409,16 +444,7 @@ def _train(config: TrainConfig, out: Path, data: LoadedDataset, indices: np.ndar
     if ctx.channels_last:
         model = model.to(memory_format=torch.channels_last)
     optimizers = build_optimizers(model, config.optim)
-    start_epoch, history = 0, []
-    if state is not None:
-        try:
-            model.load_state_dict(state["model"])
-            optimizers.load_state_dict(state["optimizers"])
-        except (KeyError, RuntimeError, ValueError, TypeError) as exc:
-            reason = (str(exc).splitlines() or [exc.__class__.__name__])[0][:200]
-            raise RunFormatError(f"{out / checkpoint.STATE_FILE}: does not match the model ({reason})") from None
-        start_epoch, history = int(state["epoch"]), list(state["history"])
-        log(f"resuming {out} at epoch {start_epoch + 1}/{config.optim.epochs}")
+    start_epoch, history = _resume(model, optimizers, state, out, config, log)
     step: nn.Module = TrainStep(model)
     if dist.world > 1:
         step = nn.parallel.DistributedDataParallel(step, device_ids=[ctx.device.index] if ctx.device.type == "cuda"
@@ -427,60 +453,90 @@ def _train(config: TrainConfig, out: Path, data: LoadedDataset, indices: np.ndar
     train_images = loader.to_device_dataset(data.train, ctx.device, allowed=config.engine.gpu_dataset)
     test_images = loader.to_device_dataset(data.test, ctx.device, allowed=config.engine.gpu_dataset)
     writer = _tensorboard(out, config) if dist.rank == 0 else None
+    return _Session(config, out, data, indices, ctx, dist, log, model, optimizers, step, train_images, test_images,
+                    writer), start_epoch, history
+
+
+def _resume(model: HierarchicalClassifier, optimizers: Optimizers, state: dict[str, Any] | None, out: Path,
+            config: TrainConfig, log: Callable[[str], None]) -> tuple[int, list[dict[str, Any]]]:
+    """The model and optimiser state of ``state`` loaded; (first epoch to train, history so far)."""
+    if state is None:
+        return 0, []
+    try:
+        model.load_state_dict(state["model"])
+        optimizers.load_state_dict(state["optimizers"])
+    except (KeyError, RuntimeError, ValueError, TypeError) as exc:
+        raise RunFormatError(f"{out / checkpoint.STATE_FILE}: does not match the model "
+                             f"({first_line(exc, limit=200)})") from None
+    start_epoch = int(state["epoch"])
+    log(f"resuming {out} at epoch {start_epoch + 1}/{config.optim.epochs}")
+    return start_epoch, list(state["history"])
+
+
+def _before_training(s: _Session) -> dict[str, float]:
+    """The radius guard's first reading (rank 0, sphere heads): the norms it found, for the first
+    epoch's record."""
+    if s.dist.rank != 0 or not logit_scale.takes_radius(s.config.model.head):
+        return {}
+    check_recipe_backbone(s.config)
+    with torch.random.fork_rng(devices=_rng_devices(s.ctx)):  # a DataLoader draws its seed from the global stream
+        first = next(iter(loader.eval_batches(s.data.test, batch_size=s.config.data.batch_size, device=s.ctx.device,
+                                              device_images=s.test_images)))[0]
+    initial = initial_logit_scale(s.model, first, s.ctx)
+    check_logit_scale(s.model, s.config.model.head, feature_norm=initial.get("initial_feature_norm"),
+                      class_norm=initial.get("initial_class_norm"), when="before training", at_start=True)
+    return initial
+
+
+def _epoch(s: _Session, epoch: int, history: list[dict[str, Any]], *, extra: dict[str, Any],
+           first: bool) -> dict[str, Any]:
+    """Train one epoch, test when due, log, and checkpoint (rank 0); returns the epoch's record."""
+    config, ctx, dist = s.config, s.ctx, s.dist
     epochs = config.optim.epochs
-    initial: dict[str, float] = {}
-    if dist.rank == 0 and start_epoch == 0 and logit_scale.takes_radius(config.model.head):  # the radius guard
-        check_recipe_backbone(config)
-        with torch.random.fork_rng(devices=_rng_devices(ctx)):  # a DataLoader draws its seed from the global stream
-            first = next(iter(loader.eval_batches(data.test, batch_size=config.data.batch_size, device=ctx.device,
-                                                  device_images=test_images)))[0]
-        initial = initial_logit_scale(model, first, ctx)
-        check_logit_scale(model, config.model.head, feature_norm=initial.get("initial_feature_norm"),
-                          class_norm=initial.get("initial_class_norm"), when="before training", at_start=True)
-    started = time.perf_counter()
-    for epoch in range(start_epoch, epochs):
-        batches = loader.train_batches(data.train, indices, batch_size=config.data.batch_size, seed=seed, epoch=epoch,
-                                       device=ctx.device, device_images=train_images, workers=config.data.workers,
-                                       rank=dist.rank, world=dist.world)
-        total = loader.num_train_batches(len(indices), config.data.batch_size, dist.world) * \
-            config.data.batch_size * dist.world
-        record: dict[str, Any] = {"epoch": epoch + 1, "lr": optimizers.lr, **(initial if epoch == 0 else {})}
-        record.update(train_one_epoch(step, optimizers, batches, ctx, total=total, progress=config.engine.progress,
-                                      desc=f"{config.model.head} epoch {epoch + 1}/{epochs}"))
-        optimizers.epoch_end()
-        if dist.rank == 0 and ((epoch + 1) % config.engine.eval_every == 0 or epoch + 1 == epochs):
-            with torch.random.fork_rng(devices=_rng_devices(ctx)):  # eval_every must not change the run
-                record.update(evaluate(model, loader.eval_batches(data.test, batch_size=config.data.eval_batch_size,
-                                                                  device=ctx.device, device_images=test_images,
-                                                                  workers=config.data.workers), ctx))
-        history.append(record)
-        if dist.rank == 0:
-            _log_epoch(log, config.model.head, record, epochs)
-            if epoch == start_epoch:  # the first epoch this process trains
-                check_logit_scale(model, config.model.head, feature_norm=record.get("feature_norm"),
-                                  class_norm=_class_norm(model), when=f"after epoch {epoch + 1}", at_start=False)
-            if writer is not None:
-                _tensorboard_epoch(writer, record)
-            checkpoint.save_train_state(out, {"epoch": epoch + 1, "history": history, "config": config.to_dict(),
-                                              "model": model.state_dict(), "optimizers": optimizers.state_dict(),
-                                              "rng": _rng_state()})
-            _write_history(out, history)
-        distributed.barrier(dist)
-    distributed.broadcast_buffers(dist, model)
-    identical = distributed.same_on_all_ranks(dist, model)
-    if not identical:
-        raise RuntimeError("DDP ranks ended with different weights; this is a bug in the training engine")
+    batches = loader.train_batches(s.data.train, s.indices, batch_size=config.data.batch_size, seed=config.engine.seed,
+                                   epoch=epoch, device=ctx.device, device_images=s.train_images,
+                                   workers=config.data.workers, rank=dist.rank, world=dist.world)
+    total = loader.num_train_batches(len(s.indices), config.data.batch_size, dist.world) * \
+        config.data.batch_size * dist.world
+    record: dict[str, Any] = {"epoch": epoch + 1, "lr": s.optimizers.lr, **extra}
+    record.update(train_one_epoch(s.step, s.optimizers, batches, ctx, total=total, progress=config.engine.progress,
+                                  desc=f"{config.model.head} epoch {epoch + 1}/{epochs}"))
+    s.optimizers.epoch_end()
+    if dist.rank == 0 and ((epoch + 1) % config.engine.eval_every == 0 or epoch + 1 == epochs):
+        with torch.random.fork_rng(devices=_rng_devices(ctx)):  # eval_every must not change the run
+            record.update(evaluate(s.model, loader.eval_batches(s.data.test, batch_size=config.data.eval_batch_size,
+                                                                device=ctx.device, device_images=s.test_images,
+                                                                workers=config.data.workers), ctx))
     if dist.rank == 0:
-        final = next((h for h in reversed(history) if "test_acc" in h), {})
-        meta = {"dataset": data.describe(), "training": config.to_dict(), "seed": seed, "history": history,
-                "metrics": {k: v for k, v in final.items() if k.startswith("test_")},
-                "device": _device_info(ctx), "train_seconds": time.perf_counter() - started,
-                "train_subset": len(indices), "world_size": dist.world}
-        checkpoint.save_run(out, model, meta)
-        if writer is not None:
-            writer.close()
+        _log_epoch(s.log, config.model.head, record, epochs)
+        if first:  # the first epoch this process trains
+            check_logit_scale(s.model, config.model.head, feature_norm=record.get("feature_norm"),
+                              class_norm=_class_norm(s.model), when=f"after epoch {epoch + 1}", at_start=False)
+        if s.writer is not None:
+            _tensorboard_epoch(s.writer, record)
+        checkpoint.save_train_state(s.out, {"epoch": epoch + 1, "history": [*history, record],
+                                            "config": config.to_dict(), "model": s.model.state_dict(),
+                                            "optimizers": s.optimizers.state_dict(), "rng": _rng_state()})
+        _write_history(s.out, [*history, record])
     distributed.barrier(dist)
-    return out
+    return record
+
+
+def _finish(s: _Session, history: list[dict[str, Any]], *, seconds: float) -> None:
+    """Check the DDP ranks agree, then write run.json and the weights (rank 0)."""
+    distributed.broadcast_buffers(s.dist, s.model)
+    if not distributed.same_on_all_ranks(s.dist, s.model):
+        raise RuntimeError("DDP ranks ended with different weights; this is a bug in the training engine")
+    if s.dist.rank == 0:
+        final = next((h for h in reversed(history) if "test_acc" in h), {})
+        meta = {"dataset": s.data.describe(), "training": s.config.to_dict(), "seed": s.config.engine.seed,
+                "history": history, "metrics": {k: v for k, v in final.items() if k.startswith("test_")},
+                "device": _device_info(s.ctx), "train_seconds": seconds, "train_subset": len(s.indices),
+                "world_size": s.dist.world}
+        checkpoint.save_run(s.out, s.model, meta)
+        if s.writer is not None:
+            s.writer.close()
+    distributed.barrier(s.dist)
 
 
 def _log_epoch(log: Callable[[str], None], head: str, record: dict[str, Any], epochs: int) -> None:
