@@ -508,6 +508,8 @@ def _read_paths(path: Path, lines: list[tuple[int, str]], classes: Sequence[str]
     extra = next((name for name in hierarchy.leaf_names if name not in set(classes)), None)
     if extra is not None:
         raise HierarchyError(f"{path}: leaf {extra!r} is not a dataset class; remove its path")
+    if list(hierarchy.leaf_names) == classes:
+        return hierarchy  # already in class order: the tree as read, super-classes numbered as in the file
     return hierarchy.reorder_leaves(classes)  # any line order: the leaves follow the dataset's classes
 
 
