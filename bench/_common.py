@@ -1,9 +1,8 @@
 """What the benchmarks share (numpy only: bench/metrics.py must run where torch is not installed):
-the random trees (linear time) and the name of the CPU."""
+the random trees (linear time), the name of the CPU and the writer of README's measured figures."""
 
 from __future__ import annotations
 
-import platform
 import sys
 from pathlib import Path
 
@@ -12,8 +11,9 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from hseval.hierarchy import Hierarchy  # noqa: E402
+from scripts.readme_blocks import cpu_model, stamp, write_block  # noqa: E402,F401  (the benchmarks' one import)
 
-__all__ = ["random_tree", "cpu_model"]
+__all__ = ["random_tree", "cpu_model", "stamp", "write_block"]
 
 
 def random_tree(num_leaves: int, seed: int = 0, *, max_depth: int = 4, branching: float = 0.5) -> Hierarchy:
@@ -43,13 +43,3 @@ def random_tree(num_leaves: int, seed: int = 0, *, max_depth: int = 4, branching
                               np.where(parent[alive] >= 0, remap[np.maximum(parent[alive], 0)], -1)])
     names = [f"c{i}" for i in range(num_leaves)] + [f"s{i}" for i in range(int(alive.sum()))]
     return Hierarchy(names, parents, num_leaves)
-
-
-def cpu_model() -> str:
-    try:
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.startswith("model name"):
-                return line.split(":", 1)[1].strip()
-    except OSError:
-        pass
-    return platform.processor() or platform.machine()

@@ -1,6 +1,7 @@
 """Evaluation costs, as ratios measured in the same run.
 
     python bench/evaluate.py [--samples 10000] [--skip-umap] [--runs 8 --projections pca,tsne,umap --device auto]
+                             [--readme]
 
 1. Metrics + geometry against embedding extraction, for ``--samples`` test images of
    Fashion-MNIST through a small CNN with the ``riemann`` head (goal: ≤ 0.1×): the metric pass
@@ -14,12 +15,13 @@
    run plus N − 1 embedding passes, each command in its own process (so each pays UMAP's numba
    compilation once). Goal: ≤ 1.5×, reached by computing the projections of finished runs in
    worker threads while the next run is embedded (``--workers``, default a quarter of the cores).
+
+``--readme`` writes 1–3 into README.md's ``bench-evaluate`` block, with the machine and the date.
 """
 
 from __future__ import annotations
 
 import argparse
-import platform
 import sys
 import time
 from pathlib import Path
@@ -34,6 +36,9 @@ from hseval.heads import create_head  # noqa: E402
 from hseval.hierarchies.fashion_mnist import fashion_mnist_hierarchy  # noqa: E402
 from hseval.metrics import HierarchicalMetrics  # noqa: E402
 
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from _common import cpu_model, stamp, write_block  # noqa: E402
+
 
 def timed(fn):
     start = time.perf_counter()
@@ -41,7 +46,7 @@ def timed(fn):
     return out, time.perf_counter() - start
 
 
-def bench_metrics(samples: int) -> None:
+def bench_metrics(samples: int) -> dict[str, float]:
     from hseval.backbones import create_backbone
     from hseval.data import load_dataset
 
@@ -83,9 +88,10 @@ def bench_metrics(samples: int) -> None:
     print(f"1. {samples} samples: embedding extraction {t_embed:.2f} s; metrics {t_metrics:.3f} s "
           f"({t_metrics / t_embed:.3f}×), geometry {t_geom:.3f} s ({t_geom / t_embed:.3f}×), "
           f"together {(t_metrics + t_geom) / t_embed:.3f}× (goal ≤ 0.1×)")
+    return {"samples": samples, "embed_s": t_embed, "ratio": (t_metrics + t_geom) / t_embed}
 
 
-def bench_tsne() -> None:
+def bench_tsne() -> dict[str, float]:
     from openTSNE import TSNE as OpenTSNE
     from sklearn.manifold import TSNE as SkTSNE
 
@@ -96,9 +102,10 @@ def bench_tsne() -> None:
     _, t_sk = timed(lambda: SkTSNE(perplexity=30, n_jobs=2, random_state=0, init="pca").fit_transform(x))
     print(f"2. t-SNE 10,000×128: openTSNE {t_open:.1f} s, scikit-learn {t_sk:.1f} s; "
           f"scikit-learn / openTSNE = {t_sk / t_open:.2f}")
+    return {"opentsne_s": t_open, "sklearn_s": t_sk}
 
 
-def bench_umap() -> None:
+def bench_umap() -> dict[str, float]:
     import umap
 
     rng = np.random.default_rng(0)
@@ -106,6 +113,18 @@ def bench_umap() -> None:
     _, first = timed(lambda: umap.UMAP(random_state=0).fit_transform(x))
     _, second = timed(lambda: umap.UMAP(random_state=0).fit_transform(x))
     print(f"3. UMAP 5,000×128: first call {first:.1f} s (numba compilation included), second {second:.1f} s")
+    return {"first_s": first, "second_s": second}
+
+
+def readme_text(metrics: dict[str, float], tsne: dict[str, float], umap: dict[str, float] | None) -> str:
+    """README's sentence on evaluation costs, from this run's measurements."""
+    text = (f"Evaluation: metrics and geometry take {metrics['ratio']:.3f}× the time of embedding extraction for "
+            f"{metrics['samples']:,} images; t-SNE of 10,000×128 points takes {tsne['opentsne_s']:.1f} s with openTSNE "
+            f"against {tsne['sklearn_s']:.1f} s with scikit-learn ({tsne['sklearn_s'] / tsne['opentsne_s']:.1f}×)")
+    if umap:
+        text += (f"; UMAP of 5,000 points takes {umap['first_s']:.0f} s in a new process (numba compilation) and "
+                 f"{umap['second_s']:.1f} s after")
+    return text + f" ({stamp('python bench/evaluate.py --readme', threads=torch.get_num_threads())})."
 
 
 def bench_many_runs(n: int, projections: str, device: str, data_root: str | None) -> None:
@@ -148,13 +167,17 @@ def main() -> int:
     parser.add_argument("--device", default="auto", help="of the --runs comparison")
     parser.add_argument("--only-runs", action="store_true", help="only the --runs comparison")
     parser.add_argument("--data-root", help="Fashion-MNIST folder of the --runs comparison (default: usual places)")
+    parser.add_argument("--readme", action="store_true", help="write 1–3 into README.md (its bench-evaluate block)")
     args = parser.parse_args()
-    print(f"torch {torch.__version__}, {torch.get_num_threads()} threads, {platform.processor() or platform.machine()}")
+    if args.readme and args.only_runs:
+        parser.error("--readme writes 1–3, which --only-runs skips")
+    print(f"torch {torch.__version__}, {torch.get_num_threads()} threads, {cpu_model()}")
     if not args.only_runs:
-        bench_metrics(args.samples)
-        bench_tsne()
-        if not args.skip_umap:
-            bench_umap()
+        metrics = bench_metrics(args.samples)
+        tsne = bench_tsne()
+        umap = None if args.skip_umap else bench_umap()
+        if args.readme:
+            write_block("bench-evaluate", readme_text(metrics, tsne, umap))
     if args.runs:
         bench_many_runs(args.runs, args.projections, args.device, args.data_root)
     return 0

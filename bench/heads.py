@@ -1,7 +1,7 @@
 """Forward+backward time of every registered head, relative to ``plain``.
 
     python bench/heads.py [--sizes 100,1000,20000] [--repeats N] [--malloc both|default|tuned]
-                          [--device cpu|cuda] [--dtype float32|bf16]
+                          [--device cpu|cuda] [--dtype float32|bf16] [--readme]
 
 For each number of classes |L| a random tree is built deterministically (about 1.5·|L| nodes
 counting the leaves, depth <= 4). Every head then runs one training step's worth of work on a
@@ -21,6 +21,9 @@ changes ``plain``'s time too, so each setting runs in a fresh process and both a
 head's peak memory of one step above what was allocated before it (parameters, input, targets),
 also as a ratio to plain's. ``--dtype bf16``: the step under ``torch.autocast(dtype=bfloat16)``,
 as the engine trains on a GPU.
+
+``--readme`` (CPU): writes the table with ``tune_malloc`` (as hseval trains) into README.md's
+``bench-heads-cpu`` block, with the machine and the date.
 """
 
 from __future__ import annotations
@@ -41,7 +44,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from hseval.heads import create_head, list_heads  # noqa: E402
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from _common import cpu_model, random_tree  # noqa: E402
+from _common import cpu_model, random_tree, stamp, write_block  # noqa: E402
 
 BATCH, DIM = 256, 512
 
@@ -144,6 +147,28 @@ def table(results: list[dict], title: str) -> str:
     return "\n".join(lines)
 
 
+GOAL = 1.10  # head ÷ plain that the Δ-heads aim at
+
+
+def markdown(results: list[dict], command: str) -> str:
+    """README's table: each head ÷ plain per size, plain's own time, which heads reach the goal, and
+    where and when it was measured."""
+    heads = [h for h in results[0]["ratios"] if h != "plain"]
+    lines = ["| head | " + " | ".join(f"{r['size']:,}" for r in results) + " |",
+             "|---|" + "---|" * len(results)]
+    lines += [f"| `{h}` | " + " | ".join(f"{r['ratios'][h]:.2f}" for r in results) + " |" for h in heads]
+    lines.append("| `plain` itself (ms) | " + " | ".join(f"{r['plain_ms']:.3g}" for r in results) + " |")
+    reached = []
+    for r in results:
+        names = [f"`{h}`" for h in heads if r["ratios"][h] <= GOAL]
+        reached.append(f"{', '.join(names) or 'no head'} at {r['size']:,} classes")
+    rounds = sorted({r["rounds"] for r in results})
+    where = stamp(command, threads=torch.get_num_threads(), versions={"torch": torch.__version__})
+    return ("\n".join(lines) + f"\n\nHead ÷ plain, forward + backward at batch {BATCH}, d = {DIM}, median of "
+            f"{'/'.join(map(str, rounds))} rounds, with `tune_malloc`. Within {GOAL:.2f}× of plain: "
+            f"{'; '.join(reached)} ({where}).\n")
+
+
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--sizes", default="100,1000,20000", help="comma-separated numbers of classes")
@@ -153,8 +178,12 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--device", default="cpu", help="cpu or cuda (default: cpu)")
     parser.add_argument("--dtype", choices=["float32", "bf16"], default="float32",
                         help="float32, or bf16 autocast as the engine trains on a GPU (default: float32)")
+    parser.add_argument("--readme", action="store_true",
+                        help="write the tune_malloc table into README.md (its bench-heads-cpu block; CPU only)")
     parser.add_argument("--json", action="store_true", help=argparse.SUPPRESS)  # child-process mode
     args = parser.parse_args(argv)
+    if args.readme and (args.device != "cpu" or args.malloc == "default"):
+        parser.error("--readme writes the CPU table with tune_malloc: use --device cpu with --malloc tuned or both")
     sizes = [int(s) for s in args.sizes.split(",") if s.strip()]
     device = torch.device(args.device)
 
@@ -181,6 +210,9 @@ def main(argv: list[str] | None = None) -> None:
         title = (f"{args.device}, {args.dtype}" if device.type != "cpu" else "glibc malloc as it comes"
                  if setting == "default" else "with hseval.perf.tune_malloc() (big blocks reused, no page faults)")
         print(table(results, title) + "\n", flush=True)
+        if args.readme and setting == "tuned":
+            write_block("bench-heads-cpu", markdown(results, "python bench/heads.py --sizes "
+                                                    f"{args.sizes} --readme"))
 
 
 if __name__ == "__main__":

@@ -1,6 +1,7 @@
 """Training throughput, as ratios measured in the same run.
 
     python bench/train_step.py [--steps 30] [--batch 64] [--device auto|cpu|cuda] [--skip-engine] [--compile]
+                               [--readme]
 
 1. Every head against ``plain``: images/s of a full training step (forward, the head's loss,
    backward, optimiser step) with the same backbone and batch — the small CNN on 28×28 images on
@@ -10,6 +11,8 @@
    CPU-side transforms, float32), both training ResNet-18 with the ``riemann`` head on
    CIFAR-sized images. Goal: engine ≥ 1.0× the bare loop.
 Heads are measured round-robin over several rounds; the median ratio is printed.
+
+``--readme`` writes 1 on the CPU into README.md's ``bench-train-step`` block, with the machine and the date.
 """
 
 from __future__ import annotations
@@ -25,11 +28,15 @@ import torch
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from hseval.heads import list_heads  # noqa: E402
+from hseval.heads import create_head, list_heads  # noqa: E402
+from hseval.heads.delta import DeltaHead  # noqa: E402
 from hseval.hierarchies.fashion_mnist import fashion_mnist_hierarchy  # noqa: E402
 from hseval.model import build_model  # noqa: E402
 from train.config import OptimConfig  # noqa: E402
 from train.optim import build_optimizers  # noqa: E402
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from _common import stamp, write_block  # noqa: E402
 
 
 def amp_loss(step, device: torch.device):
@@ -60,7 +67,8 @@ def step_rate(loss_of, optimizers, x, y, steps: int, device) -> float:
     return steps * len(y) / (time.perf_counter() - start)
 
 
-def heads_vs_plain(device: torch.device, steps: int, batch: int, rounds: int = 5) -> None:
+def heads_vs_plain(device: torch.device, steps: int, batch: int, rounds: int = 5) -> dict[str, float]:
+    """1. Median images/s of each head ÷ plain's, and README's sentence on it."""
     tree = fashion_mnist_hierarchy()
     backbone, size, channels = ("small-cnn", 28, 1) if device.type == "cpu" else ("resnet18", 32, 3)
     models = {}
@@ -81,8 +89,22 @@ def heads_vs_plain(device: torch.device, steps: int, batch: int, rounds: int = 5
         for h, r in rates.items():
             ratios[h].append(r / rates["plain"])
     print(f"1. {backbone} on {size}×{size}, batch {batch}, {device}: plain {statistics.median(plain_rate):.0f} img/s")
-    for h, values in ratios.items():
-        print(f"   {h:28s} {statistics.median(values):.3f}× plain's images/s")
+    median = {h: statistics.median(values) for h, values in ratios.items()}
+    for h, value in median.items():
+        print(f"   {h:28s} {value:.3f}× plain's images/s")
+    return median
+
+
+def readme_text(ratios: dict[str, float], batch: int) -> str:
+    """README's sentence on the heads in a CPU training step, from this run's ratios."""
+    tree = fashion_mnist_hierarchy()
+    delta = [r for h, r in ratios.items() if isinstance(create_head(h, tree, 8), DeltaHead)]
+    others = ", ".join(f"`{h}` {r:.2f}×" for h, r in ratios.items()
+                       if h != "plain" and not isinstance(create_head(h, tree, 8), DeltaHead))
+    where = stamp("python bench/train_step.py --device cpu --skip-engine --readme", threads=torch.get_num_threads())
+    return (f"with the small CNN on 28×28 images (batch {batch}) every Δ-head trains at "
+            f"{min(delta):.2f}–{max(delta):.2f}× plain's images/s ({others}; "
+            f"{where})")
 
 
 def compile_vs_eager(device: torch.device, steps: int, batch: int, heads=("plain", "riemann")) -> None:
@@ -183,6 +205,8 @@ def main() -> int:
     parser.add_argument("--rounds", type=int, default=5, help="rounds of the head comparison (median ratio)")
     parser.add_argument("--compile", action="store_true", help="also plain and riemann under engine.compile "
                         "(and CUDA graphs on a GPU) against eager; compiling takes tens of seconds per model")
+    parser.add_argument("--readme", action="store_true",
+                        help="write 1 on the CPU into README.md (its bench-train-step block)")
     args = parser.parse_args()
     print(f"torch {torch.__version__}, {torch.get_num_threads()} CPU threads, "
           f"CUDA: {torch.cuda.get_device_name(0) if torch.cuda.is_available() else 'none'}")
@@ -191,7 +215,9 @@ def main() -> int:
     else:
         runs = [(args.device, args.batch)]
     for device, batch in runs:
-        heads_vs_plain(torch.device(device), args.steps, batch, rounds=args.rounds)
+        ratios = heads_vs_plain(torch.device(device), args.steps, batch, rounds=args.rounds)
+        if args.readme and device == "cpu":
+            write_block("bench-train-step", readme_text(ratios, batch))
         if args.compile:
             compile_vs_eager(torch.device(device), args.steps, batch)
     if args.skip_engine:

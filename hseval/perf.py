@@ -5,15 +5,19 @@ with its dynamic threshold) with a fresh ``mmap`` and returns it with ``munmap``
 training step allocates several such blocks (a 20,000-class layer's gradient is 40 MB), so every
 step pays the kernel to fault each of their pages in again, which can cost as much as the
 arithmetic. Raising the thresholds keeps freed blocks in the heap for the next step.
+
+:func:`cpu_model`: the CPU's name, which every measured figure (the demo's, the benchmarks') carries.
 """
 
 from __future__ import annotations
 
 import ctypes
 import ctypes.util
+import platform
 import sys
+from pathlib import Path
 
-__all__ = ["tune_malloc"]
+__all__ = ["tune_malloc", "cpu_model"]
 
 # mallopt parameters from glibc's <malloc.h>
 _M_TRIM_THRESHOLD = -1
@@ -41,3 +45,14 @@ def tune_malloc(mmap_threshold: int = 1 << 30, trim_threshold: int = 1 << 30) ->
     ok = mallopt(_M_MMAP_THRESHOLD, min(mmap_threshold, 2**31 - 1))
     ok &= mallopt(_M_TRIM_THRESHOLD, min(trim_threshold, 2**31 - 1))
     return bool(ok)
+
+
+def cpu_model() -> str:
+    """The CPU's model name from ``/proc/cpuinfo`` (Linux), else what :mod:`platform` knows."""
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return platform.processor() or platform.machine()

@@ -4,7 +4,8 @@
 
 Runs ``hseval demo --out DIR`` (unless ``--reuse`` and DIR already holds a finished demo), then
 writes the table of leaf and super-class accuracy per head, with the machine, the versions and the
-wall time, between the ``demo-table`` markers of README.md, and saves a screenshot of the dashboard
+wall time, into README.md's ``demo-table`` block (and the demo's minutes and its report's size into
+the ``demo-time`` and ``demo-report-size`` blocks), and saves a screenshot of the dashboard
 on that evaluation to docs/dashboard.png (headless Chromium, when playwright and /usr/bin/chromium
 are there).
 """
@@ -13,13 +14,16 @@ from __future__ import annotations
 
 import argparse
 import json
-import re
 import subprocess
 import sys
 import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+from scripts.readme_blocks import write_block  # noqa: E402
+
 CHROMIUM = "/usr/bin/chromium"
 
 
@@ -100,12 +104,12 @@ def main() -> int:
         start = time.perf_counter()
         subprocess.run([sys.executable, "-m", "hseval", "demo", "--force", "--out", str(demo)], cwd=ROOT, check=True)
         print(f"demo took {time.perf_counter() - start:.0f} s")
-    readme = ROOT / "README.md"
-    text = readme.read_text()
-    new = re.sub(r"(<!-- demo-table:start -->\n).*?(<!-- demo-table:end -->)",
-                 lambda m: m.group(1) + table(demo) + m.group(2), text, flags=re.S)
-    readme.write_text(new)
-    print("README.md table updated")
+    write_block("demo-table", table(demo))
+    info = json.loads((demo / "demo.json").read_text())
+    machine = info["machine"]
+    where = f"on {machine['cpu']} ({machine['threads']} threads), {info['date']}"
+    write_block("demo-time", f"{info['seconds'] / 60:.1f} minutes {where}, measured by `python scripts/readme_demo.py`")
+    write_block("demo-report-size", f"{(demo / 'eval' / 'report.html').stat().st_size / 1e6:.1f} MB")
     if screenshot(demo, ROOT / "docs" / "dashboard.png"):
         print("docs/dashboard.png updated")
     return 0

@@ -89,22 +89,36 @@ def test_train_all_writes_one_loadable_run_per_head(fashion_like, tmp_path, caps
 
 
 def test_train_all_resume_keeps_only_runs_trained_with_the_same_settings(fashion_like, tmp_path, capsys):
-    """The rule ``hseval demo`` continues by: a finished run with these settings is reused, one
-    trained otherwise is trained again, an interrupted one is continued."""
+    """A finished run with these settings is reused and an interrupted one continued; a finished run
+    that --resume cannot reuse (other settings, a run.json that does not verify) is refused, naming
+    why, and left as it is: only --force trains it again."""
     base = ["train-all", "--data-root", str(fashion_like), "--heads", "plain,riemann", "--quiet", "--set",
             "optim.epochs=1", "--set", "data.train_subset=100", "--out", str(tmp_path / "runs")]
     assert main(base) == 0
-    plain = (tmp_path / "runs" / "plain" / "model.safetensors").read_bytes()
+    plain = tmp_path / "runs" / "plain"
+    weights = (plain / "model.safetensors").read_bytes()
     (tmp_path / "runs" / "riemann" / "run.json").unlink()  # interrupted after its last checkpoint
     capsys.readouterr()
     assert main([*base, "--resume"]) == 0
     out = capsys.readouterr().out
     assert "plain is finished with these settings; reusing it" in out and "continuing riemann" in out
-    assert (tmp_path / "runs" / "plain" / "model.safetensors").read_bytes() == plain
-    assert main([*base, "--resume", "--set", "optim.lr=0.01"]) == 0  # other settings: trained again
+    assert (plain / "model.safetensors").read_bytes() == weights
+    before = {p.name: p.read_bytes() for p in plain.iterdir() if p.is_file()}
+    assert main([*base, "--resume", "--set", "optim.lr=0.01"]) == 2
+    err = capsys.readouterr().err.strip()
+    assert err.count("\n") == 0 and "plain: a finished run that --resume cannot reuse: it was trained with other " \
+        "settings: optim.lr=0.05 here, 0.01 asked; train it again with --force" in err, err
+    meta = json.loads((plain / "run.json").read_text())
+    meta["epochs_run"] = "damaged"  # no longer matches its checksum
+    (plain / "run.json").write_text(json.dumps(meta))
+    damaged = (plain / "run.json").read_bytes()
+    assert main([*base, "--resume"]) == 2
+    assert "cannot reuse: it does not verify" in capsys.readouterr().err
+    assert {p.name: p.read_bytes() for p in plain.iterdir() if p.is_file()} == {**before, "run.json": damaged}
+    assert main([*base, "--resume", "--force", "--set", "optim.lr=0.01"]) == 0
     out = capsys.readouterr().out
     assert "training plain" in out and "reusing" not in out
-    assert json.loads((tmp_path / "runs" / "plain" / "run.json").read_text())["training"]["optim"]["lr"] == 0.01
+    assert json.loads((plain / "run.json").read_text())["training"]["optim"]["lr"] == 0.01
 
 
 def test_train_all_grid_names(fashion_like, tmp_path):

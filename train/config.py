@@ -21,7 +21,7 @@ import yaml
 from hseval.errors import ConfigError
 
 __all__ = ["DataConfig", "ModelConfig", "OptimConfig", "EngineConfig", "TrainConfig", "load_config",
-           "list_recipes", "default_recipe", "apply_overrides"]
+           "list_recipes", "default_recipe", "apply_overrides", "flatten_settings"]
 
 
 @dataclass
@@ -84,7 +84,7 @@ class TrainConfig:
     @classmethod
     def from_dict(cls, data: dict[str, Any], *, source: str = "config") -> TrainConfig:
         config = cls()
-        for key, value in _flatten(data):
+        for key, value in flatten_settings(data):
             _set(config, key, value, source=source)
         config.validate()
         return config
@@ -114,14 +114,15 @@ class TrainConfig:
                 raise ConfigError(message)
 
 
-def _flatten(data: Any, prefix: str = "") -> list[tuple[str, Any]]:
+def flatten_settings(data: Any, prefix: str = "") -> list[tuple[str, Any]]:
+    """(dotted key, value) of a nested settings mapping; ``model.head_options`` stays one value."""
     if not isinstance(data, dict):
         raise ConfigError(f"{prefix or 'config'} must be a mapping, got {type(data).__name__}")
     out = []
     for key, value in data.items():
         dotted = f"{prefix}{key}"
         if isinstance(value, dict) and dotted != "model.head_options":
-            out.extend(_flatten(value, dotted + "."))
+            out.extend(flatten_settings(value, dotted + "."))
         else:
             out.append((dotted, value))
     return out

@@ -35,7 +35,7 @@ from hseval.metrics import level_accuracy
 from hseval.model import HierarchicalClassifier, build_model
 from hseval.run_settings import result_settings
 from train import distributed, loader
-from train.config import TrainConfig
+from train.config import TrainConfig, flatten_settings
 from train.optim import Optimizers, build_optimizers
 
 __all__ = ["train", "train_one_epoch", "evaluate", "load_data", "head_options_for", "comparable_config",
@@ -281,20 +281,31 @@ def check_run_folder(out: Path, *, resume: bool, force: bool) -> None:
         raise ConfigError(f"{out}: already holds {what}; pass --force to overwrite it")
 
 
-def existing_run(out: Path, config: TrainConfig) -> tuple[str, dict[str, Any]]:
-    """What ``out`` holds for ``config``, and its ``run.json`` when finished: "new" (nothing),
-    "unfinished" (a training state, no run.json), "finished" (trained with these settings, epochs
-    included) or "stale" (other settings, or a run.json that does not verify)."""
+def existing_run(out: Path, config: TrainConfig) -> tuple[str, dict[str, Any], str]:
+    """What ``out`` holds for ``config``: its state, its ``run.json`` when finished, and why a
+    finished run does not serve. States: "new" (nothing), "unfinished" (a training state, no
+    run.json), "finished" (trained with these settings, epochs included) or "stale" (other
+    settings, or a run.json that does not verify)."""
     if not (out / checkpoint.META_FILE).is_file():
-        return ("unfinished" if (out / checkpoint.STATE_FILE).is_file() else "new"), {}
+        return ("unfinished" if (out / checkpoint.STATE_FILE).is_file() else "new"), {}, ""
     try:
         meta = checkpoint.verify_run(out).meta
-    except HsevalError:
-        return "stale", {}
+    except HsevalError as exc:
+        return "stale", {}, f"it does not verify ({first_line(exc)})"
     saved = meta.get("training") or {}
-    if not saved or comparable_config(saved) != comparable_config(config.to_dict()):
-        return "stale", meta
-    return ("finished" if (saved.get("optim") or {}).get("epochs") == config.optim.epochs else "stale"), meta
+    if not saved:
+        return "stale", meta, "its run.json records no training settings"
+    ours = dict(flatten_settings(comparable_config(config.to_dict())))
+    theirs = dict(flatten_settings(comparable_config(saved)))
+    differ = [f"{k}={theirs.get(k)!r} here, {ours.get(k)!r} asked"
+              for k in sorted(ours.keys() | theirs.keys()) if ours.get(k) != theirs.get(k)]
+    if differ:
+        return "stale", meta, "it was trained with other settings: " + ", ".join(differ[:3]) + \
+            (" …" if len(differ) > 3 else "")
+    epochs = (saved.get("optim") or {}).get("epochs")
+    if epochs != config.optim.epochs:
+        return "stale", meta, f"it was trained for {epochs} epochs, {config.optim.epochs} asked"
+    return "finished", meta, ""
 
 
 def _prepare_out(out: Path, *, resume: bool, force: bool) -> None:

@@ -48,7 +48,8 @@ def cmd_demo(args: argparse.Namespace) -> int:
     data = load_data(configs[0][0])
     print(f"hseval demo: {len(configs)} heads on Fashion-MNIST ({data.root}), "
           f"{'quick' if args.quick else 'CPU recipe'}; output in {out}")
-    seconds = train_planned(configs, runs, resume=not args.force, force=args.force, hierarchy=None, data=data)
+    seconds = train_planned(configs, runs, resume=not args.force, force=args.force, hierarchy=None, data=data,
+                            replace_stale=True)
     print("evaluating")
     projections = ["pca"] if args.quick else ["pca", "tsne"]
     entries = evaluate_runs([str(runs / name) for _, name in configs], eval_dir, projections=projections,
@@ -85,25 +86,20 @@ def _record(out: Path, total: float, seconds: dict[str, float], *, quick: bool) 
     import torch
 
     from hseval import fileio
+    from hseval.perf import cpu_model
 
-    cpu = platform.processor() or platform.machine()
-    try:
-        with open("/proc/cpuinfo") as fh:
-            cpu = next((line.split(":", 1)[1].strip() for line in fh if line.startswith("model name")), cpu)
-    except OSError:
-        pass
     gpu = torch.cuda.get_device_name(0) if torch.cuda.is_available() else None
     fileio.write_json(out / "demo.json", {
         "seconds": total, "quick": quick, "heads": list(seconds), "train_seconds": seconds,
         "date": datetime.date.today().isoformat(),
-        "machine": {"cpu": cpu, "threads": torch.get_num_threads(), "gpu": gpu, "torch": torch.__version__,
+        "machine": {"cpu": cpu_model(), "threads": torch.get_num_threads(), "gpu": gpu, "torch": torch.__version__,
                     "python": platform.python_version()}})
 
 
 def register(commands: argparse._SubParsersAction) -> None:
     demo = commands.add_parser("demo", help="train, evaluate and report every head on Fashion-MNIST (CPU, minutes)")
     demo.add_argument("--out", default="hseval-demo", help="output folder (default: ./hseval-demo)")
-    demo.add_argument("--quick", action="store_true", help="a smoke test: 3,000 images, one epoch (under 2 min)")
+    demo.add_argument("--quick", action="store_true", help="a smoke test: one epoch on 3,000 training images, PCA only")
     demo.add_argument("--data-root", help="folder with Fashion-MNIST's IDX files (default: the usual places)")
     demo.add_argument("--device", help="auto, cpu, cuda (default: auto)")
     demo.add_argument("--force", action="store_true", help="train again even where a finished run exists")

@@ -128,7 +128,46 @@ def _option_value(head: str, key: str, value: Any, kind: Any) -> Any:
 
 def create_head(name: str, hierarchy: Hierarchy, in_features: int, **config: Any) -> Head:
     """Build head ``name``; unknown options, and options of the wrong type, are refused with a
-    one-line :class:`ConfigError` (the list of accepted options, or the expected type)."""
+    one-line :class:`ConfigError` (the list of accepted options, or the expected type).
+
+    Parameters
+    ----------
+    name : str
+        A registered head, one of :func:`list_heads`.
+    hierarchy : Hierarchy
+        The tree whose leaves are the classes.
+    in_features : int
+        Size d of the features ``z`` (B, d) the head receives; positive.
+    **config
+        The head's own options, :func:`head_options` ``(name)``; a number is accepted for a float.
+
+    Returns
+    -------
+    Head
+        The new head, a ``torch.nn.Module`` whose ``forward(z)`` gives (B, |L|) leaf logits.
+
+    Raises
+    ------
+    ConfigError
+        (a ValueError) If ``name`` is not a registered head, an option is unknown or of the
+        wrong type, or ``in_features`` is not positive.
+
+    Examples
+    --------
+    >>> import torch
+    >>> from hseval.heads import create_head, head_options
+    >>> from hseval.hierarchy import Hierarchy
+    >>> tree = Hierarchy.from_paths([["animal", "cat"], ["animal", "dog"], ["car"]])
+    >>> head = create_head("plain", tree, in_features=8)
+    >>> head(torch.randn(2, 8)).shape  # one logit per class
+    torch.Size([2, 3])
+    >>> sorted(head_options("riemann"))
+    ['radius', 'radius_decay']
+    >>> create_head("riemann", tree, in_features=8, radius="large")
+    Traceback (most recent call last):
+        ...
+    hseval.errors.ConfigError: head 'riemann': option 'radius' must be a number, got 'large' (e.g. ...)
+    """
     cls = head_class(name)
     accepted = head_options(name)
     HEADS.check_options(name, config)

@@ -30,6 +30,39 @@ def topk_accuracy(scores: np.ndarray, target: np.ndarray, k: int = 1) -> float:
 
     Ties go to the lower class index: the top-k set is :func:`topk_predictions`'s, the one every
     other metric and the streaming accumulator use.
+
+    Parameters
+    ----------
+    scores : (N, C) array_like
+        Logits or probabilities, one column per class.
+    target : (N,) array_like of int
+        True class indices.
+    k : int, default 1
+        Size of the top-k set, at least 1; capped at C.
+
+    Returns
+    -------
+    float
+        The top-k accuracy in [0, 1]; NaN when N = 0.
+
+    Raises
+    ------
+    ValueError
+        If ``scores`` is not 2-D or holds NaN or infinite values, or ``k < 1``.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from hseval.metrics import topk_accuracy
+    >>> scores = np.array([[0.1, 0.7, 0.2], [0.5, 0.3, 0.2], [0.2, 0.2, 0.6], [0.3, 0.3, 0.4]])
+    >>> target = np.array([1, 1, 2, 0])
+    >>> topk_accuracy(scores, target), topk_accuracy(scores, target, k=2)
+    (0.5, 1.0)
+
+    A tie goes to the lower class index, so class 1 is not the top-1 here:
+
+    >>> topk_accuracy(np.array([[0.5, 0.5]]), np.array([1]))
+    0.0
     """
     target = np.asarray(target)
     if len(target) == 0:
@@ -43,13 +76,31 @@ def topk_predictions(scores: np.ndarray, k: int) -> np.ndarray:
 
     Parameters
     ----------
-    scores : (N, C) array of logits or probabilities.
-    k : int >= 1; capped at C.
+    scores : (N, C) array_like
+        Logits or probabilities.
+    k : int
+        At least 1; capped at C.
 
     Returns
     -------
-    (N, min(k, C)) int64. Ties go to the lower class index, as with ``argmax``, so column 0 is
-    ``scores.argmax(1)``.
+    (N, min(k, C)) ndarray of int64
+        Class indices, best first. Ties go to the lower class index, as with ``argmax``, so
+        column 0 is ``scores.argmax(1)``.
+
+    Raises
+    ------
+    ValueError
+        If ``scores`` is not 2-D or holds NaN or infinite values, or ``k < 1``.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from hseval.metrics import topk_predictions
+    >>> scores = np.array([[0.1, 0.7, 0.2], [0.4, 0.2, 0.4]])
+    >>> topk_predictions(scores, 2).tolist()  # the tie in row 1 goes to class 0
+    [[1, 2], [0, 2]]
+    >>> topk_predictions(scores, 10).shape  # k is capped at the number of classes
+    (2, 3)
     """
     scores = _checks.scores(scores, "scores")
     if k < 1:
@@ -58,7 +109,39 @@ def topk_predictions(scores: np.ndarray, k: int) -> np.ndarray:
 
 
 def level_predictions_from_leaf(pred_leaf: np.ndarray, hierarchy: Hierarchy, depth: int) -> np.ndarray:
-    """The node at ``depth`` above each predicted class (-1 where the class is shallower)."""
+    """The node at ``depth`` above each predicted class (-1 where the class is shallower).
+
+    Parameters
+    ----------
+    pred_leaf : (N,) array_like of int
+        Predicted class indices.
+    hierarchy : Hierarchy
+        The tree whose leaves are the classes.
+    depth : int
+        The level, ``1..hierarchy.max_depth``.
+
+    Returns
+    -------
+    (N,) ndarray of int64
+        Canonical node indices of depth ``depth`` (a class of that depth is its own node), or -1.
+
+    Raises
+    ------
+    HierarchyError
+        (a ValueError) If ``depth`` is outside ``1..hierarchy.max_depth``.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from hseval.hierarchy import Hierarchy
+    >>> from hseval.metrics import level_predictions_from_leaf
+    >>> tree = Hierarchy.from_paths([["animal", "cat"], ["animal", "dog"], ["car"]])
+    >>> nodes = level_predictions_from_leaf(np.array([0, 1, 2]), tree, 1)
+    >>> [tree.node_names[i] for i in nodes]
+    ['animal', 'animal', 'car']
+    >>> level_predictions_from_leaf(np.array([0, 2]), tree, 2).tolist()  # car has no node at level 2
+    [0, -1]
+    """
     return hierarchy.ancestor_at_depth(np.asarray(pred_leaf), depth)
 
 
@@ -66,7 +149,38 @@ def level_predictions_from_logits(level_logits: Mapping[int, np.ndarray],
                                   hierarchy: Hierarchy) -> dict[int, np.ndarray]:
     """Way (a): per level ``k``, the argmax of the (N, #nodes of depth k) logits (columns in the order
     of ``hierarchy.nodes_at_depth(k)``, as ``Head.level_logits`` gives them), as canonical node
-    indices (N,) int64. Ties go to the first column."""
+    indices (N,) int64. Ties go to the first column.
+
+    Parameters
+    ----------
+    level_logits : mapping of int to (N, #nodes of depth k) array_like
+        ``{level k: logits}`` for some of the levels ``1..hierarchy.max_depth``.
+    hierarchy : Hierarchy
+        The tree.
+
+    Returns
+    -------
+    dict of int to (N,) ndarray of int64
+        ``{level k: canonical node indices of depth k}``, the predicted node of each sample.
+
+    Raises
+    ------
+    ValueError
+        If some logits are not 2-D or hold NaN or infinite values, a level is outside
+        ``1..hierarchy.max_depth``, or the number of columns is not the number of nodes of that level.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from hseval.hierarchy import Hierarchy
+    >>> from hseval.metrics import level_predictions_from_logits
+    >>> tree = Hierarchy.from_paths([["animal", "cat"], ["animal", "dog"], ["vehicle", "car"], ["vehicle", "bus"]])
+    >>> [tree.node_names[i] for i in tree.nodes_at_depth(1)]  # the order of the columns
+    ['animal', 'vehicle']
+    >>> levels = level_predictions_from_logits({1: np.array([[2.0, 0.5], [0.1, 0.3]])}, tree)
+    >>> {k: [tree.node_names[i] for i in nodes] for k, nodes in levels.items()}
+    {1: ['animal', 'vehicle']}
+    """
     out = {}
     for depth, logits in level_logits.items():
         logits = _checks.scores(logits, f"level_logits[{depth}]")
@@ -83,7 +197,34 @@ def level_predictions_from_logits(level_logits: Mapping[int, np.ndarray],
 def level_prediction_matrix(levels: Mapping[int, np.ndarray], hierarchy: Hierarchy, n: int) -> np.ndarray:
     """(n, max_depth - 1) int64: column ``k - 1`` holds the node predicted at depth ``k`` (from
     :func:`level_predictions_from_logits`), -1 in every row of a level without predictions. The
-    form kept per sample in predictions.npz, from which paired tests between runs are computed."""
+    form kept per sample in predictions.npz, from which paired tests between runs are computed.
+
+    Parameters
+    ----------
+    levels : mapping of int to (n,) array_like of int
+        ``{level k: predicted canonical node indices}``; levels outside ``1..max_depth-1`` are ignored.
+    hierarchy : Hierarchy
+        The tree.
+    n : int
+        Number of samples.
+
+    Returns
+    -------
+    (n, max_depth - 1) ndarray of int64
+        One row per sample, one column per super-class level.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from hseval.hierarchy import Hierarchy
+    >>> from hseval.metrics import level_prediction_matrix
+    >>> tree = Hierarchy.from_paths([["animal", "cat"], ["animal", "dog"], ["vehicle", "car"], ["vehicle", "bus"]])
+    >>> animal, vehicle = tree.index("animal"), tree.index("vehicle")
+    >>> level_prediction_matrix({1: np.array([animal, vehicle])}, tree, 2).tolist()
+    [[4], [5]]
+    >>> level_prediction_matrix({}, tree, 2).tolist()  # no level predictions
+    [[-1], [-1]]
+    """
     out = np.full((n, max(hierarchy.max_depth - 1, 0)), -1, dtype=np.int64)
     for depth, nodes in levels.items():
         if 1 <= depth < hierarchy.max_depth:
@@ -93,7 +234,40 @@ def level_prediction_matrix(levels: Mapping[int, np.ndarray], hierarchy: Hierarc
 
 def level_accuracy(pred_node: np.ndarray, target_leaf: np.ndarray, hierarchy: Hierarchy, depth: int) -> float:
     """Accuracy at ``depth`` of predicted nodes ``pred_node`` (node indices of that depth, or -1),
-    over the samples whose class has a node at that depth; NaN if none has."""
+    over the samples whose class has a node at that depth; NaN if none has.
+
+    Parameters
+    ----------
+    pred_node : (N,) array_like of int
+        Predicted canonical node indices of depth ``depth``, or -1 (counts as wrong).
+    target_leaf : (N,) array_like of int
+        True class indices.
+    hierarchy : Hierarchy
+        The tree.
+    depth : int
+        The level, ``1..hierarchy.max_depth``.
+
+    Returns
+    -------
+    float
+        The accuracy in [0, 1]; NaN when no sample's class reaches ``depth``.
+
+    Raises
+    ------
+    HierarchyError
+        (a ValueError) If ``depth`` is outside ``1..hierarchy.max_depth``.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from hseval.hierarchy import Hierarchy
+    >>> from hseval.metrics import level_accuracy
+    >>> tree = Hierarchy.from_paths([["animal", "cat"], ["animal", "dog"], ["car"]])
+    >>> level_accuracy(np.array([0, 0, -1]), np.array([0, 1, 2]), tree, 2)  # car is left out
+    0.5
+    >>> level_accuracy(np.array([-1]), np.array([2]), tree, 2)  # no class reaches level 2
+    nan
+    """
     truth = hierarchy.ancestor_at_depth(np.asarray(target_leaf), depth)
     keep = truth >= 0
     if not keep.any():
@@ -106,12 +280,35 @@ def superclass_accuracy_from_leaf(pred_leaf: np.ndarray, target: np.ndarray, hie
 
     Parameters
     ----------
-    pred_leaf, target : (N,) int class indices.
+    pred_leaf, target : (N,) array_like of int
+        Predicted and true class indices.
+    hierarchy : Hierarchy
+        The tree whose leaves are the classes.
 
     Returns
     -------
-    {level: accuracy} for levels 1..max_depth-1 (empty when there is no super-class level); NaN
-    where no sample's class reaches the level.
+    dict of int to float
+        {level: accuracy} for levels 1..max_depth-1 (empty when there is no super-class level); NaN
+        where no sample's class reaches the level.
+
+    Raises
+    ------
+    ValueError
+        If ``pred_leaf`` or ``target`` is not 1-D, holds non-integers or indices outside the
+        classes, or they differ in length.
+
+    Examples
+    --------
+    A wrong class in the right super-class still counts at level 1: sample 0 (a cat taken for a
+    dog) is wrong at the leaves but right at level 1, sample 2 (a car taken for a cat) is wrong at both.
+
+    >>> import numpy as np
+    >>> from hseval.hierarchy import Hierarchy
+    >>> from hseval.metrics import superclass_accuracy_from_leaf
+    >>> tree = Hierarchy.from_paths([["animal", "cat"], ["animal", "dog"], ["vehicle", "car"], ["vehicle", "bus"]])
+    >>> pred, target = np.array([1, 0, 0, 3]), np.array([0, 0, 2, 3])
+    >>> float((pred == target).mean()), superclass_accuracy_from_leaf(pred, target, tree)
+    (0.5, {1: 0.75})
     """
     pred_leaf, target = _leaf_pair(pred_leaf, target, hierarchy)
     return {k: level_accuracy(hierarchy.ancestor_at_depth(pred_leaf, k), target, hierarchy, k)
@@ -122,7 +319,42 @@ def superclass_accuracy_from_levels(level_pred: Mapping[int, np.ndarray], target
                                     hierarchy: Hierarchy) -> dict[int, float]:
     """Way (a): accuracy at each level of ``level_pred``, {level: (N,) canonical node indices of
     that depth} (see :func:`level_predictions_from_logits`); ``target`` (N,) class indices.
-    Returns {level: accuracy}, NaN where no sample's class reaches the level."""
+    Returns {level: accuracy}, NaN where no sample's class reaches the level.
+
+    Parameters
+    ----------
+    level_pred : mapping of int to (N,) array_like of int
+        ``{level: predicted canonical node indices of that depth}``, e.g. from the model's own
+        level logits.
+    target : (N,) array_like of int
+        True class indices.
+    hierarchy : Hierarchy
+        The tree whose leaves are the classes.
+
+    Returns
+    -------
+    dict of int to float
+        {level: accuracy} for each level of ``level_pred``, in increasing order; NaN where no
+        sample's class reaches the level.
+
+    Raises
+    ------
+    ValueError
+        If ``target`` is not valid class indices, a level is outside ``1..hierarchy.max_depth``,
+        or a level's predictions are not one node of that depth per sample (positions within the
+        level instead of node indices, say).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from hseval.hierarchy import Hierarchy
+    >>> from hseval.metrics import superclass_accuracy_from_levels
+    >>> tree = Hierarchy.from_paths([["animal", "cat"], ["animal", "dog"], ["vehicle", "car"], ["vehicle", "bus"]])
+    >>> animal, vehicle = tree.index("animal"), tree.index("vehicle")
+    >>> level_pred = {1: np.array([animal, animal, vehicle, vehicle])}
+    >>> superclass_accuracy_from_levels(level_pred, np.array([0, 1, 2, 0]), tree)  # the last one is wrong
+    {1: 0.75}
+    """
     target = _checks.leaves(target, "target", hierarchy)
     return {int(k): level_accuracy(_checks.level_nodes(level_pred[k], k, hierarchy, len(target)), target, hierarchy, k)
             for k in sorted(level_pred)}
@@ -133,7 +365,40 @@ def level_agreement(level_pred: Mapping[int, np.ndarray], pred_leaf: np.ndarray,
     """Per level of ``level_pred`` (way (a), {level: (N,) node indices}), the share of samples where
     it names the same node as the ancestor of ``pred_leaf`` (way (b), (N,)), over the samples whose
     true class (``target``, (N,)) has a node at that level, the ones that level's accuracy counts.
-    NaN where there is none."""
+    NaN where there is none.
+
+    Parameters
+    ----------
+    level_pred : mapping of int to (N,) array_like of int
+        ``{level: predicted canonical node indices of that depth}``.
+    pred_leaf, target : (N,) array_like of int
+        Predicted and true class indices.
+    hierarchy : Hierarchy
+        The tree whose leaves are the classes.
+
+    Returns
+    -------
+    dict of int to float
+        {level: agreement in [0, 1]} for each level of ``level_pred``, in increasing order.
+
+    Raises
+    ------
+    ValueError
+        If the class indices are invalid or differ in length, a level is outside
+        ``1..hierarchy.max_depth``, or a level's predictions are not one node of that depth per sample.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from hseval.hierarchy import Hierarchy
+    >>> from hseval.metrics import level_agreement
+    >>> tree = Hierarchy.from_paths([["animal", "cat"], ["animal", "dog"], ["vehicle", "car"], ["vehicle", "bus"]])
+    >>> animal, vehicle = tree.index("animal"), tree.index("vehicle")
+    >>> level_pred = {1: np.array([animal, animal, vehicle, vehicle])}
+    >>> pred_leaf = np.array([0, 2, 2, 3])  # cat, car, car, bus: sample 1's ancestor is vehicle
+    >>> level_agreement(level_pred, pred_leaf, np.array([0, 1, 2, 3]), tree)
+    {1: 0.75}
+    """
     pred_leaf, target = _leaf_pair(pred_leaf, target, hierarchy)
     out = {}
     for k in sorted(level_pred):
@@ -149,15 +414,36 @@ def per_node_accuracy(pred_leaf: np.ndarray, target: np.ndarray, hierarchy: Hier
 
     Parameters
     ----------
-    pred_leaf, target : (N,) int class indices.
+    pred_leaf, target : (N,) array_like of int
+        Predicted and true class indices.
+    hierarchy : Hierarchy
+        The tree whose leaves are the classes.
 
     Returns
     -------
-    support : (|P|,) int64
+    support : (|P|,) ndarray of int64
         Number of samples whose true class is ``p`` or lies under ``p``.
-    correct : (|P|,) int64
+    correct : (|P|,) ndarray of int64
         How many of those have the predicted class's ancestor at depth(p) equal to ``p`` (for a
         leaf, the ordinary per-class recall's numerator). ``correct / support`` is the recall.
+
+    Raises
+    ------
+    ValueError
+        If ``pred_leaf`` or ``target`` is not 1-D, holds non-integers or indices outside the
+        classes, or they differ in length.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from hseval.hierarchy import Hierarchy
+    >>> from hseval.metrics import per_node_accuracy
+    >>> tree = Hierarchy.from_paths([["animal", "cat"], ["animal", "dog"], ["vehicle", "car"], ["vehicle", "bus"]])
+    >>> tree.node_names
+    ('cat', 'dog', 'car', 'bus', 'animal', 'vehicle')
+    >>> support, correct = per_node_accuracy(np.array([1, 0, 0, 3]), np.array([0, 0, 2, 3]), tree)
+    >>> support.tolist(), correct.tolist()
+    ([2, 0, 1, 1, 2, 2], [1, 0, 0, 1, 2, 1])
     """
     pred_leaf, target = _leaf_pair(pred_leaf, target, hierarchy)
     P = hierarchy.num_nodes

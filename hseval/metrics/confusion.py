@@ -18,7 +18,27 @@ SHALLOWER = -1
 
 def tree_order(hierarchy: Hierarchy) -> np.ndarray:
     """(|L|,) int64: the classes in depth-first order of the tree, children in canonical order, so
-    the classes under any super-class are contiguous."""
+    the classes under any super-class are contiguous.
+
+    Parameters
+    ----------
+    hierarchy : Hierarchy
+        The tree whose leaves are the classes.
+
+    Returns
+    -------
+    (|L|,) ndarray of int64
+        Every class index once, in tree order.
+
+    Examples
+    --------
+    >>> from hseval.hierarchy import Hierarchy
+    >>> from hseval.metrics import tree_order
+    >>> tree = Hierarchy.from_paths([["animal", "cat"], ["vehicle", "car"], ["animal", "dog"]])
+    >>> order = tree_order(tree)
+    >>> order.tolist(), [tree.leaf_names[i] for i in order]
+    ([0, 2, 1], ['cat', 'dog', 'car'])
+    """
     preorder = hierarchy.preorder()
     return preorder[preorder < hierarchy.num_leaves]
 
@@ -29,8 +49,11 @@ def confusion_matrix(pred: np.ndarray, target: np.ndarray, hierarchy: Hierarchy,
 
     Parameters
     ----------
-    pred, target : (N,) int class indices.
-    depth : int or None
+    pred, target : (N,) array_like of int
+        Predicted and true class indices.
+    hierarchy : Hierarchy
+        The tree whose leaves are the classes.
+    depth : int or None, default None
         None: leaf level, rows/columns are the classes in :func:`tree_order`. ``k``: the
         predicted and true classes are replaced by their ancestors at depth ``k``; rows/columns
         are the nodes of depth ``k`` in tree order. Samples whose true class is shallower than
@@ -40,8 +63,37 @@ def confusion_matrix(pred: np.ndarray, target: np.ndarray, hierarchy: Hierarchy,
 
     Returns
     -------
-    matrix : (M, M) int64, ``matrix[i, j]`` = samples of true label ``labels[i]`` predicted as ``labels[j]``.
-    labels : (M,) int64 canonical node indices (and -1 as above).
+    matrix : (M, M) ndarray of int64
+        ``matrix[i, j]`` = samples of true label ``labels[i]`` predicted as ``labels[j]``.
+    labels : (M,) ndarray of int64
+        Canonical node indices (and -1 as above).
+
+    Raises
+    ------
+    ValueError
+        If ``pred`` or ``target`` is not 1-D, holds non-integers or indices outside the classes,
+        or they differ in length; or if ``depth`` is outside ``1..hierarchy.max_depth``.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from hseval.hierarchy import Hierarchy
+    >>> from hseval.metrics import confusion_matrix
+    >>> tree = Hierarchy.from_paths([["animal", "cat"], ["animal", "dog"], ["vehicle", "car"], ["vehicle", "bus"]])
+    >>> pred, target = np.array([1, 0, 0, 3]), np.array([0, 0, 2, 3])
+    >>> matrix, labels = confusion_matrix(pred, target, tree)
+    >>> [tree.node_names[i] for i in labels], matrix.tolist()
+    (['cat', 'dog', 'car', 'bus'], [[1, 1, 0, 0], [0, 0, 0, 0], [1, 0, 0, 0], [0, 0, 0, 1]])
+    >>> matrix, labels = confusion_matrix(pred, target, tree, depth=1)
+    >>> [tree.node_names[i] for i in labels], matrix.tolist()
+    (['animal', 'vehicle'], [[2, 0], [1, 1]])
+
+    A class shallower than the level adds the label -1 (:data:`SHALLOWER`):
+
+    >>> tree = Hierarchy.from_paths([["animal", "cat"], ["animal", "dog"], ["car"]])
+    >>> matrix, labels = confusion_matrix(np.array([2, 1]), np.array([0, 1]), tree, depth=2)
+    >>> labels.tolist(), matrix.tolist()  # the cat predicted as car is in the last column
+    ([0, 1, -1], [[0, 0, 1], [0, 1, 0], [0, 0, 0]])
     """
     from sklearn.metrics import confusion_matrix as sk_confusion_matrix
 

@@ -27,12 +27,36 @@ def hierarchical_prf(pred_leaf: np.ndarray, target: np.ndarray, hierarchy: Hiera
 
     Parameters
     ----------
-    pred_leaf, target : (N,) int class indices.
+    pred_leaf, target : (N,) array_like of int
+        Predicted and true class indices.
+    hierarchy : Hierarchy
+        The tree whose leaves are the classes.
 
     Returns
     -------
-    {"precision", "recall", "f1"}: floats; all NaN when N = 0, and F1 = 0 when precision and
-    recall are both 0 (every prediction in another top-level branch).
+    dict of str to float
+        {"precision", "recall", "f1"}: floats; all NaN when N = 0, and F1 = 0 when precision and
+        recall are both 0 (every prediction in another top-level branch).
+
+    Raises
+    ------
+    ValueError
+        If ``pred_leaf`` or ``target`` is not 1-D, holds non-integers or indices outside the classes, or
+        they differ in length.
+
+    Examples
+    --------
+    A dog for a cat shares one of its two labels (animal), a cat for a car none; with nothing
+    shared at all, F1 is 0:
+
+    >>> import numpy as np
+    >>> from hseval.hierarchy import Hierarchy
+    >>> from hseval.metrics import hierarchical_prf
+    >>> tree = Hierarchy.from_paths([["animal", "cat"], ["animal", "dog"], ["vehicle", "car"], ["vehicle", "bus"]])
+    >>> hierarchical_prf(np.array([1, 0, 0, 3]), np.array([0, 0, 2, 3]), tree)
+    {'precision': 0.625, 'recall': 0.625, 'f1': 0.625}
+    >>> hierarchical_prf(np.array([2]), np.array([0]), tree)
+    {'precision': 0.0, 'recall': 0.0, 'f1': 0.0}
     """
     pred_leaf = _checks.leaves(pred_leaf, "pred_leaf", hierarchy)
     target = _checks.leaves(target, "target", hierarchy)

@@ -31,10 +31,31 @@ def hierarchical_distance(pred: np.ndarray, target: np.ndarray, hierarchy: Hiera
     ----------
     pred, target : int arrays of broadcastable shapes, e.g. (N,) and (N,), or (N, k) and (N, 1)
         Canonical node indices (classes, or any non-root node).
+    hierarchy : Hierarchy
+        The tree; ``H`` is ``hierarchy.max_depth``.
 
     Returns
     -------
-    int64 array of the broadcast shape.
+    ndarray of int64
+        The distances, of the broadcast shape.
+
+    Raises
+    ------
+    ValueError
+        If ``pred`` or ``target`` holds non-integers or indices outside the tree's nodes, or the
+        shapes do not broadcast.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from hseval.hierarchy import Hierarchy
+    >>> from hseval.metrics import hierarchical_distance
+    >>> tree = Hierarchy.from_paths([["animal", "cat"], ["animal", "dog"], ["vehicle", "car"], ["vehicle", "bus"]])
+    >>> hierarchical_distance(np.array([0, 1, 2]), np.array([0, 0, 0]), tree).tolist()  # cat, dog, car for a cat
+    [0, 1, 2]
+    >>> topk = np.array([[1, 2], [3, 2]])  # top-2 predictions of two samples
+    >>> hierarchical_distance(topk, np.array([0, 3])[:, None], tree).tolist()
+    [[1, 2], [0, 1]]
     """
     pred = _checks.indices(pred, "pred", num=hierarchy.num_nodes, what="node", ndim=None)
     target = _checks.indices(target, "target", num=hierarchy.num_nodes, what="node", ndim=None)
@@ -49,7 +70,42 @@ def hierarchical_distance(pred: np.ndarray, target: np.ndarray, hierarchy: Hiera
 
 def mistake_severity(pred_top1: np.ndarray, target: np.ndarray, hierarchy: Hierarchy) -> float:
     """Mean hierarchical distance over the wrong top-1 predictions; ``pred_top1``, ``target`` (N,)
-    class indices. NaN when no prediction is wrong (or N = 0)."""
+    class indices. NaN when no prediction is wrong (or N = 0).
+
+    Parameters
+    ----------
+    pred_top1, target : (N,) array_like of int
+        Predicted (top-1) and true class indices.
+    hierarchy : Hierarchy
+        The tree whose leaves are the classes.
+
+    Returns
+    -------
+    float
+        The mean distance of the mistakes, at least 1; NaN when there is none.
+
+    Raises
+    ------
+    ValueError
+        If ``pred_top1`` or ``target`` is not 1-D, holds non-integers or indices outside the classes, or
+        they differ in length.
+
+    Examples
+    --------
+    A mistake within a super-class (a dog for a cat) costs less than one across super-classes
+    (a car for a cat); correct predictions do not count:
+
+    >>> import numpy as np
+    >>> from hseval.hierarchy import Hierarchy
+    >>> from hseval.metrics import mistake_severity
+    >>> tree = Hierarchy.from_paths([["animal", "cat"], ["animal", "dog"], ["vehicle", "car"], ["vehicle", "bus"]])
+    >>> mistake_severity(np.array([1]), np.array([0]), tree), mistake_severity(np.array([2]), np.array([0]), tree)
+    (1.0, 2.0)
+    >>> mistake_severity(np.array([1, 2, 3]), np.array([0, 0, 3]), tree)
+    1.5
+    >>> mistake_severity(np.array([0, 3]), np.array([0, 3]), tree)  # no mistake
+    nan
+    """
     pred_top1 = _checks.leaves(pred_top1, "pred_top1", hierarchy)
     target = _checks.leaves(target, "target", hierarchy)
     _checks.same_length(pred_top1, target, "pred_top1 and target")
@@ -64,13 +120,37 @@ def avg_hierarchical_distance_at_k(topk_pred: np.ndarray, target: np.ndarray, hi
 
     Parameters
     ----------
-    topk_pred : (N, k') int class indices, best first (see :func:`topk_predictions`).
-    target : (N,) int class indices.
-    k : int, 1 <= k; capped at the number of classes, then it must be <= k'.
+    topk_pred : (N, k') array_like of int
+        Class indices, best first (see :func:`topk_predictions`).
+    target : (N,) array_like of int
+        True class indices.
+    hierarchy : Hierarchy
+        The tree whose leaves are the classes.
+    k : int
+        1 <= k; capped at the number of classes, then it must be <= k'.
 
     Returns
     -------
-    float; NaN for N = 0.
+    float
+        The mean distance; NaN for N = 0.
+
+    Raises
+    ------
+    ValueError
+        If ``topk_pred`` is not 2-D or ``target`` not 1-D, either holds non-integers or indices
+        outside the classes, they differ in length, ``k < 1``, or ``topk_pred`` holds fewer than
+        ``min(k, number of classes)`` columns.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from hseval.hierarchy import Hierarchy
+    >>> from hseval.metrics import avg_hierarchical_distance_at_k
+    >>> tree = Hierarchy.from_paths([["animal", "cat"], ["animal", "dog"], ["vehicle", "car"], ["vehicle", "bus"]])
+    >>> topk = np.array([[1, 2], [3, 2]])  # distances [1, 2] and [0, 1]
+    >>> target = np.array([0, 3])
+    >>> avg_hierarchical_distance_at_k(topk, target, tree, 1), avg_hierarchical_distance_at_k(topk, target, tree, 2)
+    (0.5, 1.0)
     """
     distance = _topk_distance(topk_pred, target, hierarchy, k)
     return float(distance.mean()) if len(distance) else float("nan")
@@ -78,7 +158,42 @@ def avg_hierarchical_distance_at_k(topk_pred: np.ndarray, target: np.ndarray, hi
 
 def best_hierarchical_distance_at_k(topk_pred: np.ndarray, target: np.ndarray, hierarchy: Hierarchy, k: int) -> float:
     """Mean over samples of the smallest distance among the ``k`` best predictions (0 when the
-    target is among them); arguments as :func:`avg_hierarchical_distance_at_k`. NaN for N = 0."""
+    target is among them); arguments as :func:`avg_hierarchical_distance_at_k`. NaN for N = 0.
+
+    Parameters
+    ----------
+    topk_pred : (N, k') array_like of int
+        Class indices, best first (see :func:`topk_predictions`).
+    target : (N,) array_like of int
+        True class indices.
+    hierarchy : Hierarchy
+        The tree whose leaves are the classes.
+    k : int
+        1 <= k; capped at the number of classes, then it must be <= k'.
+
+    Returns
+    -------
+    float
+        The mean smallest distance; NaN for N = 0.
+
+    Raises
+    ------
+    ValueError
+        If ``topk_pred`` is not 2-D or ``target`` not 1-D, either holds non-integers or indices
+        outside the classes, they differ in length, ``k < 1``, or ``topk_pred`` holds fewer than
+        ``min(k, number of classes)`` columns.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from hseval.hierarchy import Hierarchy
+    >>> from hseval.metrics import best_hierarchical_distance_at_k
+    >>> tree = Hierarchy.from_paths([["animal", "cat"], ["animal", "dog"], ["vehicle", "car"], ["vehicle", "bus"]])
+    >>> topk = np.array([[2, 1], [3, 2]])  # distances [2, 1] and [0, 1]
+    >>> target = np.array([0, 3])
+    >>> best_hierarchical_distance_at_k(topk, target, tree, 1), best_hierarchical_distance_at_k(topk, target, tree, 2)
+    (1.0, 0.5)
+    """
     distance = _topk_distance(topk_pred, target, hierarchy, k)
     return float(distance.min(axis=1).mean()) if len(distance) else float("nan")
 
@@ -90,6 +205,39 @@ def mistake_metrics_from_topk(topk_pred: np.ndarray, target: np.ndarray, hierarc
     Keys name the requested ``k``; the value is computed with ``min(k, number of classes)``, so a
     key means the same on every dataset ("the whole top-k list"), and ``topk_pred`` (N, k') must
     hold ``k' >= min(max(ks), L)`` columns.
+
+    Parameters
+    ----------
+    topk_pred : (N, k') array_like of int
+        Class indices, best first (see :func:`topk_predictions`); column 0 is the top-1.
+    target : (N,) array_like of int
+        True class indices.
+    hierarchy : Hierarchy
+        The tree whose leaves are the classes.
+    ks : sequence of int, default (1, 5, 20)
+        The k of the distances@k.
+
+    Returns
+    -------
+    dict of str to float
+        "mistake_severity", then "avg_hdist@k" and "best_hdist@k" for each k of ``ks``.
+
+    Raises
+    ------
+    ValueError
+        If ``topk_pred`` is not 2-D or has no column, ``target`` is not 1-D, either holds
+        non-integers or indices outside the classes, they differ in length, some k of ``ks`` is
+        below 1, or ``topk_pred`` has too few columns for a k.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from hseval.hierarchy import Hierarchy
+    >>> from hseval.metrics import mistake_metrics_from_topk
+    >>> tree = Hierarchy.from_paths([["animal", "cat"], ["animal", "dog"], ["vehicle", "car"], ["vehicle", "bus"]])
+    >>> topk = np.array([[1, 2], [3, 2]])
+    >>> mistake_metrics_from_topk(topk, np.array([0, 3]), tree, ks=(1, 2))
+    {'mistake_severity': 1.0, 'avg_hdist@1': 0.5, 'best_hdist@1': 0.5, 'avg_hdist@2': 1.0, 'best_hdist@2': 0.5}
     """
     topk_pred = _checks.leaves(topk_pred, "topk_pred", hierarchy, ndim=2)
     if topk_pred.shape[1] == 0:
@@ -104,7 +252,42 @@ def mistake_metrics_from_topk(topk_pred: np.ndarray, target: np.ndarray, hierarc
 def mistake_metrics(scores: np.ndarray, target: np.ndarray, hierarchy: Hierarchy, *,
                     ks: Sequence[int] = (1, 5, 20)) -> dict[str, float]:
     """Every Making-Better-Mistakes metric from ``scores`` (N, L) logits or probabilities and
-    ``target`` (N,); see :func:`mistake_metrics_from_topk` for the keys."""
+    ``target`` (N,); see :func:`mistake_metrics_from_topk` for the keys.
+
+    Parameters
+    ----------
+    scores : (N, L) array_like
+        Logits or probabilities, one column per class; ties go to the lower class index.
+    target : (N,) array_like of int
+        True class indices.
+    hierarchy : Hierarchy
+        The tree whose leaves are the classes.
+    ks : sequence of int, default (1, 5, 20)
+        The k of the distances@k; not empty.
+
+    Returns
+    -------
+    dict of str to float
+        "mistake_severity", then "avg_hdist@k" and "best_hdist@k" for each k of ``ks``.
+
+    Raises
+    ------
+    ValueError
+        If ``scores`` is not 2-D with one column per class or holds NaN or infinite values,
+        ``ks`` is empty or holds a k below 1, or ``target`` is not valid class indices of the
+        same length.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from hseval.hierarchy import Hierarchy
+    >>> from hseval.metrics import mistake_metrics
+    >>> tree = Hierarchy.from_paths([["animal", "cat"], ["animal", "dog"], ["vehicle", "car"], ["vehicle", "bus"]])
+    >>> scores = np.array([[0.1, 0.6, 0.2, 0.1], [0.0, 0.1, 0.3, 0.6]])  # a dog for a cat, a bus
+    >>> result = mistake_metrics(scores, np.array([0, 3]), tree, ks=(1, 2))
+    >>> result["mistake_severity"], result["avg_hdist@2"], result["best_hdist@2"]
+    (1.0, 1.0, 0.5)
+    """
     scores = _checks.scores(scores, "scores", hierarchy.num_leaves)
     if not ks:
         raise ValueError("ks is empty; give at least one k, e.g. ks=(1, 5)")

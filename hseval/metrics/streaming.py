@@ -62,6 +62,30 @@ class HierarchicalMetrics:
     scores : {"logits", "probs"}, default "logits"
         What :meth:`update` receives: logits (softmax is taken for calibration and cross-entropy)
         or probabilities (rows in [0, 1] that sum to 1; the cross-entropy clips p at 1e-12).
+
+    Raises
+    ------
+    ValueError
+        If some k of ``topk`` is below 1, ``n_bins < 1``, or ``scores`` is neither "logits" nor "probs".
+
+    Examples
+    --------
+    Two batches give the metrics of all four samples, as the batch functions compute them at once:
+
+    >>> import numpy as np
+    >>> from hseval.hierarchy import Hierarchy
+    >>> from hseval.metrics import HierarchicalMetrics, superclass_accuracy_from_leaf
+    >>> tree = Hierarchy.from_paths([["animal", "cat"], ["animal", "dog"], ["vehicle", "car"], ["vehicle", "bus"]])
+    >>> metrics = HierarchicalMetrics(tree, topk=(1, 2))
+    >>> logits = np.array([[1.0, 3.0, 0.0, 0.0], [3.0, 1.0, 0.0, 0.0], [2.0, 0.0, 1.0, 0.0], [0.0, 0.0, 0.0, 2.0]])
+    >>> target = np.array([0, 0, 2, 3])
+    >>> _ = metrics.update(logits[:2], target[:2])
+    >>> _ = metrics.update(logits[2:], target[2:])
+    >>> result = metrics.compute()
+    >>> len(metrics), result["top1"], result["top2"], result["superclass_acc"], result["mistake_severity"]
+    (4, 0.5, 1.0, {'1': 0.75}, 1.5)
+    >>> superclass_accuracy_from_leaf(logits.argmax(1), target, tree)
+    {1: 0.75}
     """
 
     def __init__(self, hierarchy: Hierarchy, *, topk: Iterable[int] = (1, 5), n_bins: int = 15,
@@ -121,7 +145,8 @@ class HierarchicalMetrics:
         ----------
         logits : (B, |L|) torch tensor (any device, any float dtype) or numpy array
             Logits, or probabilities when the instance was made with ``scores="probs"``.
-        targets : (B,) int class indices.
+        targets : (B,) array_like of int
+            True class indices.
         level_scores : {level: (B, #nodes of that depth)} or None
             The model's own super-class scores (columns in the order of
             ``hierarchy.nodes_at_depth(level)``, as ``Head.level_logits`` gives them); the same
@@ -129,8 +154,33 @@ class HierarchicalMetrics:
 
         Returns
         -------
-        (B, min(max(topk), |L|)) int64: the batch's best classes, best first (ties to the lower
-        index), for callers that keep per-sample predictions.
+        (B, min(max(topk), |L|)) ndarray of int64
+            The batch's best classes, best first (ties to the lower index), for callers that keep
+            per-sample predictions.
+
+        Raises
+        ------
+        ValueError
+            If ``logits`` is not (B, |L|) or holds NaN or infinite values (or, with
+            ``scores="probs"``, rows that are not probabilities); ``targets`` is not valid class
+            indices of the same length; ``level_scores`` names a level outside
+            ``1..max_depth-1``, has the wrong number of columns or rows, or other levels than
+            earlier batches; or earlier batches came through :meth:`update_labels`.
+
+        Examples
+        --------
+        >>> import numpy as np
+        >>> from hseval.hierarchy import Hierarchy
+        >>> from hseval.metrics import HierarchicalMetrics
+        >>> tree = Hierarchy.from_paths([["animal", "cat"], ["animal", "dog"], ["vehicle", "car"], ["vehicle", "bus"]])
+        >>> metrics = HierarchicalMetrics(tree, topk=(1, 2))
+        >>> level_scores = {1: np.array([[2.0, 0.0], [0.0, 1.0]])}  # columns: tree.nodes_at_depth(1)
+        >>> metrics.update(np.array([[1.0, 3.0, 0.0, 0.0], [0.0, 0.0, 0.5, 2.0]]), np.array([0, 3]),
+        ...                level_scores).tolist()
+        [[1, 0], [3, 2]]
+        >>> result = metrics.compute()
+        >>> result["top1"], result["superclass_acc_from_levels"], result["level_agreement"]
+        (0.5, {'1': 1.0}, {'1': 1.0})
         """
         tree = self.hierarchy
         scores = _checks.scores(logits, "logits" if self.scores == "logits" else "probs", tree.num_leaves)
@@ -160,7 +210,23 @@ class HierarchicalMetrics:
     def update_labels(self, predictions: Any, targets: Any, level_predictions: Mapping[int, Any] | None = None) -> None:
         """Add a batch of predicted classes without scores, (B,) and (B,) class indices;
         ``level_predictions`` {level: (B,) canonical node indices of that depth} or None. Only the
-        top-1 metrics are then available (:meth:`compute` says which are not, and why)."""
+        top-1 metrics are then available (:meth:`compute` says which are not, and why).
+
+        Parameters
+        ----------
+        predictions, targets : (B,) array_like of int
+            Predicted and true class indices.
+        level_predictions : {level: (B,) array_like of int} or None
+            The model's own super-class predictions, canonical node indices of that depth; the
+            same levels in every batch.
+
+        Raises
+        ------
+        ValueError
+            If the class indices are invalid or differ in length; ``level_predictions`` names a
+            level outside ``1..max_depth-1``, holds nodes of another depth, or other levels than
+            earlier batches; or earlier batches came through :meth:`update`.
+        """
         tree = self.hierarchy
         pred = _checks.leaves(predictions, "predictions", tree)
         targets = _checks.leaves(targets, "targets", tree)
@@ -231,7 +297,26 @@ class HierarchicalMetrics:
 
     # ----------------------------------------------------------------- combining
     def merge(self, other: HierarchicalMetrics) -> HierarchicalMetrics:
-        """Add ``other``'s samples to this instance (same tree and settings); returns self."""
+        """Add ``other``'s samples to this instance (same tree and settings); returns self.
+
+        Parameters
+        ----------
+        other : HierarchicalMetrics
+            Made with the same tree, topk, n_bins and scores; it keeps its own samples.
+
+        Returns
+        -------
+        HierarchicalMetrics
+            This instance, now holding the samples of both.
+
+        Raises
+        ------
+        TypeError
+            If ``other`` is not a HierarchicalMetrics.
+        ValueError
+            If the trees or the settings (topk, n_bins, scores) differ, or one was fed scores and
+            the other predicted classes or other levels.
+        """
         if not isinstance(other, HierarchicalMetrics):
             raise TypeError(f"can only merge another HierarchicalMetrics, got {type(other).__name__}")
         if not _same_tree(self.hierarchy, other.hierarchy) or (self.ks, self.n_bins, self.scores) != \
@@ -313,13 +398,39 @@ class HierarchicalMetrics:
 
     # ----------------------------------------------------------------- results
     def pairs(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-        """The leaf confusion counts: (targets, predictions, counts), one entry per distinct pair."""
+        """The leaf confusion counts: (targets, predictions, counts), one entry per distinct pair.
+
+        Returns
+        -------
+        targets, predictions, counts : (M,) ndarray of int64
+            The M distinct (true class, predicted class) pairs seen, sorted, and how often each was.
+        """
         self._consolidate()
         L = self.hierarchy.num_leaves
         return self._keys // L, self._keys % L, self._counts.copy()
 
     def per_node(self) -> tuple[np.ndarray, np.ndarray]:
-        """(support, correct), (|P|,) int64 each, as :func:`hseval.metrics.per_node_accuracy` gives them."""
+        """(support, correct), (|P|,) int64 each, as :func:`hseval.metrics.per_node_accuracy` gives them.
+
+        Returns
+        -------
+        support : (|P|,) ndarray of int64
+            Number of samples so far whose true class is node ``p`` or lies under it.
+        correct : (|P|,) ndarray of int64
+            How many of those have the predicted class's ancestor at depth(p) equal to ``p``.
+
+        Examples
+        --------
+        >>> import numpy as np
+        >>> from hseval.hierarchy import Hierarchy
+        >>> from hseval.metrics import HierarchicalMetrics
+        >>> tree = Hierarchy.from_paths([["animal", "cat"], ["animal", "dog"], ["vehicle", "car"], ["vehicle", "bus"]])
+        >>> metrics = HierarchicalMetrics(tree)
+        >>> metrics.update_labels(np.array([1, 0, 0, 3]), np.array([0, 0, 2, 3]))
+        >>> support, correct = metrics.per_node()  # nodes cat, dog, car, bus, animal, vehicle
+        >>> support.tolist(), correct.tolist()
+        ([2, 0, 1, 1, 2, 2], [1, 0, 0, 1, 2, 1])
+        """
         tree = self.hierarchy
         target, pred, count = self.pairs()
         truth = tree.ancestor_table[target]
@@ -331,11 +442,23 @@ class HierarchicalMetrics:
 
     def reported_ks(self) -> tuple[int, ...]:
         """The k of :attr:`ks` that are reported: 1, and every k below the number of classes (with
-        k ≥ |L| every class is in the top k: top-k is 1 and the distances say nothing)."""
+        k ≥ |L| every class is in the top k: top-k is 1 and the distances say nothing).
+
+        Returns
+        -------
+        tuple of int
+            The reported k, increasing.
+        """
         return tuple(k for k in self.ks if k == 1 or k < self.hierarchy.num_leaves)
 
     def unavailable(self) -> dict[str, str]:
-        """Metric key -> why it cannot be computed from what was given."""
+        """Metric key -> why it cannot be computed from what was given.
+
+        Returns
+        -------
+        dict of str to str
+            {metric key: reason}; empty when every metric is available.
+        """
         out: dict[str, str] = {}
         if self._mode == "labels":
             for k in self.reported_ks()[1:]:
@@ -350,7 +473,38 @@ class HierarchicalMetrics:
         """Every available metric over all samples so far (of every process under
         ``torch.distributed``), as plain JSON types: levels keyed "1", "2", ...; NaN where a
         metric is undefined (no sample, no mistake); ``unavailable`` names each metric the inputs
-        do not allow, with the reason."""
+        do not allow, with the reason.
+
+        Returns
+        -------
+        dict of str to Any
+            "samples"; "top{k}" for each reported k; "superclass_acc" {level: accuracy};
+            "superclass_acc_from_levels" and "level_agreement" when level scores were given;
+            "mistake_severity", "avg_hdist@{k}" and "best_hdist@{k}"; "hierarchical_precision",
+            "hierarchical_recall" and "hierarchical_f1"; with scores, "cross_entropy", "ece" and
+            "reliability" (the bins as lists); and "unavailable" {metric key: reason}.
+
+        Raises
+        ------
+        ValueError
+            Under ``torch.distributed``, if some processes gave scores and others predicted classes.
+
+        Examples
+        --------
+        Predicted classes without scores give the top-1 metrics only, and say why the rest are missing:
+
+        >>> import numpy as np
+        >>> from hseval.hierarchy import Hierarchy
+        >>> from hseval.metrics import HierarchicalMetrics
+        >>> tree = Hierarchy.from_paths([["animal", "cat"], ["animal", "dog"], ["vehicle", "car"], ["vehicle", "bus"]])
+        >>> metrics = HierarchicalMetrics(tree, topk=(1, 2))
+        >>> metrics.update_labels(np.array([1, 0, 0, 3]), np.array([0, 0, 2, 3]))
+        >>> result = metrics.compute()
+        >>> result["top1"], result["mistake_severity"], round(result["hierarchical_f1"], 3)
+        (0.5, 1.5, 0.625)
+        >>> result["unavailable"]["top2"]
+        'the predictions give one class per sample, no scores'
+        """
         state = self._synced()
         state._consolidate()
         tree, n = state.hierarchy, state._n

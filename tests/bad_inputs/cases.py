@@ -12,13 +12,13 @@ from __future__ import annotations
 import json
 import re
 import shutil
-import sys
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
 
+from scripts.readme_blocks import read_block, write_block
 from tests.bad_inputs.builders import (
     Good,
     copy_fashion,
@@ -34,7 +34,6 @@ from tests.bad_inputs.builders import (
 )
 
 README = Path(__file__).with_name("README.md")
-START, END = "<!-- catalogue:start -->", "<!-- catalogue:end -->"
 
 
 @dataclass(frozen=True)
@@ -959,17 +958,14 @@ def table() -> str:
 
 
 def readme_table() -> str:
-    text = README.read_text(encoding="utf-8")
-    return text.split(START, 1)[1].split(END, 1)[0].strip("\n") + "\n"
+    return read_block("catalogue", README).strip("\n") + "\n"
 
 
 def write_readme() -> None:
-    text = README.read_text(encoding="utf-8")
-    head, rest = text.split(START, 1)
-    tail = rest.split(END, 1)[1]
-    README.write_text(f"{head}{START}\n{table()}{END}{tail}", encoding="utf-8")
+    """The table into this folder's README.md, and its number of rows into the project's README."""
+    write_block("catalogue", table(), README)
+    write_block("bad-inputs-count", f"{len(CASES)}")
 
 
 if __name__ == "__main__":
     write_readme()
-    print(f"wrote {len(CASES)} rows into {README}", file=sys.stderr)

@@ -1,0 +1,57 @@
+"""Run the test suite as README's quick start does and write its size and duration into README.md.
+
+    python scripts/readme_tests.py [pytest arguments ...]
+
+Runs ``python -m pytest -q -n auto`` (plus the arguments given) from the repository root, reads
+pytest's closing line ("1215 passed, 3 skipped in 431.20s"), and writes the number of tests and the
+minutes, with the machine and the date, into README.md's ``test-suite`` block. A run with failures
+or errors writes nothing.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from scripts.readme_blocks import ROOT, stamp, write_block  # noqa: E402
+
+_COUNTS = re.compile(r"(\d+) (passed|skipped|failed|errors?|xfailed|xpassed|deselected)")
+
+
+def outcome(line: str) -> dict[str, int]:
+    """The counts of pytest's closing line, e.g. ``{"passed": 1215, "skipped": 3}``."""
+    return {kind.rstrip("s") if kind.startswith("error") else kind: int(n) for n, kind in _COUNTS.findall(line)}
+
+
+def block_text(counts: dict[str, int], seconds: float, command: str) -> str:
+    ran = sum(counts.get(k, 0) for k in ("passed", "skipped", "xfailed", "xpassed"))
+    return f"{ran:,} tests in {seconds / 60:.1f} minutes on every core; {stamp(command, threads=os.cpu_count())}"
+
+
+def main(argv: list[str]) -> int:
+    command = [sys.executable, "-m", "pytest", "-q", "-n", "auto", *argv]
+    start = time.perf_counter()
+    proc = subprocess.run(command, cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    seconds = time.perf_counter() - start
+    sys.stdout.write(proc.stdout[-3000:])
+    last = next((line for line in reversed(proc.stdout.splitlines()) if " in " in line and "passed" in line), "")
+    counts = outcome(last)
+    if proc.returncode != 0 or counts.get("failed") or counts.get("error") or not counts.get("passed"):
+        print(f"readme_tests: the suite did not pass (exit {proc.returncode}): README.md is left as it is",
+              file=sys.stderr)
+        return 1
+    if argv:
+        print("readme_tests: a partial run (arguments given): README.md is left as it is", file=sys.stderr)
+        return 0
+    write_block("test-suite", block_text(counts, seconds, "python scripts/readme_tests.py"))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
