@@ -21,8 +21,8 @@ from hseval.results import Evaluation, RunResult, load_evaluation
 
 __all__ = ["fingerprint", "evaluation", "table", "confusion", "paired"]
 
-_ATTRIBUTE = {"per_node.csv": "per_node", "geometry.csv": "geometry", "pair_angles.csv": "pair_angles",
-              "projections.csv": "projections"}
+_ATTRIBUTE = {eval_format.PER_NODE: "per_node", eval_format.GEOMETRY: "geometry",
+              eval_format.PAIRS: "pair_angles", eval_format.PROJECTIONS: "projections"}
 
 
 def fingerprint(root: str | Path) -> tuple:
@@ -111,7 +111,7 @@ def _dataset(name: str, root: str | None, hierarchy: str):
     import json
 
     from hseval.data import dataset_options, list_datasets, load_dataset
-    from hseval.errors import HsevalError
+    from hseval.errors import HsevalError, first_line
     from hseval.hierarchy import Hierarchy
 
     if name not in list_datasets():
@@ -123,7 +123,7 @@ def _dataset(name: str, root: str | None, hierarchy: str):
     try:
         data = load_dataset(name, root, **kwargs)
     except (HsevalError, OSError) as exc:
-        return f"{name} is not at hand ({(str(exc).splitlines() or [''])[0]})"
+        return f"{name} is not at hand ({first_line(exc)})"
     if list(data.class_names) != list(tree.leaf_names):
         return f"the {name} found at {data.root} has other classes than the run"
     return data

@@ -162,10 +162,10 @@ def markdown(results: list[dict], command: str) -> str:
     for r in results:
         names = [f"`{h}`" for h in heads if r["ratios"][h] <= GOAL]
         reached.append(f"{', '.join(names) or 'no head'} at {r['size']:,} classes")
-    rounds = sorted({r["rounds"] for r in results})
+    rounds = "/".join(str(r["rounds"]) for r in results)
     where = stamp(command, threads=torch.get_num_threads(), versions={"torch": torch.__version__})
     return ("\n".join(lines) + f"\n\nHead ÷ plain, forward + backward at batch {BATCH}, d = {DIM}, median of "
-            f"{'/'.join(map(str, rounds))} rounds, with `tune_malloc`. Within {GOAL:.2f}× of plain: "
+            f"{rounds} rounds, with `tune_malloc`. Within {GOAL:.2f}× of plain: "
             f"{'; '.join(reached)} ({where}).\n")
 
 

@@ -38,7 +38,7 @@ from hseval.hierarchy import Hierarchy
 from hseval.model import HierarchicalClassifier, build_model
 
 __all__ = ["SCHEMA_VERSION", "MODEL_FILE", "META_FILE", "STATE_FILE", "HISTORY_FILE", "RUN_FILES", "Run", "RunInfo",
-           "save_run", "load_run", "verify_run", "read_run_meta", "is_run_dir", "save_train_state",
+           "save_run", "load_run", "verify_run", "read_run_meta", "is_run_dir", "run_folder_state", "save_train_state",
            "load_train_state", "meta_checksum"]
 
 SCHEMA_VERSION = 2
@@ -144,7 +144,16 @@ def save_run(run_dir: str | Path, model: HierarchicalClassifier, meta: dict[str,
 
 
 def is_run_dir(path: str | Path) -> bool:
+    """Whether ``path`` holds a finished run (its ``run.json``)."""
     return (Path(path) / META_FILE).is_file()
+
+
+def run_folder_state(path: str | Path) -> str:
+    """What a run folder holds, from its files alone: "finished" (``run.json``), "unfinished" (a
+    training state and no ``run.json``) or "new" (neither)."""
+    if is_run_dir(path):
+        return "finished"
+    return "unfinished" if (Path(path) / STATE_FILE).is_file() else "new"
 
 
 def _expect(meta: dict, dotted: str, kind: type | tuple[type, ...], where: Path) -> Any:

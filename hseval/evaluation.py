@@ -115,7 +115,7 @@ def _dataset_for(run: RunInfo, data_root: str | None, cache: dict):
     dataset = run.meta.get("dataset") or {}
     name = dataset.get("name")
     if not isinstance(name, str):
-        raise RunFormatError(f"{run.path / 'run.json'}: no 'dataset.name'; cannot tell which data to evaluate on")
+        raise RunFormatError(f"{run.path / META_FILE}: no 'dataset.name'; cannot tell which data to evaluate on")
     root = data_root or dataset.get("root")
     options = {}
     if "hierarchy" in dataset_options(name):  # image folders: the tree the run carries
@@ -243,11 +243,13 @@ def projection_table(tree, emb: np.ndarray, labels: np.ndarray, pred: np.ndarray
     return pd.concat(frames, ignore_index=True) if frames else pd.DataFrame()
 
 
-def _inputs(meta: dict[str, Any], **settings: Any) -> dict[str, Any]:
+def _inputs(meta: dict[str, Any], options: EvalOptions) -> dict[str, Any]:
     """What an evaluation depends on: the run's checksums and the evaluation's settings (recorded
     in its marker, so that an evaluation that is up to date can be reused)."""
     return fileio.json_ready({"model_sha256": meta.get("model_sha256"), "meta_sha256": meta.get("meta_sha256"),
-                              **settings, "projections": list(settings.get("projections", ()))})
+                              "data_root": options.data_root, "split": options.split,
+                              "projections": list(options.projections), "max_points": options.max_points,
+                              "seed": options.seed})
 
 
 def _up_to_date(folder: Path, run_dir: Path, inputs: dict[str, Any]) -> dict[str, Any] | None:
@@ -344,6 +346,17 @@ class EvalOptions:
     seed: int = 0
     progress: bool = True
 
+    def __post_init__(self) -> None:
+        """The options checked once, with the command line's names in the errors."""
+        from hseval.data.base import check_split
+        from hseval.projection import PROJECTIONS
+
+        if self.max_points < 1:
+            raise ConfigError(f"--max-points must be a positive integer, got {self.max_points}")
+        for method in self.projections:
+            PROJECTIONS.get(method)  # an unknown one: a one-line error with the choices
+        check_split(self.split)
+
 
 def evaluate_run(run_dir: Path, out_dir: Path, *, name: str, options: EvalOptions = EvalOptions(),
                  data_cache: dict | None = None) -> dict[str, Any]:
@@ -387,8 +400,7 @@ def _evaluate_run_stages(run_dir: Path, out_dir: Path, *, name: str, options: Ev
                       progress=options.progress)
     metrics = _metrics_stage(run, result, name=name, split=options.split)
     tables, class_vectors, node_vectors = _geometry_stage(run, result, metrics, seed=options.seed)
-    inputs = _inputs(run.meta, data_root=options.data_root, split=options.split,
-                     projections=list(options.projections), max_points=options.max_points, seed=options.seed)
+    inputs = _inputs(run.meta, options)
     tree = run.hierarchy
     targets, topk, levels, emb = result["targets"], result["topk"], result["levels"], result["embeddings"]
     del run, result  # the model and the full embeddings are not needed by the rest
@@ -505,22 +517,15 @@ def evaluate_runs(patterns: list[str], out_dir: str | Path, *, data_root: str | 
     arguments, the device, every run (its files and checksums) and its data. Then the folder is
     claimed (created with its marker, or checked to be an evaluation folder) and locked."""
     from hseval.device import resolve_device
-    from hseval.projection import PROJECTIONS
 
-    if max_points < 1:
-        raise ConfigError(f"--max-points must be a positive integer, got {max_points}")
+    options = EvalOptions(data_root=data_root, split=split, projections=tuple(projections), max_points=max_points,
+                          device=device, progress=progress)
     if workers is not None and workers < 1:
         raise ConfigError(f"--workers must be a positive integer, got {workers}")
-    for method in projections:
-        PROJECTIONS.get(method)  # an unknown one: a one-line error with the choices
-    if split not in ("train", "test"):
-        raise ConfigError(f"unknown split {split!r}; choose train or test")
     if resolve_device(device).type == "cpu":
         from hseval.perf import tune_malloc
 
         tune_malloc()  # the large activations of each batch stay in the heap: 1.6x faster on 2 cores
-    options = EvalOptions(data_root=data_root, split=split, projections=tuple(projections), max_points=max_points,
-                          device=device, progress=progress)
     runs = find_runs(patterns)
     out_dir = Path(out_dir)
     ownership.check_claimable(out_dir, "evaluations")
@@ -529,8 +534,7 @@ def evaluate_runs(patterns: list[str], out_dir: str | Path, *, data_root: str | 
     for run_dir in runs:  # every run whole (checksums, tensors, model) and its data, before writing anything
         run = load_run(run_dir)
         _dataset_for(run, data_root, cache)
-        inputs[run_dir] = _inputs(run.meta, data_root=data_root, split=split, projections=projections,
-                                  max_points=max_points, seed=0)
+        inputs[run_dir] = _inputs(run.meta, options)
     entries: dict[str, dict[str, Any]] = {}
     with ownership.output_folder(out_dir, "evaluations"):
         for stale in out_dir.glob(".*-*"):  # left by a killed evaluation (the lock says none is running)

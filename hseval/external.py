@@ -18,6 +18,7 @@ from hseval import eval_format, fileio, ownership
 from hseval.errors import ConfigError
 from hseval.evaluation import (
     KS,
+    EvalOptions,
     _evaluated_runs,
     _write_index,
     geometry_tables,
@@ -47,20 +48,14 @@ def evaluate_predictions(file: str | Path, out_dir: str | Path, *, hierarchy: st
 
     Every metric the file allows is computed; each one it does not allow is listed in
     ``metrics.json``'s ``unavailable`` with the reason, which the report and the dashboard show."""
-    from hseval import geometry
     from hseval.hierarchy import Hierarchy
-    from hseval.metrics import HierarchicalMetrics, level_prediction_matrix, level_predictions_from_logits
-    from hseval.metrics.streaming import NO_LEVEL_SCORES
+    from hseval.metrics import level_prediction_matrix, level_predictions_from_logits
     from hseval.prediction_format import read_class_list, read_predictions
-    from hseval.projection import PROJECTIONS, stratified_sample
 
     start = time.perf_counter()
     file, out_dir = Path(file), Path(out_dir)
     name = _folder_name(name if name is not None else file.stem)
-    if max_points < 1:
-        raise ConfigError(f"--max-points must be a positive integer, got {max_points}")
-    for method in projections:
-        PROJECTIONS.get(method)  # an unknown one: a one-line error with the choices
+    options = EvalOptions(projections=tuple(projections), max_points=max_points, seed=seed)  # checked as evaluate's
     tree = Hierarchy.read(hierarchy)
     order = None if classes is None else read_class_list(classes, tree)
     preds = read_predictions(file, tree, classes=order)
@@ -77,49 +72,11 @@ def evaluate_predictions(file: str | Path, out_dir: str | Path, *, hierarchy: st
     with ownership.output_folder(out_dir, "evaluations"):
         check_name()  # again under the lock: another command may have written it meanwhile
         log(f"evaluating {file} ({len(preds.targets)} samples; {', '.join(preds.members)}) -> {out_dir / name}")
-        streamed = HierarchicalMetrics(tree, topk=KS, scores="probs" if preds.kind == "probs" else "logits")
-        if preds.kind == "labels":
-            streamed.update_labels(preds.predictions, preds.targets)
-            topk = preds.predictions[:, None]
-        else:
-            topk = np.concatenate([
-                streamed.update(preds.scores[lo: lo + 8192], preds.targets[lo: lo + 8192],
-                                {k: v[lo: lo + 8192] for k, v in preds.level_scores.items()} or None)
-                for lo in range(0, len(preds.targets), 8192)])
+        streamed, metrics, unavailable, topk = _scores_stage(preds, tree)
         levels = level_prediction_matrix(level_predictions_from_logits(preds.level_scores, tree), tree,
                                          len(preds.targets))
-        metrics: dict[str, Any] = streamed.compute()
-        crm = _crm(preds, tree)
-        missing = "the predictions file has no {}"
-        unavailable = {k: missing.format("level_scores_<k> arrays (the model's own super-class scores)")
-                       if v == NO_LEVEL_SCORES else v for k, v in metrics["unavailable"].items()}
-        if isinstance(crm, str):
-            unavailable["crm"] = crm
-        else:
-            metrics["crm"] = crm
-        if preds.kind == "logits":
-            metrics["max_logit"] = {"mean": float(preds.scores.max(axis=1).mean())}
-        else:
-            unavailable["max_logit"] = "the predictions file gives probabilities, not logits" \
-                if preds.kind == "probs" else missing.format("scores")
-        targets, pred = preds.targets, topk[:, 0]
-        emb = preds.embeddings
-        if emb is not None:
-            norms = np.linalg.norm(emb, axis=1)
-            metrics["feature_norm"] = {"mean": float(norms.mean()), "std": float(norms.std()),
-                                       "max": float(norms.max())}
-            sample = stratified_sample(targets, max_points, seed=seed)
-        else:
-            unavailable["feature_norm"] = unavailable["projections"] = missing.format("'embeddings' (N, d)")
-            emb, sample = np.zeros((0, 0)), np.zeros(0, np.int64)
-        vectors = geometry.vectors_from(tree, class_weights=preds.class_weights, node_weights=preds.node_weights)
-        geometry_table, pairs, geometry_metrics = geometry_tables(
-            tree, vectors, None, seed=seed, skipped=missing.format("'class_weights' or 'node_weights'"))
-        unavailable.update(geometry_metrics.pop("unavailable", {}))
-        metrics.update(geometry_metrics)
-        class_vectors = None if vectors is None else vectors[0]
-        proj = projection_table(tree, emb[sample] if len(sample) else emb, targets[sample], pred[sample],
-                                list(projections), class_vectors, seed, indices=sample)
+        tables, embeddings = _vectors_stage(preds, tree, topk[:, 0], metrics, unavailable, options)
+        targets = preds.targets
         metrics.update({"unavailable": unavailable, "run": name, "run_path": source, "head": head or "external",
                         "backbone": None, "dataset": dataset or "external", "split": "test",
                         "samples": int(len(targets)), "seed": None, "training": {}, "history": [],
@@ -127,22 +84,82 @@ def evaluate_predictions(file: str | Path, out_dir: str | Path, *, hierarchy: st
                         "hierarchy": tree.to_dict(),
                         "source": {"kind": "predictions", "path": source, "sha256": preds.sha256,
                                    "format": preds.format, "inputs": preds.members}})
-        node_vectors = np.zeros((0, 0), np.float32) if vectors is None else vectors[0].astype(np.float32)
         write_evaluation(
             out_dir, name, source=source,
             inputs=fileio.json_ready({"sha256": preds.sha256, "hierarchy": tree.to_dict(), "projections":
                                       list(projections), "max_points": max_points, "seed": seed}),
-            metrics=metrics, tables={eval_format.PER_NODE: per_node_table(tree, *streamed.per_node()),
-                                     eval_format.GEOMETRY: geometry_table, eval_format.PAIRS: pairs,
-                                     eval_format.PROJECTIONS: proj},
-            arrays={eval_format.EMBEDDINGS: {"embeddings": (emb[sample] if len(sample) else emb).astype(np.float32),
-                                             "labels": targets[sample], "predictions": pred[sample],
-                                             "indices": sample, "node_vectors": node_vectors},
+            metrics=metrics, tables={eval_format.PER_NODE: per_node_table(tree, *streamed.per_node()), **tables},
+            arrays={eval_format.EMBEDDINGS: embeddings,
                     eval_format.PREDICTIONS: {"targets": targets, "topk": topk, "levels": levels}})
         entry = index_entry(name, metrics)
         _write_index(out_dir, {name: entry})
     log(f"  leaf top-1 {entry['leaf_top1']:.4f} -> {out_dir / name}")
     return entry
+
+
+MISSING = "the predictions file has no {}"
+
+
+def _vectors_stage(preds, tree, pred: np.ndarray, metrics: dict[str, Any], unavailable: dict[str, str],
+                   options: EvalOptions) -> tuple[dict[str, Any], dict[str, np.ndarray]]:
+    """Feature norms, the geometry of the file's class/node vectors and the projections of a
+    stratified sample of its embeddings, each where the file allows it (``metrics`` and
+    ``unavailable`` are filled in). Returns the tables and the arrays of embeddings.npz."""
+    from hseval import geometry
+    from hseval.projection import stratified_sample
+
+    targets, emb = preds.targets, preds.embeddings
+    if emb is not None:
+        norms = np.linalg.norm(emb, axis=1)
+        metrics["feature_norm"] = {"mean": float(norms.mean()), "std": float(norms.std()), "max": float(norms.max())}
+        sample = stratified_sample(targets, options.max_points, seed=options.seed)
+        emb = emb[sample]
+    else:
+        unavailable["feature_norm"] = unavailable["projections"] = MISSING.format("'embeddings' (N, d)")
+        emb, sample = np.zeros((0, 0)), np.zeros(0, np.int64)
+    vectors = geometry.vectors_from(tree, class_weights=preds.class_weights, node_weights=preds.node_weights)
+    geometry_table, pairs, geometry_metrics = geometry_tables(
+        tree, vectors, None, seed=options.seed, skipped=MISSING.format("'class_weights' or 'node_weights'"))
+    unavailable.update(geometry_metrics.pop("unavailable", {}))
+    metrics.update(geometry_metrics)
+    class_vectors = None if vectors is None else vectors[0]
+    proj = projection_table(tree, emb, targets[sample], pred[sample], list(options.projections), class_vectors,
+                            options.seed, indices=sample)
+    node_vectors = np.zeros((0, 0), np.float32) if vectors is None else vectors[0].astype(np.float32)
+    return ({eval_format.GEOMETRY: geometry_table, eval_format.PAIRS: pairs, eval_format.PROJECTIONS: proj},
+            {"embeddings": emb.astype(np.float32), "labels": targets[sample], "predictions": pred[sample],
+             "indices": sample, "node_vectors": node_vectors})
+
+
+def _scores_stage(preds, tree) -> tuple[Any, dict[str, Any], dict[str, str], np.ndarray]:
+    """The metrics of the file's scores (or labels): the accumulator (for its per-node table), the
+    metrics, what the file does not allow and why, and the (N, k) top-k predictions."""
+    from hseval.metrics import HierarchicalMetrics
+    from hseval.metrics.streaming import NO_LEVEL_SCORES
+
+    streamed = HierarchicalMetrics(tree, topk=KS, scores="probs" if preds.kind == "probs" else "logits")
+    if preds.kind == "labels":
+        streamed.update_labels(preds.predictions, preds.targets)
+        topk = preds.predictions[:, None]
+    else:
+        topk = np.concatenate([
+            streamed.update(preds.scores[lo: lo + 8192], preds.targets[lo: lo + 8192],
+                            {k: v[lo: lo + 8192] for k, v in preds.level_scores.items()} or None)
+            for lo in range(0, len(preds.targets), 8192)])
+    metrics: dict[str, Any] = streamed.compute()
+    unavailable = {k: MISSING.format("level_scores_<k> arrays (the model's own super-class scores)")
+                   if v == NO_LEVEL_SCORES else v for k, v in metrics["unavailable"].items()}
+    crm = _crm(preds, tree)
+    if isinstance(crm, str):
+        unavailable["crm"] = crm
+    else:
+        metrics["crm"] = crm
+    if preds.kind == "logits":
+        metrics["max_logit"] = {"mean": float(preds.scores.max(axis=1).mean())}
+    else:
+        unavailable["max_logit"] = "the predictions file gives probabilities, not logits" \
+            if preds.kind == "probs" else MISSING.format("scores")
+    return streamed, metrics, unavailable, topk
 
 
 def _crm(preds, tree) -> dict[str, Any] | str:

@@ -259,11 +259,36 @@ class Hierarchy:
 
         return read_hierarchy(path, format, classes=classes)
 
-    def reorder_leaves(self, classes: Sequence[str]) -> Hierarchy:
-        """The same tree with its leaves in the order of ``classes`` (the same names)."""
-        names = [*self.node_names, self.root_name]
-        edges = [(names[p], names[c]) for c, p in enumerate(self.parents.tolist())]
-        return Hierarchy.from_edges(edges, classes=list(classes))
+    def reorder_leaves(self, classes: Sequence[str], *, source: str = "classes") -> Hierarchy:
+        """The same tree with its leaves in the order of ``classes`` (the same names, once each); the
+        super-classes keep their numbering, and a tree already in that order is returned as is.
+        ``source`` names the class list in the error raised when it names other classes."""
+        classes = [str(c) for c in classes]
+        if classes == list(self.leaf_names):
+            return self
+        seen: set[str] = set()
+        for name in classes:
+            if name in seen:
+                raise HierarchyError(f"{source}: class {name!r} is listed twice; list each class once")
+            if name not in self._index or self._index[name] >= self._num_leaves:
+                raise HierarchyError(f"{source}: class {name!r} is not a leaf of the tree")
+            seen.add(name)
+        missing = next((name for name in self.leaf_names if name not in seen), None)
+        if missing is not None:
+            raise HierarchyError(f"{source}: leaf {missing!r} of the tree is not in the class list")
+        return self.renumbered([*classes, *self.node_names[self._num_leaves:]])
+
+    def renumbered(self, names: Sequence[str]) -> Hierarchy:
+        """The same tree with its nodes numbered in the order of ``names`` (every node once, the
+        leaves first: a permutation of the leaves and one of the super-classes)."""
+        names = [str(n) for n in names]
+        if sorted(names[: self._num_leaves]) != sorted(self.leaf_names) or sorted(names) != sorted(self._names):
+            raise HierarchyError("renumbered: give every node once, the leaves first")
+        position = {name: k for k, name in enumerate(names)}
+        old = self.parents.tolist()
+        parents = [position[self._names[old[self._index[name]]]] if old[self._index[name]] >= 0 else -1
+                   for name in names]
+        return Hierarchy(names, parents, self._num_leaves, root_name=self._root_name)
 
     def write(self, path: str | Path, format: str | None = None) -> None:
         """Write the tree atomically (format from the extension when None: .json = nbdt,

@@ -200,12 +200,18 @@ def _detect(path: Path, rows: list[str], header: dict) -> str:
                          f"({', '.join(FORMATS)})")
 
 
+def check_format(format: str) -> None:
+    """Refuse a format name that is not one of :data:`FORMATS`, listing them."""
+    if format not in FORMATS:
+        raise HierarchyError(f"unknown hierarchy format {format!r}; choose one of {', '.join(FORMATS)}")
+
+
 def read_hierarchy(path: str | Path, format: str | None = None, *,
                    classes: Sequence[str] | None = None) -> Hierarchy:
     """Read ``path`` (see the module docstring for the formats)."""
     path = Path(path)
-    if format is not None and format not in FORMATS:
-        raise HierarchyError(f"unknown hierarchy format {format!r}; choose one of {', '.join(FORMATS)}")
+    if format is not None:
+        check_format(format)
     return _parse(path, _read_text(path), format, classes)
 
 
@@ -508,9 +514,7 @@ def _read_paths(path: Path, lines: list[tuple[int, str]], classes: Sequence[str]
     extra = next((name for name in hierarchy.leaf_names if name not in set(classes)), None)
     if extra is not None:
         raise HierarchyError(f"{path}: leaf {extra!r} is not a dataset class; remove its path")
-    if list(hierarchy.leaf_names) == classes:
-        return hierarchy  # already in class order: the tree as read, super-classes numbered as in the file
-    return hierarchy.reorder_leaves(classes)  # any line order: the leaves follow the dataset's classes
+    return hierarchy.reorder_leaves(classes, source=str(path))  # the leaves follow the dataset's classes
 
 
 def _with_superclass_order(path: Path, tree: Hierarchy, order: list[str]) -> Hierarchy:
@@ -519,14 +523,7 @@ def _with_superclass_order(path: Path, tree: Hierarchy, order: list[str]) -> Hie
     if len(order) != len(supers) or set(order) != set(supers) or len(set(order)) != len(order):
         raise HierarchyError(f"{path}, line 1: the header's superclass_order does not list the file's "
                              f"{len(supers)} super-classes once each; fix it or delete the line")
-    names = [*tree.leaf_names, *order]
-    position = {name: k for k, name in enumerate(names)}
-    old_names, old_parents = tree.node_names, tree.parents.tolist()
-    parents = []
-    for name in names:
-        p = old_parents[tree.index(name)]
-        parents.append(position[old_names[p]] if p >= 0 else -1)
-    return Hierarchy(names, parents, tree.num_leaves, root_name=tree.root_name)
+    return tree.renumbered([*tree.leaf_names, *order])
 
 
 def write_hierarchy(hierarchy: Hierarchy, path: str | Path, format: str | None = None) -> None:

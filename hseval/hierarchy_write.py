@@ -19,13 +19,13 @@ from hseval.errors import HierarchyError
 from hseval.hierarchy import Hierarchy
 from hseval.hierarchy_io import (
     _SURROGATE,
-    FORMATS,
     HEADER,
     NAMES_HEADER,
     Files,
     _as_read,
     _escape,
     _parse,
+    check_format,
     names_sidecar,
 )
 
@@ -37,8 +37,7 @@ def write_hierarchy(hierarchy: Hierarchy, path: str | Path, format: str | None =
     that reads back as an equal tree, or refuse with a one-line HierarchyError (module docstring)."""
     path = Path(path)
     format = format or ("nbdt" if path.suffix.lower() == ".json" else "pairs")
-    if format not in FORMATS:
-        raise HierarchyError(f"unknown hierarchy format {format!r}; choose one of {', '.join(FORMATS)}")
+    check_format(format)
     for target, text in _render(hierarchy, path, format):
         fileio.write_text(target, text)
 

@@ -426,7 +426,7 @@ def import_checkpoint(checkpoint: str | Path, out: str | Path, *, backbone: str,
     a run folder hseval wrote. ``head_options`` and ``mapping`` also take the command line's
     ``OPTION=VALUE`` / ``HSEVAL_KEY=CHECKPOINT_KEY`` strings."""
     from hseval import ownership
-    from hseval.backbones import list_backbones
+    from hseval.backbones import BACKBONES
     from hseval.checkpoint import META_FILE, MODEL_FILE, RUN_FILES, save_run
     from hseval.data.base import dataset_options
     from hseval.heads import head_class
@@ -435,8 +435,7 @@ def import_checkpoint(checkpoint: str | Path, out: str | Path, *, backbone: str,
     out = Path(out)
     options = _parse_sets(head_options) if isinstance(head_options, (list, tuple)) else dict(head_options or {})
     maps = _parse_maps(mapping) if isinstance(mapping, (list, tuple)) else dict(mapping or {})
-    if backbone not in list_backbones():
-        raise ConfigError(f"unknown backbone {backbone!r}; choose one of {', '.join(list_backbones())}")
+    BACKBONES.get(backbone)  # an unknown name: the registry's one-line error
     head_class(head)
     dataset_options(dataset)
     _check_out(out, force=force)
@@ -491,13 +490,13 @@ def import_checkpoint(checkpoint: str | Path, out: str | Path, *, backbone: str,
 
 def _check_out(out: Path, *, force: bool) -> None:
     from hseval import ownership
-    from hseval.checkpoint import META_FILE, STATE_FILE
+    from hseval.checkpoint import run_folder_state
 
     ownership.check_claimable(out, "run")
-    if not force:
-        for name, what in ((META_FILE, "a run"), (STATE_FILE, "an unfinished run")):
-            if (out / name).is_file():
-                raise ConfigError(f"{out}: already holds {what}; choose another --out or pass --force to replace it")
+    state = run_folder_state(out)
+    if state != "new" and not force:
+        what = "a run" if state == "finished" else "an unfinished run"
+        raise ConfigError(f"{out}: already holds {what}; choose another --out or pass --force to replace it")
 
 
 def _check_data(data, tree: Hierarchy, model: torch.nn.Module, name: str) -> None:

@@ -5,7 +5,9 @@
 Runs ``python -m pytest -q -n auto`` (plus the arguments given) from the repository root, reads
 pytest's closing line ("1215 passed, 3 skipped in 431.20s"), and writes the number of tests and the
 minutes, with the machine and the date, into README.md's ``test-suite`` block. A run with failures
-or errors writes nothing.
+or errors writes nothing, except failures of ``tests/test_readme_figures.py`` alone: those tests
+read the block this script writes (a first run, or a count that has drifted), so they cannot pass
+before it is written; they count as tests. ``--durations=25`` lists the slowest tests.
 """
 
 from __future__ import annotations
@@ -29,22 +31,33 @@ def outcome(line: str) -> dict[str, int]:
     return {kind.rstrip("s") if kind.startswith("error") else kind: int(n) for n, kind in _COUNTS.findall(line)}
 
 
+OWN_TESTS = "tests/test_readme_figures.py::"
+
+
+def failed_elsewhere(output: str) -> list[str]:
+    """The failed or erroring tests of pytest's summary, but those of ``tests/test_readme_figures.py``."""
+    failed = re.findall(r"^(?:FAILED|ERROR) (\S+)", output, re.M)
+    return [test for test in failed if not test.startswith(OWN_TESTS)]
+
+
 def block_text(counts: dict[str, int], seconds: float, command: str) -> str:
-    ran = sum(counts.get(k, 0) for k in ("passed", "skipped", "xfailed", "xpassed"))
+    ran = sum(counts.get(k, 0) for k in ("passed", "failed", "skipped", "xfailed", "xpassed"))
     return f"{ran:,} tests in {seconds / 60:.1f} minutes on every core; {stamp(command, threads=os.cpu_count())}"
 
 
 def main(argv: list[str]) -> int:
-    command = [sys.executable, "-m", "pytest", "-q", "-n", "auto", *argv]
+    command = [sys.executable, "-m", "pytest", "-q", "-n", "auto", "--durations=25", *argv]
     start = time.perf_counter()
     proc = subprocess.run(command, cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
     seconds = time.perf_counter() - start
-    sys.stdout.write(proc.stdout[-3000:])
+    sys.stdout.write(proc.stdout[-6000:])
     last = next((line for line in reversed(proc.stdout.splitlines()) if " in " in line and "passed" in line), "")
     counts = outcome(last)
-    if proc.returncode != 0 or counts.get("failed") or counts.get("error") or not counts.get("passed"):
-        print(f"readme_tests: the suite did not pass (exit {proc.returncode}): README.md is left as it is",
-              file=sys.stderr)
+    elsewhere = failed_elsewhere(proc.stdout)
+    if elsewhere or proc.returncode not in (0, 1) or not counts.get("passed") or \
+            (proc.returncode == 1 and not counts.get("failed", 0) + counts.get("error", 0)):
+        print(f"readme_tests: the suite did not pass (exit {proc.returncode}; {len(elsewhere)} failed outside "
+              f"{OWN_TESTS[:-2]}): README.md is left as it is", file=sys.stderr)
         return 1
     if argv:
         print("readme_tests: a partial run (arguments given): README.md is left as it is", file=sys.stderr)

@@ -1,5 +1,6 @@
-"""``hseval demo --quick`` end to end on the real Fashion-MNIST: every file of the run, evaluation
-and report contracts exists and parses."""
+"""``hseval demo --quick`` end to end, through the real Fashion-MNIST loader on a small set in its
+on-disk format (the full-size demo is README's first command): every file of the run, evaluation
+and report contracts exists and parses, and a second demo reuses the runs."""
 
 from __future__ import annotations
 
@@ -8,28 +9,24 @@ import re
 
 import numpy as np
 import pandas as pd
-import pytest
 
 from hseval.checkpoint import load_run, load_train_state
 from hseval.cli import main
-from hseval.data.fashion_mnist import find_fashion_mnist
 from hseval.evaluation import EVAL_FILES
 from hseval.heads import list_heads
 
-pytestmark = pytest.mark.skipif(find_fashion_mnist() is None,
-                                reason="Fashion-MNIST is not installed (apt install dataset-fashion-mnist)")
 
-
-def test_demo_quick_end_to_end(tmp_path, capsys):
+def test_demo_quick_end_to_end(fashion_like, tmp_path, capsys):
     out = tmp_path / "demo"
-    assert main(["demo", "--quick", "--quiet", "--out", str(out)]) == 0
+    demo = ["demo", "--quick", "--quiet", "--data-root", str(fashion_like), "--out", str(out)]
+    assert main(demo) == 0
     printed = capsys.readouterr().out
     heads = list_heads()
     for head in heads:  # the run contract
         run = out / "runs" / head
         assert {"run.json", "model.safetensors", "train_state.pt", "history.csv"} <= {p.name for p in run.iterdir()}
         loaded = load_run(run)
-        assert loaded.head_name == head and loaded.meta["dataset"]["train_size"] == 60_000
+        assert loaded.head_name == head and loaded.meta["dataset"]["train_size"] == 600
         assert load_train_state(run)["epoch"] == 1
         assert len(pd.read_csv(run / "history.csv")) == 1
     for head in heads:  # the evaluation contract
@@ -37,7 +34,7 @@ def test_demo_quick_end_to_end(tmp_path, capsys):
         for name in EVAL_FILES:
             assert (folder / name).is_file(), (head, name)
         metrics = json.loads((folder / "metrics.json").read_text())
-        assert metrics["samples"] == 10_000 and metrics["top1"] > 0.3
+        assert metrics["samples"] == 200 and metrics["top1"] > 0.15
         for name in ("per_node.csv", "geometry.csv", "pair_angles.csv", "projections.csv"):
             assert len(pd.read_csv(folder / name).columns) >= 5, (head, name)  # a header even when empty
         for name in ("embeddings.npz", "predictions.npz"):
@@ -50,10 +47,10 @@ def test_demo_quick_end_to_end(tmp_path, capsys):
     assert sorted(summary["head"]) == sorted(heads)
     # the printed table: one line per head and the dashboard command
     for head in heads:
-        assert re.search(rf"^{re.escape(head)}\s+0\.\d{{4}}", printed, re.M), head
+        assert re.search(rf"^{re.escape(head)}\s+[01]\.\d{{4}}", printed, re.M), head
     assert f"hseval dashboard {out / 'eval'}" in printed
 
     # a second demo reuses the finished runs instead of training again
-    assert main(["demo", "--quick", "--quiet", "--out", str(out)]) == 0
+    assert main(demo) == 0
     again = capsys.readouterr().out
     assert again.count("is finished with these settings; reusing it") == len(heads) and "training" not in again

@@ -250,3 +250,28 @@ def test_random_hierarchy_keeps_shape_and_shuffles_leaves():
         sorted(np.bincount(tree.parents[tree.parents >= 0]))
     assert (shuffled.parents[: tree.num_leaves] != tree.parents[: tree.num_leaves]).mean() > 0.5
     assert random_hierarchy(tree, seed=3) == shuffled and random_hierarchy(tree, seed=4) != shuffled
+
+
+@given(data=st.data())
+@settings(max_examples=30, deadline=None)
+def test_reorder_leaves_permutes_the_leaves_only(data):
+    """Any order of the classes gives the same tree (each class keeps its path of names), the
+    super-classes keep their numbering, and the order the tree has already returns the tree itself."""
+    tree = data.draw(trees())
+    classes = data.draw(st.permutations(list(tree.leaf_names)))
+    reordered = tree.reorder_leaves(classes)
+    assert list(reordered.leaf_names) == classes
+    assert reordered.node_names[tree.num_leaves:] == tree.node_names[tree.num_leaves:]
+    for name in classes:
+        assert reordered.path_names(reordered.index(name)) == tree.path_names(tree.index(name))
+    assert tree.reorder_leaves(list(tree.leaf_names)) is tree
+    assert reordered.reorder_leaves(list(tree.leaf_names)) == tree
+
+
+def test_reorder_leaves_names_the_class_list_it_refuses():
+    tree = fashion_tree()
+    leaves = list(tree.leaf_names)
+    with pytest.raises(HierarchyError, match=r"^list\.txt: class 'Bag' is listed twice"):
+        tree.reorder_leaves([*leaves[:-1], "Bag", "Bag"][: len(leaves)], source="list.txt")
+    with pytest.raises(HierarchyError, match=r"^list\.txt: class 'Shoes' is not a leaf"):
+        tree.reorder_leaves(["Shoes", *leaves[1:]], source="list.txt")

@@ -268,16 +268,15 @@ def check_run_folder(out: Path, *, resume: bool, force: bool) -> None:
     """Refuse, without writing, an ``out`` that is not a run folder or whose state does not fit
     --resume/--force."""
     ownership.check_claimable(out, "run")
-    finished = (out / checkpoint.META_FILE).is_file()
-    unfinished = (out / checkpoint.STATE_FILE).is_file() and not finished
+    state = checkpoint.run_folder_state(out)
     if resume:
-        if finished:
+        if state == "finished":
             raise ConfigError(f"{out}: the run is already finished; nothing to resume (use --force to retrain)")
-        if not unfinished:
+        if state == "new":
             raise ConfigError(f"{out}: no training state to resume (no {checkpoint.STATE_FILE})")
         return
-    if (finished or unfinished) and not force:
-        what = "a finished run" if finished else "an unfinished run (continue it with --resume)"
+    if state != "new" and not force:
+        what = "a finished run" if state == "finished" else "an unfinished run (continue it with --resume)"
         raise ConfigError(f"{out}: already holds {what}; pass --force to overwrite it")
 
 
@@ -286,8 +285,9 @@ def existing_run(out: Path, config: TrainConfig) -> tuple[str, dict[str, Any], s
     finished run does not serve. States: "new" (nothing), "unfinished" (a training state, no
     run.json), "finished" (trained with these settings, epochs included) or "stale" (other
     settings, or a run.json that does not verify)."""
-    if not (out / checkpoint.META_FILE).is_file():
-        return ("unfinished" if (out / checkpoint.STATE_FILE).is_file() else "new"), {}, ""
+    state = checkpoint.run_folder_state(out)
+    if state != "finished":
+        return state, {}, ""
     try:
         meta = checkpoint.verify_run(out).meta
     except HsevalError as exc:

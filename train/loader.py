@@ -34,7 +34,7 @@ def stratified_subset(labels: np.ndarray, size: int | None, seed: int) -> np.nda
         return np.arange(n)
     from sklearn.model_selection import train_test_split
 
-    from hseval.errors import ConfigError
+    from hseval.errors import ConfigError, first_line
 
     classes = np.unique(labels)
     if size < len(classes):
@@ -47,9 +47,8 @@ def stratified_subset(labels: np.ndarray, size: int | None, seed: int) -> np.nda
     try:
         chosen, _ = train_test_split(np.arange(n), train_size=size, stratify=labels, random_state=seed)
     except ValueError as exc:  # e.g. a class with a single image
-        reason = (str(exc).splitlines() or ["ValueError"])[0]
         raise ConfigError(f"data.train_subset={size}: a stratified subset of these {n} images cannot be drawn "
-                          f"({reason}); leave data.train_subset unset") from None
+                          f"({first_line(exc)}); leave data.train_subset unset") from None
     return np.sort(chosen)
 
 

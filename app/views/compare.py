@@ -10,7 +10,7 @@ import streamlit as st
 from app import loading, tables
 from app.state import Context, context
 from app.views.common import PLOT, pick, pick_run, shows_problems
-from hseval import charts
+from hseval import charts, eval_format
 from hseval.report_charts import seed_group_table
 from hseval.results import RunResult, level_table
 from hseval.significance import format_p, not_paired, seed_groups
@@ -81,8 +81,8 @@ def _nodes(runs: list[RunResult], baseline: RunResult) -> None:
         st.warning(f"{run.name} and {baseline.name} use different trees: per-node differences need the same tree.")
         return
     with shows_problems():
-        diff = tables.per_node_difference(run.hierarchy, loading.table(run, "per_node.csv"),
-                                          loading.table(baseline, "per_node.csv"))
+        diff = tables.per_node_difference(run.hierarchy, loading.table(run, eval_format.PER_NODE),
+                                          loading.table(baseline, eval_format.PER_NODE))
         left, right = st.columns(2)
         left.plotly_chart(charts.node_sunburst(run.hierarchy, diff, value="delta", diverging=True,
                                                title=f"{run.name} minus {baseline.name} (blue: {run.name} better)"),
@@ -102,7 +102,7 @@ def _geometry(runs: list[RunResult], ctx: Context) -> None:
     st.dataframe(tables.tree_agreement({r.name: r.metrics for r in kept}), hide_index=True, key="compare_agreement",
                  column_config={"run": st.column_config.TextColumn(pinned=True)})
     with shows_problems():
-        geometry = tables.concat_runs({r.name: loading.table(r, "geometry.csv") for r in kept})
+        geometry = tables.concat_runs({r.name: loading.table(r, eval_format.GEOMETRY) for r in kept})
         left, right = st.columns(2)
         left.plotly_chart(charts.angle_to_parent(geometry, colours=ctx.colours), key="compare_angles", config=PLOT)
         right.plotly_chart(charts.step_by_depth(geometry, colours=ctx.colours), key="compare_steps", config=PLOT)

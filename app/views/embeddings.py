@@ -14,7 +14,7 @@ from app.state import Context, context
 from app.tables import node_paths
 from app.views.common import PLOT, needs_runs, pick, pick_run, shows_problems
 from app.views.sample_grid import show_samples
-from hseval import charts, projection_colours
+from hseval import charts, eval_format, projection_colours
 from hseval.results import RunResult
 
 COLOURS = {"label": "class", "correct": "correct / wrong"}
@@ -29,7 +29,7 @@ def render(ctx: Context) -> None:
     top = st.columns(4)
     run = pick_run("Run", ctx.runs, key="embeddings_run", container=top[0])
     with shows_problems():
-        points = loading.table(run, "projections.csv")
+        points = loading.table(run, eval_format.PROJECTIONS)
         if points.empty:
             reason = run.unavailable.get("projections")
             st.info(f"{run.name} has no projections: {reason}." if reason else

@@ -9,7 +9,7 @@ import streamlit as st
 from app import loading, tables
 from app.state import Context, context
 from app.views.common import PLOT, needs_runs, pick, pick_run, shows_problems
-from hseval import charts
+from hseval import charts, eval_format
 from hseval.results import RunResult
 
 # one precision per kind of column: angles in degrees to 0.1°, norms and steps to 4 decimals
@@ -45,7 +45,7 @@ def _with_vectors(ctx: Context) -> list[RunResult]:
                     "normals in the Poincaré ball, not vectors).")
             continue
         with shows_problems():
-            if not loading.table(run, "geometry.csv").empty:
+            if not loading.table(run, eval_format.GEOMETRY).empty:
                 kept.append(run)
             else:
                 st.info(f"{run.name}: geometry.csv is empty (no class vectors).")
@@ -64,7 +64,7 @@ def _drill_down(runs: list[RunResult], colours: dict[str, str]) -> None:
     node = paths[path]
     name = run.hierarchy.node_names[node]
     with shows_problems():
-        children = tables.children_of(loading.table(run, "geometry.csv"), name)
+        children = tables.children_of(loading.table(run, eval_format.GEOMETRY), name)
         st.plotly_chart(charts.child_angles(children.assign(run=run.name), title=f"Children of {name}: angle to it",
                                             colours=colours),
                         key="geometry_children", config=PLOT)
@@ -72,7 +72,7 @@ def _drill_down(runs: list[RunResult], colours: dict[str, str]) -> None:
                    if c in children]
         st.dataframe(children[columns], hide_index=True, key="geometry_children_table",
                      column_config=formats(children[columns]))
-        pairs = tables.child_pair_angles(loading.table(run, "pair_angles.csv"), run.hierarchy, node)
+        pairs = tables.child_pair_angles(loading.table(run, eval_format.PAIRS), run.hierarchy, node)
         if not pairs.empty:
             st.caption(f"Angles between children of {name} (sampled pairs)")
             st.dataframe(pairs, hide_index=True, key="geometry_child_pairs", column_config=formats(pairs))
@@ -97,7 +97,7 @@ def render(ctx: Context) -> None:
         st.dataframe(depths, hide_index=True, key="geometry_depths", column_config=formats(depths))
         st.caption("Depth 1 has no angle to its parent: its parent is the root, whose vector is w = 0.")
     with shows_problems():
-        geometry = tables.concat_runs({r.name: loading.table(r, "geometry.csv") for r in runs})
+        geometry = tables.concat_runs({r.name: loading.table(r, eval_format.GEOMETRY) for r in runs})
         left, right = st.columns(2)
         left.plotly_chart(charts.angle_to_parent(geometry, colours=ctx.colours), key="geometry_angles", config=PLOT)
         right.plotly_chart(charts.step_by_depth(geometry, colours=ctx.colours), key="geometry_step_depth",
@@ -106,7 +106,7 @@ def render(ctx: Context) -> None:
         st.caption("For heads with a radius per node (R_p, the Riemannian and manifold heads) the step should follow "
                    "R_p; heads without radii appear in the step-per-depth chart only.")
     with shows_problems():
-        pairs = tables.concat_runs({r.name: loading.table(r, "pair_angles.csv") for r in runs})
+        pairs = tables.concat_runs({r.name: loading.table(r, eval_format.PAIRS) for r in runs})
         st.plotly_chart(charts.sibling_angles(pairs), key="geometry_siblings", config=PLOT)
     _drill_down(runs, ctx.colours)
 

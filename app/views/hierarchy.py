@@ -8,7 +8,7 @@ import streamlit as st
 from app import loading, tables
 from app.state import Context, context
 from app.views.common import PLOT, needs_runs, pick, pick_run, shows_problems
-from hseval import charts
+from hseval import charts, eval_format
 from hseval.results import RunResult
 
 NONE = "(none)"
@@ -20,7 +20,7 @@ def _tree_chart(ctx: Context, run: RunResult, kind: str) -> int | None:
     """Draw the tree; returns the node a click selected (None without a new click)."""
     others = [r.name for r in ctx.runs if r.name != run.name]
     baseline = pick("Colour by the difference with", [NONE, *others], key="hierarchy_baseline")
-    per_node = loading.table(run, "per_node.csv")
+    per_node = loading.table(run, eval_format.PER_NODE)
     if baseline == NONE:
         fig = charts.node_sunburst(run.hierarchy, per_node, kind=kind,
                                    title=f"{run.name}: accuracy per node (size = samples)")
@@ -30,7 +30,7 @@ def _tree_chart(ctx: Context, run: RunResult, kind: str) -> int | None:
             st.warning(f"{run.name} and {baseline} use different trees; showing {run.name} alone.")
             fig = charts.node_sunburst(run.hierarchy, per_node, kind=kind, title=f"{run.name}: accuracy per node")
         else:
-            diff = tables.per_node_difference(run.hierarchy, per_node, loading.table(base, "per_node.csv"))
+            diff = tables.per_node_difference(run.hierarchy, per_node, loading.table(base, eval_format.PER_NODE))
             fig = charts.node_sunburst(run.hierarchy, diff, value="delta", diverging=True, kind=kind,
                                        title=f"Accuracy of {run.name} minus {baseline} (blue: {run.name} better)")
     event = st.plotly_chart(fig, key="hierarchy_tree", on_select="rerun", selection_mode="points", config=PLOT)
@@ -49,7 +49,7 @@ def _node_detail(run: RunResult, clicked: int | None) -> None:
     first_super = next((i for i, n in enumerate(paths.values()) if run.hierarchy.children[n]), 0)
     path = pick("Node", names, key=KEY_NODE, index=first_super)  # a super-class: a leaf's detail says little
     node = paths[path]
-    per_node = loading.table(run, "per_node.csv")
+    per_node = loading.table(run, eval_format.PER_NODE)
     stats = tables.node_accuracy(per_node, node)
     left, middle, right = st.columns(3)
     left.metric("Accuracy at this node", f"{stats['accuracy']:.3f}" if stats["support"] else "–")

@@ -23,7 +23,8 @@ from hseval.errors import ConfigError, DataError, HsevalError
 from hseval.hierarchy import Hierarchy
 from hseval.registry import Registry
 
-__all__ = ["TensorPreprocess", "TensorImages", "ImageFiles", "LoadedDataset", "register_dataset",
+__all__ = ["TensorPreprocess", "TensorImages", "ImageFiles", "LoadedDataset", "SPLITS", "check_split",
+           "register_dataset",
            "list_datasets", "load_dataset", "dataset_options", "data_roots", "worker_errors"]
 
 DATASETS: Registry[Callable[..., LoadedDataset]] = Registry("dataset")
@@ -134,6 +135,15 @@ def worker_errors(batches: Iterable[Any]) -> Iterator[Any]:
         raise type(exc)(lines[-1].removeprefix(prefix)) from None
 
 
+SPLITS = ("train", "test")
+
+
+def check_split(name: str) -> None:
+    """Refuse a split name other than train or test."""
+    if name not in SPLITS:
+        raise ConfigError(f"unknown split {name!r}; choose train or test")
+
+
 @dataclass
 class LoadedDataset:
     """A dataset ready for training and evaluation."""
@@ -151,8 +161,7 @@ class LoadedDataset:
     info: dict[str, Any] = field(default_factory=dict)
 
     def split(self, name: str) -> Dataset:
-        if name not in ("train", "test"):
-            raise ConfigError(f"unknown split {name!r}; choose train or test")
+        check_split(name)
         return self.train if name == "train" else self.test
 
     def describe(self) -> dict[str, Any]:

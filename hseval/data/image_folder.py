@@ -75,7 +75,8 @@ def load_image_folder(root: str | Path | None = None, *, hierarchy: str | Path |
     if unused:
         raise DataError(f"{where}: leaf {unused[0]!r} has no class folder in {root / 'train'} ({len(unused)} such "
                         "leaves); add the folder or remove the leaf")
-    return file_dataset("image-folder", root, classes, tree.reorder_leaves(classes), _split(root / "train", classes),
+    tree = tree.reorder_leaves(classes, source=where)
+    return file_dataset("image-folder", root, classes, tree, _split(root / "train", classes),
                         _split(root / "test", classes),
                         info={"hierarchy_file": None if given else
                               str(Path(hierarchy).expanduser().resolve())})
