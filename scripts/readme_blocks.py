@@ -6,23 +6,22 @@ calls :func:`write_block` with the text and :func:`stamp`'s clause (machine, ver
 command that wrote it), so no figure of the README is typed by hand and each says where and when
 it was measured. ``tests/test_readme_figures.py`` checks that every block has a writer and a stamp.
 
-Only the standard library here: ``bench/metrics.py`` runs where torch is not installed.
+No torch here: ``bench/metrics.py`` runs where torch is not installed.
 """
 
 from __future__ import annotations
 
 import datetime
-import os
 import re
 import sys
-import tempfile
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 README = ROOT / "README.md"
 sys.path.insert(0, str(ROOT))
 
-from hseval.perf import cpu_model  # noqa: E402  (standard library only, as this module)
+from hseval import fileio  # noqa: E402  (atomic writes; numpy and the standard library only)
+from hseval.perf import cpu_model  # noqa: E402
 
 __all__ = ["README", "block_names", "read_block", "write_block", "stamp", "cpu_model"]
 
@@ -53,15 +52,7 @@ def write_block(name: str, body: str, path: Path = README) -> None:
     if m.group("body").startswith("\n"):  # a multi-line block
         body = "\n" + body.strip("\n") + "\n"
     start, end = m.span("body")
-    new = text[:start] + body + text[end:]
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.")
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as fh:
-            fh.write(new)
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
+    fileio.write_text(path, text[:start] + body + text[end:])
     print(f"{path.name}: block '{name}' updated", file=sys.stderr)
 
 
