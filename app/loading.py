@@ -1,8 +1,8 @@
-"""The one module that reads files and caches them: thin cached wrappers around :mod:`hseval.results`.
+"""The one module that reads files and caches them: thin cached wrappers around :mod:`hseval.io.results`.
 
 A folder is re-read when any of its files changes (a fingerprint of sizes and modification times
 is part of the cache key), so re-running ``hseval evaluate`` while the dashboard is open shows the
-new numbers on the next interaction. Every file is checked by :mod:`hseval.eval_format` when the
+new numbers on the next interaction. Every file is checked by :mod:`hseval.io.evaluation_format` when the
 folder is read; a run with a damaged file is listed in ``Evaluation.problems`` (shown on the
 Overview) and left out of the pages, which only ever see checked data. Nothing here unpickles or
 computes more than counts over predictions.
@@ -16,8 +16,8 @@ import numpy as np
 import pandas as pd
 import streamlit as st
 
-from hseval import eval_format
-from hseval.results import Evaluation, RunResult, load_evaluation
+from hseval.io import evaluation_format as eval_format
+from hseval.io.results import Evaluation, RunResult, load_evaluation
 
 __all__ = ["fingerprint", "evaluation", "table", "confusion", "paired"]
 
@@ -57,7 +57,7 @@ def evaluation(root: str | Path) -> Evaluation:
 
 def table(run: RunResult, name: str) -> pd.DataFrame:
     """One of the run's checked tables (``per_node.csv``, ``geometry.csv``, ``pair_angles.csv``,
-    ``projections.csv``; :data:`hseval.eval_format.TABLES` says their columns)."""
+    ``projections.csv``; :data:`hseval.io.evaluation_format.TABLES` says their columns)."""
     return getattr(run, _ATTRIBUTE[name])
 
 
@@ -72,9 +72,9 @@ def _run_key(run: RunResult) -> tuple:
 
 @st.cache_data(show_spinner=False, max_entries=256, hash_funcs={RunResult: _run_key})
 def paired(a: RunResult, b: RunResult) -> pd.DataFrame:
-    """:func:`hseval.significance.compare_runs` of ``a`` against ``b`` (every level: difference,
+    """:func:`hseval.reporting.significance.compare_runs` of ``a`` against ``b`` (every level: difference,
     bootstrap interval, McNemar p), computed once per pair of files."""
-    from hseval.significance import compare_runs
+    from hseval.reporting.significance import compare_runs
 
     return compare_runs(a, b)
 
@@ -110,9 +110,9 @@ def _dataset(name: str, root: str | None, hierarchy: str):
     # is returned rather than raised, so that a missing dataset is not looked for on every rerun.
     import json
 
+    from hseval.core.errors import HsevalError, first_line
     from hseval.data import dataset_options, list_datasets, load_dataset
-    from hseval.errors import HsevalError, first_line
-    from hseval.hierarchy import Hierarchy
+    from hseval.tree.hierarchy import Hierarchy
 
     if name not in list_datasets():
         return f"'{name}' is not a dataset hseval can load"
@@ -135,8 +135,8 @@ def dataset(run: RunResult) -> tuple[object, str, str | None]:
     at hand."""
     import json
 
-    from app.selection import data_location
-    from hseval import ownership
+    from hseval.app.selection import data_location
+    from hseval.io import folders as ownership
 
     name, root, split = data_location(run.metrics, ownership.read_marker(run.path))
     data = _dataset(name, root, json.dumps(run.hierarchy.to_dict()))

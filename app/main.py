@@ -11,9 +11,9 @@ import os
 
 import streamlit as st
 
-from app import loading, state
-from app.views import common
-from hseval.errors import HsevalError, first_line, write_crash_log
+from hseval.app import loading, state
+from hseval.app.views import common
+from hseval.core.errors import HsevalError, first_line, write_crash_log
 
 PAGES = [
     ("views/overview.py", "Overview", ":material/table_chart:"),

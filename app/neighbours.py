@@ -6,8 +6,8 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from app.tables import SEP
-from hseval.hierarchy import Hierarchy
+from hseval.app.tables import SEP
+from hseval.tree.hierarchy import Hierarchy
 
 __all__ = ["nearest_nodes"]
 

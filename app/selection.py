@@ -9,7 +9,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from hseval.hierarchy import Hierarchy
+from hseval.tree.hierarchy import Hierarchy
 
 __all__ = ["selected_rows", "sample_table", "data_location"]
 
@@ -18,7 +18,7 @@ def selected_rows(selection: Mapping[str, Any] | None, points: pd.DataFrame) -> 
     """The sample rows of ``points`` that a selection event (``st.plotly_chart(on_select=...)``'s
     ``event.selection``) names, in the order first selected, each once.
 
-    :func:`hseval.charts.projection_scatter` puts each sample's row position in ``points`` into
+    :func:`hseval.reporting.charts.projection_scatter` puts each sample's row position in ``points`` into
     ``customdata[0]``; points without it (the class vectors) are ignored."""
     rows: list[int] = []
     for point in (selection or {}).get("points") or []:

@@ -13,7 +13,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from hseval.results import Evaluation, RunResult
+from hseval.io.results import Evaluation, RunResult
 
 __all__ = ["ENV_VAR", "KEY_RUNS", "KEY_DATASET", "KEY_BASELINE", "KEY_GROUPS", "Context", "eval_dir", "set_context",
            "context"]

@@ -13,7 +13,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from hseval.hierarchy import Hierarchy
+from hseval.tree.hierarchy import Hierarchy
 
 __all__ = ["overview_columns", "node_paths", "per_node_difference", "classes_under",
            "top_confusions", "concat_runs", "tree_agreement", "depth_summary", "children_of", "child_pair_angles",
@@ -25,7 +25,7 @@ SEP = " / "
 
 
 def overview_columns(summary: pd.DataFrame) -> pd.DataFrame:
-    """The columns of :func:`hseval.results.summary_table` a reader compares first, in reading
+    """The columns of :func:`hseval.io.results.summary_table` a reader compares first, in reading
     order: identity, leaf accuracy, super-class accuracy per level (both ways), hierarchical
     metrics, calibration and scale. Columns that are entirely empty are dropped."""
     first = ["run", "dataset", "backbone", "head", "seed", "top1", "top5"]
@@ -176,7 +176,7 @@ def history(runs: dict[str, list[dict]]) -> pd.DataFrame:
 
 def clicked_node(selection: Any, hierarchy: Hierarchy) -> int | None:
     """The node a click on a sunburst/treemap chose, from Streamlit's plotly selection event:
-    the sector's ``customdata`` (its node index, see :func:`hseval.charts.node_sunburst`), else
+    the sector's ``customdata`` (its node index, see :func:`hseval.reporting.charts.node_sunburst`), else
     its label (node names are unique). None when nothing (known) was clicked."""
     try:
         points = selection["selection"]["points"]
@@ -203,7 +203,7 @@ def matrix_accuracy(matrix: np.ndarray) -> float:
 
 
 def metric_deltas(levels: pd.DataFrame, a: str, b: str) -> pd.DataFrame:
-    """Side-by-side accuracies of runs ``a`` and ``b`` from a :func:`hseval.results.level_table`
+    """Side-by-side accuracies of runs ``a`` and ``b`` from a :func:`hseval.io.results.level_table`
     (columns metric, a, b, delta = a − b), one row per level and way."""
     rows = levels.set_index("run")
     numeric = [c for c in rows.columns if c != "head" and pd.api.types.is_numeric_dtype(rows[c])]
@@ -217,7 +217,7 @@ def missing_reasons(frame: pd.DataFrame, runs: list) -> dict[str, str]:
     """For each column of a one-row-per-run ``frame`` with empty cells, the reason of each run's
     empty cell ("plain: head 'plain' has no super-class scores of its own"), from what the
     evaluation recorded as unavailable; cells without a recorded reason say so."""
-    from hseval.results import metric_of_column
+    from hseval.io.results import metric_of_column
 
     by_name = {r.name: r.unavailable for r in runs}
     out = {}
@@ -237,15 +237,15 @@ def missing_reasons(frame: pd.DataFrame, runs: list) -> dict[str, str]:
 
 
 def versus_baseline(differences: dict[str, Any]) -> list[str]:
-    """The "vs baseline" cells of :func:`hseval.significance.versus`: the difference with its 95 %
+    """The "vs baseline" cells of :func:`hseval.reporting.significance.versus`: the difference with its 95 %
     interval and McNemar's p, or why there is none."""
     return [d if isinstance(d, str) else d.text() for d in differences.values()]
 
 
 def level_frame(runs: list, *, group_seeds: bool) -> pd.DataFrame:
     """The long accuracy table the level charts draw: per run, or per seed group (mean, std, seeds)."""
-    from hseval.results import level_long
-    from hseval.significance import group_levels, seed_groups
+    from hseval.io.results import level_long
+    from hseval.reporting.significance import group_levels, seed_groups
 
     long = level_long(runs)
     return group_levels(seed_groups(runs), long) if group_seeds else long
@@ -253,7 +253,7 @@ def level_frame(runs: list, *, group_seeds: bool) -> pd.DataFrame:
 
 def grouped_history(runs: list, *, group_seeds: bool) -> pd.DataFrame:
     """Per-epoch test accuracy per run, or its mean over the seeds of each group."""
-    from hseval.significance import seed_groups
+    from hseval.reporting.significance import seed_groups
 
     frame = history({r.name: r.history for r in runs})
     if not group_seeds or frame.empty or "test_acc" not in frame:

@@ -10,7 +10,7 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from hseval.hierarchy import Hierarchy  # noqa: E402
+from hseval.tree.hierarchy import Hierarchy  # noqa: E402
 from scripts.readme_blocks import cpu_model, stamp, write_block  # noqa: E402,F401  (the benchmarks' one import)
 
 __all__ = ["random_tree", "cpu_model", "stamp", "write_block"]

@@ -31,10 +31,12 @@ import torch
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from hseval import geometry  # noqa: E402
-from hseval.heads import create_head  # noqa: E402
-from hseval.hierarchies.fashion_mnist import fashion_mnist_hierarchy  # noqa: E402
-from hseval.metrics import HierarchicalMetrics  # noqa: E402
+from hseval.metrics import (
+    HierarchicalMetrics,  # noqa: E402
+    geometry,  # noqa: E402
+)
+from hseval.nn.heads import create_head  # noqa: E402
+from hseval.tree.builders.fashion_mnist import fashion_mnist_hierarchy  # noqa: E402
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from _common import cpu_model, stamp, write_block  # noqa: E402
@@ -47,8 +49,8 @@ def timed(fn):
 
 
 def bench_metrics(samples: int) -> dict[str, float]:
-    from hseval.backbones import create_backbone
     from hseval.data import load_dataset
+    from hseval.nn.backbones import create_backbone
 
     data = load_dataset("fashion-mnist")
     tree = fashion_mnist_hierarchy()
@@ -131,7 +133,7 @@ def bench_many_runs(n: int, projections: str, device: str, data_root: str | None
     import subprocess
     import tempfile
 
-    from hseval.heads import list_heads
+    from hseval.nn.heads import list_heads
 
     root = Path(tempfile.mkdtemp(prefix="hseval-bench-"))
     heads = (list_heads() * n)[:n]

@@ -13,7 +13,7 @@ Heads are timed round-robin (one measurement of each head per round, several rou
 head's time is divided by ``plain``'s time from the same round; the table shows the median of
 those ratios, so slow drifts of the machine (other jobs, frequency scaling) cancel out.
 
-``--malloc``: :func:`hseval.perf.tune_malloc` changes how glibc serves big tensors, which
+``--malloc``: :func:`hseval.core.perf.tune_malloc` changes how glibc serves big tensors, which
 changes ``plain``'s time too, so each setting runs in a fresh process and both are reported
 (CPU only).
 
@@ -41,7 +41,7 @@ import torch
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from hseval.heads import create_head, list_heads  # noqa: E402
+from hseval.nn.heads import create_head, list_heads  # noqa: E402
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from _common import cpu_model, random_tree, stamp, write_block  # noqa: E402
@@ -113,7 +113,7 @@ def default_rounds(size: int, repeats: int | None) -> int:
 
 def run(sizes: list[int], repeats: int | None, tuned: bool, device: torch.device, dtype: str) -> list[dict]:
     if tuned:
-        from hseval.perf import tune_malloc
+        from hseval.core.perf import tune_malloc
 
         tune_malloc()
     heads = list_heads()
@@ -174,7 +174,7 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--sizes", default="100,1000,20000", help="comma-separated numbers of classes")
     parser.add_argument("--repeats", type=int, default=None, help="rounds per size (default: 21, 9 or 5 by size)")
     parser.add_argument("--malloc", choices=["both", "default", "tuned"], default="both",
-                        help="glibc malloc as it comes, tuned by hseval.perf.tune_malloc, or both (default)")
+                        help="glibc malloc as it comes, tuned by hseval.core.perf.tune_malloc, or both (default)")
     parser.add_argument("--device", default="cpu", help="cpu or cuda (default: cpu)")
     parser.add_argument("--dtype", choices=["float32", "bf16"], default="float32",
                         help="float32, or bf16 autocast as the engine trains on a GPU (default: float32)")
@@ -208,7 +208,7 @@ def main(argv: list[str] | None = None) -> None:
         out = subprocess.run(cmd, check=True, stdout=subprocess.PIPE, text=True, env=os.environ.copy()).stdout
         results = json.loads(out.strip().splitlines()[-1])
         title = (f"{args.device}, {args.dtype}" if device.type != "cpu" else "glibc malloc as it comes"
-                 if setting == "default" else "with hseval.perf.tune_malloc() (big blocks reused, no page faults)")
+                 if setting == "default" else "with hseval.core.perf.tune_malloc() (big blocks reused, no page faults)")
         print(table(results, title) + "\n", flush=True)
         if args.readme and setting == "tuned":
             write_block("bench-heads-cpu", markdown(results, "python bench/heads.py --sizes "

@@ -35,8 +35,8 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from hseval.hierarchy import Hierarchy  # noqa: E402
 from hseval.metrics.hierarchical import hierarchical_prf  # noqa: E402
+from hseval.tree.hierarchy import Hierarchy  # noqa: E402
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from _common import cpu_model, random_tree, stamp, write_block  # noqa: E402

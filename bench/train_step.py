@@ -28,12 +28,12 @@ import torch
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from hseval.heads import create_head, list_heads  # noqa: E402
-from hseval.heads.delta import DeltaHead  # noqa: E402
-from hseval.hierarchies.fashion_mnist import fashion_mnist_hierarchy  # noqa: E402
-from hseval.model import build_model  # noqa: E402
-from train.config import OptimConfig  # noqa: E402
-from train.optim import build_optimizers  # noqa: E402
+from hseval.nn.heads import create_head, list_heads  # noqa: E402
+from hseval.nn.heads.delta import DeltaHead  # noqa: E402
+from hseval.nn.model import build_model  # noqa: E402
+from hseval.train.config import OptimConfig  # noqa: E402
+from hseval.train.optim import build_optimizers  # noqa: E402
+from hseval.tree.builders.fashion_mnist import fashion_mnist_hierarchy  # noqa: E402
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from _common import stamp, write_block  # noqa: E402
@@ -109,8 +109,8 @@ def readme_text(ratios: dict[str, float], batch: int) -> str:
 
 def compile_vs_eager(device: torch.device, steps: int, batch: int, heads=("plain", "riemann")) -> None:
     """3. images/s of a full step under engine.compile (and, on CUDA, engine.cuda_graphs) against eager."""
-    from train.config import EngineConfig
-    from train.engine import TrainStep, compiled
+    from hseval.train.config import EngineConfig
+    from hseval.train.engine import TrainStep, compiled
 
     tree = fashion_mnist_hierarchy()
     backbone, size, channels = ("small-cnn", 28, 1) if device.type == "cpu" else ("resnet18", 32, 3)
@@ -138,8 +138,8 @@ def engine_vs_bare(steps: int) -> None:
     from torchvision.transforms import v2
 
     from hseval.data import TensorImages, TensorPreprocess
-    from train.engine import Context, TrainStep, train_one_epoch
-    from train.loader import train_batches
+    from hseval.train.engine import Context, TrainStep, train_one_epoch
+    from hseval.train.loader import train_batches
 
     device = torch.device("cuda")
     tree = fashion_mnist_hierarchy()

@@ -2,8 +2,8 @@
 last layer W = Δ·D·H (Scieur & Kim, "Connecting Sphere Manifolds Hierarchically for
 Regularization", ICML 2021)."""
 
-from hseval.errors import ConfigError, DataError, HierarchyError, HsevalError, RunFormatError
-from hseval.hierarchy import Hierarchy
+from hseval.core.errors import ConfigError, DataError, HierarchyError, HsevalError, RunFormatError
+from hseval.tree.hierarchy import Hierarchy
 
 __version__ = "0.1.0"
 

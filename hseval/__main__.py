@@ -1,5 +1,5 @@
 import sys
 
-from hseval.cli import main
+from hseval.cli.main import main
 
 sys.exit(main())

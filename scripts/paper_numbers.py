@@ -1,4 +1,4 @@
-"""Copy the paper's result tables from its LaTeX source into ``hseval/paper_numbers.json``, each
+"""Copy the paper's result tables from its LaTeX source into ``hseval/reporting/paper_numbers.json``, each
 number with the table and cell it comes from.
 
     python scripts/paper_numbers.py [PAPER.tex]
@@ -127,7 +127,7 @@ def parse(tex: str, specs: list[Spec] = SPECS) -> list[dict]:
 def main() -> int:
     source = Path(sys.argv[1]) if len(sys.argv) > 1 else DEFAULT
     cells = parse(source.read_text())
-    out = ROOT / "hseval" / "paper_numbers.json"
+    out = ROOT / "hseval" / "reporting" / "paper_numbers.json"
     out.write_text(json.dumps({"source": "Scieur & Kim, ICML 2021, Tables 1-6 and 8 (test accuracy, %)",
                                "recipe": {"epochs": 300, "batch_size": 64, "lr": 0.1},
                                "cells": cells}, indent=1) + "\n")

@@ -20,8 +20,8 @@ ROOT = Path(__file__).resolve().parents[1]
 README = ROOT / "README.md"
 sys.path.insert(0, str(ROOT))
 
-from hseval import fileio  # noqa: E402  (atomic writes; numpy and the standard library only)
-from hseval.perf import cpu_model  # noqa: E402
+from hseval.core import fileio  # noqa: E402  (atomic writes; numpy and the standard library only)
+from hseval.core.perf import cpu_model  # noqa: E402
 
 __all__ = ["README", "block_names", "read_block", "write_block", "stamp", "cpu_model"]
 

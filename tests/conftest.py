@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 import torch
 
-from hseval.hierarchy import Hierarchy
+from hseval.tree.hierarchy import Hierarchy
 from tests.helpers import appendix_a, fashion_tree, unbalanced, write_fashion_like
 
 
@@ -37,7 +37,7 @@ def fashion_like(tmp_path_factory) -> Path:
 def evaluated(tmp_path_factory, fashion_like) -> Path:
     """An evaluation folder written by the real pipeline: three heads trained for one epoch on the
     small Fashion-MNIST-like set, then ``hseval evaluate`` with PCA (seconds, not minutes)."""
-    from hseval.cli import main
+    from hseval.cli.main import main
 
     root = tmp_path_factory.mktemp("evaluated")
     runs, out = root / "runs", root / "eval"

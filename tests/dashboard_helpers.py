@@ -11,7 +11,7 @@ from pathlib import Path
 import numpy as np
 from streamlit.testing.v1 import AppTest
 
-from hseval import fileio
+from hseval.core import fileio
 from tests.helpers import reseal
 
 MAIN = Path(__file__).parents[1] / "app" / "main.py"

@@ -10,8 +10,8 @@ from pathlib import Path
 import numpy as np
 from hypothesis import strategies as st
 
-from hseval.hierarchy import Hierarchy
-from train.config import load_config
+from hseval.train.config import load_config
+from hseval.tree.hierarchy import Hierarchy
 
 FIXTURES = Path(__file__).parent / "fixtures"
 
@@ -24,7 +24,7 @@ def appendix_a() -> Hierarchy:
 
 
 def fashion_tree() -> Hierarchy:
-    from hseval.hierarchies.fashion_mnist import fashion_mnist_hierarchy
+    from hseval.tree.builders.fashion_mnist import fashion_mnist_hierarchy
 
     return fashion_mnist_hierarchy()
 
@@ -101,7 +101,8 @@ def reseal(folder: Path) -> Path:
     the format would after editing one: reaches the checks behind the checksums."""
     import hashlib
 
-    from hseval import eval_format, ownership
+    from hseval.io import evaluation_format as eval_format
+    from hseval.io import folders as ownership
 
     files = {name: hashlib.sha256((folder / name).read_bytes()).hexdigest()
              for name in eval_format.FILES if (folder / name).is_file()}

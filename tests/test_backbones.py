@@ -6,8 +6,8 @@ import pytest
 import torch
 from torch import nn
 
-from hseval.backbones import create_backbone, list_backbones
-from hseval.errors import ConfigError
+from hseval.core.errors import ConfigError
+from hseval.nn.backbones import create_backbone, list_backbones
 
 FEATURES = {"small-cnn": 128, "resnet18": 512, "resnet50": 2048, "densenet121": 1024, "densenet161": 2208}
 

@@ -8,15 +8,15 @@ import pandas as pd
 import plotly.graph_objects as go
 import pytest
 
-from hseval import charts
-from hseval.projection_colours import (
+from hseval.reporting import charts
+from hseval.reporting.colours import (
     OUTCOME_COLOURS,
     SHALLOWER_COLOUR,
     category_colours,
     shallower_label,
     under_node,
 )
-from hseval.projection_colours import categories as colour_categories
+from hseval.reporting.colours import categories as colour_categories
 from tests.helpers import appendix_a
 
 

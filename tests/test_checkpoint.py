@@ -8,8 +8,8 @@ import pickle
 import pytest
 import torch
 
-from hseval.backbones import list_backbones
-from hseval.checkpoint import (
+from hseval.core.errors import RunFormatError
+from hseval.io.run_format import (
     META_FILE,
     MODEL_FILE,
     SCHEMA_VERSION,
@@ -21,9 +21,9 @@ from hseval.checkpoint import (
     save_run,
     save_train_state,
 )
-from hseval.errors import RunFormatError
-from hseval.heads import list_heads
-from hseval.model import build_model
+from hseval.nn.backbones import list_backbones
+from hseval.nn.heads import list_heads
+from hseval.nn.model import build_model
 from tests.helpers import fashion_tree
 
 SIZE = 16
@@ -198,7 +198,7 @@ def test_broken_runs_give_clear_errors(run_dir, tmp_path, case):
 
 def test_run_of_schema_1_loads_with_a_warning(run_dir, tmp_path):
     """Runs written before the metadata checksum (schema 1) stay readable, with a warning."""
-    from hseval.errors import HsevalWarning
+    from hseval.core.errors import HsevalWarning
 
     path = copy_run(run_dir, tmp_path / "copy")
     _edit_meta(path, lambda m: (m.pop("meta_sha256"), m.update(schema_version=1)), reseal=False)

@@ -9,11 +9,11 @@ from pathlib import Path
 
 import pytest
 
-from hseval.cli import main
-from hseval.hierarchy import Hierarchy
+from hseval.cli.main import main
+from hseval.tree.hierarchy import Hierarchy
 from tests.helpers import FIXTURES
 
-FASHION = str(Path(__file__).parents[1] / "hseval" / "hierarchies" / "data" / "fashion_mnist.txt")
+FASHION = str(Path(__file__).parents[1] / "hseval" / "tree" / "builders" / "data" / "fashion_mnist.txt")
 
 
 def run(capsys, *argv):
@@ -77,7 +77,7 @@ def test_console_script_entry_point_runs(tmp_path):
 
 def test_an_unexpected_error_is_one_line_with_a_log_and_exit_1(tmp_path, monkeypatch, capsys):
     """A bug shows one line that says so and names the log holding the traceback; never a bare traceback."""
-    from hseval.commands import hierarchy
+    from hseval.cli import hierarchy
 
     def boom(args):
         raise ZeroDivisionError("division by zero")
@@ -100,7 +100,7 @@ def test_an_os_error_is_one_line_and_exit_2(tmp_path, monkeypatch, capsys):
     import errno
     import os
 
-    from hseval.commands import hierarchy
+    from hseval.cli import hierarchy
 
     def full(args):
         raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC), str(tmp_path / "x.txt"))

@@ -1,5 +1,5 @@
 """``hseval hierarchy build | random`` and ``hseval data list | info``, wired into a local parser the
-way ``hseval.cli`` wires them (so these tests do not depend on the front door's wiring)."""
+way ``hseval.cli.main`` wires them (so these tests do not depend on the front door's wiring)."""
 
 from __future__ import annotations
 
@@ -9,11 +9,11 @@ import sys
 
 import pytest
 
-from hseval.cli import _Parser
-from hseval.commands import data, hierarchy
-from hseval.errors import HsevalError
-from hseval.hierarchy import Hierarchy
-from hseval.hierarchy_io import names_sidecar
+from hseval.cli import data, hierarchy
+from hseval.cli.main import _Parser
+from hseval.core.errors import HsevalError
+from hseval.tree.file_read import names_sidecar
+from hseval.tree.hierarchy import Hierarchy
 from tests.fake_datasets import write_cifar100, write_cub200
 
 

@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 from streamlit.testing.v1 import AppTest
 
-from hseval import fileio
+from hseval.core import fileio
 from tests.dashboard_helpers import MAIN, app, array, copy_runs, figures, page, table
 from tests.helpers import reseal
 

@@ -75,7 +75,7 @@ class Server:
 def dashboard_page(folder: Path):
     """The dashboard on ``folder`` and a headless Chromium page; the server is stopped with Ctrl-C
     afterwards and its exit code kept in ``server.code``."""
-    from hseval.commands.dashboard import free_port
+    from hseval.cli.dashboard import free_port
 
     server = Server(dashboard_argv(folder, free_port()))
     try:
@@ -170,7 +170,7 @@ def test_report_opens_offline_in_chromium(evaluated, tmp_path):
     """report.html renders its plots from the file alone: the browser requests nothing else."""
     import shutil
 
-    from hseval.report import write_report
+    from hseval.reporting.report import write_report
 
     folder = tmp_path / "eval"
     shutil.copytree(evaluated, folder)

@@ -14,7 +14,7 @@ ROOT = Path(__file__).parents[1]
 
 
 def test_ctrl_c_stops_a_dashboard_started_with_sigint_ignored(evaluated):
-    from hseval.commands.dashboard import free_port
+    from hseval.cli.dashboard import free_port
 
     argv = [sys.executable, "-m", "hseval", "dashboard", str(evaluated), "--port", str(free_port())]
     process = subprocess.Popen(argv, cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,

@@ -10,7 +10,7 @@ import re
 
 import pytest
 
-from hseval import fileio
+from hseval.core import fileio
 from tests.dashboard_helpers import app, copy_runs, figures, page, table
 from tests.helpers import reseal
 

@@ -10,9 +10,9 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from app import loading, state, tables
-from hseval.commands import dashboard
-from hseval.errors import RunFormatError
+from hseval.app import loading, state, tables
+from hseval.cli import dashboard
+from hseval.core.errors import RunFormatError
 from tests.helpers import appendix_a, fashion_tree
 
 

@@ -10,9 +10,9 @@ import numpy as np
 import pytest
 import torch
 
+from hseval.core.errors import DataError
 from hseval.data import load_dataset
 from hseval.data.pickles import load_pickle
-from hseval.errors import DataError
 from tests.fake_datasets import cifar100_lists, py2_pickle, write_cifar100
 
 

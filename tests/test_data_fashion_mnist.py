@@ -9,9 +9,9 @@ import numpy as np
 import pytest
 import torch
 
+from hseval.core.errors import DataError
 from hseval.data import TensorPreprocess, load_dataset
 from hseval.data.fashion_mnist import DEBIAN, find_fashion_mnist
-from hseval.errors import DataError
 
 needs_real = pytest.mark.skipif(find_fashion_mnist() is None,
                                 reason="Fashion-MNIST is not installed (apt install dataset-fashion-mnist)")

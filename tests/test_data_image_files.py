@@ -8,9 +8,9 @@ import pytest
 import scipy.io
 import torch
 
+from hseval.core.errors import ConfigError, DataError
 from hseval.data import load_dataset
-from hseval.errors import ConfigError, DataError
-from hseval.hierarchy import Hierarchy
+from hseval.tree.hierarchy import Hierarchy
 from tests.fake_datasets import (
     fixture_rows,
     write_cub200,
@@ -179,7 +179,7 @@ def test_image_folder_errors(tmp_path):
 
 def test_image_folder_trains_and_evaluates_end_to_end(tmp_path):
     """A user's own folders and tree through train-all, evaluate and report (small images)."""
-    from hseval.cli import main
+    from hseval.cli.main import main
 
     root, tree_file = image_folder(tmp_path)
     runs, out = tmp_path / "runs", tmp_path / "eval"

@@ -6,9 +6,9 @@ from __future__ import annotations
 import pytest
 import torch
 
+from hseval.core.errors import DataError
 from hseval.data import load_dataset
-from hseval.errors import DataError
-from hseval.hierarchies.wordnet import find_wordnet
+from hseval.tree.builders.wordnet import find_wordnet
 from tests.fake_datasets import tiny_imagenet_wnids, write_image, write_tiny_imagenet
 
 needs_wordnet = pytest.mark.skipif(find_wordnet() is None, reason="no WordNet 3.0 data installed (apt install "

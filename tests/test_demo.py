@@ -10,10 +10,10 @@ import re
 import numpy as np
 import pandas as pd
 
-from hseval.checkpoint import load_run, load_train_state
-from hseval.cli import main
-from hseval.evaluation import EVAL_FILES
-from hseval.heads import list_heads
+from hseval.cli.main import main
+from hseval.evaluation.runs import EVAL_FILES
+from hseval.io.run_format import load_run, load_train_state
+from hseval.nn.heads import list_heads
 
 
 def test_demo_quick_end_to_end(fashion_like, tmp_path, capsys):

@@ -11,13 +11,16 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).parents[1]
-MODULES = sorted(".".join(path.relative_to(ROOT).with_suffix("").parts).removesuffix(".__init__")
-                 for package in ("hseval", "train") for path in (ROOT / package).rglob("*.py")
+INSTALLED_AS = {"hseval": "hseval", "train": "hseval.train", "app": "hseval.app"}  # folder -> package
+MODULES = sorted(".".join((INSTALLED_AS[package], *path.relative_to(ROOT / package).with_suffix("").parts))
+                 .removesuffix(".__init__")
+                 for package in INSTALLED_AS for path in (ROOT / package).rglob("*.py")
                  if ">>> " in path.read_text(encoding="utf-8") and path.name != "__main__.py")
 
 
 def test_the_examples_are_found():
-    assert {"hseval.registry", "hseval.heads", "hseval.hierarchy", "hseval.metrics.streaming"} <= set(MODULES)
+    assert {"hseval.core.registry", "hseval.nn.heads", "hseval.tree.hierarchy",
+            "hseval.metrics.streaming"} <= set(MODULES)
 
 
 @pytest.mark.parametrize("name", MODULES)
@@ -29,17 +32,17 @@ def test_module_examples_run(name):
 def _entry_points() -> dict[str, object]:
     """The public entry points whose docstrings must be numpydoc, by dotted name."""
     import hseval.metrics
-    from hseval.checkpoint import load_run
-    from hseval.evaluation import evaluate_run
-    from hseval.heads import create_head
-    from hseval.hierarchy import Hierarchy
-    from train.engine import train
+    from hseval.evaluation.runs import evaluate_run
+    from hseval.io.run_format import load_run
+    from hseval.nn.heads import create_head
+    from hseval.train.engine import train
+    from hseval.tree.hierarchy import Hierarchy
 
     points: dict[str, object] = {f"hseval.metrics.{name}": getattr(hseval.metrics, name)
                                  for name in hseval.metrics.__all__}
-    points.update({"hseval.heads.create_head": create_head, "hseval.evaluation.evaluate_run": evaluate_run,
-                   "train.engine.train": train, "hseval.checkpoint.load_run": load_run,
-                   "hseval.hierarchy.Hierarchy.read": Hierarchy.read})
+    points.update({"hseval.nn.heads.create_head": create_head, "hseval.evaluation.runs.evaluate_run": evaluate_run,
+                   "hseval.train.engine.train": train, "hseval.io.run_format.load_run": load_run,
+                   "hseval.tree.hierarchy.Hierarchy.read": Hierarchy.read})
     return points
 
 
@@ -71,7 +74,7 @@ def test_public_entry_points_have_numpydoc():
     assert len(points) > 20
     problems = []
     for name, obj in points.items():
-        examples = name.startswith("hseval.metrics.") or name == "hseval.heads.create_head"
+        examples = name.startswith("hseval.metrics.") or name == "hseval.nn.heads.create_head"
         problems += _missing_sections(name, obj, examples=examples)
         if inspect.isclass(obj):
             for method_name, method in vars(obj).items():

@@ -12,10 +12,10 @@ import pytest
 from streamlit.proto.WidgetStates_pb2 import WidgetStates
 from streamlit.testing.v1 import AppTest
 
-from app.neighbours import nearest_nodes
-from app.selection import data_location, sample_table, selected_rows
-from hseval.projection_colours import OUTCOME_COLOURS, SHALLOWER_COLOUR, category_colours, shallower_label
-from hseval.results import read_run
+from hseval.app.neighbours import nearest_nodes
+from hseval.app.selection import data_location, sample_table, selected_rows
+from hseval.io.results import read_run
+from hseval.reporting.colours import OUTCOME_COLOURS, SHALLOWER_COLOUR, category_colours, shallower_label
 from tests.dashboard_helpers import app, array, copy_runs, figures, page, table
 from tests.helpers import appendix_a, fashion_tree
 
@@ -118,7 +118,7 @@ def test_selected_points_show_their_images_and_predictions(at, evaluated):
 
 
 def test_without_the_dataset_the_selection_is_still_listed(evaluated, tmp_path, monkeypatch):
-    from hseval import ownership
+    from hseval.io import folders as ownership
 
     folder = copy_runs(evaluated, tmp_path / "eval")
     for run in folder.iterdir():
@@ -210,9 +210,9 @@ def test_data_location_prefers_the_evaluations_data_root():
 def test_sample_image_is_the_stored_pixels(fashion_like):
     import gzip
 
+    from hseval.core.errors import ConfigError
     from hseval.data import load_dataset
     from hseval.data.display import sample_image
-    from hseval.errors import ConfigError
 
     data = load_dataset("fashion-mnist", fashion_like)
     raw = np.frombuffer(gzip.decompress((fashion_like / "t10k-images-idx3-ubyte.gz").read_bytes())[16:], np.uint8)

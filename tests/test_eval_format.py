@@ -12,9 +12,10 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from hseval import eval_format, ownership
-from hseval.errors import HsevalWarning, RunFormatError
-from hseval.results import level_long, level_table, load_evaluation, read_run
+from hseval.core.errors import HsevalWarning, RunFormatError
+from hseval.io import evaluation_format as eval_format
+from hseval.io import folders as ownership
+from hseval.io.results import level_long, level_table, load_evaluation, read_run
 from tests.helpers import reseal
 
 

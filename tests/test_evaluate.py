@@ -13,10 +13,10 @@ import pytest
 import torch
 from safetensors.torch import load_file
 
-from hseval.cli import main
-from hseval.evaluation import EVAL_FILES, find_runs
-from hseval.hierarchy import Hierarchy
-from hseval.results import load_evaluation
+from hseval.cli.main import main
+from hseval.evaluation.runs import EVAL_FILES, find_runs
+from hseval.io.results import load_evaluation
+from hseval.tree.hierarchy import Hierarchy
 from tests.helpers import reseal
 
 
@@ -43,8 +43,8 @@ def test_every_file_of_the_output_contract(evaluated):
 
 def test_superclass_accuracy_via_parent_delta_equals_a_direct_computation(evaluated, fashion_like):
     """Recompute way (a) from model.safetensors alone: w_p = Σ_{a ⪯ p} R_a δ_a, argmax over depth-k nodes."""
-    from hseval.checkpoint import load_run
     from hseval.data import load_dataset
+    from hseval.io.run_format import load_run
 
     metrics = json.loads((evaluated / "riemann" / "metrics.json").read_text())
     run_dir = metrics["run_path"]
@@ -216,7 +216,7 @@ def test_a_run_is_self_contained(tmp_path, monkeypatch, capsys):
 def test_reuse_keeps_an_up_to_date_evaluation_only(evaluated, tmp_path):
     """``reuse`` (what ``hseval demo`` uses to continue) keeps an evaluation made from the same run
     with the same settings, and evaluates again when either changed."""
-    from hseval.evaluation import evaluate_runs
+    from hseval.evaluation.runs import evaluate_runs
 
     run = Path(json.loads((evaluated / "plain" / "metrics.json").read_text())["run_path"])
     data_root = json.loads((evaluated / "plain" / "metrics.json").read_text())["training"]["data"]["root"]
@@ -240,8 +240,8 @@ def test_reuse_keeps_an_up_to_date_evaluation_only(evaluated, tmp_path):
 def test_workers_finish_runs_in_threads_with_the_same_files(evaluated, tmp_path):
     """Projections and writes of finished runs in worker threads (while the next run is embedded)
     give the same files as one run after the other; runs are reported in order."""
-    from hseval import eval_format
-    from hseval.evaluation import evaluate_runs
+    from hseval.evaluation.runs import evaluate_runs
+    from hseval.io import evaluation_format as eval_format
 
     metrics = json.loads((evaluated / "plain" / "metrics.json").read_text())
     runs = [str(Path(metrics["run_path"]).parent / name) for name in ("plain", "riemann", "multitask")]
@@ -270,8 +270,8 @@ def test_report_grows_with_seed_groups_not_runs(evaluated, tmp_path):
     one seed each (tables grow with runs; charts and their data do not)."""
     import json
 
-    from hseval import fileio
-    from hseval.report import write_report
+    from hseval.core import fileio
+    from hseval.reporting.report import write_report
     from tests.dashboard_helpers import copy_runs
     from tests.helpers import reseal
 

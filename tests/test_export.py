@@ -2,7 +2,7 @@
 projector config parsed by protobuf into ``ProjectorConfig``, the tensors by the projector plugin's
 TSV reader; the metadata checked row by row against the run's tree.
 
-Most tests export a small evaluation written through :func:`hseval.eval_format.write_run` (the
+Most tests export a small evaluation written through :func:`hseval.io.evaluation_format.write_run` (the
 writer ``hseval evaluate`` uses, every file checked on the way), which takes milliseconds and lets
 a test choose odd names and empty embeddings; one exports the real pipeline's ``evaluated``.
 """
@@ -17,12 +17,13 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from hseval import eval_format, ownership
-from hseval.cli import main
-from hseval.errors import HsevalWarning
-from hseval.export import metadata_rows, pbtxt_string, tsv_cell
-from hseval.hierarchy import Hierarchy
-from hseval.results import load_evaluation
+from hseval.cli.main import main
+from hseval.core.errors import HsevalWarning
+from hseval.io import evaluation_format as eval_format
+from hseval.io import folders as ownership
+from hseval.io.results import load_evaluation
+from hseval.reporting.tensorboard import metadata_rows, pbtxt_string, tsv_cell
+from hseval.tree.hierarchy import Hierarchy
 
 tensorboard = pytest.importorskip("tensorboard", reason="reading the export back needs TensorBoard "
                                                         "(pip install -e '.[dev]')")
@@ -233,7 +234,7 @@ def test_writing_does_not_import_tensorboard(odd_eval, tmp_path):
     import sys
 
     code = ("import sys; sys.modules['tensorboard'] = None; sys.modules['google.protobuf'] = None\n"
-            "from hseval.cli import main\n"
+            "from hseval.cli.main import main\n"
             f"sys.exit(main(['export', {str(odd_eval)!r}, '--to', 'tensorboard', {str(tmp_path / 'tb')!r}]))")
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120,
                           cwd=Path(__file__).parents[1])

@@ -6,9 +6,9 @@ import numpy as np
 import pytest
 import torch
 
-from hseval import geometry
-from hseval.heads import create_head
-from hseval.projection import project, stratified_sample
+from hseval.evaluation.projections import project, stratified_sample
+from hseval.metrics import geometry
+from hseval.nn.heads import create_head
 from tests.helpers import appendix_a, fashion_tree
 
 

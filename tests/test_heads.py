@@ -7,9 +7,9 @@ import pytest
 import torch
 import torch.nn.functional as F
 
-from hseval.errors import ConfigError
-from hseval.heads import create_head, list_heads
-from hseval.heads.hyperbolic import poincare_mlr
+from hseval.core.errors import ConfigError
+from hseval.nn.heads import create_head, list_heads
+from hseval.nn.heads.hyperbolic import poincare_mlr
 from tests.helpers import fashion_tree, random_tree, unbalanced
 
 D = 16
@@ -234,10 +234,10 @@ def test_multitask_fused_levels_give_the_per_level_loss(monkeypatch, fused):
     one head per level, with a level skipped when no sample of the batch reaches it."""
     import torch.nn.functional as F
 
-    import hseval.heads.multitask
+    import hseval.nn.heads.multitask
     from tests.helpers import unbalanced
 
-    monkeypatch.setattr(hseval.heads.multitask, "FUSED_ON_CPU", fused)
+    monkeypatch.setattr(hseval.nn.heads.multitask, "FUSED_ON_CPU", fused)
     tree = unbalanced()
     head = create_head("multitask", tree, 6, level_weight=0.5)
     z = torch.randn(5, 6, dtype=torch.float64)

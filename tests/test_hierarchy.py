@@ -9,9 +9,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from hseval.errors import HierarchyError
-from hseval.hierarchies import merge_single_child_chains, random_hierarchy
-from hseval.hierarchy import Hierarchy, natural_key
+from hseval.core.errors import HierarchyError
+from hseval.tree.builders import merge_single_child_chains, random_hierarchy
+from hseval.tree.hierarchy import Hierarchy, natural_key
 from tests.helpers import FIXTURES, appendix_a, fashion_tree, trees, unbalanced
 
 PAPER_H = {  # Appendix A, rows in the paper's order of P, columns in the order of L
@@ -172,7 +172,7 @@ def test_from_paths_messages_name_the_first_problem():
 
 
 def test_from_paths_names_shared_names_by_their_paths_within_a_limit(monkeypatch):
-    import hseval.hierarchy as hierarchy_module
+    import hseval.tree.hierarchy as hierarchy_module
 
     paths = [("a", "x"), ("b", "x"), ("c", "root", "y")]  # 'x' twice, and 'root' is the root's name
     assert Hierarchy.from_paths(paths).node_names == ("a/x", "b/x", "y", "a", "b", "c", "c/root")

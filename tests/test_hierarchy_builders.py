@@ -7,15 +7,15 @@ import json
 
 import pytest
 
-from hseval.errors import DataError, HierarchyError
-from hseval.hierarchies import build_hierarchy, list_builders
-from hseval.hierarchies.cifar100 import cifar100_hierarchy, cifar100_official
-from hseval.hierarchies.cub200 import cub200_classes, cub200_hierarchy
-from hseval.hierarchies.stanford_cars import BODY_TYPES, stanford_cars_classes, stanford_cars_hierarchy
-from hseval.hierarchies.stanford_dogs import stanford_dogs_classes, stanford_dogs_family, stanford_dogs_hierarchy
-from hseval.hierarchies.tiny_imagenet import tiny_imagenet_hierarchy, tiny_imagenet_wnids
-from hseval.hierarchies.wordnet import find_wordnet, wordnet_hierarchy
-from hseval.hierarchy import Hierarchy
+from hseval.core.errors import DataError, HierarchyError
+from hseval.tree.builders import build_hierarchy, list_builders
+from hseval.tree.builders.cifar100 import cifar100_hierarchy, cifar100_official
+from hseval.tree.builders.cub200 import cub200_classes, cub200_hierarchy
+from hseval.tree.builders.stanford_cars import BODY_TYPES, stanford_cars_classes, stanford_cars_hierarchy
+from hseval.tree.builders.stanford_dogs import stanford_dogs_classes, stanford_dogs_family, stanford_dogs_hierarchy
+from hseval.tree.builders.tiny_imagenet import tiny_imagenet_hierarchy, tiny_imagenet_wnids
+from hseval.tree.builders.wordnet import find_wordnet, wordnet_hierarchy
+from hseval.tree.hierarchy import Hierarchy
 from tests.fake_datasets import cifar100_lists, fixture_rows
 from tests.helpers import FIXTURES
 
@@ -97,7 +97,7 @@ def test_wordnet_rules_on_a_small_set():
 def test_missing_wordnet_says_how_to_install(tmp_path, monkeypatch):
     import nltk
 
-    monkeypatch.setattr("hseval.hierarchies.wordnet.DEBIAN_WORDNET", tmp_path / "none")
+    monkeypatch.setattr("hseval.tree.builders.wordnet.DEBIAN_WORDNET", tmp_path / "none")
     monkeypatch.setattr(nltk.data, "find", lambda *a, **k: (_ for _ in ()).throw(LookupError("no")))
     monkeypatch.delenv("WNSEARCHDIR", raising=False)
     with pytest.raises(DataError, match=r"^no WordNet data found \(looked in \$WNSEARCHDIR, .*none\); install "

@@ -7,9 +7,9 @@ import json
 import pytest
 from hypothesis import given, settings
 
-from hseval.errors import HierarchyError
-from hseval.hierarchy import Hierarchy
-from hseval.hierarchy_io import FORMATS, detect_format, names_sidecar
+from hseval.core.errors import HierarchyError
+from hseval.tree.file_read import FORMATS, detect_format, names_sidecar
+from hseval.tree.hierarchy import Hierarchy
 from tests.helpers import FIXTURES, fashion_tree, trees, unbalanced
 
 PUBLIC = FIXTURES / "hierarchies"

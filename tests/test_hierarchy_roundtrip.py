@@ -12,11 +12,11 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from hseval.cli import main
-from hseval.commands.hierarchy import render_tree
-from hseval.errors import HierarchyError
-from hseval.hierarchy import Hierarchy
-from hseval.hierarchy_io import FORMATS, detect_format, names_sidecar
+from hseval.cli.hierarchy import render_tree
+from hseval.cli.main import main
+from hseval.core.errors import HierarchyError
+from hseval.tree.file_read import FORMATS, detect_format, names_sidecar
+from hseval.tree.hierarchy import Hierarchy
 from tests.helpers import fashion_tree, trees
 
 PROPERTY = settings(max_examples=150, deadline=None,

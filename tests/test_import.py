@@ -15,12 +15,12 @@ from hypothesis import strategies as st
 from safetensors.torch import save_file
 from torch import nn
 
-from hseval.checkpoint import load_run, verify_run
-from hseval.cli import main
-from hseval.errors import HsevalError, HsevalWarning
-from hseval.heads import list_heads
-from hseval.importer import import_checkpoint, read_checkpoint
-from hseval.model import build_model
+from hseval.cli.main import main
+from hseval.core.errors import HsevalError, HsevalWarning
+from hseval.io.checkpoint_import import import_checkpoint, read_checkpoint
+from hseval.io.run_format import load_run, verify_run
+from hseval.nn.heads import list_heads
+from hseval.nn.model import build_model
 from tests.helpers import fashion_tree
 
 ATOL = 1e-5
@@ -63,7 +63,7 @@ class ForeignSmallCNN(nn.Module):
 
     def __init__(self, classes: int) -> None:
         super().__init__()
-        from hseval.backbones import create_backbone
+        from hseval.nn.backbones import create_backbone
 
         self.features = create_backbone("small-cnn", in_channels=1).body
         self.fc = nn.Linear(128, classes, bias=False)

@@ -6,10 +6,10 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from hseval.cli import main
-from hseval.errors import ConfigError
-from hseval.hierarchies.induce import default_clusters, induce_tree
-from hseval.hierarchy import Hierarchy
+from hseval.cli.main import main
+from hseval.core.errors import ConfigError
+from hseval.tree.hierarchy import Hierarchy
+from hseval.tree.induce import default_clusters, induce_tree
 from tests.helpers import fashion_tree, random_tree
 
 
@@ -61,7 +61,7 @@ def test_the_command_on_a_run_and_on_an_evaluated_run(evaluated, tmp_path, capsy
     run = evaluated.parent / "runs" / "riemann"
     assert main(["hierarchy", "induce", str(run), "--out", str(tmp_path / "a.txt")]) == 0
     assert "wrote" in capsys.readouterr().out
-    from hseval.results import read_run
+    from hseval.io.results import read_run
 
     a = Hierarchy.read(tmp_path / "a.txt")
     assert a.leaf_names == read_run(evaluated / "riemann").hierarchy.leaf_names  # the run's classes, in order

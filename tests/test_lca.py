@@ -7,9 +7,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-import hseval.hierarchy as hierarchy_module
-from hseval.hierarchy import LCA_TABLE_MAX_BYTES, Hierarchy
+import hseval.tree.hierarchy as hierarchy_module
 from hseval.metrics import hierarchical_prf
+from hseval.tree.hierarchy import LCA_TABLE_MAX_BYTES, Hierarchy
 from tests.helpers import trees, unbalanced
 
 

@@ -13,13 +13,12 @@ import torch
 from hypothesis import given
 from hypothesis import strategies as st
 
-from hseval.cli import main
-from hseval.errors import HsevalWarning
-from hseval.logit_scale import check_metrics, check_scale, scale_range
-from hseval.report import render
-from hseval.results import load_evaluation
-from tests.helpers import image_folder, quick
-from train.engine import (
+from hseval.cli.main import main
+from hseval.core.errors import HsevalWarning
+from hseval.io.results import load_evaluation
+from hseval.nn.radius_guard import check_metrics, check_scale, scale_range
+from hseval.reporting.report import render
+from hseval.train.engine import (
     Context,
     build_model,
     check_recipe_backbone,
@@ -28,6 +27,7 @@ from train.engine import (
     model_spec,
     resolve_device,
 )
+from tests.helpers import image_folder, quick
 
 
 def test_the_range_is_the_softmax_bounds():
@@ -95,8 +95,8 @@ def test_training_warns_before_the_first_step_and_the_report_flags_it(fashion_li
 
 
 def test_a_backbone_other_than_the_recipes_is_pointed_at_the_radius():
-    from hseval.cli import build_parser
-    from hseval.commands.train import _config
+    from hseval.cli.main import build_parser
+    from hseval.cli.train import _config
 
     args = build_parser().parse_args(["train", "--backbone", "resnet18", "--out", "x"])
     config = _config(args, "riemann", [])
@@ -116,7 +116,7 @@ def test_the_guard_leaves_training_bit_identical(tmp_path, monkeypatch):
     torch's global stream) and runs a train-mode forward: with and without it, the same weights."""
     from safetensors.torch import load_file
 
-    from hseval import logit_scale
+    from hseval.nn import radius_guard as logit_scale
 
     root, tree_file = image_folder(tmp_path)
 

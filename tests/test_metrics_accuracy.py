@@ -11,7 +11,6 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from sklearn.metrics import accuracy_score, top_k_accuracy_score
 
-from hseval.hierarchy import Hierarchy
 from hseval.metrics import (
     level_agreement,
     level_predictions_from_logits,
@@ -21,6 +20,7 @@ from hseval.metrics import (
     topk_accuracy,
     topk_predictions,
 )
+from hseval.tree.hierarchy import Hierarchy
 from tests.helpers import fashion_tree, flat_tree, path, random_tree, trees
 
 

@@ -77,7 +77,7 @@ def test_summary_keeps_what_means_something_for_a_ranking():
 
 
 def test_evaluation_scores_crm_beside_the_argmax(evaluated):
-    from hseval.results import load_evaluation
+    from hseval.io.results import load_evaluation
 
     for run in load_evaluation(evaluated).runs:
         crm = run.metrics["crm"]

@@ -18,10 +18,10 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from hseval import ownership
-from hseval.cli import main
-from hseval.evaluation import evaluation_names
-from hseval.ownership import LOCK, MARKER, OwnershipError
+from hseval.cli.main import main
+from hseval.evaluation.runs import evaluation_names
+from hseval.io import folders as ownership
+from hseval.io.folders import LOCK, MARKER, OwnershipError
 
 
 def tree_bytes(folder: Path) -> dict[str, bytes]:
@@ -233,6 +233,6 @@ def test_output_folder_leaves_no_trace_when_the_command_fails_first(tmp_path):
 def test_the_lock_is_reentrant_within_a_process_and_released_on_exit(tmp_path):
     with ownership.locked(tmp_path), ownership.locked(tmp_path):
         pass
-    code = subprocess.run([sys.executable, "-c", "from hseval import ownership; import sys\n"
+    code = subprocess.run([sys.executable, "-c", "from hseval.io import folders as ownership; import sys\n"
                            "with ownership.locked(sys.argv[1]): pass", str(tmp_path)], capture_output=True, text=True)
     assert code.returncode == 0, code.stderr

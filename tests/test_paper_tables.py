@@ -10,10 +10,10 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from hseval.hierarchies import random_hierarchy
-from hseval.hierarchy import Hierarchy
-from hseval.paper_tables import paper_cells, paper_table, to_latex, to_markdown, tree_kind
-from hseval.results import load_evaluation
+from hseval.io.results import load_evaluation
+from hseval.reporting.paper_tables import paper_cells, paper_table, to_latex, to_markdown, tree_kind
+from hseval.tree.builders import random_hierarchy
+from hseval.tree.hierarchy import Hierarchy
 
 ROOT = Path(__file__).parents[1]
 EXCERPT = Path(__file__).parent / "fixtures" / "paper_table2.tex"
@@ -164,8 +164,8 @@ def test_the_reproduction_plan_estimates_only_measured_rows(capsys):
 def test_every_planned_command_is_one_hseval_accepts():
     """Each train-all of every table parses, names a shipped recipe, sets only real keys, and trains
     the number of runs its estimate counts; the tree commands of Table 5 parse too."""
-    from hseval.cli import build_parser
-    from hseval.commands.train import _config, plan_runs
+    from hseval.cli.main import build_parser
+    from hseval.cli.train import _config, plan_runs
 
     module = _load("reproduce_paper")
     steps = module.plan("all", "/data")

@@ -18,11 +18,11 @@ import torch
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from hseval.cli import main
-from hseval.errors import DataError
+from hseval.cli.main import main
+from hseval.core.errors import DataError
+from hseval.io.prediction_format import read_class_list, read_predictions
+from hseval.io.results import load_evaluation
 from hseval.metrics import HierarchicalMetrics
-from hseval.prediction_format import read_class_list, read_predictions
-from hseval.results import load_evaluation
 from tests.helpers import fashion_tree
 
 

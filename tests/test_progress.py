@@ -8,8 +8,8 @@ import json
 import sys
 from pathlib import Path
 
-from hseval.cli import main
-from hseval.progress import bar
+from hseval.cli.main import main
+from hseval.core.progress import bar
 
 
 class Terminal(io.StringIO):

@@ -8,15 +8,15 @@ import numpy as np
 import pytest
 import torch
 
-from hseval.backbones import BACKBONES, create_backbone
+from hseval.core.errors import ConfigError, HsevalError
+from hseval.core.registry import Registry
 from hseval.data.base import DATASETS
-from hseval.errors import ConfigError, HsevalError
-from hseval.heads import create_head
-from hseval.heads.base import HEADS
-from hseval.hierarchies import BUILDERS
-from hseval.hierarchy import Hierarchy
-from hseval.projection import PROJECTIONS, project
-from hseval.registry import Registry
+from hseval.evaluation.projections import PROJECTIONS, project
+from hseval.nn.backbones import BACKBONES, create_backbone
+from hseval.nn.heads import create_head
+from hseval.nn.heads.base import HEADS
+from hseval.tree.builders import BUILDERS
+from hseval.tree.hierarchy import Hierarchy
 from tests.helpers import fashion_tree
 
 REGISTRIES = {"head": HEADS, "backbone": BACKBONES, "dataset": DATASETS, "built-in hierarchy": BUILDERS,

@@ -1,4 +1,4 @@
-"""Paired tests between runs and intervals over seeds (hseval.significance), against references
+"""Paired tests between runs and intervals over seeds (hseval.reporting.significance), against references
 computed here without scipy: McNemar's exact p from the binomial distribution (math.comb), the
 bootstrap against resampling indices by brute force, t intervals from printed t-table values."""
 
@@ -13,8 +13,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from hseval.results import level_table, load_evaluation
-from hseval.significance import (
+from hseval.io.results import level_table, load_evaluation
+from hseval.reporting.significance import (
     compare_groups,
     compare_runs,
     correctness,
@@ -189,8 +189,8 @@ def test_compare_groups_pairs_by_seed(evaluated):
 
 
 def test_group_levels_give_mean_and_std(evaluated):
-    from hseval.results import level_long
-    from hseval.significance import group_levels
+    from hseval.io.results import level_long
+    from hseval.reporting.significance import group_levels
 
     runs = {r.name: r for r in load_evaluation(evaluated).runs}
     a = [_with_seed(runs["plain"], f"a-{s}", s, top1) for s, top1 in zip(range(3), [0.80, 0.83, 0.86])]

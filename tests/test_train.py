@@ -12,13 +12,13 @@ from pathlib import Path
 import pytest
 import torch
 
-from hseval.checkpoint import load_run
-from hseval.cli import main
-from hseval.errors import ConfigError
-from hseval.heads import list_heads
+from hseval.cli.main import main
+from hseval.core.errors import ConfigError
+from hseval.io.run_format import load_run
+from hseval.nn.heads import list_heads
+from hseval.train.config import load_config
+from hseval.train.engine import train
 from tests.helpers import image_folder, quick
-from train.config import load_config
-from train.engine import train
 
 ROOT = Path(__file__).parents[1]
 
@@ -40,9 +40,9 @@ def test_every_head_learns(fashion_like, tmp_path, head):
 
 
 def test_optimizers_split_manifold_parameters(fashion_like):
-    from hseval.model import build_model
-    from train.engine import load_data, model_spec
-    from train.optim import build_optimizers
+    from hseval.nn.model import build_model
+    from hseval.train.engine import load_data, model_spec
+    from hseval.train.optim import build_optimizers
 
     config = quick(fashion_like, "riemann")
     data = load_data(config)
@@ -124,7 +124,7 @@ def test_train_all_resume_keeps_only_runs_trained_with_the_same_settings(fashion
 def test_train_all_grid_names(fashion_like, tmp_path):
     import argparse
 
-    from hseval.commands.train import plan_runs
+    from hseval.cli.train import plan_runs
 
     args = argparse.Namespace(heads="plain,riemann", seeds="0,1",
                               sweep=["model.head_options.radius_decay=0.5,0.9"])
@@ -149,7 +149,7 @@ def test_train_all_grid_names(fashion_like, tmp_path):
 def test_train_all_refuses_two_runs_in_one_folder(heads, seeds, sweep):
     import argparse
 
-    from hseval.commands.train import plan_runs
+    from hseval.cli.train import plan_runs
 
     with pytest.raises(ConfigError, match=r"two runs would be written to '.*'; a head, seed or sweep value is "
                                           r"listed twice"):
@@ -178,7 +178,7 @@ def test_bad_training_arguments(tmp_path, capsys, argv, message, fashion_like):
 
 
 def test_recipes_all_load():
-    from train.config import list_recipes
+    from hseval.train.config import list_recipes
 
     recipes = list_recipes()
     assert {"paper", "fashion-mnist", "cifar100-resnet18", "tiny-imagenet-densenet161"} <= set(recipes)
@@ -212,8 +212,8 @@ def test_compiled_training_gives_the_eager_losses(fashion_like, tmp_path, monkey
     after step, and a whole run trains. The backend is AOTAutograd without code generation here
     (inductor's C++ build takes a minute per model on 2 cores): it traces what inductor would
     compile, the custom autograd functions of the heads included; inductor's numerics are torch's."""
-    from train.engine import TrainStep, compiled, load_data, model_spec
-    from train.optim import build_optimizers
+    from hseval.train.engine import TrainStep, compiled, load_data, model_spec
+    from hseval.train.optim import build_optimizers
 
     real = torch.compile
     monkeypatch.setattr(torch, "compile", lambda model, mode=None: real(model, mode=mode, backend="aot_eager"))
@@ -225,7 +225,7 @@ def test_compiled_training_gives_the_eager_losses(fashion_like, tmp_path, monkey
     losses = {}
     for mode in (False, True):
         torch.manual_seed(0)
-        from hseval.model import build_model
+        from hseval.nn.model import build_model
 
         model = build_model(model_spec(config, data), data.hierarchy)
         optimizers = build_optimizers(model, config.optim)
@@ -260,8 +260,8 @@ def test_settings_listed_as_neutral_do_not_change_the_run(tmp_path):
 
     from safetensors.torch import load_file
 
-    from hseval.results import config_key
-    from hseval.run_settings import RESULT_NEUTRAL
+    from hseval.io.results import config_key
+    from hseval.io.run_settings import RESULT_NEUTRAL
 
     assert "eval_every" in RESULT_NEUTRAL["engine"]
     root, tree_file = image_folder(tmp_path)

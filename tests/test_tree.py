@@ -9,7 +9,7 @@ import torch
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from hseval.heads.tree import TreeIndex, all_node_weights, leaf_weights, tree_linear
+from hseval.nn.heads.tree import TreeIndex, all_node_weights, leaf_weights, tree_linear
 from tests.helpers import random_tree, trees
 
 
@@ -73,7 +73,7 @@ def test_tree_linear_passes_gradcheck():
 
 
 def test_tree_linear_handles_flat_tree_and_frozen_inputs():
-    from hseval.hierarchy import Hierarchy
+    from hseval.tree.hierarchy import Hierarchy
 
     flat = Hierarchy([f"c{i}" for i in range(4)], [-1] * 4, 4)
     index = TreeIndex(flat)
@@ -87,7 +87,7 @@ def test_tree_linear_handles_flat_tree_and_frozen_inputs():
 
 def test_dense_h_is_never_built_for_large_trees(monkeypatch):
     """The scalable path must not touch H (|P|×|L|): forbid it and run a 5,000-class tree."""
-    from hseval.hierarchy import Hierarchy
+    from hseval.tree.hierarchy import Hierarchy
 
     tree = random_tree(5000, seed=0)
     monkeypatch.setattr(Hierarchy, "H", property(lambda self: (_ for _ in ()).throw(AssertionError("dense H"))))
@@ -199,7 +199,7 @@ def test_autocast_keeps_tree_sums_float32_and_runs_products_in_bfloat16(name):
     """Under bf16 autocast a Δ-head sums W = ΔSH in float32 and multiplies in bfloat16, like
     nn.Linear: logits float32, equal to bf16(x) @ bf16(W)ᵀ with W from float32 sums; gradients of
     Δ and the radii float32 and within bf16 rounding of the float32 ones; x's gradient in x's dtype."""
-    from hseval.heads import create_head
+    from hseval.nn.heads import create_head
     from tests.helpers import fashion_tree
 
     torch.manual_seed(0)
@@ -226,7 +226,7 @@ def test_the_private_storage_count_still_means_what_the_workspace_needs():
     """The CPU workspace reuses a scratch buffer only while no view of it is alive, read through
     torch's private ``_storage_Use_Count``. If a torch upgrade changes what it counts, this fails
     loudly (the layer itself then stops reusing buffers instead of overwriting a live tensor)."""
-    from hseval.heads import tree
+    from hseval.nn.heads import tree
 
     assert tree._BASE_COUNT is not None, "torch._C._storage_Use_Count changed: buffer reuse is off"
     space = tree._Workspace()

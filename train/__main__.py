@@ -3,6 +3,6 @@
 
 import sys
 
-from hseval.cli import main
+from hseval.cli.main import main
 
 sys.exit(main(sys.argv[1:]))

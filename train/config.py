@@ -18,7 +18,7 @@ from typing import Any
 
 import yaml
 
-from hseval.errors import ConfigError
+from hseval.core.errors import ConfigError
 
 __all__ = ["DataConfig", "ModelConfig", "OptimConfig", "EngineConfig", "TrainConfig", "load_config",
            "list_recipes", "default_recipe", "apply_overrides", "flatten_settings"]

@@ -25,18 +25,21 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from hseval import checkpoint, fileio, logit_scale, ownership
+from hseval.core import fileio
+from hseval.core.device import resolve_device
+from hseval.core.errors import ConfigError, HsevalError, HsevalWarning, RunFormatError, first_line
 from hseval.data import LoadedDataset, load_dataset
-from hseval.device import resolve_device
-from hseval.errors import ConfigError, HsevalError, HsevalWarning, RunFormatError, first_line
-from hseval.heads import create_head, head_class, head_options
-from hseval.hierarchy import Hierarchy
+from hseval.io import folders as ownership
+from hseval.io import run_format as checkpoint
+from hseval.io.run_settings import result_settings
 from hseval.metrics import level_accuracy
-from hseval.model import HierarchicalClassifier, build_model
-from hseval.run_settings import result_settings
-from train import distributed, loader
-from train.config import TrainConfig, flatten_settings
-from train.optim import Optimizers, build_optimizers
+from hseval.nn import radius_guard as logit_scale
+from hseval.nn.heads import create_head, head_class, head_options
+from hseval.nn.model import HierarchicalClassifier, build_model
+from hseval.train import distributed, loader
+from hseval.train.config import TrainConfig, flatten_settings
+from hseval.train.optim import Optimizers, build_optimizers
+from hseval.tree.hierarchy import Hierarchy
 
 __all__ = ["train", "train_one_epoch", "evaluate", "load_data", "head_options_for", "comparable_config",
            "check_before_training", "check_run_folder"]
@@ -93,7 +96,7 @@ def head_options_for(head: str, options: dict[str, Any]) -> dict[str, Any]:
 
 
 def check_head_options(heads: list[str], options: dict[str, Any]) -> None:
-    from hseval.heads import list_heads
+    from hseval.nn.heads import list_heads
 
     known = set().union(*(head_options(h) for h in list_heads()))
     unknown = sorted(set(options) - known)
@@ -110,7 +113,7 @@ def check_before_training(config: TrainConfig, data: LoadedDataset, *, world: in
     """Everything about ``config`` that can fail, checked before anything is written or trained:
     the device, the head and its options (types and values), the training subset and that an
     epoch has at least one full batch. Returns the indices of the training images."""
-    from hseval.backbones import create_backbone
+    from hseval.nn.backbones import create_backbone
 
     device = resolve_device(config.engine.device, option="engine.device")
     if config.engine.cuda_graphs and device.type != "cuda":
@@ -156,7 +159,7 @@ def model_spec(config: TrainConfig, data: LoadedDataset) -> dict[str, Any]:
 def train_one_epoch(step: nn.Module, optimizers: Optimizers, batches, ctx: Context, *, total: int,
                     desc: str, progress: bool) -> dict[str, float]:
     """One pass over ``batches``; returns mean loss, accuracy and images/s (this rank)."""
-    from hseval.progress import bar as progress_bar
+    from hseval.core.progress import bar as progress_bar
 
     step.train()
     loss_sum = torch.zeros((), device=ctx.device, dtype=torch.float64)
@@ -239,7 +242,7 @@ def initial_logit_scale(model: HierarchicalClassifier, x: torch.Tensor, ctx: Con
 def check_recipe_backbone(config: TrainConfig) -> None:
     """Warn when a sphere head trains a backbone other than the one its recipe (and so its radius)
     was written for, with the radius left as the recipe set it."""
-    from train.config import load_config
+    from hseval.train.config import load_config
 
     if not config.recipe or not logit_scale.takes_radius(config.model.head):
         return
@@ -444,7 +447,7 @@ def _setup(config: TrainConfig, out: Path, data: LoadedDataset, indices: np.ndar
     if config.engine.threads:
         torch.set_num_threads(config.engine.threads)
     if config.engine.tune_malloc and ctx.device.type == "cpu":
-        from hseval.perf import tune_malloc
+        from hseval.core.perf import tune_malloc
 
         tune_malloc()
     seed = config.engine.seed

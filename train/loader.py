@@ -34,7 +34,7 @@ def stratified_subset(labels: np.ndarray, size: int | None, seed: int) -> np.nda
         return np.arange(n)
     from sklearn.model_selection import train_test_split
 
-    from hseval.errors import ConfigError, first_line
+    from hseval.core.errors import ConfigError, first_line
 
     classes = np.unique(labels)
     if size < len(classes):

@@ -8,7 +8,7 @@ from typing import Any
 import geoopt
 import torch
 
-from train.config import OptimConfig
+from hseval.train.config import OptimConfig
 
 __all__ = ["Optimizers", "build_optimizers"]
 

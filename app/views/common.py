@@ -8,11 +8,11 @@ from contextlib import contextmanager
 
 import streamlit as st
 
-from app.state import KEY_BASELINE, KEY_DATASET, KEY_GROUPS, KEY_RUNS, Context
-from hseval import charts
-from hseval.errors import HsevalError
-from hseval.results import Evaluation, RunResult
-from hseval.significance import seed_groups
+from hseval.app.state import KEY_BASELINE, KEY_DATASET, KEY_GROUPS, KEY_RUNS, Context
+from hseval.core.errors import HsevalError
+from hseval.io.results import Evaluation, RunResult
+from hseval.reporting import charts
+from hseval.reporting.significance import seed_groups
 
 __all__ = ["sidebar", "pick", "pick_run", "shows_problems", "needs_runs", "number", "PLOT"]
 

@@ -7,13 +7,14 @@ from __future__ import annotations
 import pandas as pd
 import streamlit as st
 
-from app import loading, tables
-from app.state import Context, context
-from app.views.common import PLOT, pick, pick_run, shows_problems
-from hseval import charts, eval_format
-from hseval.report_charts import seed_group_table
-from hseval.results import RunResult, level_table
-from hseval.significance import format_p, not_paired, seed_groups
+from hseval.app import loading, tables
+from hseval.app.state import Context, context
+from hseval.app.views.common import PLOT, pick, pick_run, shows_problems
+from hseval.io import evaluation_format as eval_format
+from hseval.io.results import RunResult, level_table
+from hseval.reporting import charts
+from hseval.reporting.sections import seed_group_table
+from hseval.reporting.significance import format_p, not_paired, seed_groups
 
 KEY_CHOSEN = "compare_runs"
 KEY_BASE = "compare_baseline"

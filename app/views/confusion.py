@@ -5,10 +5,10 @@ from __future__ import annotations
 
 import streamlit as st
 
-from app import loading, tables
-from app.state import Context, context
-from app.views.common import PLOT, needs_runs, number, pick, pick_run, shows_problems
-from hseval import charts
+from hseval.app import loading, tables
+from hseval.app.state import Context, context
+from hseval.app.views.common import PLOT, needs_runs, number, pick, pick_run, shows_problems
+from hseval.reporting import charts
 
 
 def render(ctx: Context) -> None:

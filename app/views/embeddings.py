@@ -7,15 +7,17 @@ from __future__ import annotations
 
 import streamlit as st
 
-from app import loading
-from app.neighbours import nearest_nodes
-from app.selection import selected_rows
-from app.state import Context, context
-from app.tables import node_paths
-from app.views.common import PLOT, needs_runs, pick, pick_run, shows_problems
-from app.views.sample_grid import show_samples
-from hseval import charts, eval_format, projection_colours
-from hseval.results import RunResult
+from hseval.app import loading
+from hseval.app.neighbours import nearest_nodes
+from hseval.app.selection import selected_rows
+from hseval.app.state import Context, context
+from hseval.app.tables import node_paths
+from hseval.app.views.common import PLOT, needs_runs, pick, pick_run, shows_problems
+from hseval.app.views.sample_grid import show_samples
+from hseval.io import evaluation_format as eval_format
+from hseval.io.results import RunResult
+from hseval.reporting import charts
+from hseval.reporting import colours as projection_colours
 
 COLOURS = {"label": "class", "correct": "correct / wrong"}
 NONE = "(none)"

@@ -6,11 +6,12 @@ from __future__ import annotations
 
 import streamlit as st
 
-from app import loading, tables
-from app.state import Context, context
-from app.views.common import PLOT, needs_runs, pick, pick_run, shows_problems
-from hseval import charts, eval_format
-from hseval.results import RunResult
+from hseval.app import loading, tables
+from hseval.app.state import Context, context
+from hseval.app.views.common import PLOT, needs_runs, pick, pick_run, shows_problems
+from hseval.io import evaluation_format as eval_format
+from hseval.io.results import RunResult
+from hseval.reporting import charts
 
 # one precision per kind of column: angles in degrees to 0.1°, norms and steps to 4 decimals
 FORMATS = {"angle": "%.1f", "norm": "%.4f", "count": "%d", "score": "%.3f"}

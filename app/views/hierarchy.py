@@ -5,11 +5,12 @@ from __future__ import annotations
 
 import streamlit as st
 
-from app import loading, tables
-from app.state import Context, context
-from app.views.common import PLOT, needs_runs, pick, pick_run, shows_problems
-from hseval import charts, eval_format
-from hseval.results import RunResult
+from hseval.app import loading, tables
+from hseval.app.state import Context, context
+from hseval.app.views.common import PLOT, needs_runs, pick, pick_run, shows_problems
+from hseval.io import evaluation_format as eval_format
+from hseval.io.results import RunResult
+from hseval.reporting import charts
 
 NONE = "(none)"
 KEY_NODE = "hierarchy_node"

@@ -7,12 +7,12 @@ from __future__ import annotations
 import pandas as pd
 import streamlit as st
 
-from app import tables
-from app.state import Context, context
-from app.views.common import PLOT, needs_runs
-from hseval import charts
-from hseval.results import level_table, summary_table, unavailable_table
-from hseval.significance import versus
+from hseval.app import tables
+from hseval.app.state import Context, context
+from hseval.app.views.common import PLOT, needs_runs
+from hseval.io.results import level_table, summary_table, unavailable_table
+from hseval.reporting import charts
+from hseval.reporting.significance import versus
 
 IDENTITY = ("run", "head")  # kept in view while the table scrolls sideways
 # (no bare strings at the top level of a page: Streamlit's magic would print them on the page)

@@ -7,10 +7,10 @@ from __future__ import annotations
 import pandas as pd
 import streamlit as st
 
-from app import loading
-from app.selection import sample_table
-from hseval.errors import HsevalError
-from hseval.results import RunResult
+from hseval.app import loading
+from hseval.app.selection import sample_table
+from hseval.core.errors import HsevalError
+from hseval.io.results import RunResult
 
 __all__ = ["show_samples", "MAX_IMAGES", "COLUMNS"]
 

@@ -19,9 +19,9 @@ import torch
 import torch.nn.functional as F
 from torch.utils.data import Dataset
 
-from hseval.errors import ConfigError, DataError, HsevalError
-from hseval.hierarchy import Hierarchy
-from hseval.registry import Registry
+from hseval.core.errors import ConfigError, DataError, HsevalError
+from hseval.core.registry import Registry
+from hseval.tree.hierarchy import Hierarchy
 
 __all__ = ["TensorPreprocess", "TensorImages", "ImageFiles", "LoadedDataset", "SPLITS", "check_split",
            "register_dataset",

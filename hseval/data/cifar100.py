@@ -14,11 +14,11 @@ from typing import Any
 import numpy as np
 import torch
 
+from hseval.core.errors import DataError, HierarchyError
 from hseval.data.base import LoadedDataset, TensorImages, TensorPreprocess, register_dataset
 from hseval.data.folders import find_dataset_folder, require
 from hseval.data.pickles import load_pickle
-from hseval.errors import DataError, HierarchyError
-from hseval.hierarchies.cifar100 import cifar100_hierarchy
+from hseval.tree.builders.cifar100 import cifar100_hierarchy
 
 __all__ = ["load_cifar100", "read_cifar100_split"]
 

@@ -11,6 +11,7 @@ from pathlib import Path
 
 import numpy as np
 
+from hseval.core.errors import DataError
 from hseval.data.base import LoadedDataset, register_dataset
 from hseval.data.folders import (
     check_every_class,
@@ -21,8 +22,7 @@ from hseval.data.folders import (
     read_lines,
     require,
 )
-from hseval.errors import DataError
-from hseval.hierarchies.cub200 import cub200_hierarchy
+from hseval.tree.builders.cub200 import cub200_hierarchy
 
 __all__ = ["load_cub200", "read_cub200_classes"]
 

@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import numpy as np
 
+from hseval.core.errors import ConfigError
 from hseval.data.base import ImageFiles, LoadedDataset, TensorImages
-from hseval.errors import ConfigError
 
 __all__ = ["sample_image"]
 

@@ -15,10 +15,10 @@ from pathlib import Path
 import numpy as np
 import torch
 
+from hseval.core.errors import DataError
 from hseval.data.base import LoadedDataset, TensorImages, TensorPreprocess, data_roots, register_dataset
 from hseval.data.idx import read_idx
-from hseval.errors import DataError
-from hseval.hierarchies.fashion_mnist import FASHION_MNIST_CLASSES, fashion_mnist_hierarchy
+from hseval.tree.builders.fashion_mnist import FASHION_MNIST_CLASSES, fashion_mnist_hierarchy
 
 DEBIAN = Path("/usr/share/datasets/fashion-mnist")
 CACHE = Path("~/.cache/hseval")

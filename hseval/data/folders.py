@@ -13,10 +13,10 @@ from typing import Any
 
 import numpy as np
 
-from hseval import fileio
+from hseval.core import fileio
+from hseval.core.errors import DataError
 from hseval.data.base import ImageFiles, LoadedDataset, data_roots
-from hseval.errors import DataError
-from hseval.hierarchy import Hierarchy
+from hseval.tree.hierarchy import Hierarchy
 
 __all__ = ["IMAGENET_MEAN", "IMAGENET_STD", "IMAGE_EXTENSIONS", "image_transform", "find_dataset_folder",
            "require", "read_lines", "check_images_exist", "list_images", "check_labels", "check_every_class",

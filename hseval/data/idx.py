@@ -10,7 +10,7 @@ from pathlib import Path
 
 import numpy as np
 
-from hseval.errors import DataError
+from hseval.core.errors import DataError
 
 _DTYPES = {0x08: np.uint8, 0x09: np.int8, 0x0B: np.dtype(">i2"), 0x0C: np.dtype(">i4"), 0x0D: np.dtype(">f4"),
            0x0E: np.dtype(">f8")}

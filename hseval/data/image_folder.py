@@ -13,10 +13,10 @@ from pathlib import Path
 
 import numpy as np
 
+from hseval.core.errors import ConfigError, DataError
 from hseval.data.base import LoadedDataset, register_dataset
 from hseval.data.folders import IMAGE_EXTENSIONS, file_dataset, list_images
-from hseval.errors import ConfigError, DataError
-from hseval.hierarchy import Hierarchy
+from hseval.tree.hierarchy import Hierarchy
 
 __all__ = ["load_image_folder", "class_folders"]
 

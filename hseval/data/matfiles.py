@@ -8,7 +8,7 @@ from typing import Any
 
 import numpy as np
 
-from hseval.errors import DataError
+from hseval.core.errors import DataError
 
 __all__ = ["load_mat", "mat_variable", "mat_strings", "mat_ints", "struct_field"]
 

@@ -17,7 +17,7 @@ from typing import Any
 
 import numpy as np
 
-from hseval.errors import DataError
+from hseval.core.errors import DataError
 
 __all__ = ["load_pickle", "ALLOWED"]
 

@@ -14,6 +14,7 @@ from pathlib import Path
 
 import numpy as np
 
+from hseval.core.errors import DataError, HierarchyError
 from hseval.data.base import LoadedDataset, register_dataset
 from hseval.data.folders import (
     check_every_class,
@@ -24,8 +25,7 @@ from hseval.data.folders import (
     require,
 )
 from hseval.data.matfiles import load_mat, mat_ints, mat_strings, mat_variable, struct_field
-from hseval.errors import DataError, HierarchyError
-from hseval.hierarchies.stanford_cars import stanford_cars_hierarchy
+from hseval.tree.builders.stanford_cars import stanford_cars_hierarchy
 
 __all__ = ["load_stanford_cars", "read_stanford_cars_classes"]
 

@@ -1,6 +1,6 @@
 """Stanford Dogs: 20,580 photographs of 120 breeds (12,000 train, 8,580 test), with the paper's
 tree of breeds under the family named at the end of the breed (|P| = 198, see
-:mod:`hseval.hierarchies.stanford_dogs` for the exact rule).
+:mod:`hseval.tree.builders.stanford_dogs` for the exact rule).
 
 ``--data-root`` is the dataset folder (or the one holding ``stanford_dogs/``): ``Images/`` with
 one ``<wnid>-<breed>/`` folder per class (the classes, sorted, are the label order) and the
@@ -14,6 +14,7 @@ from pathlib import Path
 
 import numpy as np
 
+from hseval.core.errors import DataError
 from hseval.data.base import LoadedDataset, register_dataset
 from hseval.data.folders import (
     check_every_class,
@@ -24,8 +25,7 @@ from hseval.data.folders import (
     require,
 )
 from hseval.data.matfiles import load_mat, mat_ints, mat_strings, mat_variable
-from hseval.errors import DataError
-from hseval.hierarchies.stanford_dogs import stanford_dogs_hierarchy
+from hseval.tree.builders.stanford_dogs import stanford_dogs_hierarchy
 
 __all__ = ["load_stanford_dogs", "read_stanford_dogs_classes"]
 

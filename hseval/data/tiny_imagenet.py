@@ -1,11 +1,11 @@
 """Tiny-ImageNet-200: 110,000 64×64 colour images of 200 ImageNet classes (500 train and 50 val per
 class; the val split is the test split, since the test labels were never published), with the
-WordNet tree of the paper (|P| = 294 below its root, see :mod:`hseval.hierarchies.tiny_imagenet`).
+WordNet tree of the paper (|P| = 294 below its root, see :mod:`hseval.tree.builders.tiny_imagenet`).
 
 ``--data-root`` is ``tiny-imagenet-200/`` (or the folder holding it): ``wnids.txt`` (label
 order), ``words.txt`` (optional, names), ``train/<wnid>/images/*.JPEG``,
 ``val/val_annotations.txt`` and ``val/images/``. Building the tree needs WordNet 3.0 (option
-``wordnet=DIR``, or found as :func:`hseval.hierarchies.wordnet.find_wordnet` says).
+``wordnet=DIR``, or found as :func:`hseval.tree.builders.wordnet.find_wordnet` says).
 """
 
 from __future__ import annotations
@@ -16,6 +16,7 @@ from pathlib import Path
 
 import numpy as np
 
+from hseval.core.errors import DataError
 from hseval.data.base import LoadedDataset, register_dataset
 from hseval.data.folders import (
     check_every_class,
@@ -26,8 +27,7 @@ from hseval.data.folders import (
     read_lines,
     require,
 )
-from hseval.errors import DataError
-from hseval.hierarchies.tiny_imagenet import tiny_imagenet_hierarchy
+from hseval.tree.builders.tiny_imagenet import tiny_imagenet_hierarchy
 
 __all__ = ["load_tiny_imagenet", "read_tiny_imagenet_wnids"]
 

@@ -11,7 +11,7 @@ from typing import Any
 
 import numpy as np
 
-from hseval.hierarchy import Hierarchy
+from hseval.tree.hierarchy import Hierarchy
 
 
 def to_numpy(values: Any, *, floating: bool = False) -> np.ndarray:

@@ -16,8 +16,8 @@ from collections.abc import Mapping
 
 import numpy as np
 
-from hseval.hierarchy import Hierarchy
 from hseval.metrics import _checks
+from hseval.tree.hierarchy import Hierarchy
 
 __all__ = ["topk_accuracy", "topk_predictions", "level_predictions_from_leaf", "level_predictions_from_logits",
            "level_prediction_matrix",
@@ -133,7 +133,7 @@ def level_predictions_from_leaf(pred_leaf: np.ndarray, hierarchy: Hierarchy, dep
     Examples
     --------
     >>> import numpy as np
-    >>> from hseval.hierarchy import Hierarchy
+    >>> from hseval.tree.hierarchy import Hierarchy
     >>> from hseval.metrics import level_predictions_from_leaf
     >>> tree = Hierarchy.from_paths([["animal", "cat"], ["animal", "dog"], ["car"]])
     >>> nodes = level_predictions_from_leaf(np.array([0, 1, 2]), tree, 1)
@@ -172,7 +172,7 @@ def level_predictions_from_logits(level_logits: Mapping[int, np.ndarray],
     Examples
     --------
     >>> import numpy as np
-    >>> from hseval.hierarchy import Hierarchy
+    >>> from hseval.tree.hierarchy import Hierarchy
     >>> from hseval.metrics import level_predictions_from_logits
     >>> tree = Hierarchy.from_paths([["animal", "cat"], ["animal", "dog"], ["vehicle", "car"], ["vehicle", "bus"]])
     >>> [tree.node_names[i] for i in tree.nodes_at_depth(1)]  # the order of the columns
@@ -216,7 +216,7 @@ def level_prediction_matrix(levels: Mapping[int, np.ndarray], hierarchy: Hierarc
     Examples
     --------
     >>> import numpy as np
-    >>> from hseval.hierarchy import Hierarchy
+    >>> from hseval.tree.hierarchy import Hierarchy
     >>> from hseval.metrics import level_prediction_matrix
     >>> tree = Hierarchy.from_paths([["animal", "cat"], ["animal", "dog"], ["vehicle", "car"], ["vehicle", "bus"]])
     >>> animal, vehicle = tree.index("animal"), tree.index("vehicle")
@@ -260,7 +260,7 @@ def level_accuracy(pred_node: np.ndarray, target_leaf: np.ndarray, hierarchy: Hi
     Examples
     --------
     >>> import numpy as np
-    >>> from hseval.hierarchy import Hierarchy
+    >>> from hseval.tree.hierarchy import Hierarchy
     >>> from hseval.metrics import level_accuracy
     >>> tree = Hierarchy.from_paths([["animal", "cat"], ["animal", "dog"], ["car"]])
     >>> level_accuracy(np.array([0, 0, -1]), np.array([0, 1, 2]), tree, 2)  # car is left out
@@ -303,7 +303,7 @@ def superclass_accuracy_from_leaf(pred_leaf: np.ndarray, target: np.ndarray, hie
     dog) is wrong at the leaves but right at level 1, sample 2 (a car taken for a cat) is wrong at both.
 
     >>> import numpy as np
-    >>> from hseval.hierarchy import Hierarchy
+    >>> from hseval.tree.hierarchy import Hierarchy
     >>> from hseval.metrics import superclass_accuracy_from_leaf
     >>> tree = Hierarchy.from_paths([["animal", "cat"], ["animal", "dog"], ["vehicle", "car"], ["vehicle", "bus"]])
     >>> pred, target = np.array([1, 0, 0, 3]), np.array([0, 0, 2, 3])
@@ -347,7 +347,7 @@ def superclass_accuracy_from_levels(level_pred: Mapping[int, np.ndarray], target
     Examples
     --------
     >>> import numpy as np
-    >>> from hseval.hierarchy import Hierarchy
+    >>> from hseval.tree.hierarchy import Hierarchy
     >>> from hseval.metrics import superclass_accuracy_from_levels
     >>> tree = Hierarchy.from_paths([["animal", "cat"], ["animal", "dog"], ["vehicle", "car"], ["vehicle", "bus"]])
     >>> animal, vehicle = tree.index("animal"), tree.index("vehicle")
@@ -390,7 +390,7 @@ def level_agreement(level_pred: Mapping[int, np.ndarray], pred_leaf: np.ndarray,
     Examples
     --------
     >>> import numpy as np
-    >>> from hseval.hierarchy import Hierarchy
+    >>> from hseval.tree.hierarchy import Hierarchy
     >>> from hseval.metrics import level_agreement
     >>> tree = Hierarchy.from_paths([["animal", "cat"], ["animal", "dog"], ["vehicle", "car"], ["vehicle", "bus"]])
     >>> animal, vehicle = tree.index("animal"), tree.index("vehicle")
@@ -436,7 +436,7 @@ def per_node_accuracy(pred_leaf: np.ndarray, target: np.ndarray, hierarchy: Hier
     Examples
     --------
     >>> import numpy as np
-    >>> from hseval.hierarchy import Hierarchy
+    >>> from hseval.tree.hierarchy import Hierarchy
     >>> from hseval.metrics import per_node_accuracy
     >>> tree = Hierarchy.from_paths([["animal", "cat"], ["animal", "dog"], ["vehicle", "car"], ["vehicle", "bus"]])
     >>> tree.node_names

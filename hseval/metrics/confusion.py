@@ -7,8 +7,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from hseval.hierarchy import Hierarchy
 from hseval.metrics import _checks
+from hseval.tree.hierarchy import Hierarchy
 
 __all__ = ["tree_order", "confusion_matrix"]
 
@@ -32,7 +32,7 @@ def tree_order(hierarchy: Hierarchy) -> np.ndarray:
 
     Examples
     --------
-    >>> from hseval.hierarchy import Hierarchy
+    >>> from hseval.tree.hierarchy import Hierarchy
     >>> from hseval.metrics import tree_order
     >>> tree = Hierarchy.from_paths([["animal", "cat"], ["vehicle", "car"], ["animal", "dog"]])
     >>> order = tree_order(tree)
@@ -77,7 +77,7 @@ def confusion_matrix(pred: np.ndarray, target: np.ndarray, hierarchy: Hierarchy,
     Examples
     --------
     >>> import numpy as np
-    >>> from hseval.hierarchy import Hierarchy
+    >>> from hseval.tree.hierarchy import Hierarchy
     >>> from hseval.metrics import confusion_matrix
     >>> tree = Hierarchy.from_paths([["animal", "cat"], ["animal", "dog"], ["vehicle", "car"], ["vehicle", "bus"]])
     >>> pred, target = np.array([1, 0, 0, 3]), np.array([0, 0, 2, 3])

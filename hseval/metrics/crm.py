@@ -13,8 +13,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from hseval.hierarchy import Hierarchy
 from hseval.metrics import _checks
+from hseval.tree.hierarchy import Hierarchy
 
 __all__ = ["MAX_CLASSES", "class_distances", "crm_scores", "too_many_classes", "crm_summary"]
 

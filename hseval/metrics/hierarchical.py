@@ -16,8 +16,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from hseval.hierarchy import Hierarchy
 from hseval.metrics import _checks
+from hseval.tree.hierarchy import Hierarchy
 
 __all__ = ["hierarchical_prf"]
 
@@ -50,7 +50,7 @@ def hierarchical_prf(pred_leaf: np.ndarray, target: np.ndarray, hierarchy: Hiera
     shared at all, F1 is 0:
 
     >>> import numpy as np
-    >>> from hseval.hierarchy import Hierarchy
+    >>> from hseval.tree.hierarchy import Hierarchy
     >>> from hseval.metrics import hierarchical_prf
     >>> tree = Hierarchy.from_paths([["animal", "cat"], ["animal", "dog"], ["vehicle", "car"], ["vehicle", "bus"]])
     >>> hierarchical_prf(np.array([1, 0, 0, 3]), np.array([0, 0, 2, 3]), tree)

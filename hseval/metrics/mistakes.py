@@ -16,9 +16,9 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from hseval.hierarchy import Hierarchy
 from hseval.metrics import _checks
 from hseval.metrics.accuracy import topk_predictions
+from hseval.tree.hierarchy import Hierarchy
 
 __all__ = ["hierarchical_distance", "mistake_severity", "avg_hierarchical_distance_at_k",
            "best_hierarchical_distance_at_k", "mistake_metrics", "mistake_metrics_from_topk"]
@@ -48,7 +48,7 @@ def hierarchical_distance(pred: np.ndarray, target: np.ndarray, hierarchy: Hiera
     Examples
     --------
     >>> import numpy as np
-    >>> from hseval.hierarchy import Hierarchy
+    >>> from hseval.tree.hierarchy import Hierarchy
     >>> from hseval.metrics import hierarchical_distance
     >>> tree = Hierarchy.from_paths([["animal", "cat"], ["animal", "dog"], ["vehicle", "car"], ["vehicle", "bus"]])
     >>> hierarchical_distance(np.array([0, 1, 2]), np.array([0, 0, 0]), tree).tolist()  # cat, dog, car for a cat
@@ -96,7 +96,7 @@ def mistake_severity(pred_top1: np.ndarray, target: np.ndarray, hierarchy: Hiera
     (a car for a cat); correct predictions do not count:
 
     >>> import numpy as np
-    >>> from hseval.hierarchy import Hierarchy
+    >>> from hseval.tree.hierarchy import Hierarchy
     >>> from hseval.metrics import mistake_severity
     >>> tree = Hierarchy.from_paths([["animal", "cat"], ["animal", "dog"], ["vehicle", "car"], ["vehicle", "bus"]])
     >>> mistake_severity(np.array([1]), np.array([0]), tree), mistake_severity(np.array([2]), np.array([0]), tree)
@@ -144,7 +144,7 @@ def avg_hierarchical_distance_at_k(topk_pred: np.ndarray, target: np.ndarray, hi
     Examples
     --------
     >>> import numpy as np
-    >>> from hseval.hierarchy import Hierarchy
+    >>> from hseval.tree.hierarchy import Hierarchy
     >>> from hseval.metrics import avg_hierarchical_distance_at_k
     >>> tree = Hierarchy.from_paths([["animal", "cat"], ["animal", "dog"], ["vehicle", "car"], ["vehicle", "bus"]])
     >>> topk = np.array([[1, 2], [3, 2]])  # distances [1, 2] and [0, 1]
@@ -186,7 +186,7 @@ def best_hierarchical_distance_at_k(topk_pred: np.ndarray, target: np.ndarray, h
     Examples
     --------
     >>> import numpy as np
-    >>> from hseval.hierarchy import Hierarchy
+    >>> from hseval.tree.hierarchy import Hierarchy
     >>> from hseval.metrics import best_hierarchical_distance_at_k
     >>> tree = Hierarchy.from_paths([["animal", "cat"], ["animal", "dog"], ["vehicle", "car"], ["vehicle", "bus"]])
     >>> topk = np.array([[2, 1], [3, 2]])  # distances [2, 1] and [0, 1]
@@ -232,7 +232,7 @@ def mistake_metrics_from_topk(topk_pred: np.ndarray, target: np.ndarray, hierarc
     Examples
     --------
     >>> import numpy as np
-    >>> from hseval.hierarchy import Hierarchy
+    >>> from hseval.tree.hierarchy import Hierarchy
     >>> from hseval.metrics import mistake_metrics_from_topk
     >>> tree = Hierarchy.from_paths([["animal", "cat"], ["animal", "dog"], ["vehicle", "car"], ["vehicle", "bus"]])
     >>> topk = np.array([[1, 2], [3, 2]])
@@ -280,7 +280,7 @@ def mistake_metrics(scores: np.ndarray, target: np.ndarray, hierarchy: Hierarchy
     Examples
     --------
     >>> import numpy as np
-    >>> from hseval.hierarchy import Hierarchy
+    >>> from hseval.tree.hierarchy import Hierarchy
     >>> from hseval.metrics import mistake_metrics
     >>> tree = Hierarchy.from_paths([["animal", "cat"], ["animal", "dog"], ["vehicle", "car"], ["vehicle", "bus"]])
     >>> scores = np.array([[0.1, 0.6, 0.2, 0.1], [0.0, 0.1, 0.3, 0.6]])  # a dog for a cat, a bus

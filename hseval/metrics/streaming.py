@@ -15,7 +15,7 @@ pairs by ``all_gather``), so each rank gets the metrics of the whole dataset.
 Example
 -------
 >>> import numpy as np
->>> from hseval.hierarchy import Hierarchy
+>>> from hseval.tree.hierarchy import Hierarchy
 >>> from hseval.metrics import HierarchicalMetrics
 >>> tree = Hierarchy.from_paths([["animal", "cat"], ["animal", "dog"], ["car"]])
 >>> metrics = HierarchicalMetrics(tree, topk=(1, 2))
@@ -32,11 +32,11 @@ from typing import Any
 
 import numpy as np
 
-from hseval.hierarchy import Hierarchy
 from hseval.metrics import _checks
 from hseval.metrics.accuracy import level_predictions_from_logits, topk_predictions
 from hseval.metrics.calibration import bin_index
 from hseval.metrics.mistakes import hierarchical_distance
+from hseval.tree.hierarchy import Hierarchy
 
 __all__ = ["HierarchicalMetrics", "NO_SCORES", "NO_LEVEL_SCORES"]
 
@@ -73,7 +73,7 @@ class HierarchicalMetrics:
     Two batches give the metrics of all four samples, as the batch functions compute them at once:
 
     >>> import numpy as np
-    >>> from hseval.hierarchy import Hierarchy
+    >>> from hseval.tree.hierarchy import Hierarchy
     >>> from hseval.metrics import HierarchicalMetrics, superclass_accuracy_from_leaf
     >>> tree = Hierarchy.from_paths([["animal", "cat"], ["animal", "dog"], ["vehicle", "car"], ["vehicle", "bus"]])
     >>> metrics = HierarchicalMetrics(tree, topk=(1, 2))
@@ -170,7 +170,7 @@ class HierarchicalMetrics:
         Examples
         --------
         >>> import numpy as np
-        >>> from hseval.hierarchy import Hierarchy
+        >>> from hseval.tree.hierarchy import Hierarchy
         >>> from hseval.metrics import HierarchicalMetrics
         >>> tree = Hierarchy.from_paths([["animal", "cat"], ["animal", "dog"], ["vehicle", "car"], ["vehicle", "bus"]])
         >>> metrics = HierarchicalMetrics(tree, topk=(1, 2))
@@ -422,7 +422,7 @@ class HierarchicalMetrics:
         Examples
         --------
         >>> import numpy as np
-        >>> from hseval.hierarchy import Hierarchy
+        >>> from hseval.tree.hierarchy import Hierarchy
         >>> from hseval.metrics import HierarchicalMetrics
         >>> tree = Hierarchy.from_paths([["animal", "cat"], ["animal", "dog"], ["vehicle", "car"], ["vehicle", "bus"]])
         >>> metrics = HierarchicalMetrics(tree)
@@ -494,7 +494,7 @@ class HierarchicalMetrics:
         Predicted classes without scores give the top-1 metrics only, and say why the rest are missing:
 
         >>> import numpy as np
-        >>> from hseval.hierarchy import Hierarchy
+        >>> from hseval.tree.hierarchy import Hierarchy
         >>> from hseval.metrics import HierarchicalMetrics
         >>> tree = Hierarchy.from_paths([["animal", "cat"], ["animal", "dog"], ["vehicle", "car"], ["vehicle", "bus"]])
         >>> metrics = HierarchicalMetrics(tree, topk=(1, 2))

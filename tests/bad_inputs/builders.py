@@ -77,7 +77,7 @@ def edit_meta(run: Path, edit, *, reseal: bool = True) -> None:
 
 
 def sealed(meta):
-    from hseval.checkpoint import meta_checksum
+    from hseval.io.run_format import meta_checksum
 
     if isinstance(meta, dict) and "meta_sha256" in meta:
         meta["meta_sha256"] = meta_checksum(meta)

@@ -1,7 +1,7 @@
 """The catalogue of bad inputs: one :class:`Case` per row of ``README.md``.
 
 Each case builds its bad input in its own folder and returns the command line that a user would
-type; ``test_catalogue.py`` runs it through ``hseval.cli.main`` (or a subprocess) and checks the
+type; ``test_catalogue.py`` runs it through ``hseval.cli.main.main`` (or a subprocess) and checks the
 exit code 2, the one pinned line on stderr and that nothing new appeared on disk.
 
 ``python -m tests.bad_inputs.cases`` rewrites the table in ``README.md`` from this list.

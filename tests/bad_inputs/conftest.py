@@ -10,7 +10,7 @@ from tests.bad_inputs.builders import Good
 
 @pytest.fixture(scope="session")
 def good(tmp_path_factory, fashion_like) -> Good:
-    from hseval.cli import main
+    from hseval.cli.main import main
 
     root = tmp_path_factory.mktemp("good")
     run, evaluation = root / "run", root / "eval"

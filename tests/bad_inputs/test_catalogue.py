@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from hseval.cli import main
+from hseval.cli.main import main
 from tests.bad_inputs.builders import MARKER_NAME
 from tests.bad_inputs.cases import CASES, readme_table, table
 

@@ -5,7 +5,7 @@
 - evaluate: after a kill the output folder holds only complete runs; the next evaluate cleans
   the hidden staging folders;
 - report: after a kill each report file is the old one or the new one, never a mix;
-- a full disk (``ENOSPC`` from the file system, simulated in :mod:`hseval.fileio`, and a real
+- a full disk (``ENOSPC`` from the file system, simulated in :mod:`hseval.core.fileio`, and a real
   64 KiB tmpfs where this machine lets us mount one) gives one line, exit 2, and keeps the last
   good checkpoint (resumable) and every finished file.
 """
@@ -27,11 +27,11 @@ import pytest
 import torch
 from safetensors.torch import load_file
 
-from hseval import fileio
-from hseval.checkpoint import load_train_state
-from hseval.cli import main
-from hseval.evaluation import EVAL_FILES
-from hseval.ownership import LOCK, MARKER
+from hseval.cli.main import main
+from hseval.core import fileio
+from hseval.evaluation.runs import EVAL_FILES
+from hseval.io.folders import LOCK, MARKER
+from hseval.io.run_format import load_train_state
 
 ROOT = Path(__file__).parents[2]
 KILL_SEED = 20240611
@@ -206,7 +206,7 @@ def test_kill_9_during_report_leaves_the_old_or_the_new_file(good, tmp_path, cap
 
 # ====================================================================== a full disk
 class FullDisk:
-    """Makes the ``n``-th file-system call ``name`` of :mod:`hseval.fileio` fail with ENOSPC."""
+    """Makes the ``n``-th file-system call ``name`` of :mod:`hseval.core.fileio` fail with ENOSPC."""
 
     def __init__(self, monkeypatch, name: str, n: int) -> None:
         self.calls, self.n, self.real = 0, n, getattr(os, name)

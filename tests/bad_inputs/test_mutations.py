@@ -20,9 +20,9 @@ import numpy as np
 import pytest
 from streamlit.testing.v1 import AppTest
 
-from hseval import eval_format
-from hseval.cli import main
-from hseval.results import load_evaluation
+from hseval.cli.main import main
+from hseval.io import evaluation_format as eval_format
+from hseval.io.results import load_evaluation
 from tests.bad_inputs.builders import reseal as reseal_run
 from tests.bad_inputs.mutations import Mutation, mutations_of
 from tests.helpers import reseal as reseal_evaluation

@@ -25,7 +25,7 @@ import numpy as np
 import pytest
 import torch
 
-from hseval.errors import DataError, RunFormatError
+from hseval.core.errors import DataError, RunFormatError
 from tests.bad_inputs.builders import MARKER_NAME, Planted, PlantedSystem, planted_pickle, sealed
 from tests.helpers import reseal
 
@@ -144,7 +144,7 @@ def test_the_payload_really_runs_under_plain_pickle(tmp_path):
 
 
 def test_load_run_refuses_a_pickle_in_model_safetensors(good, tmp_path, marker):
-    from hseval.checkpoint import load_run
+    from hseval.io.run_format import load_run
 
     run = Path(shutil.copytree(good.run, tmp_path / "run"))
     (run / "model.safetensors").write_bytes(planted_pickle(marker))
@@ -159,7 +159,7 @@ def test_load_run_refuses_a_pickle_in_model_safetensors(good, tmp_path, marker):
 
 @pytest.mark.parametrize("how", ["torch.save", "pickle.dumps"])
 def test_resume_refuses_a_pickle_in_train_state(good, tmp_path, marker, how):
-    from hseval.checkpoint import STATE_FILE, load_train_state
+    from hseval.io.run_format import STATE_FILE, load_train_state
 
     run = Path(shutil.copytree(good.run, tmp_path / "run"))
     if how == "torch.save":
@@ -192,8 +192,8 @@ def object_npz(marker: Path) -> bytes:
 
 @pytest.mark.parametrize("how", ["a pickle named .npz", "object arrays in a .npz", "a zip of pickles"])
 def test_evaluation_files_replaced_by_pickles_are_refused(good, tmp_path, marker, how, capsys):
-    from hseval.cli import main
-    from hseval.results import load_evaluation
+    from hseval.cli.main import main
+    from hseval.io.results import load_evaluation
 
     folder = Path(shutil.copytree(good.evaluation, tmp_path / "eval"))
     if how == "a pickle named .npz":

@@ -18,9 +18,9 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from hseval.errors import HsevalError
-from hseval.hierarchy import Hierarchy
-from hseval.hierarchy_io import FORMATS
+from hseval.core.errors import HsevalError
+from hseval.tree.file_read import FORMATS
+from hseval.tree.hierarchy import Hierarchy
 from tests.helpers import trees
 
 EXAMPLES = {
@@ -169,7 +169,7 @@ def test_nbdt_reader_on_random_json(scratch, doc):
 # ------------------------------------------------------------------ runs
 @pytest.fixture(scope="module")
 def run_copy(good, scratch):
-    from hseval.checkpoint import load_run
+    from hseval.io.run_format import load_run
 
     run = Path(shutil.copytree(good.run, scratch / "run"))
     original = {name: (run / name).read_bytes() for name in ("run.json", "model.safetensors")}
@@ -183,7 +183,7 @@ def restore(run: Path, original: dict[str, bytes]) -> None:
 
 
 def load_or_error(run: Path) -> None:
-    from hseval.checkpoint import load_run
+    from hseval.io.run_format import load_run
 
     read_or_error(load_run, run)
 
@@ -301,7 +301,7 @@ def test_load_evaluation_and_its_tables(evaluation_copy, target, data, where, va
     """Random bytes in one file of an evaluated run, or one value of its metrics.json replaced:
     loading the folder, its tables (what ``hseval report`` and the dashboard show) and the
     predictions give results or hseval errors."""
-    from hseval.results import grouped_summary, level_table, load_evaluation, summary_table
+    from hseval.io.results import grouped_summary, level_table, load_evaluation, summary_table
 
     folder, run = damage_evaluation(evaluation_copy, target, data, where, value, mode)
     evaluation = read_or_error(load_evaluation, folder)
@@ -338,7 +338,7 @@ def damage_evaluation(evaluation_copy, target, data, where, value, mode):
 def test_report_on_a_damaged_evaluation(evaluation_copy, target, data, where, value, mode):
     """``hseval report`` end to end (tables, figures, the HTML page) on a damaged evaluation: it
     writes its files, or raises an hseval error having written none of them."""
-    from hseval.report import write_report
+    from hseval.reporting.report import write_report
 
     folder, _ = damage_evaluation(evaluation_copy, target, data, where, value, mode)
     written = read_or_error(write_report, folder)
@@ -364,7 +364,7 @@ recipes = st.recursive(scalars, lambda inner: st.one_of(st.lists(inner, max_size
 def test_load_config_on_random_yaml(scratch, doc, raw, overrides):
     import yaml
 
-    from train.config import TrainConfig, load_config
+    from hseval.train.config import TrainConfig, load_config
 
     path = scratch / "recipe.yaml"
     if raw is not None:

@@ -1,0 +1,130 @@
+"""``hseval hierarchy build | random`` and ``hseval data list | info``: the datasets' trees and facts.
+
+``hierarchy build`` writes a dataset's tree in the paper's pairs format (plus the ``.names.tsv``
+sidecar); without ``--data-root`` it uses the official class lists shipped with hseval, with it
+the dataset's own files (validated, no image decoded). ``hierarchy random`` writes the shuffled
+tree of the paper's ablation (Table 5).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import textwrap
+
+from hseval.cli import non_negative_int
+from hseval.tree.file_read import FORMATS
+
+# dataset options that the command line exposes (each a --flag taking a path)
+CLI_OPTIONS = ("hierarchy", "wordnet")
+
+
+seed_int = non_negative_int
+
+
+def _options(args: argparse.Namespace, accepted: tuple[str, ...]) -> dict:
+    """The dataset options given on the command line, each checked against what the dataset takes."""
+    from hseval.core.errors import ConfigError
+
+    given = {name: value for name in CLI_OPTIONS if (value := getattr(args, name, None)) is not None}
+    for name in given:
+        if name not in accepted:
+            takes = ", ".join(f"--{a}" for a in accepted if a in CLI_OPTIONS) or "none"
+            raise ConfigError(f"--{name} does not apply to {args.dataset} (its options: {takes})")
+    return given
+
+
+def cmd_build(args: argparse.Namespace) -> int:
+    from hseval.tree.file_read import names_sidecar
+
+    if args.data_root is None:
+        from hseval.tree.builders import build_hierarchy, builder_options
+
+        tree = build_hierarchy(args.dataset, **_options(args, builder_options(args.dataset)))
+    else:
+        from hseval.data import dataset_options, load_dataset
+
+        options = _options(args, dataset_options(args.dataset))
+        tree = load_dataset(args.dataset, args.data_root, **options).hierarchy
+    tree.write(args.out, "pairs")
+    print(f"wrote {args.out} and {names_sidecar(args.out)} ({tree.num_leaves} classes, {tree.num_nodes} nodes, "
+          f"depth {tree.max_depth})")
+    return 0
+
+
+def cmd_random(args: argparse.Namespace) -> int:
+    from hseval.tree.builders import random_hierarchy
+    from hseval.tree.hierarchy import Hierarchy
+
+    tree = random_hierarchy(Hierarchy.read(args.file, args.format), seed=args.seed)
+    tree.write(args.out, args.to)
+    print(f"wrote {args.out} (classes dealt at random to the leaves of {args.file}, seed {args.seed})")
+    return 0
+
+
+def cmd_list(args: argparse.Namespace) -> int:
+    from hseval.data import dataset_options, list_datasets
+
+    for name in list_datasets():
+        options = " ".join(f"[--{option} ...]" for option in dataset_options(name) if option in CLI_OPTIONS)
+        print(f"{name} {options}".rstrip())
+    return 0
+
+
+def cmd_info(args: argparse.Namespace) -> int:
+    from hseval.data import dataset_options, load_dataset
+
+    data = load_dataset(args.dataset, args.data_root, **_options(args, dataset_options(args.dataset)))
+    summary = {**data.describe(), "hierarchy": data.hierarchy.stats()}
+    if args.json:
+        print(json.dumps(summary))
+        return 0
+    print(f"dataset: {data.name}\nroot: {data.root}")
+    print(f"images: {len(data.train)} train, {len(data.test)} test; {data.channels}×{data.image_size}×"
+          f"{data.image_size} after preprocessing")
+    print(f"normalisation: mean {list(data.mean)}, std {list(data.std)}")
+    if "augmentation" in data.info:
+        print(f"augmentation: {data.info['augmentation']}")
+    print(f"classes ({len(data.class_names)}):")
+    words = data.info.get("class_words", {})  # WordNet ids are shown with their first word
+    labels = [f"{name} ({words[name].split(',')[0]})" if name in words else name for name in data.class_names]
+    print(textwrap.fill(", ".join(labels), width=100, initial_indent="  ", subsequent_indent="  ",
+                        break_on_hyphens=False))
+    stats = summary["hierarchy"]
+    print(f"hierarchy: {stats['num_leaves']} classes, {stats['num_nodes']} nodes, depth {stats['max_depth']}, "
+          f"nodes per depth {stats['nodes_per_depth']}")
+    return 0
+
+
+def register(commands: argparse._SubParsersAction, hierarchy_actions: argparse._SubParsersAction) -> None:
+    """Add ``build`` and ``random`` to the ``hierarchy`` actions (as returned by
+    :func:`hseval.cli.hierarchy.register`) and the ``data`` group to ``commands``."""
+    build = hierarchy_actions.add_parser("build", help="write a dataset's tree (paper's pairs format + names)")
+    build.add_argument("dataset", metavar="DATASET", help="a dataset name (hseval data list)")
+    build.add_argument("--data-root", metavar="DIR",
+                       help="read the classes from the dataset's files (default: the official lists)")
+    build.add_argument("--out", required=True, metavar="FILE", help="pairs file to write (and FILE.names.tsv)")
+    build.add_argument("--hierarchy", metavar="FILE", help="the tree of an image-folder dataset (checked against "
+                                                          "its class folders)")
+    build.add_argument("--wordnet", metavar="DIR", help="WordNet 3.0 folder (tiny-imagenet; default: look it up)")
+    build.set_defaults(func=cmd_build)
+    shuffle = hierarchy_actions.add_parser("random", help="the same tree with the classes dealt at random "
+                                                          "(the paper's ablation)")
+    shuffle.add_argument("file")
+    shuffle.add_argument("--seed", required=True, type=seed_int, help="random seed (reproducible)")
+    shuffle.add_argument("--out", required=True, metavar="FILE", help="file to write")
+    shuffle.add_argument("--format", choices=FORMATS, help="input format (default: detect)")
+    shuffle.add_argument("--to", choices=FORMATS, help="output format (default: nbdt for .json, else pairs)")
+    shuffle.set_defaults(func=cmd_random)
+    data = commands.add_parser("data", help="inspect the datasets")
+    actions = data.add_subparsers(dest="data_command", metavar="ACTION", required=True)
+    listing = actions.add_parser("list", help="print the registered datasets and their options")
+    listing.set_defaults(func=cmd_list)
+    info = actions.add_parser("info", help="print a dataset's sizes, classes and tree")
+    info.add_argument("dataset", metavar="DATASET", help="a dataset name (hseval data list)")
+    info.add_argument("--data-root", metavar="DIR", help="dataset folder (default: $HSEVAL_DATA, then the usual "
+                                                         "places)")
+    info.add_argument("--hierarchy", metavar="FILE", help="the tree of an image-folder dataset")
+    info.add_argument("--wordnet", metavar="DIR", help="WordNet 3.0 folder (tiny-imagenet; default: look it up)")
+    info.add_argument("--json", action="store_true", help="print one JSON object")
+    info.set_defaults(func=cmd_info)

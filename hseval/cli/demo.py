@@ -1,0 +1,107 @@
+"""``hseval demo``: the whole product on the embedded default, in minutes on a CPU.
+
+Trains every registered head on Fashion-MNIST with the CPU recipe (the same seed and data order
+for all), evaluates them, writes the report and prints a table of leaf and super-class accuracy
+per head and the command that opens the dashboard. Finished runs and up-to-date evaluations in
+``--out`` are reused (an interrupted demo continues where it stopped); ``--force`` does it all again.
+"""
+
+from __future__ import annotations
+
+import argparse
+import time
+from pathlib import Path
+
+QUICK = ["data.train_subset=3000", "optim.epochs=1", "optim.milestones=[1]"]
+
+
+def _table(rows: list[dict], levels: list[str]) -> str:
+    header = ["head", "leaf acc", *[f"L{d} from leaf" for d in levels], *[f"L{d} own scores" for d in levels],
+              "train s"]
+    lines = [header]
+    for r in rows:
+        lines.append([r["head"], f"{r['top1']:.4f}", *[r["leaf"].get(d, "") for d in levels],
+                      *[r["own"].get(d, "—") for d in levels], f"{r['seconds']:.0f}"])
+    widths = [max(len(str(line[i])) for line in lines) for i in range(len(header))]
+    out = []
+    for k, line in enumerate(lines):
+        out.append("  ".join(str(c).rjust(w) if i else str(c).ljust(w) for i, (c, w) in enumerate(zip(line, widths))))
+        if k == 0:
+            out.append("  ".join("-" * w for w in widths))
+    return "\n".join(out)
+
+
+def cmd_demo(args: argparse.Namespace) -> int:
+    from hseval.cli.train import planned_configs, train_planned
+    from hseval.evaluation.runs import evaluate_runs
+    from hseval.io.results import read_run
+    from hseval.reporting.report import write_report
+    from hseval.train.engine import load_data
+
+    start = time.perf_counter()
+    out = Path(args.out)
+    runs, eval_dir = out / "runs", out / "eval"
+    plan = argparse.Namespace(  # train-all's plan: every head, the CPU recipe, one seed
+        dataset=None, recipe="fashion-mnist", backbone=None, data_root=args.data_root, device=args.device,
+        quiet=args.quiet, set=QUICK if args.quick else [], heads="all", seeds=None, sweep=[])
+    configs = planned_configs(plan)
+    data = load_data(configs[0][0])
+    print(f"hseval demo: {len(configs)} heads on Fashion-MNIST ({data.root}), "
+          f"{'quick' if args.quick else 'CPU recipe'}; output in {out}")
+    seconds = train_planned(configs, runs, resume=not args.force, force=args.force, hierarchy=None, data=data,
+                            replace_stale=True)
+    print("evaluating")
+    projections = ["pca"] if args.quick else ["pca", "tsne"]
+    entries = evaluate_runs([str(runs / name) for _, name in configs], eval_dir, projections=projections,
+                            max_points=1000 if args.quick else 3000, device=args.device or "auto",
+                            progress=not args.quiet, data_root=args.data_root, reuse=not args.force,
+                            log=lambda _: None)
+    for path in write_report(eval_dir):
+        if path.suffix == ".html":
+            print(f"report: {path}")
+    rows, levels = [], []
+    for entry in entries:
+        metrics = read_run(eval_dir / entry["run"]).metrics
+        levels = sorted(metrics.get("superclass_acc") or {}, key=int)
+        rows.append({"head": entry["head"], "top1": metrics["top1"],
+                     "leaf": {d: f"{v:.4f}" for d, v in (metrics.get("superclass_acc") or {}).items() if v is not None},
+                     "own": {d: f"{v:.4f}" for d, v in (metrics.get("superclass_acc_from_levels") or {}).items()
+                             if v is not None},
+                     "seconds": seconds.get(entry["head"], 0.0)})
+    print()
+    print(_table(rows, levels))
+    print("\n'own scores': super-class accuracy from the head's own super-class scores (parent δ columns for the "
+          "Δ-heads, the level heads for multitask); '—': the head has none.")
+    total = time.perf_counter() - start
+    _record(out, total, seconds, quick=args.quick)
+    print(f"\ndone in {total:.0f} s. Open the dashboard with:\n  hseval dashboard {eval_dir}")
+    return 0
+
+
+def _record(out: Path, total: float, seconds: dict[str, float], *, quick: bool) -> None:
+    """``demo.json``: what ran, where and how long (read by scripts/readme_demo.py)."""
+    import datetime
+    import platform
+
+    import torch
+
+    from hseval.core import fileio
+    from hseval.core.perf import cpu_model
+
+    gpu = torch.cuda.get_device_name(0) if torch.cuda.is_available() else None
+    fileio.write_json(out / "demo.json", {
+        "seconds": total, "quick": quick, "heads": list(seconds), "train_seconds": seconds,
+        "date": datetime.date.today().isoformat(),
+        "machine": {"cpu": cpu_model(), "threads": torch.get_num_threads(), "gpu": gpu, "torch": torch.__version__,
+                    "python": platform.python_version()}})
+
+
+def register(commands: argparse._SubParsersAction) -> None:
+    demo = commands.add_parser("demo", help="train, evaluate and report every head on Fashion-MNIST (CPU, minutes)")
+    demo.add_argument("--out", default="hseval-demo", help="output folder (default: ./hseval-demo)")
+    demo.add_argument("--quick", action="store_true", help="a smoke test: one epoch on 3,000 training images, PCA only")
+    demo.add_argument("--data-root", help="folder with Fashion-MNIST's IDX files (default: the usual places)")
+    demo.add_argument("--device", help="auto, cpu, cuda (default: auto)")
+    demo.add_argument("--force", action="store_true", help="train again even where a finished run exists")
+    demo.add_argument("--quiet", action="store_true", help="no progress bars")
+    demo.set_defaults(func=cmd_demo)

@@ -1,0 +1,127 @@
+"""``hseval hierarchy stats | convert | show | induce``: inspect and convert hierarchy files, and
+induce a tree from a trained head's class vectors."""
+
+from __future__ import annotations
+
+import argparse
+import json
+from pathlib import Path
+
+from hseval.cli import positive_int
+from hseval.tree.file_read import FORMATS
+
+
+def _read(args: argparse.Namespace, path: str):
+    from hseval.tree.hierarchy import Hierarchy
+
+    return Hierarchy.read(path, args.format)
+
+
+def cmd_stats(args: argparse.Namespace) -> int:
+    stats = _read(args, args.file).stats()
+    if args.json:
+        print(json.dumps(stats))
+    else:
+        for key, value in stats.items():
+            print(f"{key}: {value}")
+    return 0
+
+
+def cmd_convert(args: argparse.Namespace) -> int:
+    from hseval.tree.transforms import merge_single_child_chains
+
+    hierarchy = _read(args, args.input)
+    if args.merge_chains:
+        hierarchy = merge_single_child_chains(hierarchy)
+    hierarchy.write(args.output, args.to)
+    print(f"wrote {args.output} ({args.to}, {hierarchy.num_leaves} classes, {hierarchy.num_nodes} nodes)")
+    return 0
+
+
+def _clusters(text: str) -> list[int]:
+    try:
+        return [int(k) for k in text.split(",") if k.strip()]
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected comma-separated numbers of groups, e.g. 3,6; got {text!r}") \
+            from None
+
+
+def cmd_induce(args: argparse.Namespace) -> int:
+    from hseval.core import fileio
+    from hseval.tree.induce import class_vectors_of, default_clusters, induce_tree
+
+    fileio.check_output_folder(Path(args.out).parent, option="--out")
+    vectors, given = class_vectors_of(args.source)
+    clusters = args.clusters or default_clusters(given)
+    tree = induce_tree(vectors, given.leaf_names, clusters=clusters)
+    tree.write(args.out, args.to)
+    print(f"wrote {args.out} ({tree.num_leaves} classes, {tree.num_nodes - tree.num_leaves} super-classes in "
+          f"{tree.max_depth - 1} level(s), from {len(clusters)} cut(s): {','.join(map(str, clusters))} groups)")
+    return 0
+
+
+def render_tree(hierarchy, max_depth: int | None = None) -> str:
+    """The tree as text, one node per line, super-classes with their number of classes.
+
+    Iterative (a tree may be MAX_DEPTH levels deep) and linear in the size of the output."""
+    names, depth, children = hierarchy.node_names, hierarchy.depth.tolist(), hierarchy.children
+    classes = _classes_below(hierarchy)
+    lines = [hierarchy.root_name]
+    stack = [(child, "", k == len(children[-1]) - 1) for k, child in enumerate(children[-1])][::-1]
+    while stack:
+        node, prefix, last = stack.pop()
+        label = names[node] if hierarchy.is_leaf(node) else f"{names[node]}  ({classes[node]} classes)"
+        lines.append(f"{prefix}{'└── ' if last else '├── '}{label}")
+        if max_depth is None or depth[node] < max_depth:
+            inner = prefix + ("    " if last else "│   ")
+            kids = children[node]
+            stack.extend((kid, inner, k == len(kids) - 1) for k, kid in reversed(list(enumerate(kids))))
+    return "\n".join(lines)
+
+
+def _classes_below(hierarchy) -> list[int]:
+    """Number of classes (leaves) below each node, deepest nodes first: O(|P|)."""
+    counts = [1] * hierarchy.num_leaves + [0] * (hierarchy.num_nodes - hierarchy.num_leaves)
+    parents, depth = hierarchy.parents.tolist(), hierarchy.depth.tolist()
+    for node in sorted(range(hierarchy.num_nodes), key=depth.__getitem__, reverse=True):
+        if parents[node] >= 0:
+            counts[parents[node]] += counts[node]
+    return counts
+
+
+def cmd_show(args: argparse.Namespace) -> int:
+    print(render_tree(_read(args, args.file), args.max_depth))
+    return 0
+
+
+def register(commands: argparse._SubParsersAction) -> argparse._SubParsersAction:
+    """Add ``hierarchy`` and return its action sub-parser (other modules add actions to it)."""
+    hierarchy = commands.add_parser("hierarchy", help="inspect, convert and build hierarchy files")
+    actions = hierarchy.add_subparsers(dest="hierarchy_command", metavar="ACTION", required=True)
+    stats = actions.add_parser("stats", help="print |L|, |P|, max depth and nodes per depth")
+    stats.add_argument("file")
+    stats.add_argument("--format", choices=FORMATS, help="file format (default: detect)")
+    stats.add_argument("--json", action="store_true", help="print one JSON object")
+    stats.set_defaults(func=cmd_stats)
+    convert = actions.add_parser("convert", help="convert between hierarchy formats")
+    convert.add_argument("input")
+    convert.add_argument("output")
+    convert.add_argument("--to", required=True, choices=FORMATS, help="output format")
+    convert.add_argument("--format", choices=FORMATS, help="input format (default: detect)")
+    convert.add_argument("--merge-chains", action="store_true",
+                         help="merge every super-class that has a single child into that child")
+    convert.set_defaults(func=cmd_convert)
+    show = actions.add_parser("show", help="print the tree")
+    show.add_argument("file")
+    show.add_argument("--format", choices=FORMATS, help="file format (default: detect)")
+    show.add_argument("--max-depth", type=positive_int, help="stop at this depth")
+    show.set_defaults(func=cmd_show)
+    induce = actions.add_parser("induce", help="the tree recovered from a trained head's class vectors")
+    induce.add_argument("source", help="a run folder (hseval train) or an evaluated run (hseval evaluate's DIR/<run>)")
+    induce.add_argument("--out", required=True, help="the tree file to write")
+    induce.add_argument("--to", choices=FORMATS, default=None,
+                        help="output format (default: nbdt for .json, else pairs with a .names.tsv)")
+    induce.add_argument("--clusters", type=_clusters, default=None, metavar="K1,K2,...",
+                        help="groups per level from the top (default: as many as the run's tree has per level)")
+    induce.set_defaults(func=cmd_induce)
+    return actions

@@ -1,0 +1,119 @@
+"""The ``hseval`` command line: the composition root of the product.
+
+Each group of subcommands lives in :mod:`hseval.cli` and registers its parsers here.
+``train`` and ``app`` are imported lazily, inside the commands that need them.
+
+What reaches the user is always one line on stderr:
+
+- a user error (any :class:`HsevalError`, a bad argument) or a known failure of the machine (a full
+  disk, a missing permission: :class:`OSError`) is ``hseval: error: ...`` and exit code 2; every
+  file hseval writes is written atomically, so the last good state is kept;
+- anything else is a bug: ``hseval: internal error ...`` names the log file that holds the
+  traceback, and the exit code is 1;
+- a :class:`~hseval.core.errors.HsevalWarning` is ``hseval: warning: ...``, once per message.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import sys
+import warnings
+from collections.abc import Iterator, Sequence
+
+from hseval.core.errors import HsevalError, HsevalWarning, first_line, write_crash_log
+
+__all__ = ["main", "build_parser"]
+
+
+class UsageError(HsevalError):
+    """A command-line argument is missing or invalid."""
+
+
+class _Parser(argparse.ArgumentParser):
+    def error(self, message: str) -> None:  # one line, no usage dump; main() turns it into exit 2
+        raise UsageError(f"{message} (see '{self.prog} --help')")
+
+
+def build_parser() -> argparse.ArgumentParser:
+    from hseval import __version__
+    from hseval.cli import dashboard, data, demo, evaluate, export, hierarchy, importing, train
+
+    parser = _Parser(prog="hseval", description="Train, evaluate and inspect hierarchical classifiers "
+                                                "(hierarchical spheres, Scieur & Kim 2021).")
+    parser.add_argument("--version", action="version", version=f"hseval {__version__}")
+    commands = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
+    data.register(commands, hierarchy.register(commands))
+    train.register(commands)
+    evaluate.register(commands)
+    dashboard.register(commands)
+    demo.register(commands)
+    importing.register(commands)
+    export.register(commands)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    with _warnings_as_lines():
+        try:
+            args = build_parser().parse_args(argv)
+            return int(args.func(args) or 0)
+        except HsevalError as exc:
+            print(f"hseval: error: {first_line(exc)}", file=sys.stderr)
+            return 2
+        except KeyboardInterrupt:
+            print("hseval: interrupted (training keeps its last finished epoch: continue it with --resume)",
+                  file=sys.stderr)
+            return 130
+        except BrokenPipeError:
+            return 0
+        except OSError as exc:  # the machine's, not hseval's: a full disk, a permission, a vanished file
+            print(f"hseval: error: {os_error_line(exc)}", file=sys.stderr)
+            return 2
+        except MemoryError:
+            print("hseval: error: out of memory; use a smaller batch (--set data.eval_batch_size=...) or fewer "
+                  "runs at once", file=sys.stderr)
+            return 2
+        except Exception as exc:  # a bug: one line for the user, the traceback for the report
+            log = write_crash_log(exc, argv)
+            where = f"the traceback is in {log}" if log else "the traceback could not be written to a log file"
+            print(f"hseval: internal error ({type(exc).__name__}: {first_line(exc, limit=300)}); this is a bug in "
+                  f"hseval, {where}; please report it", file=sys.stderr)
+            return 1
+
+
+def os_error_line(exc: OSError) -> str:
+    """``PATH: reason`` for an error of the file system."""
+    where = exc.filename if exc.filename is not None else ""
+    reason = exc.strerror or first_line(exc)
+    hint = {28: "; free some space and run the command again (finished files are kept)",
+            13: "; choose a folder you can write to", 30: "; choose a folder you can write to"}.get(exc.errno or 0, "")
+    return f"{where}: {reason}{hint}" if where else f"{reason}{hint}"
+
+
+@contextlib.contextmanager
+def _warnings_as_lines() -> Iterator[None]:
+    """Show each :class:`HsevalWarning` once, as ``hseval: warning: ...``; other warnings as usual."""
+    shown: set[str] = set()
+    previous = warnings.showwarning
+
+    def show(message, category, filename, lineno, file=None, line=None):
+        if issubclass(category, HsevalWarning):
+            text = str(message)
+            if text not in shown:
+                shown.add(text)
+                print(f"hseval: warning: {text}", file=sys.stderr)
+            return
+        previous(message, category, filename, lineno, file, line)
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("always", HsevalWarning)
+        warnings.showwarning = show
+        try:
+            yield
+        finally:
+            warnings.showwarning = previous
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,149 @@
+"""Atomic writes: write to a temporary name in the same folder, fsync, then rename.
+
+A reader never sees a half-written file, and an interrupted write leaves the previous version
+(or nothing) in place. Errors of the file system (full disk, no permission) become one-line
+:class:`~hseval.core.errors.HsevalError` messages that name the path.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import tempfile
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import IO, Any
+
+from hseval.core.errors import HsevalError, first_line
+
+__all__ = ["atomic_path", "write_text", "write_bytes", "write_json", "read_text", "read_json", "check_output_folder",
+           "remove_stale_temporaries", "json_ready"]
+
+
+@contextlib.contextmanager
+def atomic_path(path: str | Path) -> Iterator[Path]:
+    """Yield a temporary path next to ``path``; on success rename it onto ``path``."""
+    path = Path(path)
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+        os.close(fd)
+    except OSError as exc:
+        raise HsevalError(f"cannot write {path}: {exc.strerror or exc}; choose a writable folder") from None
+    tmp_path = Path(tmp)
+    try:
+        os.chmod(tmp_path, 0o666 & ~_umask())  # mkstemp makes 0600; give the usual permissions
+        yield tmp_path
+        with open(tmp_path, "rb+") as fh:
+            os.fsync(fh.fileno())
+        os.replace(tmp_path, path)
+    except OSError as exc:
+        raise HsevalError(f"cannot write {path}: {exc.strerror or exc}") from None
+    finally:
+        with contextlib.suppress(FileNotFoundError):
+            tmp_path.unlink()
+
+
+def check_output_folder(path: str | Path, *, option: str = "--out") -> None:
+    """Refuse, before any work, an output folder that cannot be created or written (a file in the
+    way, a read-only place); creates nothing."""
+    path = Path(path)
+    if path.exists() and not path.is_dir():
+        raise HsevalError(f"{path}: is a file, not a folder; choose another {option}")
+    existing = next(p for p in (path, *path.parents) if p.exists() or p == p.parent)
+    if not existing.is_dir():
+        raise HsevalError(f"{path}: cannot be created ({existing} is a file); choose another {option}")
+    if not os.access(existing, os.W_OK | os.X_OK):
+        raise HsevalError(f"{path}: cannot write there ({existing} is not writable); choose another {option}")
+
+
+def remove_stale_temporaries(folder: str | Path) -> None:
+    """Remove the temporary files that a killed writer left in ``folder`` (``.NAME.XXXXXXXX.tmp``)."""
+    folder = Path(folder)
+    for stale in folder.glob(".*.tmp") if folder.is_dir() else []:
+        with contextlib.suppress(OSError):
+            if stale.is_file():
+                stale.unlink()
+
+
+def _umask() -> int:
+    mask = os.umask(0)
+    os.umask(mask)
+    return mask
+
+
+def _write(path: str | Path, mode: str, writer: Callable[[IO[Any]], None], **kwargs: Any) -> None:
+    with atomic_path(path) as tmp, open(tmp, mode, **kwargs) as fh:
+        writer(fh)
+
+
+def write_text(path: str | Path, text: str) -> None:
+    _write(path, "w", lambda fh: fh.write(text), encoding="utf-8", newline="\n")
+
+
+def write_bytes(path: str | Path, data: bytes) -> None:
+    _write(path, "wb", lambda fh: fh.write(data))
+
+
+def write_json(path: str | Path, obj: Any) -> None:
+    """Strict JSON (no NaN/Infinity tokens: they become null), indented, atomic."""
+    write_text(path, json.dumps(_finite(obj), indent=2, allow_nan=False) + "\n")
+
+
+def read_bytes(path: str | Path, *, what: str, error: type[HsevalError] = HsevalError, missing: str | None = None,
+               max_bytes: int | None = None) -> bytes:
+    """A file's bytes, or one line ``error`` naming the file: missing (``missing``, default
+    "<what> not found"), a folder, larger than ``max_bytes``, or unreadable."""
+    path = Path(path)
+    try:
+        if path.is_dir():
+            raise error(f"{path}: is a folder, expected {what}")
+        if max_bytes is not None and (size := path.stat().st_size) > max_bytes:
+            raise error(f"{path}: {size} bytes is too large for {what} (limit {max_bytes})")
+        return path.read_bytes()
+    except FileNotFoundError:
+        raise error(f"{path}: {missing or what + ' not found'}") from None
+    except OSError as exc:
+        raise error(f"{path}: cannot read {what}: {exc.strerror or exc}") from None
+
+
+def read_text(path: str | Path, *, what: str, error: type[HsevalError] = HsevalError,
+              missing: str = "not found", damaged: str = "is not UTF-8 text") -> str:
+    """A UTF-8 text file, or one line ``error`` naming the file (``what`` names it for the user;
+    ``missing`` and ``damaged`` end the messages for a missing and a non-text file)."""
+    data = read_bytes(path, what=what, error=error, missing=f"{what} {missing}")
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError:
+        raise error(f"{path}: {what} {damaged}") from None
+
+
+def read_json(path: str | Path, *, what: str = "JSON file") -> Any:
+    """Parse a JSON file, with a one-line error naming the file and line on failure."""
+    from hseval.core.errors import RunFormatError
+
+    path = Path(path)
+    text = read_text(path, what=what, error=RunFormatError)
+    try:
+        return json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise RunFormatError(f"{path}, line {exc.lineno}: {what} is not valid JSON ({exc.msg})") from None
+    except (ValueError, RecursionError) as exc:  # a number too long to convert, nesting too deep
+        raise RunFormatError(f"{path}: {what} is not valid JSON ({first_line(exc, clause=True)})") from None
+
+
+def json_ready(obj: Any) -> Any:
+    """``obj`` as what strict JSON holds and reads back: non-finite floats become None, tuples
+    lists, keys strings (so ``json.loads(json.dumps(json_ready(x))) == json_ready(x)``)."""
+    return _finite(obj)
+
+
+def _finite(obj: Any) -> Any:
+    if isinstance(obj, float):
+        return obj if obj == obj and abs(obj) != float("inf") else None
+    if isinstance(obj, dict):
+        return {str(k): _finite(v) for k, v in obj.items()}
+    if isinstance(obj, (list, tuple)):
+        return [_finite(v) for v in obj]
+    return obj

@@ -1,0 +1,95 @@
+"""2-D projections of sample embeddings and class vectors: PCA (scikit-learn), t-SNE (openTSNE,
+measured faster than scikit-learn's on 10k×128 in ``bench/evaluate.py``) and UMAP (umap-learn).
+
+Class vectors live in the space of the features (logits are φᵀw), but at another scale: each is
+rescaled to the samples' mean norm, then placed with the fitted projection's own ``transform``.
+Seeds are fixed, so a projection is reproducible.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import numpy as np
+
+from hseval.core.errors import ConfigError
+from hseval.core.registry import Registry
+
+__all__ = ["PROJECTIONS", "stratified_sample", "project"]
+
+
+def stratified_sample(labels: np.ndarray, max_points: int, *, seed: int = 0) -> np.ndarray:
+    """Sorted indices of at most ``max_points`` samples, every class in proportion (and at least
+    one sample of each class while the budget allows)."""
+    labels = np.asarray(labels)
+    n = len(labels)
+    if max_points < 1:
+        raise ConfigError(f"max_points must be a positive integer, got {max_points}")
+    if n <= max_points:
+        return np.arange(n)
+    from sklearn.model_selection import train_test_split
+
+    classes, counts = np.unique(labels, return_counts=True)
+    if max_points >= len(classes) and counts.min() >= 2:
+        chosen, _ = train_test_split(np.arange(n), train_size=max_points, stratify=labels, random_state=seed)
+        return np.sort(chosen)
+    return np.sort(np.random.default_rng(seed).choice(n, max_points, replace=False))
+
+
+def _scaled(class_vectors: np.ndarray | None, embeddings: np.ndarray) -> np.ndarray | None:
+    if class_vectors is None or len(class_vectors) == 0:
+        return None
+    norms = np.linalg.norm(class_vectors, axis=1, keepdims=True)
+    target = np.linalg.norm(embeddings, axis=1).mean()
+    return class_vectors / np.where(norms > 0, norms, 1.0) * target
+
+
+def _pca(x: np.ndarray, extra: np.ndarray | None, seed: int) -> tuple[np.ndarray, np.ndarray | None]:
+    from sklearn.decomposition import PCA
+
+    pca = PCA(n_components=2, random_state=seed).fit(x)
+    return pca.transform(x), None if extra is None else pca.transform(extra)
+
+
+def _tsne(x: np.ndarray, extra: np.ndarray | None, seed: int) -> tuple[np.ndarray, np.ndarray | None]:
+    from openTSNE import TSNE
+
+    perplexity = float(min(30.0, max(2.0, (len(x) - 1) / 3)))
+    embedding = TSNE(n_components=2, perplexity=perplexity, random_state=seed, n_jobs=-1,
+                     verbose=False).fit(x)
+    placed = None
+    if extra is not None:
+        placed = np.asarray(embedding.transform(extra, perplexity=min(perplexity, 5.0)))
+    return np.asarray(embedding), placed
+
+
+def _umap(x: np.ndarray, extra: np.ndarray | None, seed: int) -> tuple[np.ndarray, np.ndarray | None]:
+    import warnings
+
+    import umap
+
+    with warnings.catch_warnings():  # "n_jobs overridden by setting random_state": reproducibility wins
+        warnings.simplefilter("ignore", UserWarning)
+        reducer = umap.UMAP(n_components=2, n_neighbors=min(15, len(x) - 1), random_state=seed)
+        xy = reducer.fit_transform(x)
+        placed = None if extra is None else reducer.transform(extra)
+    return xy, placed
+
+
+PROJECTIONS: Registry[Callable[[np.ndarray, np.ndarray | None, int], tuple[np.ndarray, np.ndarray | None]]] = \
+    Registry("projection")
+"""``(embeddings, class_vectors or None, seed) -> (xy, placed class vectors or None)``."""
+for _name, _method in (("pca", _pca), ("tsne", _tsne), ("umap", _umap)):
+    PROJECTIONS.add(_name, _method)
+
+
+def project(embeddings: np.ndarray, method: str, *, class_vectors: np.ndarray | None = None,
+            seed: int = 0) -> tuple[np.ndarray, np.ndarray | None]:
+    """(N, 2) coordinates of ``embeddings`` (N, d) and (K, 2) of ``class_vectors`` (K, d) or None."""
+    method_fn = PROJECTIONS.get(method)
+    x = np.asarray(embeddings, dtype=np.float32)
+    if len(x) < 4:
+        raise ConfigError(f"{method} needs at least 4 points, got {len(x)}")
+    extra = _scaled(None if class_vectors is None else np.asarray(class_vectors, dtype=np.float32), x)
+    xy, placed = method_fn(x, extra, seed)
+    return np.asarray(xy, dtype=np.float64), None if placed is None else np.asarray(placed, dtype=np.float64)

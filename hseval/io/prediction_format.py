@@ -1,0 +1,377 @@
+"""Prediction files: a model's outputs on a test set, made by any framework, for ``hseval evaluate
+--predictions``. This module alone defines and reads them; nothing here unpickles.
+
+Arrays (``.npz`` read with ``allow_pickle=False``, or ``.safetensors``), N samples, |L| classes:
+
+- ``targets`` (N,) integer class indices — required;
+- ``logits`` or ``probs`` (N, |L|) — one of the two is required (probabilities: rows in [0, 1]
+  summing to 1);
+- ``level_scores_<k>`` (N, nodes at depth k) — the model's own super-class scores at level k,
+  columns in the order of ``hierarchy.nodes_at_depth(k)``;
+- ``embeddings`` (N, d) — the features before the last layer (projections, feature norms);
+- ``class_weights`` (|L|, d) or ``node_weights`` (|P|, d) — the last layer's class vectors, or
+  one vector per non-root node (geometry, angle statistics, tree agreement).
+
+A ``.csv`` with a header and one row per sample is accepted too: ``target,pred`` (predicted
+classes only: the metrics that need scores are then not available, and say so), or ``target``
+and one score column per class, ``score_0 … score_{|L|-1}`` (logits, or probabilities when every
+row is in [0, 1] and sums to 1), ``logit_i`` or ``prob_i``. Classes are given by index or by name
+(the names of the tree's leaves; a column holding only leaf names is read as names).
+
+Class indices follow the tree's leaf order, or the order of ``classes`` (one name per class, as
+the model numbers them) when it is given: the scores' columns and the class weights are then
+permuted into the tree's order.
+"""
+
+from __future__ import annotations
+
+import csv
+import difflib
+import hashlib
+import io
+import re
+import zipfile
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+
+from hseval.core.errors import DataError
+from hseval.tree.hierarchy import Hierarchy
+
+__all__ = ["Predictions", "read_predictions", "read_class_list", "SUFFIXES", "MEMBERS"]
+
+SUFFIXES = (".npz", ".safetensors", ".csv")
+MEMBERS = ("targets", "logits", "probs", "level_scores_<k>", "embeddings", "class_weights", "node_weights")
+_LEVEL = re.compile(r"level_scores_([1-9][0-9]{0,3})")
+_SCORE_COLUMN = re.compile(r"(score|logit|prob)_([0-9]+)")
+
+
+@dataclass
+class Predictions:
+    """A checked prediction file, classes in the tree's order."""
+
+    path: Path
+    format: str
+    sha256: str
+    targets: np.ndarray                              # (N,) int64
+    scores: np.ndarray | None = None                 # (N, |L|) float64 logits or probabilities
+    kind: str = "logits"                             # "logits", "probs" or "labels"
+    predictions: np.ndarray | None = None            # (N,) int64 when only classes were given
+    level_scores: dict[int, np.ndarray] = field(default_factory=dict)
+    embeddings: np.ndarray | None = None
+    class_weights: np.ndarray | None = None
+    node_weights: np.ndarray | None = None
+
+    @property
+    def members(self) -> list[str]:
+        """What the file gave, by member name."""
+        out = ["targets", "pred" if self.kind == "labels" else self.kind]
+        out += [f"level_scores_{k}" for k in sorted(self.level_scores)]
+        out += [m for m in ("embeddings", "class_weights", "node_weights") if getattr(self, m) is not None]
+        return out
+
+
+def _fail(path: Path, message: str) -> DataError:
+    return DataError(f"{path}: {message}")
+
+
+def read_class_list(path: str | Path, tree: Hierarchy) -> np.ndarray:
+    """``classes``: one class name per line, in the model's order -> (|L|,) the tree's leaf index
+    of each model class."""
+    path = Path(path)
+    from hseval.core.fileio import read_text
+
+    lines = read_text(path, what="class list", error=DataError).split("\n")
+    if lines and lines[-1] == "":
+        lines.pop()
+    leaf = {name: i for i, name in enumerate(tree.leaf_names)}
+    seen: dict[str, int] = {}
+    order = []
+    for number, line in enumerate(lines, start=1):
+        name = line.rstrip("\r")
+        if name not in leaf:
+            raise _fail(path, f"line {number}: {_unknown(name, tree)}")
+        if name in seen:
+            raise _fail(path, f"line {number}: {name!r} is listed twice (first on line {seen[name]})")
+        seen[name] = number
+        order.append(leaf[name])
+    if len(order) != tree.num_leaves:
+        missing = next(n for n in tree.leaf_names if n not in seen)
+        raise _fail(path, f"lists {len(order)} classes but the hierarchy has {tree.num_leaves} (missing {missing!r}); "
+                          "give every class once, one per line, in the model's order")
+    return np.asarray(order, dtype=np.int64)
+
+
+def _unknown(name: str, tree: Hierarchy) -> str:
+    close = difflib.get_close_matches(name, tree.leaf_names, n=1)
+    hint = f" (did you mean {close[0]!r}?)" if close else ""
+    return f"{name[:60]!r} is not a class of the hierarchy{hint}"
+
+
+def read_predictions(path: str | Path, tree: Hierarchy, *, classes: np.ndarray | None = None) -> Predictions:
+    """Read and check a prediction file against ``tree``; ``classes`` is :func:`read_class_list`'s
+    result (None: indices follow the tree's leaf order)."""
+    path = Path(path)
+    if path.suffix.lower() not in SUFFIXES:
+        raise _fail(path, f"unknown kind of prediction file {path.suffix or '(no suffix)'!r}; give a .npz, "
+                          ".safetensors or .csv file (never a pickle)")
+    try:
+        data = path.read_bytes()
+    except FileNotFoundError:
+        raise _fail(path, "no such file") from None
+    except IsADirectoryError:
+        raise _fail(path, "is a folder; give a .npz, .safetensors or .csv file") from None
+    digest = hashlib.sha256(data).hexdigest()
+    fmt = path.suffix.lower()[1:]
+    if fmt == "csv":
+        out = _read_csv(path, data, tree, classes)
+    else:
+        arrays = _read_npz(path, data) if fmt == "npz" else _read_safetensors(path, data)
+        out = _from_arrays(path, arrays, tree, classes)
+    out.format, out.sha256 = fmt, digest
+    return out
+
+
+# ====================================================================== arrays
+def _read_npz(path: Path, data: bytes) -> dict[str, np.ndarray]:
+    try:
+        archive = np.load(io.BytesIO(data), allow_pickle=False)
+        if not isinstance(archive, np.lib.npyio.NpzFile):
+            raise _fail(path, "holds one array, not named arrays; save with np.savez(path, targets=..., "
+                              "logits=...)")
+        with archive:
+            return {name: archive[name] for name in archive.files}
+    except DataError:
+        raise
+    except ValueError as exc:
+        if "allow_pickle" in str(exc) or "Object arrays" in str(exc):
+            raise _fail(path, "holds Python objects (a pickle), which hseval never loads; save numeric arrays "
+                              "only") from None
+        raise _fail(path, f"not a readable .npz archive ({exc})") from None
+    except (OSError, KeyError, EOFError, zipfile.BadZipFile) as exc:
+        raise _fail(path, f"not a readable .npz archive ({type(exc).__name__})") from None
+
+
+def _read_safetensors(path: Path, data: bytes) -> dict[str, np.ndarray]:
+    import torch
+    from safetensors import SafetensorError
+    from safetensors.torch import load
+
+    try:
+        tensors = load(data)
+    except (SafetensorError, ValueError, RuntimeError, OverflowError) as exc:
+        raise _fail(path, f"not a readable safetensors file ({str(exc)[:80]})") from None
+    out = {}
+    for name, tensor in tensors.items():
+        if tensor.is_floating_point():
+            tensor = tensor.to(torch.float64)
+        elif tensor.dtype == torch.bool or tensor.is_complex():
+            raise _fail(path, f"'{name}' holds {tensor.dtype} values; expected numbers")
+        else:
+            tensor = tensor.to(torch.int64)
+        out[name] = tensor.numpy()
+    return out
+
+
+def _from_arrays(path: Path, arrays: dict[str, np.ndarray], tree: Hierarchy, classes: np.ndarray | None) -> Predictions:
+    known = {"targets", "logits", "probs", "embeddings", "class_weights", "node_weights"}
+    for name in arrays:
+        if name not in known and not _LEVEL.fullmatch(name):
+            raise _fail(path, f"unknown array {name!r}; expected {', '.join(MEMBERS)}")
+    if "targets" not in arrays:
+        raise _fail(path, "no array 'targets' (N,): the true class of each sample")
+    scores = [m for m in ("logits", "probs") if m in arrays]
+    if len(scores) != 1:
+        raise _fail(path, "holds both 'logits' and 'probs'; keep one" if scores else
+                    "no 'logits' or 'probs' (N, classes); save the model's scores (or use a CSV target,pred)")
+    kind = scores[0]
+    targets = _class_indices(path, "targets", arrays["targets"], tree, classes)
+    n = len(targets)
+    out = Predictions(path=path, format="", sha256="", targets=targets, kind=kind)
+    out.scores = _matrix(path, kind, arrays[kind], (n, tree.num_leaves), "class")
+    if kind == "probs":
+        _probabilities(path, kind, out.scores)
+    if classes is not None:
+        out.scores = _permuted(out.scores, classes)
+    for name, values in arrays.items():
+        match = _LEVEL.fullmatch(name)
+        if match:
+            level = int(match.group(1))
+            if not 1 <= level < tree.max_depth:
+                raise _fail(path, f"'{name}': level {level} is not a super-class level of the hierarchy "
+                                  f"(1..{tree.max_depth - 1})")
+            out.level_scores[level] = _matrix(path, name, values, (n, len(tree.nodes_at_depth(level))),
+                                              f"node at depth {level}")
+    if "embeddings" in arrays:
+        out.embeddings = _matrix(path, "embeddings", arrays["embeddings"], (n, None), "feature")
+    if "class_weights" in arrays and "node_weights" in arrays:
+        raise _fail(path, "holds both 'class_weights' and 'node_weights'; keep one")
+    if "class_weights" in arrays:
+        weights = _matrix(path, "class_weights", arrays["class_weights"], (tree.num_leaves, None), "feature")
+        out.class_weights = weights if classes is None else _permuted(weights.T, classes).T
+    if "node_weights" in arrays:
+        out.node_weights = _matrix(path, "node_weights", arrays["node_weights"], (tree.num_nodes, None), "feature")
+    vectors = out.class_weights if out.class_weights is not None else out.node_weights
+    if out.embeddings is not None and vectors is not None and vectors.shape[1] != out.embeddings.shape[1]:
+        raise _fail(path, f"the class vectors have {vectors.shape[1]} features but 'embeddings' has "
+                          f"{out.embeddings.shape[1]}; both come from the same layer")
+    return out
+
+
+def _permuted(scores: np.ndarray, classes: np.ndarray) -> np.ndarray:
+    """Columns from the model's class order into the tree's: column ``i`` goes to ``classes[i]``."""
+    out = np.empty_like(scores)
+    out[:, classes] = scores
+    return out
+
+
+def _class_indices(path: Path, name: str, values: np.ndarray, tree: Hierarchy, classes: np.ndarray | None,
+                   line: int | None = None) -> np.ndarray:
+    values = np.asarray(values)
+    if values.ndim != 1:
+        raise _fail(path, f"'{name}' must be 1-D (one class index per sample), got shape {values.shape}")
+    if len(values) == 0:
+        raise _fail(path, f"'{name}' is empty; give at least one sample")
+    if values.dtype.kind not in "iu":
+        raise _fail(path, f"'{name}' must hold integer class indices, got {values.dtype}")
+    bad = np.flatnonzero((values < 0) | (values >= tree.num_leaves))
+    if len(bad):
+        raise _fail(path, f"'{name}'[{int(bad[0])}] = {int(values[bad[0]])} is not a class index "
+                          f"0..{tree.num_leaves - 1} of the hierarchy")
+    values = values.astype(np.int64)
+    return values if classes is None else classes[values]
+
+
+def _matrix(path: Path, name: str, values: np.ndarray, shape: tuple[int, int | None], what: str) -> np.ndarray:
+    values = np.asarray(values)
+    rows, columns = shape
+    expected = f"({rows}, {columns if columns is not None else 'd'})"
+    if values.ndim != 2 or values.shape[0] != rows or (columns is not None and values.shape[1] != columns) \
+            or values.shape[1] == 0:
+        detail = f"{rows} rows (one per {'sample' if name not in ('class_weights', 'node_weights') else 'node'})"
+        if columns is not None:
+            detail += f" and {columns} columns (one per {what})"
+        raise _fail(path, f"'{name}' has shape {values.shape}, expected {expected}: {detail}")
+    if values.dtype.kind not in "iuf":
+        raise _fail(path, f"'{name}' holds {values.dtype} values; expected numbers")
+    values = values.astype(np.float64)
+    bad = np.argwhere(~np.isfinite(values))
+    if len(bad):
+        raise _fail(path, f"'{name}' holds a NaN or infinite value (row {bad[0][0]}); check the model's output")
+    return values
+
+
+def _probabilities(path: Path, name: str, probs: np.ndarray) -> None:
+    if probs.min() < 0 or probs.max() > 1 + 1e-6:
+        row = int(np.flatnonzero((probs < 0).any(1) | (probs > 1 + 1e-6).any(1))[0])
+        raise _fail(path, f"'{name}' row {row} holds values outside [0, 1]; save softmax outputs as 'probs', "
+                          "or raw scores as 'logits'")
+    sums = probs.sum(axis=1)
+    bad = np.flatnonzero(np.abs(sums - 1) > 1e-3)
+    if len(bad):
+        raise _fail(path, f"'{name}' row {int(bad[0])} sums to {sums[bad[0]]:.4g}, not 1; save softmax outputs as "
+                          "'probs', or raw scores as 'logits'")
+
+
+# ====================================================================== CSV
+def _read_csv(path: Path, data: bytes, tree: Hierarchy, classes: np.ndarray | None) -> Predictions:
+    try:
+        text = data.decode("utf-8-sig")
+    except UnicodeDecodeError as exc:
+        raise _fail(path, f"not UTF-8 text (byte {exc.start}); save it as UTF-8") from None
+    try:
+        reader = csv.reader(io.StringIO(text, newline=""), strict=True)
+        header = next(reader, None)
+        if header is None:
+            raise _fail(path, "is empty; expected a header line such as target,pred")
+        header = [h.strip() for h in header]
+        rows = []
+        for row in reader:
+            if not row:
+                continue
+            if len(row) != len(header):
+                raise _fail(path, f"line {reader.line_num}: {len(row)} cells but the header has {len(header)}")
+            rows.append(row)
+    except csv.Error as exc:
+        raise _fail(path, f"not a readable CSV ({exc})") from None
+    twice = next((h for h in header if header.count(h) > 1), None)
+    if twice is not None:
+        raise _fail(path, f"line 1: the column {twice!r} appears twice")
+    if "target" not in header:
+        raise _fail(path, "line 1: no column 'target'; expected target,pred or target,score_0,...")
+    if not rows:
+        raise _fail(path, "has a header but no sample")
+    cells = np.array(rows, dtype=object).reshape(len(rows), len(header))
+    column = {h: cells[:, i] for i, h in enumerate(header)}
+    targets = _csv_classes(path, "target", column["target"], tree, classes)
+    score_columns = {h: _SCORE_COLUMN.fullmatch(h) for h in header if h != "target"}
+    out = Predictions(path=path, format="csv", sha256="", targets=targets)
+    if list(score_columns) == ["pred"]:
+        out.kind = "labels"
+        out.predictions = _csv_classes(path, "pred", column["pred"], tree, classes)
+        return out
+    unknown = [h for h, m in score_columns.items() if m is None]
+    if unknown:
+        raise _fail(path, f"line 1: unknown column {unknown[0]!r}; expected target,pred or target,score_0,...,"
+                          f"score_{tree.num_leaves - 1}")
+    prefixes = {m.group(1) for m in score_columns.values()}
+    indices = sorted(int(m.group(2)) for m in score_columns.values())
+    if len(prefixes) != 1 or indices != list(range(tree.num_leaves)):
+        raise _fail(path, f"line 1: score columns must be one kind (score_, logit_ or prob_) numbered 0.."
+                          f"{tree.num_leaves - 1}, one per class; got {len(indices)} columns")
+    prefix = prefixes.pop()
+    names = [f"{prefix}_{i}" for i in range(tree.num_leaves)]
+    scores = np.empty((len(rows), tree.num_leaves))
+    for j, name in enumerate(names):
+        scores[:, j] = _csv_numbers(path, name, column[name])
+    kind = {"logit": "logits", "prob": "probs"}.get(prefix) or ("probs" if _is_probabilities(scores) else "logits")
+    if kind == "probs":
+        _probabilities(path, "probabilities", scores)
+    out.kind, out.scores = kind, scores if classes is None else _permuted(scores, classes)
+    return out
+
+
+def _csv_numbers(path: Path, name: str, cells: np.ndarray) -> np.ndarray:
+    try:
+        values = np.array([float(c) for c in cells])
+        if np.isfinite(values).all():
+            return values
+    except ValueError:
+        pass
+    for row, cell in enumerate(cells):
+        try:
+            ok = np.isfinite(float(cell))
+        except ValueError:
+            ok = False
+        if not ok:
+            raise _fail(path, f"line {row + 2}, column {name!r}: expected a finite number, got {str(cell)[:40]!r}")
+    raise AssertionError("unreachable")  # pragma: no cover
+
+
+def _is_probabilities(scores: np.ndarray) -> bool:
+    return bool(scores.min() >= 0 and scores.max() <= 1 and np.allclose(scores.sum(axis=1), 1, atol=1e-6))
+
+
+def _csv_classes(path: Path, name: str, cells: np.ndarray, tree: Hierarchy, classes: np.ndarray | None) -> np.ndarray:
+    """A column of class names (every cell a leaf name) or of class indices."""
+    leaf = {n: i for i, n in enumerate(tree.leaf_names)}
+    stripped = np.array([c.strip() for c in cells], dtype=object)
+    if all(c in leaf for c in stripped):
+        return np.array([leaf[c] for c in stripped], dtype=np.int64)
+    if all(re.fullmatch(r"[0-9]{1,12}", c) for c in stripped):
+        values = np.array([int(c) for c in stripped], dtype=np.int64)
+        bad = np.flatnonzero(values >= tree.num_leaves)
+        if len(bad):
+            raise _fail(path, f"line {int(bad[0]) + 2}, column {name!r}: {int(values[bad[0]])} is not a class index "
+                              f"0..{tree.num_leaves - 1} of the hierarchy")
+        return values if classes is None else classes[values]
+    digits = np.array([bool(re.fullmatch(r"[0-9]{1,12}", c)) for c in stripped])
+    names = np.array([c in leaf for c in stripped])
+    odd = np.flatnonzero(~names & ~digits)
+    if len(odd):
+        row = int(odd[0])
+        raise _fail(path, f"line {row + 2}, column {name!r}: {_unknown(stripped[row], tree)}")
+    row = int(np.flatnonzero(digits)[0])
+    raise _fail(path, f"line {row + 2}, column {name!r}: {stripped[row]!r} is an index but other rows hold class "
+                      "names; use names or indices in the whole column")

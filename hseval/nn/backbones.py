@@ -1,0 +1,131 @@
+"""Feature extractors φθ: torchvision ResNets/DenseNets and a small CNN, chosen by name.
+
+Every backbone maps images (B, C, H, W) to features (B, d) and exposes ``out_features`` = d.
+For small images (below 100 pixels a side unless ``small_stem`` says otherwise) the torchvision
+models get the paper's CIFAR stem: a 3×3 first convolution with stride 1 and no max-pool
+(paper, Sec. 4.1). ``embedding_dim`` adds a linear bottleneck without bias, e.g. 2 for the
+paper's 2-D embedding figure. Weights are never downloaded: the paper trains from scratch.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import torch
+from torch import nn
+
+from hseval.core.errors import ConfigError
+from hseval.core.registry import Registry
+
+__all__ = ["Backbone", "register_backbone", "list_backbones", "create_backbone"]
+
+BACKBONES: Registry[Callable[..., tuple[nn.Module, int]]] = Registry("backbone")
+"""Factories ``(*, in_channels, small_stem) -> (body, features)``; :func:`create_backbone` adds the
+options every backbone shares (image size, stem, bottleneck)."""
+SMALL_IMAGE = 100
+
+
+class Backbone(nn.Module):
+    """``body`` (images -> features) followed by an optional linear bottleneck."""
+
+    def __init__(self, name: str, body: nn.Module, body_features: int, *, embedding_dim: int | None,
+                 config: dict[str, Any]) -> None:
+        super().__init__()
+        self.name = name
+        self.body = body
+        self.bottleneck = nn.Linear(body_features, embedding_dim, bias=False) if embedding_dim else None
+        self.out_features = embedding_dim or body_features
+        self._config = config
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        z = self.body(x)
+        return self.bottleneck(z) if self.bottleneck is not None else z
+
+    def config(self) -> dict[str, Any]:
+        """The keyword arguments of :func:`create_backbone` that rebuild this backbone."""
+        return dict(self._config)
+
+
+def register_backbone(name: str) -> Callable:
+    """Decorator: a factory ``(*, in_channels, small_stem) -> (body, features)`` under ``name``."""
+    return BACKBONES.register(name)
+
+
+def list_backbones() -> list[str]:
+    return BACKBONES.names()
+
+
+def create_backbone(name: str, *, in_channels: int = 3, image_size: int = 224, small_stem: bool | None = None,
+                    embedding_dim: int | None = None) -> Backbone:
+    """Build backbone ``name`` for images of ``in_channels`` × ``image_size``²."""
+    factory = BACKBONES.get(name)
+    for option, value in (("in_channels", in_channels), ("image_size", image_size)):
+        if not isinstance(value, int) or isinstance(value, bool) or value < 1:
+            raise ConfigError(f"backbone {option} must be a positive integer, got {value!r}")
+    if embedding_dim is not None and (not isinstance(embedding_dim, int) or embedding_dim < 1):
+        raise ConfigError(f"embedding_dim must be a positive integer or None, got {embedding_dim!r}")
+    small = image_size < SMALL_IMAGE if small_stem is None else bool(small_stem)
+    body, features = factory(in_channels=in_channels, small_stem=small)
+    config = {"in_channels": in_channels, "image_size": image_size, "small_stem": small,
+              "embedding_dim": embedding_dim}
+    return Backbone(name, body, features, embedding_dim=embedding_dim, config=config)
+
+
+def _resnet(factory: Callable[..., nn.Module]) -> Callable[..., tuple[nn.Module, int]]:
+    def build(*, in_channels: int, small_stem: bool) -> tuple[nn.Module, int]:
+        model = factory(weights=None)
+        if small_stem:
+            model.conv1 = nn.Conv2d(in_channels, 64, kernel_size=3, stride=1, padding=1, bias=False)
+            model.maxpool = nn.Identity()
+        elif in_channels != 3:
+            model.conv1 = nn.Conv2d(in_channels, 64, kernel_size=7, stride=2, padding=3, bias=False)
+        features = model.fc.in_features
+        model.fc = nn.Identity()
+        return model, features
+
+    return build
+
+
+def _densenet(factory: Callable[..., nn.Module]) -> Callable[..., tuple[nn.Module, int]]:
+    def build(*, in_channels: int, small_stem: bool) -> tuple[nn.Module, int]:
+        model = factory(weights=None)
+        conv0 = model.features.conv0
+        if small_stem:
+            model.features.conv0 = nn.Conv2d(in_channels, conv0.out_channels, kernel_size=3, stride=1, padding=1,
+                                             bias=False)
+            model.features.pool0 = nn.Identity()
+        elif in_channels != 3:
+            model.features.conv0 = nn.Conv2d(in_channels, conv0.out_channels, kernel_size=7, stride=2, padding=3,
+                                             bias=False)
+        features = model.classifier.in_features
+        model.classifier = nn.Identity()
+        return model, features
+
+    return build
+
+
+def _register_torchvision() -> None:
+    from torchvision import models
+
+    register_backbone("resnet18")(_resnet(models.resnet18))
+    register_backbone("resnet50")(_resnet(models.resnet50))
+    register_backbone("densenet121")(_densenet(models.densenet121))
+    register_backbone("densenet161")(_densenet(models.densenet161))
+
+
+@register_backbone("small-cnn")
+def _small_cnn(*, in_channels: int, small_stem: bool) -> tuple[nn.Module, int]:
+    """Four 3×3 conv layers (32, 32, 64, 128 channels, ~100k weights) and global average
+    pooling: 128-d features, fast enough to train on a laptop CPU."""
+
+    def block(cin: int, cout: int) -> list[nn.Module]:
+        return [nn.Conv2d(cin, cout, 3, padding=1, bias=False), nn.BatchNorm2d(cout), nn.ReLU(inplace=True)]
+
+    body = nn.Sequential(*block(in_channels, 32), *block(32, 32), nn.MaxPool2d(2),
+                         *block(32, 64), nn.MaxPool2d(2), *block(64, 128),
+                         nn.AdaptiveAvgPool2d(1), nn.Flatten())
+    return body, 128
+
+
+_register_torchvision()

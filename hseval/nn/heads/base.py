@@ -1,0 +1,175 @@
+"""The contract every head implements, and the registry that chooses heads by name."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any, ClassVar
+
+import numpy as np
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+from hseval.core.errors import ConfigError
+from hseval.core.registry import Registry
+from hseval.tree.hierarchy import Hierarchy
+
+__all__ = ["Head", "register_head", "list_heads", "create_head", "head_class", "head_options"]
+
+HEADS: Registry[type[Head]] = Registry("head")
+
+
+class Head(nn.Module):
+    """A last layer over features ``z`` (B, d) for the classes of ``hierarchy``.
+
+    Contract (nothing outside a head checks which head it is):
+
+    - ``forward(z)`` -> (B, |L|) leaf logits;
+    - ``loss(z, target)`` -> (loss, leaf logits) for training (cross-entropy unless a head adds
+      terms of its own);
+    - ``level_logits(z)`` -> {depth: (B, #nodes at depth)} super-class logits for depth
+      1..max_depth-1 where the head has its own (the parent δ columns, or extra heads), else None;
+    - ``class_weights()`` -> (d, |L|) class vectors W where the head is linear, else None;
+    - ``node_weights()`` -> (d, |P|) vectors w_p of every non-root node for the Δ-heads, else None;
+    - ``radii()`` -> (|P|,) the radius R_p of each node where the head has one, else None;
+    - ``config()`` -> the keyword arguments that rebuild the head (plain JSON types).
+    """
+
+    name: ClassVar[str] = ""
+    description: ClassVar[str] = ""
+
+    def __init__(self, hierarchy: Hierarchy, in_features: int) -> None:
+        super().__init__()
+        if in_features < 1:
+            raise ConfigError(f"in_features must be positive, got {in_features}")
+        self.hierarchy = hierarchy
+        self.in_features = int(in_features)
+
+    def loss(self, z: torch.Tensor, target: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        logits = self(z)
+        return F.cross_entropy(logits, target), logits
+
+    def level_logits(self, z: torch.Tensor) -> dict[int, torch.Tensor] | None:
+        return None
+
+    def class_weights(self) -> torch.Tensor | None:
+        return None
+
+    def node_weights(self) -> torch.Tensor | None:
+        return None
+
+    def radii(self) -> torch.Tensor | None:
+        return None
+
+    def config(self) -> dict[str, Any]:
+        return {}
+
+    def extra_repr(self) -> str:
+        return f"classes={self.hierarchy.num_leaves}, nodes={self.hierarchy.num_nodes}, in_features={self.in_features}"
+
+
+def full_precision(z: torch.Tensor) -> torch.Tensor:
+    """``z`` in float32 when it is half precision (autocast), else unchanged (float32/float64)."""
+    return z.float() if z.dtype in (torch.float16, torch.bfloat16) else z
+
+
+def level_positions(hierarchy: Hierarchy) -> np.ndarray:
+    """(|L|, max_depth): position of each class's ancestor within its depth, -100 when none."""
+    table = hierarchy.ancestor_table[: hierarchy.num_leaves]
+    position = np.full(hierarchy.num_nodes, -100, dtype=np.int64)
+    for depth in range(1, hierarchy.max_depth + 1):
+        nodes = hierarchy.nodes_at_depth(depth)
+        position[nodes] = np.arange(len(nodes))
+    return np.where(table >= 0, position[np.maximum(table, 0)], -100)
+
+
+def register_head(name: str, description: str = "") -> Callable[[type[Head]], type[Head]]:
+    """Class decorator: make a head available to :func:`create_head` under ``name``."""
+
+    def decorate(cls: type[Head]) -> type[Head]:
+        cls.name = name
+        cls.description = description or (cls.__doc__ or "").strip().splitlines()[0]
+        return HEADS.add(name, cls)
+
+    return decorate
+
+
+def list_heads() -> list[str]:
+    """Names of the registered heads, in registration order."""
+    return HEADS.names()
+
+
+def head_class(name: str) -> type[Head]:
+    return HEADS.get(name)
+
+
+def head_options(name: str) -> dict[str, Any]:
+    """The options of head ``name``: {option: its type} from the annotations of ``__init__``."""
+    return HEADS.options(name)
+
+
+def _option_value(head: str, key: str, value: Any, kind: Any) -> Any:
+    """``value`` as the type ``kind`` that head ``head`` declares for option ``key`` (a number may be
+    given for a float; a bool is not a number); a ConfigError otherwise."""
+    if kind is float and isinstance(value, (int, float)) and not isinstance(value, bool):
+        return float(value)
+    if kind is int and isinstance(value, int) and not isinstance(value, bool):
+        return value
+    if kind is bool and isinstance(value, bool):
+        return value
+    if kind is str and isinstance(value, str):
+        return value
+    if kind in (float, int, bool, str):
+        expected = {float: "a number", int: "an integer", bool: "true or false", str: "a string"}[kind]
+        raise ConfigError(f"head {head!r}: option {key!r} must be {expected}, got {value!r} "
+                          f"(e.g. --set model.head_options.{key}=...)")
+    return value
+
+
+def create_head(name: str, hierarchy: Hierarchy, in_features: int, **config: Any) -> Head:
+    """Build head ``name``; unknown options, and options of the wrong type, are refused with a
+    one-line :class:`ConfigError` (the list of accepted options, or the expected type).
+
+    Parameters
+    ----------
+    name : str
+        A registered head, one of :func:`list_heads`.
+    hierarchy : Hierarchy
+        The tree whose leaves are the classes.
+    in_features : int
+        Size d of the features ``z`` (B, d) the head receives; positive.
+    **config
+        The head's own options, :func:`head_options` ``(name)``; a number is accepted for a float.
+
+    Returns
+    -------
+    Head
+        The new head, a ``torch.nn.Module`` whose ``forward(z)`` gives (B, |L|) leaf logits.
+
+    Raises
+    ------
+    ConfigError
+        (a ValueError) If ``name`` is not a registered head, an option is unknown or of the
+        wrong type, or ``in_features`` is not positive.
+
+    Examples
+    --------
+    >>> import torch
+    >>> from hseval.nn.heads import create_head, head_options
+    >>> from hseval.tree.hierarchy import Hierarchy
+    >>> tree = Hierarchy.from_paths([["animal", "cat"], ["animal", "dog"], ["car"]])
+    >>> head = create_head("plain", tree, in_features=8)
+    >>> head(torch.randn(2, 8)).shape  # one logit per class
+    torch.Size([2, 3])
+    >>> sorted(head_options("riemann"))
+    ['radius', 'radius_decay']
+    >>> create_head("riemann", tree, in_features=8, radius="large")
+    Traceback (most recent call last):
+        ...
+    hseval.core.errors.ConfigError: head 'riemann': option 'radius' must be a number, got 'large' (e.g. ...)
+    """
+    cls = head_class(name)
+    accepted = head_options(name)
+    HEADS.check_options(name, config)
+    config = {key: _option_value(name, key, value, accepted[key]) for key, value in config.items()}
+    return cls(hierarchy, in_features, **config)

@@ -1,0 +1,36 @@
+"""``manifold``: columns of Δ normalised in the forward pass (paper, Sec. 3.2, "Integration of
+the constraint in the model"), and its learnable-radius variant."""
+
+from __future__ import annotations
+
+import torch
+from torch import nn
+
+from hseval.nn.heads.base import register_head
+from hseval.nn.heads.delta import RadiusHead
+from hseval.tree.hierarchy import Hierarchy
+
+_EPS = 1e-12
+
+
+@register_head("manifold")
+class ManifoldHead(RadiusHead):
+    """φᵀ normalize_cols(Δ) D H: Δ free, but the model only sees δ_p/‖δ_p‖."""
+
+    def __init__(self, hierarchy: Hierarchy, in_features: int, *, radius: float = 1.0,
+                 radius_decay: float = 0.5) -> None:
+        super().__init__(hierarchy, in_features, radius=radius, radius_decay=radius_decay)
+        self.delta = nn.Parameter(torch.randn(hierarchy.num_nodes, in_features) / in_features ** 0.5)
+
+    def scale(self) -> torch.Tensor:
+        return self.radius / torch.linalg.vector_norm(self.delta, dim=1).clamp_min(_EPS)
+
+    def tree_inputs(self) -> tuple[torch.Tensor, bool]:
+        return self.radius, True
+
+
+@register_head("manifold-learnable-radius")
+class ManifoldLearnableRadiusHead(ManifoldHead):
+    """As ``manifold``, with D a learnable diagonal initialised at R0·γ^|p| (paper, Table 4)."""
+
+    learnable = True

@@ -1,0 +1,38 @@
+"""``riemann``: every column of Δ on the unit sphere as a geoopt ``ManifoldParameter``, trained
+with geoopt's ``RiemannianSGD`` (paper, Sec. 3.2 and Appendix B), and its learnable-radius variant.
+
+geoopt's RiemannianSGD adds ``weight_decay · δ`` to the gradient before projecting it onto the
+tangent space, where the radial part is removed: weight decay does nothing on the sphere, which
+is why the radii R_p take its place.
+"""
+
+from __future__ import annotations
+
+import geoopt
+import torch
+
+from hseval.nn.heads.base import register_head
+from hseval.nn.heads.delta import RadiusHead
+from hseval.tree.hierarchy import Hierarchy
+
+
+@register_head("riemann")
+class RiemannHead(RadiusHead):
+    """φᵀΔDH with ‖δ_p‖ = 1 kept by Riemannian SGD on spheres."""
+
+    def __init__(self, hierarchy: Hierarchy, in_features: int, *, radius: float = 1.0,
+                 radius_decay: float = 0.5) -> None:
+        super().__init__(hierarchy, in_features, radius=radius, radius_decay=radius_decay)
+        sphere = geoopt.Sphere()
+        start = torch.nn.functional.normalize(torch.randn(hierarchy.num_nodes, in_features), dim=1)
+        self.delta = geoopt.ManifoldParameter(start, manifold=sphere)
+
+    def scale(self) -> torch.Tensor:
+        return self.radius
+
+
+@register_head("riemann-learnable-radius")
+class RiemannLearnableRadiusHead(RiemannHead):
+    """As ``riemann``, with D a learnable diagonal initialised at R0·γ^|p| (paper, Table 4)."""
+
+    learnable = True

@@ -1,0 +1,191 @@
+"""``hseval report``: tables (CSV, Markdown) and one self-contained offline HTML page.
+
+Writes into the evaluation folder: ``summary.csv`` (one row per run), ``summary_grouped.csv``
+(runs differing only by seed as mean ± std), ``superclass_accuracy.csv`` / ``.md`` (runs × levels,
+both ways), ``significance.csv`` (each run against the baseline at every level: difference, 95 %
+paired bootstrap interval, exact McNemar p), ``report.md`` and ``report.html`` (contents, reading
+guides, charts per seed group; it loads nothing from the network, see :mod:`hseval.reporting.html`).
+"""
+
+from __future__ import annotations
+
+import html
+import warnings
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from hseval.core import fileio
+from hseval.core.errors import HsevalWarning, RunFormatError
+from hseval.io import folders as ownership
+from hseval.io.results import (
+    Evaluation,
+    grouped_summary,
+    level_table,
+    load_evaluation,
+    mark_unavailable,
+    summary_table,
+    unavailable_table,
+)
+from hseval.nn import radius_guard as logit_scale
+from hseval.reporting import sections as report_charts
+from hseval.reporting.html import Detail, Section, anchor, page
+from hseval.reporting.paper_tables import paper_table, to_latex, to_markdown
+
+__all__ = ["write_report", "render"]
+
+
+def _markdown(frame: pd.DataFrame, digits: int = 4) -> str:
+    if frame.empty:
+        return "_(none)_\n"
+    cols = list(frame.columns)
+
+    def cell(v) -> str:
+        if isinstance(v, float):
+            return "" if np.isnan(v) else f"{v:.{digits}f}"
+        return str(v).replace("|", "\\|")
+
+    lines = ["| " + " | ".join(cols) + " |", "|" + "---|" * len(cols)]
+    lines += ["| " + " | ".join(cell(v) for v in row) + " |" for row in frame.itertuples(index=False)]
+    return "\n".join(lines) + "\n"
+
+
+def _mean_std(grouped: pd.DataFrame) -> pd.DataFrame:
+    """'mean ± std' strings for the headline metrics of a grouped summary."""
+    if grouped.empty:
+        return grouped
+    out = grouped[["dataset", "backbone", "head", "seeds"]].copy()
+    for col in [c[:-5] for c in grouped.columns if c.endswith("_mean")]:
+        if col in ("top1", "top5", "hierarchical_f1", "mistake_severity", "ece") or col.startswith("level"):
+            if col.endswith("_agreement"):
+                continue
+            out[col] = [f"{m:.4f} ± {s:.4f}" if np.isfinite(m) else "" for m, s in
+                        zip(grouped[f"{col}_mean"], grouped[f"{col}_std"])]
+    return out
+
+
+def _markdown_sections(root: Path, sections: list[tuple[str, str, pd.DataFrame]]) -> str:
+    toc = [f"- [{title}](#{anchor(title)})" for title, _, _ in sections]
+    md = ["# hseval report", "", f"Evaluation folder `{root}`.", "", "## Contents", "", *toc, ""]
+    for title, intro, frame in sections:
+        md += [f"## {title}", "", *([intro, ""] if intro else []), _markdown(frame)]
+    return "\n".join(md)
+
+
+def _paper_shown(paper: pd.DataFrame) -> pd.DataFrame:
+    if paper.empty:
+        return paper
+    out = paper.copy()
+    out["ours"] = [f"{m:.2f}" + (f" ± {s:.2f}" if s == s else "") for m, s in zip(paper["ours"], paper["std"])]
+    out["paper"] = [f"{p:.2f}" + (f" ± {s:.2f}" if s == s else "") if p == p else ""
+                    for p, s in zip(paper["paper"], paper["paper_std"])]
+    out["difference"] = [f"{d:+.2f}" if d == d else "" for d in paper["difference"]]
+    return out.drop(columns=["std", "paper_std", "dataset", "backbone", "head"])
+
+
+def _scale_table(runs) -> pd.DataFrame:
+    """The sphere-head runs whose logit scale the radius guard flags, with the numbers and the fix."""
+    rows = [{"run": run.name, "head": run.head, "when": when, "logit scale": f"{check.scale:.1f}",
+             "range": f"{check.low:.1f}–{check.high:.1f}", "verdict": check.verdict,
+             "fix": f"model.head_options.radius={check.suggested_radius:g} (now {check.radius:g})"}
+            for run in runs for when, check in logit_scale.check_metrics(run.metrics) if check.verdict]
+    return pd.DataFrame(rows)
+
+
+def _crm_table(summary: pd.DataFrame) -> pd.DataFrame:
+    """Per run: top-1, mistake severity and hierarchical distance@1 of the argmax and of CRM."""
+    if "crm_top1" not in summary or summary["crm_top1"].isna().all():
+        return pd.DataFrame()
+    out = summary[["run", "head"]].copy()
+    for key in ("top1", "mistake_severity", "avg_hdist@1"):
+        if key in summary:
+            out[key], out[f"CRM {key}"] = summary[key], summary[f"crm_{key}"]
+            out[f"Δ {key}"] = summary[f"crm_{key}"] - summary[key]
+    return out
+
+
+def render(evaluation: Evaluation, root: Path, *, baseline: str | None = None) -> dict[str, str]:
+    """Every file of the report as text, by name (report.html by its key "report.html")."""
+    runs = evaluation.runs
+    base = report_charts.baseline(runs, baseline)
+    drawn = report_charts.entries(runs)
+    palette = report_charts.colours(runs, drawn)
+    summary = summary_table(runs)
+    grouped = grouped_summary(runs)
+    levels = level_table(runs)
+    paired, over_seeds, differences = report_charts.significance_tables(runs, base, drawn)
+    headline = summary[[c for c in ("run", "head", "top1", "top5", "mistake_severity", "hierarchical_f1", "ece",
+                                    "feature_norm", "max_logit", "cophenetic_correlation") if c in summary]]
+    missing = unavailable_table(runs)
+    crm = _crm_table(summary)
+    paper = paper_table(runs)
+    seeds = bool((grouped["seeds"] > 1).any())
+    method = ("each run minus the baseline on the same test samples: 95 % interval from a paired bootstrap over "
+              "samples (10,000 resamples), p from the exact McNemar test")
+    tables = [("Runs", "", mark_unavailable(headline, runs)),
+              ("Super-class accuracy", "'from leaf': the predicted class's ancestor; 'own scores': the "
+                                       "head's own super-class scores.", mark_unavailable(levels, runs)),
+              (f"Difference from {base.name}", method[0].upper() + method[1:] + ".", paired)]
+    tables.append(("The paper's tables", "The runs laid out as the paper's Tables 1–6 and 8 (leaf accuracy in %, "
+                   "super-class accuracy in Table 6), the paper's number beside each cell the runs fill, and the "
+                   "difference where they follow its recipe (paper_tables.md and .tex).", _paper_shown(paper)))
+    if not crm.empty:
+        tables.append(("Argmax and CRM re-ranking", "CRM (Karthik et al., ICLR 2021) predicts the class of least "
+                       "expected tree distance under the model's probabilities instead of the most probable one: "
+                       "it trades leaf accuracy for milder mistakes. Δ = CRM − argmax.", crm))
+    if seeds:
+        tables += [("Mean ± std over seeds", "", _mean_std(grouped)),
+                   ("Differences over seeds", "Each seed group minus the baseline's group: t interval over seeds "
+                                              "(paired by seed when both ran the same seeds).", over_seeds)]
+    scale = _scale_table(runs)
+    if not scale.empty:
+        tables.insert(1, ("Radius guard", "Sphere heads whose logit scale (feature norm × class-vector norm) is far "
+                          "outside what their classes need: below it the head cannot reach 90 % confidence, above "
+                          "it the softmax saturates. Retrain with the radius given.", scale))
+    if not missing.empty:
+        tables.append(("Not available", "Why a cell reads n/a.", missing))
+    files = {"summary.csv": summary.to_csv(index=False), "summary_grouped.csv": grouped.to_csv(index=False),
+             "superclass_accuracy.csv": levels.to_csv(index=False),
+             "superclass_accuracy.md": "# Super-class accuracy\n\n" + _markdown(levels),
+             "significance.csv": paired.to_csv(index=False),
+             "paper_tables.md": "# The paper's tables from these runs\n\n" + to_markdown(paper),
+             "paper_tables.tex": to_latex(paper), "report.md": _markdown_sections(root, tables)}
+    sections = [Section(title, intro, [frame]) for title, intro, frame in tables]
+    sections.append(Section("Charts", "One entry per seed group (mean ± std over seeds)" if seeds else
+                            "One entry per run.", charts=report_charts.overview_charts(
+                                runs, drawn, differences, base.name, palette)))
+    detail = Detail("Per run" if not seeds else "Per seed group",
+                    "Accuracy per node, the embeddings and the confusion matrix of one entry at a time.",
+                    {e.name: report_charts.detail_charts(e) for e in drawn})
+    lead = (f"{len(runs)} run(s){f' in {len(drawn)} seed groups' if seeds else ''} from "
+            f"{html.escape(str(root))}; dataset(s): {html.escape(', '.join(evaluation.datasets))}; "
+            f"baseline {html.escape(base.name)}.")
+    files["report.html"] = page("hseval report", lead, evaluation.problems, sections, [detail])
+    return files
+
+
+def write_report(root: str | Path, *, out: str | Path | None = None, baseline: str | None = None) -> list[Path]:
+    """Write the tables and the HTML report of the evaluation folder ``root``; returns the paths.
+
+    Every file is rendered before the first is written (a bad ``out`` or a damaged run writes
+    nothing), and each is written atomically: a killed report leaves the old file or the new one.
+    A run whose files are damaged is left out, with its reason in the report and as a warning.
+    ``baseline`` names the run the others are compared with (default: the first plain head).
+    The evaluation folder is locked while the report is written."""
+    root = Path(root)
+    evaluation = load_evaluation(root)
+    if not evaluation.runs:
+        raise RunFormatError(f"{root}: no readable evaluated run ({'; '.join(evaluation.problems)})")
+    for problem in evaluation.problems:
+        warnings.warn(f"left out of the report: {problem}", HsevalWarning, stacklevel=2)
+    html_path = Path(out) if out else root / "report.html"
+    fileio.check_output_folder(html_path.parent, option="--out folder")
+    texts = render(evaluation, root, baseline=baseline)
+    files = {(html_path if name == "report.html" else root / name): text for name, text in texts.items()}
+    with ownership.locked(root):
+        for folder in {root, html_path.parent}:
+            fileio.remove_stale_temporaries(folder)  # left by a killed report
+        for path, text in files.items():
+            fileio.write_text(path, text)
+    return list(files)

@@ -1,0 +1,204 @@
+"""What ``hseval report`` shows: the charts over all runs (or seed groups), each entry's detail
+charts, and the significance tables against a baseline — from the evaluation's checked tables.
+
+With seed groups (runs that differ only by their seed) every chart draws one entry per group —
+mean ± std over seeds, pooled geometry, summed confusions — so the report grows with the number
+of groups, not of runs.
+"""
+
+from __future__ import annotations
+
+import pandas as pd
+
+from hseval.core.errors import ConfigError
+from hseval.io.results import RunResult, level_long, level_table
+from hseval.reporting import charts
+from hseval.reporting.html import Chart
+from hseval.reporting.significance import (
+    SeedGroup,
+    compare_groups,
+    compare_runs,
+    format_p,
+    group_levels,
+    not_paired,
+    seed_groups,
+)
+
+__all__ = ["GUIDES", "entries", "colours", "baseline", "overview_charts", "detail_charts", "significance_tables",
+           "seed_group_table"]
+
+GUIDES = {
+    "levels": "Higher is better. Each panel's axis is zoomed to its values (read the numbers on it); a "
+              "hierarchy-aware head should gain most at the super-class levels. Error bars: ± std over seeds.",
+    "intervals": "Right of the dotted line beats the baseline. A filled dot's 95 % interval excludes 0 (a real "
+                 "difference on this test set); a hollow dot's difference may be noise.",
+    "history": "Curves should rise and flatten; one still rising at the last epoch was stopped early.",
+    "angles": "Small angles: children stay near their parent's direction, the tree shapes the geometry; a plain "
+              "head shows no such pattern. Depth 1 has no angle (its parent is the root, w = 0).",
+    "steps": "How far each node's vector lies from its parent's, per depth; with the hierarchical spheres it is "
+             "bounded by the level's radius R_p.",
+    "radius": "For heads whose δ lies on the unit sphere (Riemannian, manifold) the points sit on the line "
+              "step = R_p; heads without radii are named, not drawn.",
+    "siblings": "A head that learned the tree puts siblings (blue) at smaller angles than non-siblings (grey) at "
+                "every depth.",
+    "calibration": "On the dotted diagonal the confidence is honest; below it the head is over-confident.",
+    "sunburst": "Sector size is the number of test samples, colour the accuracy on a scale spanning the data: dark "
+                "sectors are the super-classes where the head fails.",
+    "projection": "Samples of one super-class should form one region; diamonds are the class vectors.",
+    "confusion": "Mistakes inside a block (lines) stay within the super-class, the mild kind; mass outside the "
+                 "blocks crosses super-classes. Hover a cell for its count.",
+}
+"""One line per chart: what a good head looks like on it."""
+
+
+def entries(runs: list[RunResult]) -> list[SeedGroup]:
+    """What the charts draw: seed groups when some group has several seeds, else each run alone."""
+    groups = seed_groups(runs)
+    return groups if any(len(g.runs) > 1 for g in groups) else [SeedGroup(r.name, [r]) for r in runs]
+
+
+def colours(runs: list[RunResult], drawn: list[SeedGroup]) -> dict[str, str]:
+    """Each run's colour (by position), and each group's: its first run's."""
+    out = charts.run_colours([r.name for r in runs])
+    out.update({e.name: out[e.runs[0].name] for e in drawn})
+    return out
+
+
+def baseline(runs: list[RunResult], name: str | None) -> RunResult:
+    """The run named ``name``; by default the first plain head, else the first run."""
+    if name is None:
+        return runs[next((i for i, r in enumerate(runs) if r.head == "plain"), 0)]
+    for run in runs:
+        if run.name == name:
+            return run
+    raise ConfigError(f"--baseline {name!r} is not a run of this folder; choose one of "
+                      f"{', '.join(r.name for r in runs)}")
+
+
+def _named(frames: list[tuple[str, pd.DataFrame]]) -> pd.DataFrame:
+    parts = [f.assign(run=name) for name, f in frames if not f.empty]
+    return pd.concat(parts, ignore_index=True) if parts else pd.DataFrame()
+
+
+def overview_charts(runs: list[RunResult], drawn: list[SeedGroup], differences: pd.DataFrame,
+                    base: str | None, palette: dict[str, str]) -> list[Chart]:
+    """The charts over all runs (or seed groups), in reading order."""
+    grouped = any(len(e.runs) > 1 for e in drawn)
+    levels = group_levels(drawn, level_long(runs)) if grouped else level_long(runs)
+    out = [Chart("Accuracy per level", charts.accuracy_by_level(levels, colours=palette), GUIDES["levels"])]
+    if base and not differences.empty:
+        out.append(Chart(f"Difference from {base}", charts.difference_intervals(
+            differences, colours=palette, title=f"Difference from {base}, 95 % interval"), GUIDES["intervals"]))
+    names = {r.name: e.name for e in drawn for r in e.runs}
+    history = pd.DataFrame([{**h, "run": names[r.name]} for r in runs for h in r.history])
+    if not history.empty and "test_acc" in history:
+        history = history.groupby(["run", "epoch"], sort=False, as_index=False)["test_acc"].mean()
+        out.append(Chart("Training history", charts.history_curves(history, colours=palette), GUIDES["history"]))
+    geometry = _named([(names[r.name], r.geometry) for r in runs])
+    out += [Chart("Angle between each node and its parent", charts.angle_to_parent(geometry, colours=palette),
+                  GUIDES["angles"]),
+            Chart("Step per depth", charts.step_by_depth(geometry, colours=palette), GUIDES["steps"]),
+            Chart("Step against the radius", charts.delta_vs_radius(geometry, colours=palette), GUIDES["radius"])]
+    pairs = _named([(e.name, e.runs[0].pair_angles) for e in drawn])  # one seed per group: a panel each
+    out.append(Chart("Sibling and non-sibling angles", charts.sibling_angles(pairs), GUIDES["siblings"]))
+    bins = []
+    for e in drawn:
+        rel = e.runs[0].metrics.get("reliability") or {}
+        if rel:
+            frame = pd.DataFrame(rel)
+            bins.append((frame[frame["count"] > 0] if "count" in frame else frame).assign(run=e.name))
+    if bins:
+        out.append(Chart("Calibration", charts.reliability_diagram(pd.concat(bins, ignore_index=True),
+                                                                   colours=palette), GUIDES["calibration"]))
+    return out
+
+
+def detail_charts(entry: SeedGroup) -> list[Chart]:
+    """A run's (or seed group's) per-node accuracy, embedding projection and confusion matrix: a
+    group's accuracies are averaged and its confusions summed over seeds; its projection is its
+    first seed's."""
+    from hseval.metrics import confusion_matrix
+
+    first = entry.runs[0]
+    tree = first.hierarchy
+    over = f" (mean over {len(entry.runs)} seeds)" if len(entry.runs) > 1 else ""
+    per_node = pd.concat([r.per_node for r in entry.runs]).groupby("node", as_index=False) \
+        .agg(support=("support", "first"), accuracy=("accuracy", "mean"))
+    out = [Chart(f"{entry.name}: accuracy per node", charts.node_sunburst(
+        tree, per_node, title=f"{entry.name}: accuracy per node{over}"), GUIDES["sunburst"])]
+    proj = first.projections
+    if not proj.empty:
+        method = "tsne" if (proj["method"] == "tsne").any() else proj["method"].iloc[0]
+        points = proj[proj["method"] == method]
+        colour = "level1" if "level1" in points else "label"
+        seed = f", seed {first.metrics.get('seed')}" if len(entry.runs) > 1 else ""
+        out.append(Chart(f"{entry.name}: {method} of the embeddings", charts.projection_scatter(
+            points, color=colour, title=f"{first.name}: {method}, coloured by super-class{seed}", tree=tree),
+            GUIDES["projection"]))
+    if tree.num_leaves <= 200:
+        matrix, labels = None, None
+        for run in entry.runs:
+            targets, topk = run.predictions()
+            m, labels = confusion_matrix(topk[:, 0], targets, tree)
+            matrix = m if matrix is None else matrix + m
+        summed = f", summed over {len(entry.runs)} seeds" if over else ""
+        out.append(Chart(f"{entry.name}: confusion matrix", charts.confusion_heatmap(
+            matrix, labels, tree, title=f"{entry.name}: confusion matrix, classes in tree order{summed}"),
+            GUIDES["confusion"]))
+    return out
+
+
+def _run_rows(runs: list[RunResult], base: RunResult) -> tuple[list[dict], list[pd.DataFrame]]:
+    rows, forest = [], []
+    for run in runs:
+        if run is base:
+            continue
+        reason = not_paired(run, base)
+        if reason:
+            rows.append({"run": run.name, "metric": "–", "McNemar p": f"not paired: {reason}"})
+            continue
+        frame = compare_runs(run, base)
+        forest.append(frame.assign(run=run.name))
+        rows += [{"run": run.name, "metric": r.metric, "difference": f"{r.delta:+.4f}",
+                  "95 % interval": f"[{r.low:+.4f}, {r.high:+.4f}]", "McNemar p": format_p(r.p_value),
+                  "only run right": r.only_a, "only baseline right": r.only_b} for r in frame.itertuples()]
+    return rows, forest
+
+
+def _mean_std(means: pd.Series, stds: pd.Series) -> list[str]:
+    return [f"{m:.4f} ± {s:.4f}" if s == s else f"{m:.4f} (1 seed)" for m, s in zip(means, stds)]
+
+
+def seed_group_table(drawn: list[SeedGroup], home: SeedGroup, table: pd.DataFrame) -> tuple[pd.DataFrame,
+                                                                                             pd.DataFrame]:
+    """Each seed group of ``drawn`` against ``home`` over seeds, from a level table of their runs:
+    (the shown table: group, metric, group and baseline mean ± std, difference, 95 % interval, p,
+    test; the raw differences with a ``run`` column, for the forest plot)."""
+    parts, raw = [], []
+    for e in drawn:
+        if e is home:
+            continue
+        frame = compare_groups(e, home, table)
+        raw.append(frame.assign(run=e.name))
+        parts.append(pd.DataFrame({
+            "group": e.name, "metric": frame["metric"], "group mean ± std": _mean_std(frame["a_mean"], frame["a_std"]),
+            "baseline mean ± std": _mean_std(frame["b_mean"], frame["b_std"]), "difference": frame["delta"],
+            "95 % interval": [f"[{lo:+.4f}, {hi:+.4f}]" if lo == lo else "needs ≥ 2 seeds each"
+                              for lo, hi in zip(frame["low"], frame["high"])],
+            "p": [format_p(p) for p in frame["p_value"]], "test": frame["test"]}))
+    return (pd.concat(parts, ignore_index=True) if parts else pd.DataFrame(),
+            pd.concat(raw, ignore_index=True) if raw else pd.DataFrame())
+
+
+def significance_tables(runs: list[RunResult], base: RunResult,
+                        drawn: list[SeedGroup]) -> tuple[pd.DataFrame, pd.DataFrame, pd.DataFrame]:
+    """(each run against the baseline on the same samples; each seed group against the baseline's
+    group over seeds; the differences the forest plot draws: the groups' when there are groups)."""
+    rows, forest = _run_rows(runs, base)
+    groups_table, group_forest = pd.DataFrame(), pd.DataFrame()
+    if any(len(e.runs) > 1 for e in drawn):
+        home = next(e for e in drawn if base in e.runs)
+        groups_table, group_forest = seed_group_table(drawn, home, level_table(runs))
+    if not group_forest.empty:
+        return pd.DataFrame(rows), groups_table, group_forest
+    return pd.DataFrame(rows), groups_table, pd.concat(forest, ignore_index=True) if forest else pd.DataFrame()

@@ -1,0 +1,259 @@
+"""``hseval export EVAL_DIR --to tensorboard OUT``: an evaluation folder as files that other tools read.
+
+The one module that knows the export formats (:data:`FORMATS`); for now TensorBoard's Embedding
+Projector. ``OUT`` then holds:
+
+- ``projector_config.pbtxt``: a ``ProjectorConfig`` in protobuf text format, one ``embeddings``
+  block per exported run (``tensor_name`` the run's name, ``tensor_path`` and ``metadata_path``
+  relative to ``OUT``);
+- per run a sub-folder named after the run with ``tensors.tsv`` (one row per sampled embedding of
+  ``embeddings.npz``, tab-separated float32 values written with 9 significant digits so that they
+  read back exactly, then one row per non-root node's class vector when the head has class
+  vectors of the embeddings' dimension) and ``metadata.tsv`` (a header row ``kind  class  level 1
+  ...  level K  correct``, then one row per row of ``tensors.tsv``: ``kind`` is ``sample`` or
+  ``class_vector``; ``class`` the sample's class or the vector's node; ``level k`` the ancestor (or
+  the node itself) at depth k, k = 1 .. the tree's depth - 1 (its super-class levels, as in
+  ``projections.csv``), empty where the class or node is shallower; ``correct`` True/False for a
+  sample, empty for a class vector).
+
+TensorBoard's TSV readers know no quoting: a tab, line feed or carriage return inside a name would
+split a cell or a row. hseval's trees refuse such names, and the writer replaces each of these
+characters by a space all the same (:func:`tsv_cell`). In ``projector_config.pbtxt`` every string
+is written in protobuf's escaped form (:func:`pbtxt_string`), so any run name reads back as it is.
+
+``OUT`` is written as hseval writes its other folders (:mod:`hseval.io.folders`): everything is
+checked and read before anything is written; the files are written into a hidden sibling folder
+that carries a marker of kind ``export`` and is renamed into place when complete, so no reader
+ever sees a half-written export. A non-empty ``OUT`` that is not an export hseval wrote is refused;
+an earlier export there is replaced. Writing needs neither TensorBoard nor protobuf.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import shutil
+import warnings
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+
+from hseval.core import fileio
+from hseval.core.errors import ConfigError, HsevalWarning, RunFormatError
+from hseval.io import folders as ownership
+from hseval.tree.hierarchy import Hierarchy
+
+__all__ = ["FORMATS", "KIND", "CONFIG_FILE", "TENSORS_FILE", "METADATA_FILE", "Exported", "export_evaluation",
+           "tensorboard_files", "metadata_rows", "tsv_cell", "pbtxt_string", "check_out"]
+
+FORMATS = {"tensorboard": "TensorBoard's Embedding Projector (projector_config.pbtxt, TSV tensors and metadata)"}
+KIND = "export"
+"""The ownership kind of an export folder (:data:`hseval.io.folders.KINDS`)."""
+CONFIG_FILE, TENSORS_FILE, METADATA_FILE = "projector_config.pbtxt", "tensors.tsv", "metadata.tsv"
+STAGING_PREFIX = ".hseval-staging-export-"
+OPTION = "OUT"
+
+
+@dataclass
+class Exported:
+    """What :func:`export_evaluation` wrote: the folder, and per exported run its number of rows
+    (samples, class vectors); the runs left out, each with its reason."""
+
+    out: Path
+    runs: dict[str, tuple[int, int]] = field(default_factory=dict)
+    skipped: dict[str, str] = field(default_factory=dict)
+
+
+# ====================================================================== cells and strings
+def tsv_cell(text: str) -> str:
+    """``text`` as one cell of a TSV file that TensorBoard reads (no quoting there): each tab, line
+    feed and carriage return becomes a space."""
+    return text.replace("\t", " ").replace("\n", " ").replace("\r", " ")
+
+
+_PB_ESCAPES = {ord("\\"): "\\\\", ord('"'): '\\"', ord("'"): "\\'", ord("\n"): "\\n", ord("\r"): "\\r",
+               ord("\t"): "\\t"}
+
+
+def pbtxt_string(text: str) -> str:
+    """``text`` as a double-quoted string of protobuf's text format, ASCII only: quotes, backslashes
+    and control characters escaped, every byte of a non-ASCII character as an octal escape (the
+    parser joins them back into UTF-8)."""
+    out = []
+    for byte in text.encode("utf-8"):
+        if byte in _PB_ESCAPES:
+            out.append(_PB_ESCAPES[byte])
+        elif 0x20 <= byte < 0x7F:
+            out.append(chr(byte))
+        else:
+            out.append(f"\\{byte:03o}")
+    return '"' + "".join(out) + '"'
+
+
+# ====================================================================== tables
+def _levels(tree: Hierarchy, nodes: np.ndarray) -> list[list[str]]:
+    """Per node, the names of its ancestors-or-self at depths 1 .. max_depth - 1 ('' where shallower)."""
+    names = np.asarray([*tree.node_names, ""], dtype=object)  # index -1: no ancestor at that depth
+    depths = range(1, tree.max_depth)
+    if not len(nodes) or not depths:
+        return [[] for _ in range(len(nodes))]
+    table = tree.ancestor_table[np.asarray(nodes, dtype=np.int64)][:, : tree.max_depth - 1]
+    return names[table].tolist()
+
+
+def metadata_rows(tree: Hierarchy, labels: np.ndarray, predictions: np.ndarray,
+                  vector_nodes: int) -> list[list[str]]:
+    """The rows of ``metadata.tsv``, the header first: one per sample (class ``labels[i]``, correct
+    when ``predictions[i]`` equals it), then one per class vector (nodes ``0..vector_nodes-1``)."""
+    header = ["kind", "class", *(f"level {d}" for d in range(1, tree.max_depth)), "correct"]
+    names = tree.node_names
+    labels = np.asarray(labels, dtype=np.int64)
+    correct = (np.asarray(predictions, dtype=np.int64) == labels).tolist()
+    rows = [header]
+    rows += [["sample", names[c], *levels, str(ok)]
+             for c, levels, ok in zip(labels.tolist(), _levels(tree, labels), correct)]
+    nodes = np.arange(vector_nodes)
+    rows += [["class_vector", names[n], *levels, ""] for n, levels in zip(nodes.tolist(), _levels(tree, nodes))]
+    return rows
+
+
+def _tsv(rows: list[list[str]]) -> str:
+    return "".join("\t".join(tsv_cell(cell) for cell in row) + "\n" for row in rows)
+
+
+def _tensor_tsv(points: np.ndarray) -> str:
+    """One line per row, float32 values with 9 significant digits (they read back bit for bit)."""
+    if not len(points):
+        return ""
+    buffer = [("\t".join(["%.9g"] * points.shape[1]) + "\n") % tuple(row) for row in points.tolist()]
+    return "".join(buffer)
+
+
+def _points(arrays: dict[str, np.ndarray]) -> tuple[np.ndarray, np.ndarray | None, str | None]:
+    """(embeddings as float32, the class vectors to add or None, why a run has nothing to export)."""
+    emb = np.asarray(arrays["embeddings"])
+    if emb.ndim != 2 or emb.shape[0] == 0:
+        return emb, None, "it holds no sampled embeddings (0 samples)"
+    if emb.shape[1] == 0:
+        return emb, None, "its embeddings have dimension 0"
+    vectors = np.asarray(arrays["node_vectors"])
+    keep = vectors.ndim == 2 and vectors.shape[0] > 0 and vectors.shape[1] == emb.shape[1]
+    return emb.astype(np.float32), vectors.astype(np.float32) if keep else None, None
+
+
+def tensorboard_files(runs: list[tuple[str, Hierarchy, dict[str, np.ndarray]]]) -> dict[str, str]:
+    """The files of a TensorBoard export (path relative to ``OUT`` -> text) of ``runs``: (name,
+    tree, the arrays of ``embeddings.npz``) each, every one with embeddings to show."""
+    files: dict[str, str] = {}
+    blocks = []
+    for name, tree, arrays in runs:
+        emb, vectors, _ = _points(arrays)
+        points = emb if vectors is None else np.concatenate([emb, vectors])
+        files[f"{name}/{TENSORS_FILE}"] = _tensor_tsv(points)
+        files[f"{name}/{METADATA_FILE}"] = _tsv(metadata_rows(tree, arrays["labels"], arrays["predictions"],
+                                                              0 if vectors is None else len(vectors)))
+        blocks.append("embeddings {\n"
+                      f"  tensor_name: {pbtxt_string(name)}\n"
+                      f"  tensor_path: {pbtxt_string(f'{name}/{TENSORS_FILE}')}\n"
+                      f"  metadata_path: {pbtxt_string(f'{name}/{METADATA_FILE}')}\n"
+                      "}\n")
+    files[CONFIG_FILE] = "".join(blocks)
+    return files
+
+
+# ====================================================================== the output folder
+def check_out(out: Path) -> None:
+    """Refuse, writing nothing, an ``OUT`` that is a file, cannot be written, or is a folder that
+    holds anything but an earlier export (hidden files included: they would be lost)."""
+    ownership.check_claimable(out, KIND, option=OPTION)
+    if out.is_dir() and ownership.kind_of(out) != KIND:
+        try:
+            hidden = sorted(p.name for p in out.iterdir())
+        except OSError as exc:
+            raise ownership.OwnershipError(f"{out}: cannot list it ({exc.strerror or exc}); choose another "
+                                           f"{OPTION}") from None
+        if hidden:
+            shown = ", ".join(repr(e) for e in hidden[:3]) + (" ..." if len(hidden) > 3 else "")
+            raise ownership.OwnershipError(f"{out}: is not empty and was not written by hseval as "
+                                           f"{ownership.KINDS[KIND]} (it holds {shown}); choose a new or empty "
+                                           f"{OPTION}")
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except OSError:
+        return True
+    return True
+
+
+def _remove_stale_staging(out: Path) -> None:
+    """Remove the staging folders of ``out`` that a killed export left (their process is gone)."""
+    prefix = f"{STAGING_PREFIX}{out.name}-"
+    with contextlib.suppress(OSError):
+        for stale in out.parent.glob(f"{STAGING_PREFIX}*"):
+            pid = stale.name[len(prefix):] if stale.name.startswith(prefix) else ""
+            if pid.isdigit() and int(pid) != os.getpid() and not _alive(int(pid)) and stale.is_dir():
+                shutil.rmtree(stale, ignore_errors=True)
+
+
+def _write_folder(out: Path, files: dict[str, str], **details: object) -> None:
+    """Write ``files`` into a staging sibling of ``out``, then rename it onto ``out`` (replacing an
+    earlier export, or an empty folder)."""
+    out = Path(os.path.abspath(out))  # "." and ".." get a name and a parent
+    try:
+        out.parent.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise ownership.OwnershipError(f"cannot write {out}: {exc.strerror or exc}; choose another {OPTION}") from None
+    _remove_stale_staging(out)
+    staging = out.parent / f"{STAGING_PREFIX}{out.name}-{os.getpid()}"
+    shutil.rmtree(staging, ignore_errors=True)
+    try:
+        staging.mkdir()
+        ownership.claim(staging, KIND, option=OPTION, **details)
+        for rel, text in files.items():
+            fileio.write_text(staging / rel, text)
+        if out.is_dir() and ownership.kind_of(out) != KIND:
+            out.rmdir()  # an empty folder (check_out refused any other): the export takes its place
+        ownership.replace_folder(staging, out, KIND)
+    finally:
+        shutil.rmtree(staging, ignore_errors=True)
+
+
+# ====================================================================== the command
+def export_evaluation(eval_dir: str | Path, out: str | Path, *, to: str = "tensorboard") -> Exported:
+    """Export the evaluation folder ``eval_dir`` into ``out`` in the format ``to``.
+
+    Runs that cannot be read (:attr:`~hseval.io.results.Evaluation.problems`) and runs without
+    embeddings are left out, each with an :class:`~hseval.core.errors.HsevalWarning` naming it and why;
+    when no run is left, nothing is written and a :class:`~hseval.core.errors.RunFormatError` says why."""
+    from hseval.io.results import load_evaluation
+
+    if to not in FORMATS:
+        raise ConfigError(f"--to {to!r}: unknown export format; choose from {', '.join(FORMATS)}")
+    eval_dir, out = Path(eval_dir), Path(out)
+    check_out(out)
+    evaluation = load_evaluation(eval_dir)
+    result = Exported(out=out)
+    for problem in evaluation.problems:
+        warnings.warn(f"left out of the export: {problem}", HsevalWarning, stacklevel=2)
+    runs = []
+    for run in evaluation.runs:
+        arrays = run.embeddings()
+        _, vectors, why = _points(arrays)
+        if why is not None:
+            result.skipped[run.name] = why
+            warnings.warn(f"{run.path}: left out of the export: {why}", HsevalWarning, stacklevel=2)
+            continue
+        runs.append((run.name, run.hierarchy, arrays))
+        result.runs[run.name] = (len(arrays["embeddings"]), 0 if vectors is None else len(vectors))
+    if not runs:
+        reasons = "; ".join(f"{name}: {why}" for name, why in result.skipped.items()) or \
+            "; ".join(evaluation.problems)
+        raise RunFormatError(f"{eval_dir}: no evaluated run has embeddings to export ({reasons})")
+    files = tensorboard_files(runs)
+    _write_folder(out, files, source=str(eval_dir.resolve()), format=to, runs=sorted(result.runs))
+    return result
