@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import importlib.abc
+import sys
 from pathlib import Path
 
 import numpy as np
@@ -10,6 +12,20 @@ import torch
 
 from hseval.tree.hierarchy import Hierarchy
 from tests.helpers import appendix_a, fashion_tree, unbalanced, write_fashion_like
+
+
+class _InstalledNamesOnly(importlib.abc.MetaPathFinder):
+    """The repository's ``train/`` and ``app/`` install as ``hseval.train`` and ``hseval.app``; the
+    tests run from the repository root, where a top-level ``import train`` would also work and hide
+    code that breaks once installed (or that runs a user's own ``train.py``). Refuse it."""
+
+    def find_spec(self, name, path=None, target=None):
+        if name in ("train", "app"):
+            raise ImportError(f"top-level {name!r} imported; hseval installs it as 'hseval.{name}'")
+        return None
+
+
+sys.meta_path.insert(0, _InstalledNamesOnly())
 
 
 @pytest.fixture(autouse=True)

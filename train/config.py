@@ -217,7 +217,7 @@ def apply_overrides(config: TrainConfig, overrides: list[str]) -> TrainConfig:
 
 
 def _recipe_dir() -> Path:
-    return Path(str(resources.files("train") / "recipes"))
+    return Path(str(resources.files("hseval.train") / "recipes"))
 
 
 def list_recipes() -> list[str]:

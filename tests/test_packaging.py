@@ -1,0 +1,60 @@
+"""What gets installed: every package under ``hseval``, nothing with a generic top-level name, and
+commands that work from a folder holding a user's own ``train.py`` and ``app.py``."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import tomllib
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+SETUPTOOLS = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))["tool"]["setuptools"]
+INSTALLED_AS = {"hseval": "hseval", "train": "hseval.train", "app": "hseval.app"}
+
+
+def test_every_package_folder_is_installed_under_hseval():
+    folders = {".".join((INSTALLED_AS[top], *init.parent.relative_to(ROOT / top).parts))
+               for top in INSTALLED_AS for init in (ROOT / top).rglob("__init__.py")}
+    assert set(SETUPTOOLS["packages"]) == folders
+    assert {name.split(".")[0] for name in SETUPTOOLS["packages"]} == {"hseval"}
+    assert SETUPTOOLS["package-dir"] == {"hseval.train": "train", "hseval.app": "app"}
+
+
+HOSTILE = "import pathlib; pathlib.Path({marker!r}).write_text('ran'); raise SystemExit(97)\n"
+
+
+@pytest.fixture
+def hostile_folder(tmp_path) -> Path:
+    """A user's project: its own ``train.py`` and ``app.py`` that leave a mark and exit 97 if run."""
+    for name in ("train", "app"):
+        (tmp_path / f"{name}.py").write_text(HOSTILE.format(marker=str(tmp_path / f"{name}-ran")))
+    return tmp_path
+
+
+@pytest.mark.parametrize("argv", [
+    ["-m", "hseval", "--version"],
+    ["-m", "hseval", "train", "--help"],
+    ["-m", "hseval.train", "train-all", "--help"],  # what torchrun runs
+    ["-m", "hseval", "data", "list"],
+    ["-c", "from hseval.cli.dashboard import app_entry; print(app_entry())"],
+    ["-c", "from hseval.train.config import list_recipes; print(len(list_recipes()))"],
+])
+def test_a_users_train_py_and_app_py_never_shadow_hseval(hostile_folder, argv):
+    done = subprocess.run([sys.executable, *argv], cwd=hostile_folder, capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    assert not list(hostile_folder.glob("*-ran")), f"{argv} ran the user's own file"
+    if "app_entry" in argv[-1]:
+        assert Path(done.stdout.strip()).parent.name == "app" and hostile_folder not in Path(done.stdout).parents
+
+
+def test_the_recipes_are_found_from_a_users_folder(hostile_folder):
+    """A command that reads a shipped recipe, from a folder with its own ``train.py``: refused for
+    the bad value it names, not for a missing recipe or the user's file."""
+    done = subprocess.run([sys.executable, "-m", "hseval", "train", "--recipe", "fashion-mnist", "--set",
+                           "optim.epochs=0", "--out", "run"], cwd=hostile_folder, capture_output=True, text=True,
+                          timeout=120)
+    assert done.returncode == 2 and "optim.epochs" in done.stderr, done.stderr
+    assert not list(hostile_folder.glob("*-ran"))
