@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Set up hseval in ./.venv: Debian packages where apt is there, then the Python packages.
-#   ./install.sh          the product (and Debian's Fashion-MNIST, the embedded default)
+#   ./install.sh          the product with every extra (hseval[all]) and Debian's Fashion-MNIST, the embedded default
 #   ./install.sh --dev    also the test tools, WordNet and Chromium (for the browser test)
 # TORCH="torch==X torchvision==Y" chooses other PyTorch builds (default: the CPU/CUDA wheels pinned below).
 set -euo pipefail
@@ -30,6 +30,6 @@ python3 -m venv .venv
 if [ $dev = 1 ]; then
   .venv/bin/python -m pip install -q -e '.[dev]'
 else
-  .venv/bin/python -m pip install -q -e .
+  .venv/bin/python -m pip install -q -e '.[all]'
 fi
 echo "install.sh: ready (.venv/bin/hseval)"

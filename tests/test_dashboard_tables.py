@@ -12,6 +12,7 @@ import pytest
 
 from hseval.app import loading, state, tables
 from hseval.cli import dashboard
+from hseval.cli.main import main as hseval_main
 from hseval.core.errors import RunFormatError
 from tests.helpers import appendix_a, fashion_tree
 
@@ -154,10 +155,10 @@ def test_dashboard_command_line(tmp_path):
 
 
 def test_dashboard_refuses_what_is_not_an_evaluation_folder(tmp_path, capsys):
-    assert dashboard.main([str(tmp_path / "nope")]) == 2
+    assert hseval_main(["dashboard", str(tmp_path / "nope")]) == 2
     assert "no such evaluation folder" in capsys.readouterr().err
     (tmp_path / "plots").mkdir()
-    assert dashboard.main([str(tmp_path)]) == 2
+    assert hseval_main(["dashboard", str(tmp_path)]) == 2
     assert "holds no evaluated runs" in capsys.readouterr().err
     with pytest.raises(RunFormatError, match="holds no evaluated runs"):
         dashboard.cmd_dashboard(argparse.Namespace(dir=str(tmp_path), port=None, host="127.0.0.1"))
@@ -170,7 +171,7 @@ def test_dashboard_refuses_a_busy_port(evaluated, capsys):
         busy.bind(("127.0.0.1", 0))
         busy.listen()
         port = busy.getsockname()[1]
-        assert dashboard.main([str(evaluated), "--port", str(port)]) == 2
+        assert hseval_main(["dashboard", str(evaluated), "--port", str(port)]) == 2
     assert f"cannot serve on port {port} on 127.0.0.1" in capsys.readouterr().err
 
 

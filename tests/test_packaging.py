@@ -58,3 +58,43 @@ def test_the_recipes_are_found_from_a_users_folder(hostile_folder):
                           timeout=120)
     assert done.returncode == 2 and "optim.epochs" in done.stderr, done.stderr
     assert not list(hostile_folder.glob("*-ran"))
+
+
+BARE = """
+import importlib.abc, sys
+class Missing(importlib.abc.MetaPathFinder):  # what a bare 'pip install hseval' leaves out
+    def find_spec(self, name, path=None, target=None):
+        if name.split(".")[0] in {missing!r}:
+            raise ModuleNotFoundError(f"No module named {{name!r}}")
+sys.meta_path.insert(0, Missing())
+from hseval.cli.main import main
+code = main(sys.argv[1:])
+heavy = sorted({{m.split(".")[0] for m in sys.modules}} & {missing!r})
+print("imported:", heavy)
+raise SystemExit(code)
+"""
+EXTRA_MODULES = {"streamlit", "umap", "openTSNE", "nltk", "numba", "pynndescent", "tensorboard"}
+
+
+def _bare(*argv: str, cwd: Path) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-c", BARE.format(missing=EXTRA_MODULES), *argv], cwd=cwd,
+                          capture_output=True, text=True, timeout=600)
+
+
+def test_a_bare_install_trains_evaluates_and_reports(tmp_path, fashion_like):
+    """Without the extras: training, evaluation with PCA and the report work; t-SNE, UMAP and the
+    dashboard are refused in one line that names the extra to install."""
+    steps = [("train", "--data-root", str(fashion_like), "--head", "riemann", "--quiet", "--set", "optim.epochs=1",
+              "--set", "data.train_subset=64", "--set", "data.batch_size=32", "--out", "run"),
+             ("evaluate", "run", "--data-root", str(fashion_like), "--projections", "pca", "--quiet", "--out", "eval"),
+             ("report", "eval")]
+    for argv in steps:
+        done = _bare(*argv, cwd=tmp_path)
+        assert done.returncode == 0 and "imported: []" in done.stdout, (argv, done.stderr)
+    for argv, extra in [(("evaluate", "run", "--projections", "tsne", "--out", "eval2"), "projections"),
+                        (("evaluate", "run", "--projections", "umap", "--out", "eval2"), "projections"),
+                        (("dashboard", "eval"), "dashboard")]:
+        done = _bare(*argv, cwd=tmp_path)
+        assert done.returncode == 2 and f"pip install 'hseval[{extra}]'" in done.stderr, (argv, done.stderr)
+        assert len(done.stderr.strip().splitlines()) == 1
+    assert not (tmp_path / "eval2").exists()

@@ -5,9 +5,9 @@ from __future__ import annotations
 
 from typing import Any
 
-import geoopt
 import torch
 
+from hseval.nn.manifolds import geoopt
 from hseval.train.config import OptimConfig
 
 __all__ = ["Optimizers", "build_optimizers"]

@@ -19,8 +19,9 @@ import urllib.request
 from pathlib import Path
 
 from hseval.core.errors import ConfigError, HsevalError, RunFormatError
+from hseval.core.extras import check_installed
 
-__all__ = ["register", "free_port", "streamlit_command", "app_entry", "cmd_dashboard", "main"]
+__all__ = ["register", "free_port", "streamlit_command", "app_entry", "cmd_dashboard"]
 
 ENV_VAR = "HSEVAL_EVAL_DIR"  # read by app/state.py; kept in step by tests/test_dashboard.py
 STARTUP_TIMEOUT_S = 60.0
@@ -115,6 +116,7 @@ def _stop(process: subprocess.Popen) -> None:
 def cmd_dashboard(args: argparse.Namespace) -> int:
     from hseval.io.results import load_evaluation
 
+    check_installed("streamlit", "the dashboard")
     folder = Path(args.dir).expanduser().resolve()
     evaluation = load_evaluation(folder)  # raises a one-line RunFormatError for a wrong folder
     if not evaluation.runs:  # a folder of damaged runs: nothing to show
@@ -161,21 +163,3 @@ def register(commands: argparse._SubParsersAction) -> None:
     dashboard.add_argument("--host", default="127.0.0.1",
                            help="address to bind (default 127.0.0.1: this machine only; 0.0.0.0 exposes it)")
     dashboard.set_defaults(func=cmd_dashboard)
-
-
-def main(argv: list[str] | None = None) -> int:
-    """``python -m hseval.cli.dashboard DIR``: the command on its own, with the CLI's error handling."""
-    from hseval.cli.main import _Parser
-
-    parser = _Parser(prog="hseval")
-    register(parser.add_subparsers(dest="command", required=True))
-    try:
-        args = parser.parse_args(["dashboard", *(sys.argv[1:] if argv is None else argv)])
-        return int(args.func(args) or 0)
-    except HsevalError as exc:
-        print(f"hseval: error: {exc}", file=sys.stderr)
-        return 2
-
-
-if __name__ == "__main__":
-    sys.exit(main())

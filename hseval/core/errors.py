@@ -14,6 +14,8 @@ import traceback
 from collections.abc import Sequence
 from pathlib import Path
 
+from hseval.core import __version__
+
 
 class HsevalError(Exception):
     """Base class for errors caused by user input; the message is one actionable line."""
@@ -57,8 +59,6 @@ def crash_log_dir() -> Path:
 
 def write_crash_log(exc: BaseException, argv: Sequence[str] | None) -> Path | None:
     """Write the traceback of ``exc`` with the command line and versions; None if that fails too."""
-    from hseval import __version__
-
     stamp = _dt.datetime.now().strftime("%Y%m%d-%H%M%S")
     path = crash_log_dir() / f"crash-{stamp}-{os.getpid()}.log"
     text = (f"hseval {__version__}, python {sys.version.split()[0]}, {_dt.datetime.now().isoformat()}\n"

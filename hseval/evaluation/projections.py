@@ -8,14 +8,18 @@ Seeds are fixed, so a projection is reproducible.
 
 from __future__ import annotations
 
+import warnings
 from collections.abc import Callable
 
 import numpy as np
+from sklearn.decomposition import PCA
+from sklearn.model_selection import train_test_split
 
 from hseval.core.errors import ConfigError
+from hseval.core.extras import check_installed, require
 from hseval.core.registry import Registry
 
-__all__ = ["PROJECTIONS", "stratified_sample", "project"]
+__all__ = ["PROJECTIONS", "stratified_sample", "project", "check_available"]
 
 
 def stratified_sample(labels: np.ndarray, max_points: int, *, seed: int = 0) -> np.ndarray:
@@ -27,8 +31,6 @@ def stratified_sample(labels: np.ndarray, max_points: int, *, seed: int = 0) -> 
         raise ConfigError(f"max_points must be a positive integer, got {max_points}")
     if n <= max_points:
         return np.arange(n)
-    from sklearn.model_selection import train_test_split
-
     classes, counts = np.unique(labels, return_counts=True)
     if max_points >= len(classes) and counts.min() >= 2:
         chosen, _ = train_test_split(np.arange(n), train_size=max_points, stratify=labels, random_state=seed)
@@ -45,14 +47,12 @@ def _scaled(class_vectors: np.ndarray | None, embeddings: np.ndarray) -> np.ndar
 
 
 def _pca(x: np.ndarray, extra: np.ndarray | None, seed: int) -> tuple[np.ndarray, np.ndarray | None]:
-    from sklearn.decomposition import PCA
-
     pca = PCA(n_components=2, random_state=seed).fit(x)
     return pca.transform(x), None if extra is None else pca.transform(extra)
 
 
 def _tsne(x: np.ndarray, extra: np.ndarray | None, seed: int) -> tuple[np.ndarray, np.ndarray | None]:
-    from openTSNE import TSNE
+    TSNE = require(*_NEEDS["tsne"]).TSNE  # imported when used: numba-compiled, optional
 
     perplexity = float(min(30.0, max(2.0, (len(x) - 1) / 3)))
     embedding = TSNE(n_components=2, perplexity=perplexity, random_state=seed, n_jobs=-1,
@@ -64,9 +64,7 @@ def _tsne(x: np.ndarray, extra: np.ndarray | None, seed: int) -> tuple[np.ndarra
 
 
 def _umap(x: np.ndarray, extra: np.ndarray | None, seed: int) -> tuple[np.ndarray, np.ndarray | None]:
-    import warnings
-
-    import umap
+    umap = require(*_NEEDS["umap"])  # imported when used: compiles for a minute, optional
 
     with warnings.catch_warnings():  # "n_jobs overridden by setting random_state": reproducibility wins
         warnings.simplefilter("ignore", UserWarning)
@@ -81,6 +79,15 @@ PROJECTIONS: Registry[Callable[[np.ndarray, np.ndarray | None, int], tuple[np.nd
 """``(embeddings, class_vectors or None, seed) -> (xy, placed class vectors or None)``."""
 for _name, _method in (("pca", _pca), ("tsne", _tsne), ("umap", _umap)):
     PROJECTIONS.add(_name, _method)
+_NEEDS = {"tsne": ("openTSNE", "t-SNE"), "umap": ("umap", "UMAP")}
+
+
+def check_available(method: str) -> None:
+    """Refuse, before any work, an unknown projection or one whose optional package is missing."""
+    PROJECTIONS.get(method)
+    if method in _NEEDS:
+        module, purpose = _NEEDS[method]
+        check_installed(module, purpose=purpose)
 
 
 def project(embeddings: np.ndarray, method: str, *, class_vectors: np.ndarray | None = None,

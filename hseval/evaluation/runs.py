@@ -352,12 +352,12 @@ class EvalOptions:
     def __post_init__(self) -> None:
         """The options checked once, with the command line's names in the errors."""
         from hseval.data.base import check_split
-        from hseval.evaluation.projections import PROJECTIONS
+        from hseval.evaluation.projections import check_available
 
         if self.max_points < 1:
             raise ConfigError(f"--max-points must be a positive integer, got {self.max_points}")
         for method in self.projections:
-            PROJECTIONS.get(method)  # an unknown one: a one-line error with the choices
+            check_available(method)  # unknown, or its optional package missing: one line
         check_split(self.split)
 
 

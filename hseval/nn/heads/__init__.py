@@ -17,19 +17,14 @@ Traceback (most recent call last):
 hseval.core.errors.ConfigError: head 'riemann' has no option 'decay'; its options are: radius, radius_decay
 """
 
-import warnings
-
-# geoopt compiles helpers with torch.jit.script at import, which torch now warns about
-warnings.filterwarnings("ignore", message=r".*torch\.jit\.script.*deprecated", category=FutureWarning)
-
 # registration order is the order of list_heads(): the paper's table, then ablations, then comparison
-from hseval.nn.heads import plain  # noqa: E402, I001
-from hseval.nn.heads import multitask  # noqa: E402
-from hseval.nn.heads import delta  # noqa: E402
-from hseval.nn.heads import manifold  # noqa: E402
-from hseval.nn.heads import riemann  # noqa: E402
-from hseval.nn.heads import hyperbolic  # noqa: E402
-from hseval.nn.heads.base import Head, create_head, head_class, head_options, list_heads, register_head  # noqa: E402
+from hseval.nn.heads import plain  # noqa: I001
+from hseval.nn.heads import multitask
+from hseval.nn.heads import delta
+from hseval.nn.heads import manifold
+from hseval.nn.heads import riemann
+from hseval.nn.heads import hyperbolic
+from hseval.nn.heads.base import Head, create_head, head_class, head_options, list_heads, register_head
 
 __all__ = ["Head", "create_head", "head_class", "head_options", "list_heads", "register_head",
            "plain", "multitask", "delta", "manifold", "riemann", "hyperbolic"]

@@ -18,12 +18,12 @@ from __future__ import annotations
 
 import math
 
-import geoopt
 import torch
 from torch import nn
 
 from hseval.core.errors import ConfigError
 from hseval.nn.heads.base import Head, full_precision, register_head
+from hseval.nn.manifolds import geoopt
 from hseval.tree.hierarchy import Hierarchy
 
 

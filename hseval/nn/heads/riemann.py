@@ -8,11 +8,11 @@ is why the radii R_p take its place.
 
 from __future__ import annotations
 
-import geoopt
 import torch
 
 from hseval.nn.heads.base import register_head
 from hseval.nn.heads.delta import RadiusHead
+from hseval.nn.manifolds import geoopt
 from hseval.tree.hierarchy import Hierarchy
 
 

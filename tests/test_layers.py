@@ -1,0 +1,151 @@
+"""The layer contract (docs/architecture.md): each package imports only from its own layer or the
+layers below it, siblings of one layer stay independent, no module imports itself back through
+others (no cycle), and an import inside a function is there to keep a heavy package out of a
+command that does not need it, with the reason on its line.
+
+The installed names are read off the sources with ``ast`` (``train/`` is ``hseval.train``,
+``app/`` is ``hseval.app``), imports inside functions included and ``if TYPE_CHECKING:`` blocks
+left out, so a new module or a lazy import cannot slip past."""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+INSTALLED_AS = {"hseval": "hseval", "train": "hseval.train", "app": "hseval.app"}
+LAYERS = [  # lowest first; the packages of one entry are independent siblings
+    ["hseval.core"],
+    ["hseval.tree"],
+    ["hseval.nn", "hseval.data", "hseval.metrics"],
+    ["hseval.io"],
+    ["hseval.evaluation"],
+    ["hseval.reporting"],
+    ["hseval.train", "hseval.app"],
+    ["hseval.cli"],
+]
+HEAVY = ("torch", "torchvision", "geoopt", "streamlit", "umap", "openTSNE", "sklearn", "scipy", "plotly", "pandas",
+         "safetensors", "nltk", "tensorboard", "numba", "PIL", "yaml")
+"""Packages slow enough to import that a command which does not need them should not pay for them."""
+
+
+def _modules() -> dict[str, Path]:
+    found = {}
+    for folder, package in INSTALLED_AS.items():
+        for path in (ROOT / folder).rglob("*.py"):
+            name = ".".join((package, *path.relative_to(ROOT / folder).with_suffix("").parts))
+            found[name.removesuffix(".__init__")] = path
+    return found
+
+
+MODULES = _modules()
+
+
+def _type_checking_blocks(tree: ast.AST) -> set[int]:
+    return {id(node) for block in ast.walk(tree) if isinstance(block, ast.If)
+            and "TYPE_CHECKING" in ast.unparse(block.test) for stmt in block.body for node in ast.walk(stmt)}
+
+
+def _imports(name: str, path: Path) -> list[tuple[str, ast.stmt, bool]]:
+    """(imported hseval module, statement, inside a function) of every import of ``name``."""
+    tree = ast.parse(path.read_text(encoding="utf-8"))
+    skip = _type_checking_blocks(tree)
+    in_function = {id(node) for fn in ast.walk(tree) if isinstance(fn, (ast.FunctionDef, ast.AsyncFunctionDef))
+                   for node in ast.walk(fn)}
+    out = []
+    for node in ast.walk(tree):
+        if id(node) in skip or not isinstance(node, (ast.Import, ast.ImportFrom)):
+            continue
+        if isinstance(node, ast.Import):
+            targets = [alias.name for alias in node.names]
+        else:
+            assert node.level == 0, f"{path}:{node.lineno}: relative import"
+            targets = [f"{node.module}.{alias.name}" if f"{node.module}.{alias.name}" in MODULES else node.module
+                       for alias in node.names]
+        for target in targets:
+            while target and target not in MODULES:
+                target = target.rpartition(".")[0]
+            if target and target != name:
+                out.append((target, node, id(node) in in_function))
+    return out
+
+
+def _layer(module: str) -> tuple[int, str] | None:
+    if module.endswith(".__main__"):  # an entry point (python -m hseval, python -m hseval.train)
+        return len(LAYERS) - 1, "hseval.cli"
+    for level, siblings in enumerate(LAYERS):
+        for package in siblings:
+            if module == package or module.startswith(package + "."):
+                return level, package
+    return None
+
+
+def test_every_module_belongs_to_a_layer():
+    assert not [m for m in MODULES if m != "hseval" and _layer(m) is None]
+
+
+def test_imports_go_down_the_layers_and_siblings_stay_independent():
+    wrong = []
+    for name, path in MODULES.items():
+        here = _layer(name)
+        for target, node, _ in _imports(name, path):
+            there = _layer(target)
+            if here is None or there is None:
+                continue  # the package's own __init__: the public surface
+            if there[0] > here[0] or (there[0] == here[0] and there[1] != here[1]):
+                wrong.append(f"{path.relative_to(ROOT)}:{node.lineno}: {here[1]} imports {target}")
+    assert not wrong, "imports against the layer order:\n" + "\n".join(wrong)
+
+
+def _cycles(graph: dict[str, set[str]]) -> list[list[str]]:
+    """The strongly connected components of more than one module (Tarjan)."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    out = []
+
+    def visit(node: str) -> None:
+        index[node] = low[node] = len(index)
+        stack.append(node)
+        for nxt in sorted(graph[node]):
+            if nxt not in index:
+                visit(nxt)
+                low[node] = min(low[node], low[nxt])
+            elif nxt in stack:
+                low[node] = min(low[node], index[nxt])
+        if low[node] == index[node]:
+            component = []
+            while not component or component[-1] != node:
+                component.append(stack.pop())
+            if len(component) > 1:
+                out.append(sorted(component))
+
+    for node in sorted(graph):
+        if node not in index:
+            visit(node)
+    return out
+
+
+def test_no_import_cycles():
+    graph = {name: {target for target, _, _ in _imports(name, path)} for name, path in MODULES.items()}
+    cycles = _cycles(graph)
+    assert not cycles, "modules that import each other:\n" + "\n".join(" <-> ".join(c) for c in cycles)
+
+
+def test_imports_inside_functions_keep_heavy_packages_out_and_say_why():
+    """An import inside a function is allowed only to delay a heavy package (or, in the command
+    line, a layer that pulls one in), and says so in a comment on its first line."""
+    wrong = []
+    for path in MODULES.values():
+        lines = path.read_text(encoding="utf-8").splitlines()
+        tree = ast.parse("\n".join(lines))
+        for node in ast.walk(tree):
+            if not isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                continue
+            for stmt in ast.walk(node):
+                if not isinstance(stmt, (ast.Import, ast.ImportFrom)):
+                    continue
+                where = f"{path.relative_to(ROOT)}:{stmt.lineno}"
+                if "#" not in lines[stmt.lineno - 1]:
+                    wrong.append(f"{where}: no comment saying why the import is delayed")
+    assert not wrong, "\n".join(wrong)
