@@ -10,14 +10,21 @@ computes more than counts over predictions.
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import numpy as np
 import pandas as pd
 import streamlit as st
 
+from hseval.app.selection import data_location
+from hseval.core.errors import HsevalError, first_line
 from hseval.io import evaluation_format as eval_format
+from hseval.io import folders as ownership
 from hseval.io.results import Evaluation, RunResult, load_evaluation
+from hseval.metrics.confusion import confusion_matrix
+from hseval.reporting.significance import compare_runs
+from hseval.tree.hierarchy import Hierarchy
 
 __all__ = ["fingerprint", "evaluation", "table", "confusion", "paired"]
 
@@ -74,8 +81,6 @@ def _run_key(run: RunResult) -> tuple:
 def paired(a: RunResult, b: RunResult) -> pd.DataFrame:
     """:func:`hseval.reporting.significance.compare_runs` of ``a`` against ``b`` (every level: difference,
     bootstrap interval, McNemar p), computed once per pair of files."""
-    from hseval.reporting.significance import compare_runs
-
     return compare_runs(a, b)
 
 
@@ -83,8 +88,6 @@ def paired(a: RunResult, b: RunResult) -> pd.DataFrame:
 def confusion(run: RunResult, depth: int | None = None) -> tuple[np.ndarray, np.ndarray]:
     """The run's confusion matrix in tree order (:func:`hseval.metrics.confusion.confusion_matrix`)
     at the leaves (``depth=None``) or at one super-class level, counted from predictions.npz."""
-    from hseval.metrics.confusion import confusion_matrix
-
     targets, topk = run.predictions()
     return confusion_matrix(topk[:, 0], targets, run.hierarchy, depth)
 
@@ -108,11 +111,7 @@ def node_vectors(run: RunResult) -> np.ndarray:
 def _dataset(name: str, root: str | None, hierarchy: str):
     # A resource: a split's images are shared read-only, never copied per rerun. A reason (str)
     # is returned rather than raised, so that a missing dataset is not looked for on every rerun.
-    import json
-
-    from hseval.core.errors import HsevalError, first_line
-    from hseval.data import dataset_options, list_datasets, load_dataset
-    from hseval.tree.hierarchy import Hierarchy
+    from hseval.data import dataset_options, list_datasets, load_dataset  # torch: only for pages with images
 
     if name not in list_datasets():
         return f"'{name}' is not a dataset hseval can load"
@@ -133,11 +132,6 @@ def dataset(run: RunResult) -> tuple[object, str, str | None]:
     """(dataset, split, None): the run's :class:`hseval.data.LoadedDataset`, loaded once from where
     it was evaluated (never downloaded), and the evaluated split; (None, split, why) when it is not
     at hand."""
-    import json
-
-    from hseval.app.selection import data_location
-    from hseval.io import folders as ownership
-
     name, root, split = data_location(run.metrics, ownership.read_marker(run.path))
     data = _dataset(name, root, json.dumps(run.hierarchy.to_dict()))
     return (None, split, data) if isinstance(data, str) else (data, split, None)

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import numpy as np
 import pandas as pd
+from sklearn.metrics.pairwise import cosine_similarity
 
 from hseval.app.tables import SEP
 from hseval.tree.hierarchy import Hierarchy
@@ -27,8 +28,6 @@ def nearest_nodes(tree: Hierarchy, vectors: np.ndarray, node: int, *, k: int = 5
     DataFrame with columns node, path, cosine, angle (degrees), tree_distance (edges between the
     two nodes); the node itself is left out. A zero vector has cosine 0 with every other.
     """
-    from sklearn.metrics.pairwise import cosine_similarity
-
     vectors = np.asarray(vectors, dtype=np.float64)
     if vectors.ndim != 2 or vectors.shape[0] != tree.num_nodes:
         raise ValueError(f"expected node vectors of shape ({tree.num_nodes}, d), got {vectors.shape}")

@@ -13,6 +13,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
+import streamlit as st
+
 from hseval.io.results import Evaluation, RunResult
 
 __all__ = ["ENV_VAR", "KEY_RUNS", "KEY_DATASET", "KEY_BASELINE", "KEY_GROUPS", "Context", "eval_dir", "set_context",
@@ -63,13 +65,9 @@ def eval_dir(argv: Sequence[str] | None = None, environ: Mapping[str, str] | Non
 
 
 def set_context(ctx: Context) -> None:
-    import streamlit as st
-
     st.session_state[_CONTEXT] = ctx
 
 
 def context() -> Context:
     """The context of the current script run (set by ``app/main.py`` before the page runs)."""
-    import streamlit as st
-
     return st.session_state[_CONTEXT]

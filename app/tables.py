@@ -13,6 +13,8 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from hseval.io.results import level_long, metric_of_column
+from hseval.reporting.significance import group_levels, seed_groups
 from hseval.tree.hierarchy import Hierarchy
 
 __all__ = ["overview_columns", "node_paths", "per_node_difference", "classes_under",
@@ -217,8 +219,6 @@ def missing_reasons(frame: pd.DataFrame, runs: list) -> dict[str, str]:
     """For each column of a one-row-per-run ``frame`` with empty cells, the reason of each run's
     empty cell ("plain: head 'plain' has no super-class scores of its own"), from what the
     evaluation recorded as unavailable; cells without a recorded reason say so."""
-    from hseval.io.results import metric_of_column
-
     by_name = {r.name: r.unavailable for r in runs}
     out = {}
     for column in frame.columns:
@@ -244,17 +244,12 @@ def versus_baseline(differences: dict[str, Any]) -> list[str]:
 
 def level_frame(runs: list, *, group_seeds: bool) -> pd.DataFrame:
     """The long accuracy table the level charts draw: per run, or per seed group (mean, std, seeds)."""
-    from hseval.io.results import level_long
-    from hseval.reporting.significance import group_levels, seed_groups
-
     long = level_long(runs)
     return group_levels(seed_groups(runs), long) if group_seeds else long
 
 
 def grouped_history(runs: list, *, group_seeds: bool) -> pd.DataFrame:
     """Per-epoch test accuracy per run, or its mean over the seeds of each group."""
-    from hseval.reporting.significance import seed_groups
-
     frame = history({r.name: r.history for r in runs})
     if not group_seeds or frame.empty or "test_acc" not in frame:
         return frame

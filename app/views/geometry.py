@@ -4,6 +4,7 @@ the tree recovered from the vectors with the given one, and one node's children 
 
 from __future__ import annotations
 
+import pandas as pd
 import streamlit as st
 
 from hseval.app import loading, tables
@@ -19,8 +20,6 @@ FORMATS = {"angle": "%.1f", "norm": "%.4f", "count": "%d", "score": "%.3f"}
 
 def formats(frame) -> dict:
     """Column formats for a geometry table: angles %.1f, norms, steps and radii %.4f, scores %.3f."""
-    import pandas as pd
-
     config = {}
     for column in frame.columns:
         if column == "run":

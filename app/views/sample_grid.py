@@ -40,7 +40,7 @@ def show_samples(run: RunResult, rows: pd.DataFrame) -> None:
 
 
 def _grid(data, split: str, listed: pd.DataFrame) -> None:
-    from hseval.data.display import sample_image
+    from hseval.data.display import sample_image  # torch: only once images are shown
 
     columns = st.columns(COLUMNS)
     for k, (index, true, predicted) in enumerate(zip(listed["index"], listed["class"], listed["predicted"])):

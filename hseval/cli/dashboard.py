@@ -8,6 +8,7 @@ otherwise. Ctrl-C (or SIGTERM) stops the server and exits 0.
 from __future__ import annotations
 
 import argparse
+import importlib.util
 import os
 import signal
 import socket
@@ -48,8 +49,6 @@ def free_port(host: str = "127.0.0.1", port: int = 0) -> int:
 
 def app_entry() -> Path:
     """``app/main.py`` of the installed distribution (the ``app`` package ships next to ``hseval``)."""
-    import importlib.util
-
     spec = importlib.util.find_spec("hseval.app")
     locations = list(spec.submodule_search_locations or []) if spec else []
     for folder in locations:
@@ -114,7 +113,7 @@ def _stop(process: subprocess.Popen) -> None:
 
 
 def cmd_dashboard(args: argparse.Namespace) -> int:
-    from hseval.io.results import load_evaluation
+    from hseval.io.results import load_evaluation  # pandas: kept out of 'hseval --help'
 
     check_installed("streamlit", "the dashboard")
     folder = Path(args.dir).expanduser().resolve()

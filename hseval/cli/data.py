@@ -13,7 +13,10 @@ import json
 import textwrap
 
 from hseval.cli import non_negative_int
-from hseval.tree.file_read import FORMATS
+from hseval.core.errors import ConfigError
+from hseval.tree.builders import build_hierarchy, builder_options, random_hierarchy
+from hseval.tree.file_read import FORMATS, names_sidecar
+from hseval.tree.hierarchy import Hierarchy
 
 # dataset options that the command line exposes (each a --flag taking a path)
 CLI_OPTIONS = ("hierarchy", "wordnet")
@@ -24,8 +27,6 @@ seed_int = non_negative_int
 
 def _options(args: argparse.Namespace, accepted: tuple[str, ...]) -> dict:
     """The dataset options given on the command line, each checked against what the dataset takes."""
-    from hseval.core.errors import ConfigError
-
     given = {name: value for name in CLI_OPTIONS if (value := getattr(args, name, None)) is not None}
     for name in given:
         if name not in accepted:
@@ -35,14 +36,10 @@ def _options(args: argparse.Namespace, accepted: tuple[str, ...]) -> dict:
 
 
 def cmd_build(args: argparse.Namespace) -> int:
-    from hseval.tree.file_read import names_sidecar
-
     if args.data_root is None:
-        from hseval.tree.builders import build_hierarchy, builder_options
-
         tree = build_hierarchy(args.dataset, **_options(args, builder_options(args.dataset)))
     else:
-        from hseval.data import dataset_options, load_dataset
+        from hseval.data import dataset_options, load_dataset  # torch: only with --data-root
 
         options = _options(args, dataset_options(args.dataset))
         tree = load_dataset(args.dataset, args.data_root, **options).hierarchy
@@ -53,9 +50,6 @@ def cmd_build(args: argparse.Namespace) -> int:
 
 
 def cmd_random(args: argparse.Namespace) -> int:
-    from hseval.tree.builders import random_hierarchy
-    from hseval.tree.hierarchy import Hierarchy
-
     tree = random_hierarchy(Hierarchy.read(args.file, args.format), seed=args.seed)
     tree.write(args.out, args.to)
     print(f"wrote {args.out} (classes dealt at random to the leaves of {args.file}, seed {args.seed})")
@@ -63,7 +57,7 @@ def cmd_random(args: argparse.Namespace) -> int:
 
 
 def cmd_list(args: argparse.Namespace) -> int:
-    from hseval.data import dataset_options, list_datasets
+    from hseval.data import dataset_options, list_datasets  # torch: kept out of the other commands
 
     for name in list_datasets():
         options = " ".join(f"[--{option} ...]" for option in dataset_options(name) if option in CLI_OPTIONS)
@@ -72,7 +66,7 @@ def cmd_list(args: argparse.Namespace) -> int:
 
 
 def cmd_info(args: argparse.Namespace) -> int:
-    from hseval.data import dataset_options, load_dataset
+    from hseval.data import dataset_options, load_dataset  # torch: kept out of the other commands
 
     data = load_dataset(args.dataset, args.data_root, **_options(args, dataset_options(args.dataset)))
     summary = {**data.describe(), "hierarchy": data.hierarchy.stats()}

@@ -21,6 +21,7 @@ import sys
 import warnings
 from collections.abc import Iterator, Sequence
 
+from hseval.cli import dashboard, data, demo, evaluate, export, hierarchy, importing, train
 from hseval.core import __version__
 from hseval.core.errors import HsevalError, HsevalWarning, first_line, write_crash_log
 
@@ -37,8 +38,6 @@ class _Parser(argparse.ArgumentParser):
 
 
 def build_parser() -> argparse.ArgumentParser:
-    from hseval.cli import dashboard, data, demo, evaluate, export, hierarchy, importing, train
-
     parser = _Parser(prog="hseval", description="Train, evaluate and inspect hierarchical classifiers "
                                                 "(hierarchical spheres, Scieur & Kim 2021).")
     parser.add_argument("--version", action="version", version=f"hseval {__version__}")

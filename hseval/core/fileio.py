@@ -15,7 +15,7 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import IO, Any
 
-from hseval.core.errors import HsevalError, first_line
+from hseval.core.errors import HsevalError, RunFormatError, first_line
 
 __all__ = ["atomic_path", "write_text", "write_bytes", "write_json", "read_text", "read_json", "check_output_folder",
            "remove_stale_temporaries", "json_ready"]
@@ -121,8 +121,6 @@ def read_text(path: str | Path, *, what: str, error: type[HsevalError] = HsevalE
 
 def read_json(path: str | Path, *, what: str = "JSON file") -> Any:
     """Parse a JSON file, with a one-line error naming the file and line on failure."""
-    from hseval.core.errors import RunFormatError
-
     path = Path(path)
     text = read_text(path, what=what, error=RunFormatError)
     try:

@@ -11,6 +11,8 @@ from __future__ import annotations
 import sys
 from typing import Any
 
+from tqdm import tqdm
+
 __all__ = ["bar", "on_terminal"]
 
 
@@ -24,6 +26,4 @@ def on_terminal() -> bool:
 
 def bar(*, enabled: bool = True, **options: Any):
     """A ``tqdm`` bar (``options`` as tqdm's), disabled unless ``enabled`` and stderr is a terminal."""
-    from tqdm import tqdm
-
     return tqdm(disable=not (enabled and on_terminal()), dynamic_ncols=True, **options)

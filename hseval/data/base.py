@@ -17,6 +17,7 @@ from typing import Any
 import numpy as np
 import torch
 import torch.nn.functional as F
+from PIL import Image, UnidentifiedImageError
 from torch.utils.data import Dataset
 
 from hseval.core.errors import ConfigError, DataError, HsevalError
@@ -108,8 +109,6 @@ class ImageFiles(Dataset):
         return len(self.paths)
 
     def __getitem__(self, index: int) -> tuple[torch.Tensor, int]:
-        from PIL import Image, UnidentifiedImageError
-
         path = self.paths[index]
         try:
             with Image.open(path) as image:

@@ -4,6 +4,7 @@ normalisation or augmentation (what the dashboard puts beside a selected point).
 from __future__ import annotations
 
 import numpy as np
+from PIL import Image
 
 from hseval.core.errors import ConfigError
 from hseval.data.base import ImageFiles, LoadedDataset, TensorImages
@@ -22,8 +23,6 @@ def sample_image(data: LoadedDataset, split: str, index: int) -> np.ndarray:
     if isinstance(part, TensorImages):
         pixels = part.images[index].numpy()
     elif isinstance(part, ImageFiles):
-        from PIL import Image
-
         with Image.open(part.paths[index]) as image:
             return np.asarray(image.convert(part.mode), dtype=np.uint8)
     else:

@@ -44,7 +44,7 @@ def find_fashion_mnist(root: str | Path | None = None) -> Path | None:
 
 
 def _download() -> Path:
-    from torchvision.datasets import FashionMNIST
+    from torchvision.datasets import FashionMNIST  # only to download, where no copy is found
 
     cache = CACHE.expanduser()
     try:

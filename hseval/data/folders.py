@@ -12,6 +12,8 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+import torch
+from torchvision.transforms import v2
 
 from hseval.core import fileio
 from hseval.core.errors import DataError
@@ -31,9 +33,6 @@ RESIZE, CROP = 256, 224
 def image_transform(*, train: bool, size: int = CROP, resize: int = RESIZE) -> Callable[[Any], Any]:
     """PIL image -> normalised float (3, size, size): resize the short side to ``resize``, then a
     random crop and horizontal flip for training, a centre crop for testing (the paper's recipe)."""
-    import torch
-    from torchvision.transforms import v2
-
     crop = [v2.RandomCrop(size), v2.RandomHorizontalFlip()] if train else [v2.CenterCrop(size)]
     return v2.Compose([v2.ToImage(), v2.Resize(resize, antialias=True), *crop,
                        v2.ToDtype(torch.float32, scale=True), v2.Normalize(IMAGENET_MEAN, IMAGENET_STD)])

@@ -7,6 +7,7 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+import scipy.io
 
 from hseval.core.errors import DataError
 
@@ -15,8 +16,6 @@ __all__ = ["load_mat", "mat_variable", "mat_strings", "mat_ints", "struct_field"
 
 def load_mat(path: Path) -> dict[str, Any]:
     """The variables of a MATLAB 5 file, squeezed (a 1×N cell array becomes an (N,) object array)."""
-    import scipy.io
-
     if not path.is_file():
         raise DataError(f"{path}: file is missing; the dataset folder is incomplete (download the devkit again)")
     try:

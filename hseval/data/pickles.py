@@ -10,6 +10,7 @@ names that the format needs: numpy's array reconstruction (``_reconstruct``, ``n
 
 from __future__ import annotations
 
+import codecs
 import io
 import pickle
 from pathlib import Path
@@ -23,8 +24,6 @@ __all__ = ["load_pickle", "ALLOWED"]
 
 
 def _allowed() -> dict[tuple[str, str], Any]:
-    import codecs
-
     reconstruct = np.zeros(1).__reduce__()[0]  # numpy's own _reconstruct, whatever its module is today
     names: dict[tuple[str, str], Any] = {("_codecs", "encode"): codecs.encode}
     for module in ("numpy.core.multiarray", "numpy._core.multiarray"):

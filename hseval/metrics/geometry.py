@@ -16,6 +16,9 @@ from typing import Any
 
 import numpy as np
 import pandas as pd
+from scipy.cluster.hierarchy import cophenet, fcluster, linkage
+from scipy.spatial.distance import squareform
+from sklearn.metrics import adjusted_rand_score, rand_score
 
 from hseval.tree.hierarchy import Hierarchy
 
@@ -109,10 +112,6 @@ def tree_agreement(hierarchy: Hierarchy, leaf_vectors: np.ndarray) -> dict[str, 
     at every super-class level k (cutting the dendrogram into as many clusters as level k has
     nodes) the adjusted Rand index and the Rand index, i.e. the share of class pairs on which both
     trees agree about being grouped together."""
-    from scipy.cluster.hierarchy import cophenet, fcluster, linkage
-    from scipy.spatial.distance import squareform
-    from sklearn.metrics import adjusted_rand_score, rand_score
-
     L = hierarchy.num_leaves
     if L < 3:
         return {"skipped": "fewer than 3 classes"}

@@ -14,6 +14,7 @@ from typing import Any
 
 import torch
 from torch import nn
+from torchvision import models
 
 from hseval.core.errors import ConfigError
 from hseval.core.registry import Registry
@@ -106,8 +107,6 @@ def _densenet(factory: Callable[..., nn.Module]) -> Callable[..., tuple[nn.Modul
 
 
 def _register_torchvision() -> None:
-    from torchvision import models
-
     register_backbone("resnet18")(_resnet(models.resnet18))
     register_backbone("resnet50")(_resnet(models.resnet50))
     register_backbone("densenet121")(_densenet(models.densenet121))

@@ -79,7 +79,7 @@ class ScaleCheck:
 
 def takes_radius(head: str) -> bool:
     """Whether ``head`` has the ``radius`` option (the sphere heads)."""
-    from hseval.nn.heads import head_options, list_heads
+    from hseval.nn.heads import head_options, list_heads  # torch: kept out of 'hseval report'
 
     return head in list_heads() and "radius" in head_options(head)
 
@@ -98,7 +98,7 @@ def check_metrics(metrics: dict) -> list[tuple[str, ScaleCheck]]:
     """The guard's readings from a run's ``metrics.json``: "before training" (the norms the engine
     kept in the first epoch's history) and "after training" (the evaluated feature and
     class-vector norms), each with the radius it was trained with (or the head's default)."""
-    from hseval.nn.heads import head_options
+    from hseval.nn.heads import head_options  # torch: kept out of 'hseval report'
 
     head = str(metrics.get("head"))
     leaves = (metrics.get("hierarchy") or {}).get("num_leaves")

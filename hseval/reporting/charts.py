@@ -10,7 +10,9 @@ import numpy as np
 import pandas as pd
 import plotly.express as px
 import plotly.graph_objects as go
+from plotly.subplots import make_subplots
 
+from hseval.reporting import colours
 from hseval.tree.hierarchy import Hierarchy
 
 __all__ = ["accuracy_by_level", "node_sunburst", "angle_to_parent", "sibling_angles", "delta_vs_radius",
@@ -62,8 +64,6 @@ def accuracy_by_level(levels: pd.DataFrame, *, title: str = "Accuracy per level"
     "from leaf", "own scores") and accuracy in [0, 1]; optional std and seeds (a seed
     group's spread over seeds, drawn as an error bar). One panel per level, each with its own axis
     zoomed to its values (so 0.992 against 0.994 shows), one colour per run (``colours``)."""
-    from plotly.subplots import make_subplots
-
     if levels.empty:
         return _empty(title, "no accuracy to show")
     data = levels.sort_values("depth", kind="stable") if "depth" in levels else levels
@@ -235,8 +235,6 @@ def projection_scatter(points: pd.DataFrame, *, color: str = "level1", title: st
     super-classes by their place in ``tree`` (:mod:`hseval.reporting.colours`); samples whose class is
     shallower than the chosen level are a grey category of their own. ``highlight`` (a node name)
     draws the samples under that node larger and in colour, and fades the others to grey."""
-    from hseval.reporting import colours
-
     if points.empty or not {"x", "y", "label"} <= set(points.columns):
         return _empty(title, "no projection (run 'hseval evaluate --projections pca,tsne')")
     data = points.copy() if "kind" in points else points.assign(kind="sample")

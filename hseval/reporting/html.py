@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 from functools import cache
 
 import pandas as pd
+from plotly.offline import get_plotlyjs
 
 __all__ = ["Chart", "Section", "Detail", "page", "anchor"]
 
@@ -65,8 +66,6 @@ def anchor(title: str) -> str:
 @cache
 def _plotly_js() -> str:
     """plotly.js packed once per process (gzip of 4.8 MB: a quarter of a second)."""
-    from plotly.offline import get_plotlyjs
-
     packed = base64.b64encode(gzip.compress(get_plotlyjs().encode(), 9, mtime=0)).decode()
     return f"<script type='application/octet-stream' id='plotly-gz'>{packed}</script>"
 

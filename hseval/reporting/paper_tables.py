@@ -23,6 +23,7 @@ import pandas as pd
 
 from hseval.core.errors import HsevalError
 from hseval.io.results import RunResult
+from hseval.tree.builders import build_hierarchy, list_builders
 from hseval.tree.hierarchy import Hierarchy
 
 __all__ = ["LAYOUTS", "Layout", "paper_cells", "run_conditions", "tree_kind", "recipe_differs", "paper_table",
@@ -103,8 +104,6 @@ def paper_cells() -> tuple[dict, ...]:
 
 @cache
 def _builtin_tree(dataset: str) -> Hierarchy | None:
-    from hseval.tree.builders import build_hierarchy, list_builders
-
     if dataset not in list_builders():
         return None
     try:

@@ -12,6 +12,7 @@ import pandas as pd
 
 from hseval.core.errors import ConfigError
 from hseval.io.results import RunResult, level_long, level_table
+from hseval.metrics import confusion_matrix
 from hseval.reporting import charts
 from hseval.reporting.html import Chart
 from hseval.reporting.significance import (
@@ -117,8 +118,6 @@ def detail_charts(entry: SeedGroup) -> list[Chart]:
     """A run's (or seed group's) per-node accuracy, embedding projection and confusion matrix: a
     group's accuracies are averaged and its confusions summed over seeds; its projection is its
     first seed's."""
-    from hseval.metrics import confusion_matrix
-
     first = entry.runs[0]
     tree = first.hierarchy
     over = f" (mean over {len(entry.runs)} seeds)" if len(entry.runs) > 1 else ""
