@@ -2,18 +2,19 @@
 last layer W = Δ·D·H (Scieur & Kim, "Connecting Sphere Manifolds Hierarchically for
 Regularization", ICML 2021).
 
-The public surface: :class:`Hierarchy` and :func:`load_run` here, ``hseval.nn.create_head`` (the
-heads) and ``hseval.metrics`` (the metrics, functional and streaming ``HierarchicalMetrics``).
+The public surface: :class:`Hierarchy`, :func:`read_hierarchy`, :func:`write_hierarchy` and
+:func:`load_run` here, ``hseval.nn.create_head`` (the heads) and ``hseval.metrics`` (the metrics,
+functional and streaming ``HierarchicalMetrics``).
 """
 
 from typing import Any
 
 from hseval.core import __version__
 from hseval.core.errors import ConfigError, DataError, HierarchyError, HsevalError, RunFormatError
-from hseval.tree.hierarchy import Hierarchy
+from hseval.tree import Hierarchy, read_hierarchy, write_hierarchy
 
-__all__ = ["Hierarchy", "load_run", "HsevalError", "HierarchyError", "RunFormatError", "ConfigError", "DataError",
-           "__version__"]
+__all__ = ["Hierarchy", "read_hierarchy", "write_hierarchy", "load_run", "HsevalError", "HierarchyError",
+           "RunFormatError", "ConfigError", "DataError", "__version__"]
 
 
 def __getattr__(name: str) -> Any:

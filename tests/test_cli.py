@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from hseval.cli.main import main
-from hseval.tree.hierarchy import Hierarchy
+from hseval.tree import read_hierarchy
 from tests.helpers import FIXTURES
 
 FASHION = str(Path(__file__).parents[1] / "hseval" / "tree" / "builders" / "data" / "fashion_mnist.txt")
@@ -37,7 +37,7 @@ def test_convert_and_show(capsys, tmp_path):
     out_file = tmp_path / "fm.json"
     code, out, _ = run(capsys, "hierarchy", "convert", FASHION, str(out_file), "--to", "nbdt")
     assert code == 0 and "13 nodes" in out
-    assert Hierarchy.read(out_file).stats()["num_nodes"] == 13
+    assert read_hierarchy(out_file).stats()["num_nodes"] == 13
     code, out, _ = run(capsys, "hierarchy", "show", str(out_file))
     assert code == 0
     assert out.splitlines()[0] == "root" and "│   └── tops  (4 classes)" in out and "└── Ankle boot" in out
@@ -48,7 +48,7 @@ def test_convert_can_merge_chains(capsys, tmp_path):
     src.write_text("a/b/x\na/b/y\nz\n")
     code, _, _ = run(capsys, "hierarchy", "convert", str(src), str(tmp_path / "out.txt"), "--to", "pairs",
                      "--merge-chains")
-    assert code == 0 and Hierarchy.read(tmp_path / "out.txt").num_nodes == 4
+    assert code == 0 and read_hierarchy(tmp_path / "out.txt").num_nodes == 4
 
 
 @pytest.mark.parametrize(("argv", "message"), [

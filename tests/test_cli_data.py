@@ -12,8 +12,8 @@ import pytest
 from hseval.cli import data, hierarchy
 from hseval.cli.main import _Parser
 from hseval.core.errors import HsevalError
-from hseval.tree.file_read import names_sidecar
-from hseval.tree.hierarchy import Hierarchy
+from hseval.tree import read_hierarchy
+from hseval.tree.formats.pairs import names_sidecar
 from tests.fake_datasets import write_cifar100, write_cub200
 
 
@@ -42,7 +42,7 @@ def test_build_from_the_shipped_lists_writes_the_papers_pairs_file(capsys, tmp_p
     lines = out_file.read_text().splitlines()
     assert lines[0] == "270" and len(lines) == 271
     assert names_sidecar(out_file).read_text().splitlines()[0] == "0\t001.Black_footed_Albatross"
-    assert Hierarchy.read(out_file).num_nodes == 270
+    assert read_hierarchy(out_file).num_nodes == 270
 
 
 def test_build_from_a_data_root(capsys, tmp_path):
@@ -50,7 +50,7 @@ def test_build_from_a_data_root(capsys, tmp_path):
     code, out, _ = run(capsys, "hierarchy", "build", "cifar100", "--data-root", tmp_path / "data",
                        "--out", tmp_path / "cifar.txt")
     assert code == 0 and "(100 classes, 120 nodes" in out
-    assert Hierarchy.read(tmp_path / "cifar.txt").leaf_names[:2] == ("apple", "aquarium_fish")
+    assert read_hierarchy(tmp_path / "cifar.txt").leaf_names[:2] == ("apple", "aquarium_fish")
 
 
 def test_random_tree_keeps_the_shape(capsys, tmp_path):
@@ -58,7 +58,7 @@ def test_random_tree_keeps_the_shape(capsys, tmp_path):
     code, out, _ = run(capsys, "hierarchy", "random", tmp_path / "dogs.txt", "--seed", 7, "--out",
                        tmp_path / "shuffled.json")
     assert code == 0 and "seed 7" in out
-    tree, shuffled = Hierarchy.read(tmp_path / "dogs.txt"), Hierarchy.read(tmp_path / "shuffled.json")
+    tree, shuffled = read_hierarchy(tmp_path / "dogs.txt"), read_hierarchy(tmp_path / "shuffled.json")
     assert shuffled.nodes_per_depth == tree.nodes_per_depth == [78, 120]
     assert shuffled.leaf_names == tree.leaf_names and shuffled != tree
 

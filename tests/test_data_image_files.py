@@ -10,7 +10,7 @@ import torch
 
 from hseval.core.errors import ConfigError, DataError
 from hseval.data import load_dataset
-from hseval.tree.hierarchy import Hierarchy
+from hseval.tree import read_hierarchy
 from tests.fake_datasets import (
     fixture_rows,
     write_cub200,
@@ -154,7 +154,7 @@ def test_image_folder_orders_classes_by_folder_name(tmp_path):
     assert data.hierarchy.path_names(1) == ("animal", "dog", "husky")
     assert (len(data.train), len(data.test)) == (6, 6) and data.train.labels.tolist() == [0, 0, 1, 1, 2, 2]
     assert data.test[5][0].shape == (3, 224, 224)
-    from_file = Hierarchy.read(tree_file)
+    from_file = read_hierarchy(tree_file)
     assert {data.hierarchy.path_names(j) for j in range(3)} == {from_file.path_names(j) for j in range(3)}
 
 

@@ -19,7 +19,7 @@ MODULES = sorted(".".join((INSTALLED_AS[package], *path.relative_to(ROOT / packa
 
 
 def test_the_examples_are_found():
-    assert {"hseval.core.registry", "hseval.nn.heads", "hseval.tree.hierarchy",
+    assert {"hseval.core.registry", "hseval.nn.heads", "hseval.tree.hierarchy", "hseval.tree.formats.common",
             "hseval.metrics.streaming"} <= set(MODULES)
 
 
@@ -36,13 +36,13 @@ def _entry_points() -> dict[str, object]:
     from hseval.io.run_format import load_run
     from hseval.nn.heads import create_head
     from hseval.train.engine import train
-    from hseval.tree.hierarchy import Hierarchy
+    from hseval.tree import read_hierarchy, write_hierarchy
 
     points: dict[str, object] = {f"hseval.metrics.{name}": getattr(hseval.metrics, name)
                                  for name in hseval.metrics.__all__}
     points.update({"hseval.nn.heads.create_head": create_head, "hseval.evaluation.runs.evaluate_run": evaluate_run,
                    "hseval.train.engine.train": train, "hseval.io.run_format.load_run": load_run,
-                   "hseval.tree.hierarchy.Hierarchy.read": Hierarchy.read})
+                   "hseval.tree.read_hierarchy": read_hierarchy, "hseval.tree.write_hierarchy": write_hierarchy})
     return points
 
 

@@ -10,8 +10,10 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from hseval.core.errors import HierarchyError
+from hseval.tree import read_hierarchy
 from hseval.tree.builders import merge_single_child_chains, random_hierarchy
-from hseval.tree.hierarchy import Hierarchy, natural_key
+from hseval.tree.hierarchy import Hierarchy
+from hseval.tree.naming import natural_key
 from tests.helpers import FIXTURES, appendix_a, fashion_tree, trees, unbalanced
 
 PAPER_H = {  # Appendix A, rows in the paper's order of P, columns in the order of L
@@ -172,11 +174,11 @@ def test_from_paths_messages_name_the_first_problem():
 
 
 def test_from_paths_names_shared_names_by_their_paths_within_a_limit(monkeypatch):
-    import hseval.tree.hierarchy as hierarchy_module
+    import hseval.tree.node_lists as node_lists
 
     paths = [("a", "x"), ("b", "x"), ("c", "root", "y")]  # 'x' twice, and 'root' is the root's name
     assert Hierarchy.from_paths(paths).node_names == ("a/x", "b/x", "y", "a", "b", "c", "c/root")
-    monkeypatch.setattr(hierarchy_module, "MAX_JOINED_NAMES", 11)
+    monkeypatch.setattr(node_lists, "MAX_JOINED_NAMES", 11)
     with pytest.raises(HierarchyError, match=r"^paths: 3 nodes share their names with other nodes, and naming them by "
                                              r"their paths would take 12 characters \(limit 11\); give the nodes "
                                              r"distinct names$"):
@@ -237,12 +239,12 @@ def test_merge_removes_lone_child_of_root_and_is_idempotent():
 
 def test_merge_on_nbdt_wordnet_tree_keeps_it_unchanged():
     """NBDT's WordNet trees already had their single-child nodes removed."""
-    tree = Hierarchy.read(FIXTURES / "hierarchies" / "TinyImagenet200_graph-wordnet.json")
+    tree = read_hierarchy(FIXTURES / "hierarchies" / "TinyImagenet200_graph-wordnet.json")
     assert merge_single_child_chains(tree) == tree
 
 
 def test_random_hierarchy_keeps_shape_and_shuffles_leaves():
-    tree = Hierarchy.read(FIXTURES / "hierarchies" / "cifar.parent-child.txt")
+    tree = read_hierarchy(FIXTURES / "hierarchies" / "cifar.parent-child.txt")
     shuffled = random_hierarchy(tree, seed=3)
     assert shuffled.leaf_names == tree.leaf_names
     assert shuffled.nodes_per_depth == tree.nodes_per_depth

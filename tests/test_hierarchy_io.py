@@ -7,8 +7,10 @@ import json
 import pytest
 from hypothesis import given, settings
 
-from hseval.core.errors import HierarchyError
-from hseval.tree.file_read import FORMATS, detect_format, names_sidecar
+from hseval.core.errors import ConfigError, HierarchyError
+from hseval.tree import FORMATS, read_hierarchy, write_hierarchy
+from hseval.tree.formats import detect_format
+from hseval.tree.formats.pairs import names_sidecar
 from hseval.tree.hierarchy import Hierarchy
 from tests.helpers import FIXTURES, fashion_tree, trees, unbalanced
 
@@ -25,15 +27,15 @@ PUBLIC = FIXTURES / "hierarchies"
     ("cifar.parent-child.txt", 100, 162, 8),              # cvjena: 163 nodes with the root
 ])
 def test_public_trees_read_with_their_published_sizes(name, leaves, nodes, depth):
-    tree = Hierarchy.read(PUBLIC / name)
+    tree = read_hierarchy(PUBLIC / name)
     assert (tree.num_leaves, tree.num_nodes, tree.max_depth) == (leaves, nodes, depth)
 
 
 def test_nbdt_names_follow_the_class_list():
     wnids = (PUBLIC / "wnids_CIFAR100.txt").read_text().split()
-    by_id = Hierarchy.read(PUBLIC / "CIFAR100_graph-wordnet.json", classes=wnids)
+    by_id = read_hierarchy(PUBLIC / "CIFAR100_graph-wordnet.json", classes=wnids)
     assert by_id.leaf_names == tuple(wnids)
-    by_label = Hierarchy.read(PUBLIC / "CIFAR100_graph-wordnet.json")
+    by_label = read_hierarchy(PUBLIC / "CIFAR100_graph-wordnet.json")
     assert "apple" in by_label.leaf_names and by_label.root_name == "entity"
 
 
@@ -41,36 +43,36 @@ def test_cvjena_tree_with_cifar_class_order():
     rows = [line.split() for line in (PUBLIC / "cifar.class_names.txt").read_text().splitlines()]
     assert rows[0] == ["0", "apple"]
     ids = [i for i, _ in rows[:100]]
-    tree = Hierarchy.read(PUBLIC / "cifar.parent-child.txt", classes=ids[::-1])
+    tree = read_hierarchy(PUBLIC / "cifar.parent-child.txt", classes=ids[::-1])
     assert tree.leaf_names == tuple(ids[::-1])
 
 
-@pytest.mark.parametrize("fmt", FORMATS)
+@pytest.mark.parametrize("fmt", FORMATS.names())
 def test_every_format_round_trips(tmp_path, small_tree, fmt):
     path = tmp_path / ("tree.json" if fmt == "nbdt" else "tree.txt")
     if fmt == "isa" and any(" " in n for n in small_tree.node_names):
         # isa separates names by whitespace: such a tree is refused, not written wrongly
         with pytest.raises(HierarchyError, match=r"contains whitespace; use --to pairs"):
-            small_tree.write(path, fmt)
+            write_hierarchy(small_tree, path, format=fmt)
         assert not path.exists()
         return
-    small_tree.write(path, fmt)
+    write_hierarchy(small_tree, path, format=fmt)
     assert detect_format(path) == fmt
-    assert Hierarchy.read(path) == small_tree  # names, class order, super-class order, root
-    assert Hierarchy.read(path, classes=small_tree.leaf_names) == small_tree
+    assert read_hierarchy(path) == small_tree  # names, class order, super-class order, root
+    assert read_hierarchy(path, classes=small_tree.leaf_names) == small_tree
 
 
 @settings(max_examples=30, deadline=None)
 @given(tree=trees(max_leaves=20))
 def test_pairs_round_trip_is_exact(tmp_path_factory, tree):
     path = tmp_path_factory.mktemp("pairs") / "tree_child_parent_pairs.txt"
-    tree.write(path, "pairs")
-    assert Hierarchy.read(path) == tree
+    write_hierarchy(tree, path, format="pairs")
+    assert read_hierarchy(path) == tree
 
 
 def test_pairs_file_layout_matches_the_paper(tmp_path):
     path = tmp_path / "fmnist_child_parent_pairs.txt"
-    fashion_tree().write(path, "pairs")
+    write_hierarchy(fashion_tree(), path, format="pairs")
     lines = path.read_text().splitlines()
     assert lines[0] == "13" and len(lines) == 14
     pairs = [tuple(map(int, line.split())) for line in lines[1:]]
@@ -81,15 +83,15 @@ def test_pairs_file_layout_matches_the_paper(tmp_path):
 def test_pairs_without_names_get_index_names(tmp_path):
     path = tmp_path / "p.txt"
     path.write_text("5\n0 3\n1 3\n2 4\n3 5\n4 5\n")
-    tree = Hierarchy.read(path)
+    tree = read_hierarchy(path)
     assert tree.leaf_names == ("0", "1", "2") and tree.root_name == "5"
-    tree = Hierarchy.read(path, classes=["a", "b", "c"])
+    tree = read_hierarchy(path, classes=["a", "b", "c"])
     assert tree.leaf_names == ("a", "b", "c")
 
 
 def test_paths_escape_slashes(tmp_path):
     path = tmp_path / "paths.txt"
-    fashion_tree().write(path, "paths")
+    write_hierarchy(fashion_tree(), path, format="paths")
     assert "clothing/tops/T-shirt\\/top" in path.read_text().splitlines()
 
 
@@ -122,12 +124,21 @@ def _write(tmp_path, text, name="tree.txt", mode="w"):
     ("a/b\na//c\n", None, r"line 2: empty component in the path 'a//c'"),
     ("a/b\na/b\n", None, r"the path 'a/b' is given twice"),
     ("a\na/b\n", None, r"class 'a' is also a super-class of another class"),
-    ("2\n0 2\n1 2\n", "nope", r"unknown hierarchy format 'nope'"),
 ])
 def test_bad_hierarchy_files_have_clear_errors(tmp_path, text, fmt, message):
     path = _write(tmp_path, text, mode="wb" if isinstance(text, bytes) else "w")
     with pytest.raises(HierarchyError, match=message):
-        Hierarchy.read(path, fmt)
+        read_hierarchy(path, format=fmt)
+
+
+def test_an_unknown_format_is_refused_by_the_registry(tmp_path):
+    path = _write(tmp_path, "2\n0 2\n1 2\n")
+    message = r"^unknown hierarchy format 'nope'; choose one of pairs, isa, nbdt, paths$"
+    with pytest.raises(ConfigError, match=message):
+        read_hierarchy(path, format="nope")
+    with pytest.raises(ConfigError, match=message):
+        write_hierarchy(fashion_tree(), tmp_path / "out.txt", format="nope")
+    assert not (tmp_path / "out.txt").exists()
 
 
 @pytest.mark.parametrize(("data", "message"), [
@@ -144,29 +155,29 @@ def test_bad_hierarchy_files_have_clear_errors(tmp_path, text, fmt, message):
 def test_bad_nbdt_files_have_clear_errors(tmp_path, data, message):
     path = _write(tmp_path, data, name="tree.json")
     with pytest.raises(HierarchyError, match=message):
-        Hierarchy.read(path)
+        read_hierarchy(path)
 
 
 def test_class_list_mismatches(tmp_path):
     path = _write(tmp_path, "r a\nr b\n")
     with pytest.raises(HierarchyError, match=r"class 'c' is not in the hierarchy"):
-        Hierarchy.read(path, classes=["a", "c"])
+        read_hierarchy(path, classes=["a", "c"])
     with pytest.raises(HierarchyError, match=r"leaf 'b' is not a dataset class"):
-        Hierarchy.read(path, classes=["a"])
+        read_hierarchy(path, classes=["a"])
     pairs = _write(tmp_path, "2\n0 2\n1 2\n", name="p.txt")
     with pytest.raises(HierarchyError, match=r"2 leaves but 3 dataset classes"):
-        Hierarchy.read(pairs, classes=["a", "b", "c"])
+        read_hierarchy(pairs, classes=["a", "b", "c"])
     paths = _write(tmp_path, "x/a\nx/b\n", name="paths.txt")
     with pytest.raises(HierarchyError, match=r"class 'c' is not in the hierarchy"):
-        Hierarchy.read(paths, classes=["a", "c"])
+        read_hierarchy(paths, classes=["a", "c"])
     with pytest.raises(HierarchyError, match=r"leaf 'b' is not a dataset class"):
-        Hierarchy.read(paths, classes=["a"])
+        read_hierarchy(paths, classes=["a"])
 
 
 def test_a_paths_file_in_another_order_follows_the_dataset_classes(tmp_path):
     """One behaviour for the library and the CLI: the leaves take the dataset's class order."""
-    shuffled = Hierarchy.read(_write(tmp_path, "y/c\nx/a\nx/b\n", name="paths.txt"), classes=["a", "b", "c"])
-    ordered = Hierarchy.read(_write(tmp_path, "x/a\nx/b\ny/c\n", name="ordered.txt"), classes=["a", "b", "c"])
+    shuffled = read_hierarchy(_write(tmp_path, "y/c\nx/a\nx/b\n", name="paths.txt"), classes=["a", "b", "c"])
+    ordered = read_hierarchy(_write(tmp_path, "x/a\nx/b\ny/c\n", name="ordered.txt"), classes=["a", "b", "c"])
     assert shuffled.leaf_names == ("a", "b", "c")
     parent = [shuffled.node_names[shuffled.parents[i]] for i in range(3)]
     assert parent == ["x", "x", "y"] == [ordered.node_names[ordered.parents[i]] for i in range(3)]
@@ -176,30 +187,30 @@ def test_bad_names_sidecar(tmp_path):
     path = _write(tmp_path, "2\n0 2\n1 2\n", name="p.txt")
     names_sidecar(path).write_text("0\tzero\n9\tnine\n")
     with pytest.raises(HierarchyError, match=r"p.txt.names.tsv, line 2: index 9 is not a node of p.txt"):
-        Hierarchy.read(path)
+        read_hierarchy(path)
     names_sidecar(path).write_text("0 zero\n")
     with pytest.raises(HierarchyError, match=r"line 1: expected 'index<TAB>name'"):
-        Hierarchy.read(path)
+        read_hierarchy(path)
 
 
 def test_missing_file_and_folder(tmp_path):
     with pytest.raises(HierarchyError, match=r"nothere.txt: no such file"):
-        Hierarchy.read(tmp_path / "nothere.txt")
+        read_hierarchy(tmp_path / "nothere.txt")
     with pytest.raises(HierarchyError, match=r"is a folder, expected a hierarchy file"):
-        Hierarchy.read(tmp_path)
+        read_hierarchy(tmp_path)
 
 
 def test_isa_writer_refuses_names_with_spaces(tmp_path):
     with pytest.raises(HierarchyError, match=r"node name 'Ankle boot' contains whitespace; use --to pairs"):
-        fashion_tree().write(tmp_path / "t.txt", "isa")
+        write_hierarchy(fashion_tree(), tmp_path / "t.txt", format="isa")
     # whitespace only at an end used to pass the check, and the name came back trimmed
     with pytest.raises(HierarchyError, match=r"^cannot write isa format: node name 'x\\x0c' contains whitespace"):
-        Hierarchy.from_edges([("r", "x\x0c"), ("r", "y")]).write(tmp_path / "t.txt", "isa")
+        write_hierarchy(Hierarchy.from_edges([("r", "x\x0c"), ("r", "y")]), tmp_path / "t.txt", format="isa")
     assert not (tmp_path / "t.txt").exists()
 
 
 def test_writes_are_atomic_and_leave_no_temporary_files(tmp_path):
-    unbalanced().write(tmp_path / "t.txt", "pairs")
+    write_hierarchy(unbalanced(), tmp_path / "t.txt", format="pairs")
     assert sorted(p.name for p in tmp_path.iterdir()) == ["t.txt", "t.txt.names.tsv"]
 
 
@@ -209,7 +220,7 @@ def test_only_cr_and_lf_end_lines(tmp_path, newline):
     text = newline.join(["# a comment", "animal/form\x0cfeed", "animal/next\x85line", "plant\u2028leaf", ""])
     path = _write(tmp_path, "", name="t.txt")
     path.write_bytes(text.encode("utf-8"))
-    tree = Hierarchy.read(path)
+    tree = read_hierarchy(path)
     assert tree.leaf_names == ("form\x0cfeed", "next\x85line", "plant\u2028leaf")
 
 
@@ -232,38 +243,38 @@ def test_only_cr_and_lf_end_lines(tmp_path, newline):
 def test_bad_headers_have_clear_errors(tmp_path, header, message):
     path = _write(tmp_path, header + "\na/x\nb/y\n", name="t.txt")
     with pytest.raises(HierarchyError, match=message):
-        Hierarchy.read(path)
+        read_hierarchy(path)
 
 
 def test_header_decides_format_root_and_orders(tmp_path):
     path = _write(tmp_path, '# hseval hierarchy: {"format": "paths", "root": "entity", "superclass_order": ["b", '
                             '"a"]}\n123\na/x\nb/y\n', name="t.json")
-    tree = Hierarchy.read(path)
+    tree = read_hierarchy(path)
     assert detect_format(path) == "paths" and tree.root_name == "entity"
     assert tree.node_names == ("123", "x", "y", "b", "a")
     isa = _write(tmp_path, '# hseval hierarchy: {"format": "isa", "leaf_order": "file"}\nr n10\nr n9\n')
-    assert Hierarchy.read(isa).leaf_names == ("n10", "n9")
-    assert Hierarchy.read(isa, classes=["n9", "n10"]).leaf_names == ("n9", "n10")  # a class list still wins
-    assert Hierarchy.read(isa, "paths").leaf_names == ("r n10", "r n9")  # another format: the header is a comment
+    assert read_hierarchy(isa).leaf_names == ("n10", "n9")
+    assert read_hierarchy(isa, classes=["n9", "n10"]).leaf_names == ("n9", "n10")  # a class list still wins
+    assert read_hierarchy(isa, format="paths").leaf_names == ("r n10", "r n9")  # another format: a comment header
 
 
 def test_pairs_called_json_is_read_as_pairs(tmp_path):
     path = _write(tmp_path, "2\n0 2\n1 2\n", name="p.json")
-    assert detect_format(path) == "pairs" and Hierarchy.read(path).leaf_names == ("0", "1")
+    assert detect_format(path) == "pairs" and read_hierarchy(path).leaf_names == ("0", "1")
     broken = _write(tmp_path, "[[[", name="b.json")  # not a count: still JSON, with JSON's errors
     with pytest.raises(HierarchyError, match=r"b.json, line 1: not valid JSON"):
-        Hierarchy.read(broken)
+        read_hierarchy(broken)
 
 
 def test_names_sidecar_of_json_strings(tmp_path):
     path = _write(tmp_path, "2\n0 2\n1 2\n", name="p.txt")
     names_sidecar(path).write_text('# hseval names: {"names": "json"}\n0\t" a "\n1\t"b\\u0000"\n2\t"r"\n')
-    tree = Hierarchy.read(path)
+    tree = read_hierarchy(path)
     assert tree.leaf_names == (" a ", "b\x00") and tree.root_name == "r"
     names_sidecar(path).write_text('# hseval names: {"names": "json"}\n0\tplain\n')
     with pytest.raises(HierarchyError, match=r"p.txt.names.tsv, line 2: expected 'index<TAB>\"name\"' \(the name as "
                                              r"a JSON string\), got '0\\tplain'"):
-        Hierarchy.read(path)
+        read_hierarchy(path)
 
 
 def test_names_sidecar_with_a_5000_digit_index(tmp_path):
@@ -272,11 +283,11 @@ def test_names_sidecar_with_a_5000_digit_index(tmp_path):
     names_sidecar(path).write_text("1" * 5000 + "\tbig\n")
     with pytest.raises(HierarchyError, match=r"^.*p.txt.names.tsv, line 1: index 11111111111111111111... is not a node "
                                              r"of p.txt \(0..2\)$"):
-        Hierarchy.read(path)
+        read_hierarchy(path)
 
 
 @pytest.mark.parametrize("name", ["²", "1" * 5000, "٣", "x²y", "n٣"])
 def test_isa_classes_with_unusual_digits_sort_without_crashing(tmp_path, name):
     """natural sort used int() on '²' (a digit to str.isdigit, not to int) and on 5000-digit runs."""
     path = _write(tmp_path, f"r {name}\nr b\n")
-    assert set(Hierarchy.read(path).leaf_names) == {name, "b"}
+    assert set(read_hierarchy(path).leaf_names) == {name, "b"}

@@ -15,7 +15,9 @@ from hypothesis import strategies as st
 from hseval.cli.hierarchy import render_tree
 from hseval.cli.main import main
 from hseval.core.errors import HierarchyError
-from hseval.tree.file_read import FORMATS, detect_format, names_sidecar
+from hseval.tree import FORMATS, read_hierarchy, write_hierarchy
+from hseval.tree.formats import detect_format
+from hseval.tree.formats.pairs import names_sidecar
 from hseval.tree.hierarchy import Hierarchy
 from tests.helpers import fashion_tree, trees
 
@@ -71,13 +73,13 @@ def one_line_naming_a_node(message: str, tree: Hierarchy, fmt: str) -> None:
     assert "use --to" in message or "rename the node" in message
 
 
-@pytest.mark.parametrize("fmt", FORMATS)
+@pytest.mark.parametrize("fmt", FORMATS.names())
 @PROPERTY
 @given(tree=named_trees(), suffix=st.sampled_from([".txt", ".json", "", ".tsv"]))
 def test_every_writer_round_trips_or_refuses(tmp_path_factory, fmt, tree, suffix):
     path = tmp_path_factory.mktemp(fmt) / f"tree{suffix}"
     try:
-        tree.write(path, fmt)
+        write_hierarchy(tree, path, format=fmt)
     except HierarchyError as exc:
         one_line_naming_a_node(str(exc), tree, fmt)
         assert cannot_hold(tree, fmt), str(exc)
@@ -85,9 +87,9 @@ def test_every_writer_round_trips_or_refuses(tmp_path_factory, fmt, tree, suffix
         return
     assert not cannot_hold(tree, fmt)
     assert detect_format(path) == fmt
-    assert Hierarchy.read(path) == tree
-    assert Hierarchy.read(path, fmt) == tree
-    assert Hierarchy.read(path, classes=tree.leaf_names) == tree
+    assert read_hierarchy(path) == tree
+    assert read_hierarchy(path, format=fmt) == tree
+    assert read_hierarchy(path, classes=tree.leaf_names) == tree
 
 
 # ------------------------------------------------------------------ byte for byte as before
@@ -113,7 +115,7 @@ def old_layout(tree: Hierarchy, fmt: str) -> dict[str, str]:
                                   for leaf in range(tree.num_leaves)) + "\n"}
 
 
-@pytest.mark.parametrize("fmt", FORMATS)
+@pytest.mark.parametrize("fmt", FORMATS.names())
 @PROPERTY
 @given(tree=named_trees())
 def test_files_that_already_round_tripped_are_written_as_before(tmp_path_factory, fmt, tree):
@@ -123,12 +125,12 @@ def test_files_that_already_round_tripped_are_written_as_before(tmp_path_factory
     try:
         for name, text in old_layout(tree, fmt).items():
             (old / name).write_bytes(text.encode("utf-8"))
-        same = Hierarchy.read(old / ("tree.json" if fmt == "nbdt" else "tree.txt")) == tree
+        same = read_hierarchy(old / ("tree.json" if fmt == "nbdt" else "tree.txt")) == tree
     except (HierarchyError, UnicodeEncodeError):
         same = False
     if not same:
         return
-    tree.write(new / ("tree.json" if fmt == "nbdt" else "tree.txt"), fmt)
+    write_hierarchy(tree, new / ("tree.json" if fmt == "nbdt" else "tree.txt"), format=fmt)
     assert {p.name: p.read_bytes() for p in new.iterdir()} == {p.name: p.read_bytes() for p in old.iterdir()}
 
 
@@ -137,23 +139,23 @@ def test_a_node_named_hash_survives(tmp_path):
     tree = Hierarchy.from_paths([("#hash", "x"), ("#hash", "y"), ("b", "#leaf")])
     for fmt in ("pairs", "nbdt", "paths"):
         path = tmp_path / f"{fmt}.txt"
-        tree.write(path, fmt)
-        assert Hierarchy.read(path) == tree
+        write_hierarchy(tree, path, format=fmt)
+        assert read_hierarchy(path) == tree
     assert (tmp_path / "paths.txt").read_text() == "\\#hash/x\n\\#hash/y\nb/#leaf\n"
     with pytest.raises(HierarchyError, match=r"^cannot write isa format: node name '#hash' starts with '#', and its "
                                              r"lines would be comments in an isa file; use --to pairs, paths or nbdt$"):
-        tree.write(tmp_path / "isa.txt", "isa")
+        write_hierarchy(tree, tmp_path / "isa.txt", format="isa")
     leaf_only = Hierarchy.from_paths([("a", "#x"), ("a", "y")])  # '#x' only ends lines: isa holds it
-    leaf_only.write(tmp_path / "isa.txt", "isa")
-    assert Hierarchy.read(tmp_path / "isa.txt") == leaf_only
+    write_hierarchy(leaf_only, tmp_path / "isa.txt", format="isa")
+    assert read_hierarchy(tmp_path / "isa.txt") == leaf_only
 
 
 @pytest.mark.parametrize("separator", ["\x85", "\u2028", "\u2029", "\x0b", "\x0c", "\x1c", "\x1d", "\x1e"])
-@pytest.mark.parametrize("fmt", FORMATS)
+@pytest.mark.parametrize("fmt", FORMATS.names())
 def test_line_separators_in_names_survive_convert(tmp_path, capsys, separator, fmt):
     src = tmp_path / "src.txt"
     src.write_text(f"animal/big{separator}cat\nanimal/dog\nplant\n", encoding="utf-8")
-    tree = Hierarchy.read(src)
+    tree = read_hierarchy(src)
     assert tree.leaf_names == (f"big{separator}cat", "dog", "plant")
     out = tmp_path / ("out.json" if fmt == "nbdt" else "out.txt")
     code = main(["hierarchy", "convert", str(src), str(out), "--to", fmt])
@@ -164,7 +166,7 @@ def test_line_separators_in_names_survive_convert(tmp_path, capsys, separator, f
         assert not out.exists()
     else:
         assert code == 0 and err == ""
-        assert Hierarchy.read(out) == tree
+        assert read_hierarchy(out) == tree
 
 
 @pytest.mark.parametrize(("tree", "fmt", "name", "first_line"), [
@@ -187,46 +189,46 @@ def test_line_separators_in_names_survive_convert(tmp_path, capsys, separator, f
 ])
 def test_detection_and_root_are_fixed_by_a_header(tmp_path, tree, fmt, name, first_line):
     path = tmp_path / name
-    tree.write(path, fmt)
+    write_hierarchy(tree, path, format=fmt)
     assert path.read_text(encoding="utf-8").splitlines()[0] == first_line
-    assert detect_format(path) == fmt and Hierarchy.read(path) == tree
+    assert detect_format(path) == fmt and read_hierarchy(path) == tree
 
 
 def test_superclass_order_goes_in_the_header_where_the_lines_cannot_give_it(tmp_path):
     # class 0 is under b, yet a comes first among the super-classes: a paths file lists classes in order
     tree = Hierarchy(["x", "y", "a", "b"], [3, 2, -1, -1], 2)
-    tree.write(tmp_path / "t.txt", "paths")
+    write_hierarchy(tree, tmp_path / "t.txt", format="paths")
     assert (tmp_path / "t.txt").read_text() == ('# hseval hierarchy: {"format": "paths", "root": "root", '
                                                 '"superclass_order": ["a", "b"]}\nb/x\na/y\n')
-    assert Hierarchy.read(tmp_path / "t.txt") == tree
-    tree.write(tmp_path / "t.json", "nbdt")  # nbdt lists the super-classes' links first instead
-    assert Hierarchy.read(tmp_path / "t.json") == tree
+    assert read_hierarchy(tmp_path / "t.txt") == tree
+    write_hierarchy(tree, tmp_path / "t.json", format="nbdt")  # nbdt lists the super-classes' links first instead
+    assert read_hierarchy(tmp_path / "t.json") == tree
 
 
 def test_surrounding_whitespace_is_escaped_in_paths_and_quoted_in_the_sidecar(tmp_path):
     tree = Hierarchy.from_paths([(" animal ", "cat "), (" animal ", "\u2028"), ("plant",)])
-    tree.write(tmp_path / "t.txt", "paths")
+    write_hierarchy(tree, tmp_path / "t.txt", format="paths")
     assert (tmp_path / "t.txt").read_text(encoding="utf-8") == "\\ animal\\ /cat\\ \n\\ animal\\ /\\\u2028\nplant\n"
-    tree.write(tmp_path / "p.txt", "pairs")
+    write_hierarchy(tree, tmp_path / "p.txt", format="pairs")
     sidecar = names_sidecar(tmp_path / "p.txt").read_text()
     assert sidecar.splitlines()[:2] == ['# hseval names: {"names": "json"}', '0\t"cat "']
     for name in ("t.txt", "p.txt"):
-        assert Hierarchy.read(tmp_path / name) == tree
+        assert read_hierarchy(tmp_path / name) == tree
 
 
 def test_surrogates_and_nul_are_refused_with_the_formats_that_can(tmp_path):
     nul = Hierarchy.from_paths([("a", "x\x00y"), ("b",)])
     with pytest.raises(HierarchyError, match=r"^cannot write paths format: node name 'x\\x00y' contains a NUL "
                                              r"character, which a text file cannot hold; use --to pairs or nbdt$"):
-        nul.write(tmp_path / "t.txt", "paths")
+        write_hierarchy(nul, tmp_path / "t.txt", format="paths")
     for fmt in ("pairs", "nbdt"):
-        nul.write(tmp_path / f"{fmt}.txt", fmt)
-        assert Hierarchy.read(tmp_path / f"{fmt}.txt") == nul
+        write_hierarchy(nul, tmp_path / f"{fmt}.txt", format=fmt)
+        assert read_hierarchy(tmp_path / f"{fmt}.txt") == nul
     pair = Hierarchy.from_paths([("a", "\ud83d\ude00"), ("b",)])  # two surrogates: JSON would merge them
-    for fmt in FORMATS:
+    for fmt in FORMATS.names():
         with pytest.raises(HierarchyError, match=r"node name '\\ud83d\\ude00' holds a surrogate code point, which is "
                                                  r"not Unicode text and no hierarchy file can hold; rename the node$"):
-            pair.write(tmp_path / f"s.{fmt}", fmt)
+            write_hierarchy(pair, tmp_path / f"s.{fmt}", format=fmt)
     assert not list(tmp_path.glob("s.*"))
 
 
@@ -251,10 +253,10 @@ def test_200000_classes_in_every_format(tmp_path):
     """Every reader and writer is linear: this took minutes (paths: quadratic) before."""
     tree = big_tree()
     assert (tree.num_leaves, tree.num_nodes, tree.max_depth) == (200_000, 200_469, 7)
-    for fmt in FORMATS:
+    for fmt in FORMATS.names():
         path = tmp_path / f"big.{fmt}"
-        tree.write(path, fmt)
-        assert Hierarchy.read(path) == tree
+        write_hierarchy(tree, path, format=fmt)
+        assert read_hierarchy(path) == tree
     lines = render_tree(tree).splitlines()
     leaves = np.arange(tree.num_leaves)
     under_g0 = int(((leaves % 450 < 30) & (leaves % 1000 != 999)).sum())  # g0's 30 super-classes, not deep ones

@@ -21,6 +21,7 @@ from hseval.io.checkpoint_import import import_checkpoint, read_checkpoint
 from hseval.io.run_format import load_run, verify_run
 from hseval.nn.heads import list_heads
 from hseval.nn.model import build_model
+from hseval.tree import write_hierarchy
 from tests.helpers import fashion_tree
 
 ATOL = 1e-5
@@ -43,7 +44,7 @@ def _randomise_batch_norm(model: nn.Module, seed: int = 1) -> None:
 @pytest.fixture(scope="module")
 def tree_file(tmp_path_factory) -> Path:
     path = tmp_path_factory.mktemp("tree") / "fashion.json"
-    fashion_tree().write(path)
+    write_hierarchy(fashion_tree(), path)
     return path
 
 

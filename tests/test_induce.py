@@ -8,6 +8,7 @@ import pytest
 
 from hseval.cli.main import main
 from hseval.core.errors import ConfigError
+from hseval.tree import read_hierarchy
 from hseval.tree.hierarchy import Hierarchy
 from hseval.tree.induce import default_clusters, induce_tree
 from tests.helpers import fashion_tree, random_tree
@@ -63,11 +64,11 @@ def test_the_command_on_a_run_and_on_an_evaluated_run(evaluated, tmp_path, capsy
     assert "wrote" in capsys.readouterr().out
     from hseval.io.results import read_run
 
-    a = Hierarchy.read(tmp_path / "a.txt")
+    a = read_hierarchy(tmp_path / "a.txt")
     assert a.leaf_names == read_run(evaluated / "riemann").hierarchy.leaf_names  # the run's classes, in order
     assert main(["hierarchy", "induce", str(evaluated / "plain"), "--out", str(tmp_path / "b.json"),
                  "--clusters", "2,4"]) == 0
-    b = Hierarchy.read(tmp_path / "b.json")
+    b = read_hierarchy(tmp_path / "b.json")
     assert b.num_leaves == 10 and len(b.nodes_at_depth(1)) == 2
     assert main(["hierarchy", "induce", str(tmp_path), "--out", str(tmp_path / "c.txt")]) == 2
     assert "neither a run" in capsys.readouterr().err

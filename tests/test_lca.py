@@ -7,9 +7,10 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-import hseval.tree.hierarchy as hierarchy_module
+import hseval.tree.ancestry as ancestry
 from hseval.metrics import hierarchical_prf
-from hseval.tree.hierarchy import LCA_TABLE_MAX_BYTES, Hierarchy
+from hseval.tree.ancestry import LCA_TABLE_MAX_BYTES, lca_depth_by_rows
+from hseval.tree.hierarchy import Hierarchy
 from tests.helpers import trees, unbalanced
 
 
@@ -54,7 +55,7 @@ def test_table_equals_row_comparison_on_random_trees(tree, data):
     table = tree.lca_depth_table
     assert table is not None and table.shape == (n, n) and not table.flags.writeable
     every = np.arange(n)
-    rows = tree._lca_depth_by_rows(every[:, None], every[None, :])
+    rows = lca_depth_by_rows(tree.ancestor_table, every[:, None], every[None, :])
     np.testing.assert_array_equal(table, rows)
     np.testing.assert_array_equal(table, table.T)
     np.testing.assert_array_equal(np.diag(table), tree.depth)
@@ -65,7 +66,7 @@ def test_table_equals_row_comparison_on_random_trees(tree, data):
         a = rng.integers(0, n, shape_a)
         b = rng.integers(0, n, shape_b)
         got = tree.lca_depth(a, b)
-        want = tree._lca_depth_by_rows(a, b)
+        want = lca_depth_by_rows(tree.ancestor_table, a, b)
         assert got.dtype == np.int64 and got.shape == want.shape == np.broadcast_shapes(shape_a, shape_b)
         np.testing.assert_array_equal(got, want)
     a, b = data.draw(st.integers(0, n - 1)), data.draw(st.integers(0, n - 1))
@@ -76,7 +77,8 @@ def test_table_equals_row_comparison_on_random_trees(tree, data):
 def test_lists_negative_and_outside_indices_behave_as_before():
     tree = unbalanced()
     n = tree.num_nodes
-    assert tree.lca_depth([0, 1, -1], [-2, 1, 3]).tolist() == tree._lca_depth_by_rows([0, 1, -1], [-2, 1, 3]).tolist()
+    a, b = [0, 1, -1], [-2, 1, 3]
+    assert tree.lca_depth(a, b).tolist() == lca_depth_by_rows(tree.ancestor_table, a, b).tolist()
     for a, b in [([n], [0]), ([0], [n]), ([-n - 1], [0])]:
         with pytest.raises(IndexError):
             tree.lca_depth(a, b)
@@ -98,7 +100,7 @@ def test_a_tree_deeper_than_255_uses_two_byte_depths():
     assert tree.lca_depth_table.dtype == np.uint16
     every = np.arange(tree.num_nodes)
     np.testing.assert_array_equal(tree.lca_depth(every[:, None], every[None, :]),
-                                  tree._lca_depth_by_rows(every[:, None], every[None, :]))
+                                  lca_depth_by_rows(tree.ancestor_table, every[:, None], every[None, :]))
     assert tree.lca_depth(0, 0) == chain + 1 and tree.tree_distance([0], [1]).tolist() == [chain + 2]
 
 
@@ -113,7 +115,7 @@ def test_trees_at_and_just_above_the_table_limit(extra):
     b = np.where(rng.random(3000) < 0.5, tree.parents[a], rng.integers(0, tree.num_nodes, 3000))
     b = np.where(b >= 0, b, a)  # near pairs (a node and its parent) as well as random ones
     got = tree.lca_depth(a, b)
-    np.testing.assert_array_equal(got, tree._lca_depth_by_rows(a, b))
+    np.testing.assert_array_equal(got, lca_depth_by_rows(tree.ancestor_table, a, b))
     assert got.tolist()[:200] == [brute_lca_depth(tree, x, y) for x, y in zip(a[:200], b[:200])]
     assert len(set(got.tolist())) > 2
 
@@ -125,14 +127,14 @@ def test_both_paths_give_the_same_hierarchical_prf(tree, seed):
     target = rng.integers(0, tree.num_leaves, 50)
     pred = np.where(rng.random(50) < 0.3, target, rng.integers(0, tree.num_leaves, 50))
     with_table = hierarchical_prf(pred, target, tree)
-    original = hierarchy_module.LCA_TABLE_MAX_BYTES
-    hierarchy_module.LCA_TABLE_MAX_BYTES = 0
+    original = ancestry.LCA_TABLE_MAX_BYTES
+    ancestry.LCA_TABLE_MAX_BYTES = 0
     try:
         fresh = Hierarchy(tree.node_names, tree.parents, tree.num_leaves)
         assert fresh.lca_depth_table is None
         without = hierarchical_prf(pred, target, fresh)
     finally:
-        hierarchy_module.LCA_TABLE_MAX_BYTES = original
+        ancestry.LCA_TABLE_MAX_BYTES = original
     assert with_table == without
     overlap = sum(brute_lca_depth(tree, p, t) for p, t in zip(pred, target))
     precision = overlap / tree.depth[pred].sum()

@@ -23,6 +23,7 @@ from hseval.core.errors import DataError
 from hseval.io.prediction_format import read_class_list, read_predictions
 from hseval.io.results import load_evaluation
 from hseval.metrics import HierarchicalMetrics
+from hseval.tree import write_hierarchy
 from tests.helpers import fashion_tree
 
 
@@ -62,7 +63,7 @@ def outputs(fashion_like, tmp_path_factory) -> tuple[Path, dict[str, np.ndarray]
     folder = tmp_path_factory.mktemp("foreign")
     arrays = _sequential_outputs(fashion_like)
     np.savez(folder / "mlp.npz", **arrays)
-    fashion_tree().write(folder / "tree.txt")
+    write_hierarchy(fashion_tree(), folder / "tree.txt")
     return folder, arrays
 
 

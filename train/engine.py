@@ -39,6 +39,7 @@ from hseval.nn.model import HierarchicalClassifier, build_model
 from hseval.train import distributed, loader
 from hseval.train.config import TrainConfig, flatten_settings
 from hseval.train.optim import Optimizers, build_optimizers
+from hseval.tree import read_hierarchy
 from hseval.tree.hierarchy import Hierarchy
 
 __all__ = ["train", "train_one_epoch", "evaluate", "load_data", "head_options_for", "comparable_config",
@@ -144,7 +145,7 @@ def load_data(config: TrainConfig, hierarchy_file: str | None = None) -> LoadedD
         return load_dataset(config.data.dataset, config.data.root, hierarchy=path)
     data = load_dataset(config.data.dataset, config.data.root)
     if path:
-        data.hierarchy = Hierarchy.read(path, classes=data.class_names)
+        data.hierarchy = read_hierarchy(path, classes=data.class_names)
     return data
 
 

@@ -14,9 +14,9 @@ import textwrap
 
 from hseval.cli import non_negative_int
 from hseval.core.errors import ConfigError
+from hseval.tree import FORMATS, read_hierarchy, write_hierarchy
 from hseval.tree.builders import build_hierarchy, builder_options, random_hierarchy
-from hseval.tree.file_read import FORMATS, names_sidecar
-from hseval.tree.hierarchy import Hierarchy
+from hseval.tree.formats.pairs import names_sidecar
 
 # dataset options that the command line exposes (each a --flag taking a path)
 CLI_OPTIONS = ("hierarchy", "wordnet")
@@ -43,15 +43,15 @@ def cmd_build(args: argparse.Namespace) -> int:
 
         options = _options(args, dataset_options(args.dataset))
         tree = load_dataset(args.dataset, args.data_root, **options).hierarchy
-    tree.write(args.out, "pairs")
+    write_hierarchy(tree, args.out, format="pairs")
     print(f"wrote {args.out} and {names_sidecar(args.out)} ({tree.num_leaves} classes, {tree.num_nodes} nodes, "
           f"depth {tree.max_depth})")
     return 0
 
 
 def cmd_random(args: argparse.Namespace) -> int:
-    tree = random_hierarchy(Hierarchy.read(args.file, args.format), seed=args.seed)
-    tree.write(args.out, args.to)
+    tree = random_hierarchy(read_hierarchy(args.file, format=args.format), seed=args.seed)
+    write_hierarchy(tree, args.out, format=args.to)
     print(f"wrote {args.out} (classes dealt at random to the leaves of {args.file}, seed {args.seed})")
     return 0
 
@@ -107,8 +107,8 @@ def register(commands: argparse._SubParsersAction, hierarchy_actions: argparse._
     shuffle.add_argument("file")
     shuffle.add_argument("--seed", required=True, type=seed_int, help="random seed (reproducible)")
     shuffle.add_argument("--out", required=True, metavar="FILE", help="file to write")
-    shuffle.add_argument("--format", choices=FORMATS, help="input format (default: detect)")
-    shuffle.add_argument("--to", choices=FORMATS, help="output format (default: nbdt for .json, else pairs)")
+    shuffle.add_argument("--format", choices=FORMATS.names(), help="input format (default: detect)")
+    shuffle.add_argument("--to", choices=FORMATS.names(), help="output format (default: nbdt for .json, else pairs)")
     shuffle.set_defaults(func=cmd_random)
     data = commands.add_parser("data", help="inspect the datasets")
     actions = data.add_subparsers(dest="data_command", metavar="ACTION", required=True)

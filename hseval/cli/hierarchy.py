@@ -7,14 +7,15 @@ import argparse
 import json
 from pathlib import Path
 
+import numpy as np
+
 from hseval.cli import positive_int
-from hseval.tree.file_read import FORMATS
+from hseval.core.errors import ConfigError, RunFormatError
+from hseval.tree import FORMATS, Hierarchy, read_hierarchy, write_hierarchy
 
 
-def _read(args: argparse.Namespace, path: str):
-    from hseval.tree.hierarchy import Hierarchy
-
-    return Hierarchy.read(path, args.format)
+def _read(args: argparse.Namespace, path: str) -> Hierarchy:
+    return read_hierarchy(path, format=args.format)
 
 
 def cmd_stats(args: argparse.Namespace) -> int:
@@ -33,7 +34,7 @@ def cmd_convert(args: argparse.Namespace) -> int:
     hierarchy = _read(args, args.input)
     if args.merge_chains:
         hierarchy = merge_single_child_chains(hierarchy)
-    hierarchy.write(args.output, args.to)
+    write_hierarchy(hierarchy, args.output, format=args.to)
     print(f"wrote {args.output} ({args.to}, {hierarchy.num_leaves} classes, {hierarchy.num_nodes} nodes)")
     return 0
 
@@ -46,15 +47,41 @@ def _clusters(text: str) -> list[int]:
             from None
 
 
+def _class_vectors_of(source: str | Path) -> tuple[np.ndarray, Hierarchy]:
+    """The class vectors and the tree of a run folder (``hseval train``) or of one evaluated run
+    (``hseval evaluate``'s ``DIR/<run>``)."""
+    # torch (a run's model) and the evaluation reader load only for this command
+    from hseval.io.evaluation_format import METRICS
+    from hseval.io.results import read_run
+    from hseval.io.run_format import is_run_dir, load_run
+    from hseval.metrics import geometry
+
+    folder = Path(source)
+    if is_run_dir(folder):
+        run = load_run(folder)
+        vectors = geometry.node_vectors(run.model.head)
+        if vectors is None:
+            raise ConfigError(f"{folder}: head {run.head_name!r} has no class vectors to cluster")
+        return vectors[0][: run.hierarchy.num_leaves], run.hierarchy
+    if (folder / METRICS).is_file():
+        evaluated = read_run(folder)
+        vectors = evaluated.embeddings()["node_vectors"]
+        if not vectors.size:
+            raise ConfigError(f"{folder}: this evaluation holds no class vectors (head {evaluated.head!r})")
+        return vectors[: evaluated.hierarchy.num_leaves], evaluated.hierarchy
+    raise RunFormatError(f"{folder}: neither a run (no run.json) nor an evaluated run (no metrics.json); give "
+                         "'hseval train's output folder or one run folder of 'hseval evaluate's output")
+
+
 def cmd_induce(args: argparse.Namespace) -> int:
     from hseval.core import fileio
-    from hseval.tree.induce import class_vectors_of, default_clusters, induce_tree
+    from hseval.tree.induce import default_clusters, induce_tree  # scipy.cluster (0.3 s): only for induce
 
     fileio.check_output_folder(Path(args.out).parent, option="--out")
-    vectors, given = class_vectors_of(args.source)
+    vectors, given = _class_vectors_of(args.source)
     clusters = args.clusters or default_clusters(given)
     tree = induce_tree(vectors, given.leaf_names, clusters=clusters)
-    tree.write(args.out, args.to)
+    write_hierarchy(tree, args.out, format=args.to)
     print(f"wrote {args.out} ({tree.num_leaves} classes, {tree.num_nodes - tree.num_leaves} super-classes in "
           f"{tree.max_depth - 1} level(s), from {len(clusters)} cut(s): {','.join(map(str, clusters))} groups)")
     return 0
@@ -100,26 +127,26 @@ def register(commands: argparse._SubParsersAction) -> argparse._SubParsersAction
     actions = hierarchy.add_subparsers(dest="hierarchy_command", metavar="ACTION", required=True)
     stats = actions.add_parser("stats", help="print |L|, |P|, max depth and nodes per depth")
     stats.add_argument("file")
-    stats.add_argument("--format", choices=FORMATS, help="file format (default: detect)")
+    stats.add_argument("--format", choices=FORMATS.names(), help="file format (default: detect)")
     stats.add_argument("--json", action="store_true", help="print one JSON object")
     stats.set_defaults(func=cmd_stats)
     convert = actions.add_parser("convert", help="convert between hierarchy formats")
     convert.add_argument("input")
     convert.add_argument("output")
-    convert.add_argument("--to", required=True, choices=FORMATS, help="output format")
-    convert.add_argument("--format", choices=FORMATS, help="input format (default: detect)")
+    convert.add_argument("--to", required=True, choices=FORMATS.names(), help="output format")
+    convert.add_argument("--format", choices=FORMATS.names(), help="input format (default: detect)")
     convert.add_argument("--merge-chains", action="store_true",
                          help="merge every super-class that has a single child into that child")
     convert.set_defaults(func=cmd_convert)
     show = actions.add_parser("show", help="print the tree")
     show.add_argument("file")
-    show.add_argument("--format", choices=FORMATS, help="file format (default: detect)")
+    show.add_argument("--format", choices=FORMATS.names(), help="file format (default: detect)")
     show.add_argument("--max-depth", type=positive_int, help="stop at this depth")
     show.set_defaults(func=cmd_show)
     induce = actions.add_parser("induce", help="the tree recovered from a trained head's class vectors")
     induce.add_argument("source", help="a run folder (hseval train) or an evaluated run (hseval evaluate's DIR/<run>)")
     induce.add_argument("--out", required=True, help="the tree file to write")
-    induce.add_argument("--to", choices=FORMATS, default=None,
+    induce.add_argument("--to", choices=FORMATS.names(), default=None,
                         help="output format (default: nbdt for .json, else pairs with a .names.tsv)")
     induce.add_argument("--clusters", type=_clusters, default=None, metavar="K1,K2,...",
                         help="groups per level from the top (default: as many as the run's tree has per level)")

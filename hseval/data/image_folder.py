@@ -1,5 +1,5 @@
 """A user's own images: ``root/train/<class>/*.jpg`` and ``root/test/<class>/*.jpg`` plus a hierarchy
-file whose leaves are the class folder names (any format :meth:`Hierarchy.read` reads).
+file whose leaves are the class folder names (any format :func:`~hseval.tree.read_hierarchy` reads).
 
 Classes are the sorted names of the ``train/`` folders, as torchvision's ``ImageFolder`` orders
 them; a test folder may lack a class, but not hold one that training lacks. Images get the
@@ -16,6 +16,7 @@ import numpy as np
 from hseval.core.errors import ConfigError, DataError
 from hseval.data.base import LoadedDataset, register_dataset
 from hseval.data.folders import IMAGE_EXTENSIONS, file_dataset, list_images
+from hseval.tree import read_hierarchy
 from hseval.tree.hierarchy import Hierarchy
 
 __all__ = ["load_image_folder", "class_folders"]
@@ -63,7 +64,7 @@ def load_image_folder(root: str | Path | None = None, *, hierarchy: str | Path |
     if extra:
         raise DataError(f"{root / 'test' / extra[0]}: class folder {extra[0]!r} has no counterpart in "
                         f"{root / 'train'}; every test class must be a training class")
-    tree = hierarchy if isinstance(hierarchy, Hierarchy) else Hierarchy.read(hierarchy)
+    tree = hierarchy if isinstance(hierarchy, Hierarchy) else read_hierarchy(hierarchy)
     given = isinstance(hierarchy, Hierarchy)
     where, named = ("the run's hierarchy",) * 2 if given else (str(hierarchy), f"the hierarchy {hierarchy}")
     leaves = set(tree.leaf_names)

@@ -52,13 +52,13 @@ def evaluate_predictions(file: str | Path, out_dir: str | Path, *, hierarchy: st
     ``metrics.json``'s ``unavailable`` with the reason, which the report and the dashboard show."""
     from hseval.io.prediction_format import read_class_list, read_predictions
     from hseval.metrics import level_prediction_matrix, level_predictions_from_logits
-    from hseval.tree.hierarchy import Hierarchy
+    from hseval.tree import read_hierarchy
 
     start = time.perf_counter()
     file, out_dir = Path(file), Path(out_dir)
     name = _folder_name(name if name is not None else file.stem)
     options = EvalOptions(projections=tuple(projections), max_points=max_points, seed=seed)  # checked as evaluate's
-    tree = Hierarchy.read(hierarchy)
+    tree = read_hierarchy(hierarchy)
     order = None if classes is None else read_class_list(classes, tree)
     preds = read_predictions(file, tree, classes=order)
     source = str(file.resolve())

@@ -41,6 +41,7 @@ from typing import Any
 import torch
 
 from hseval.core.errors import ConfigError, DataError, HsevalError, HsevalWarning, first_line
+from hseval.tree import read_hierarchy
 from hseval.tree.hierarchy import Hierarchy
 
 __all__ = ["CheckpointError", "Checkpoint", "read_checkpoint", "import_checkpoint", "plan_mapping", "TORCH_SUFFIXES",
@@ -440,7 +441,7 @@ def import_checkpoint(checkpoint: str | Path, out: str | Path, *, backbone: str,
     dataset_options(dataset)
     _check_out(out, force=force)
 
-    tree = hierarchy if isinstance(hierarchy, Hierarchy) else Hierarchy.read(hierarchy)
+    tree = hierarchy if isinstance(hierarchy, Hierarchy) else read_hierarchy(hierarchy)
     ckpt = read_checkpoint(checkpoint, prefix=prefix)
     in_channels, small_stem = _infer_backbone(backbone, ckpt, maps, in_channels, small_stem)
     data, unavailable = _load_data(dataset, data_root, tree)

@@ -12,23 +12,23 @@ cluster) is merged away.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from pathlib import Path
 
 import numpy as np
+from scipy.cluster.hierarchy import fcluster, linkage
 
-from hseval.core.errors import ConfigError, RunFormatError
+from hseval.core.errors import ConfigError
 from hseval.tree.hierarchy import Hierarchy
+from hseval.tree.transforms import merge_single_child_chains
 
-__all__ = ["induce_tree", "class_vectors_of", "default_clusters"]
+__all__ = ["induce_tree", "default_clusters"]
 
 
 def induce_tree(leaf_vectors: np.ndarray, class_names: Sequence[str], *, clusters: Sequence[int]) -> Hierarchy:
     """The tree whose level k groups the classes as the dendrogram's cut into ``clusters[k-1]``
-    groups; super-classes are named ``g<level>.<cluster>``; single-child chains merged."""
-    from scipy.cluster.hierarchy import fcluster, linkage
+    groups; super-classes are named ``g<level>.<cluster>``; single-child chains merged.
 
-    from hseval.tree.transforms import merge_single_child_chains
-
+    ``leaf_vectors`` is (|L|, d), one vector per class of ``class_names`` (a trained head's class
+    vectors: the caller reads them from a run or an evaluation)."""
     vectors = np.asarray(leaf_vectors, dtype=np.float64)
     if vectors.ndim != 2 or len(vectors) != len(class_names):
         raise ConfigError(f"need one class vector per class: {len(class_names)} classes, vectors of shape "
@@ -56,31 +56,3 @@ def default_clusters(tree: Hierarchy) -> list[int]:
     counts = [len(tree.nodes_at_depth(d)) + int((depth_of_leaf < d).sum()) for d in range(1, tree.max_depth)]
     return sorted({k for k in counts if 1 < k < tree.num_leaves})
 
-
-def class_vectors_of(source: str | Path) -> tuple[np.ndarray, Hierarchy]:
-    """The class vectors and the tree of a run folder (``hseval train``) or of one evaluated run
-    (``hseval evaluate``'s ``DIR/<run>``)."""
-    folder = Path(source)
-    from hseval.io.evaluation_format import METRICS
-    from hseval.io.run_format import is_run_dir
-
-    if is_run_dir(folder):
-        from hseval.io.run_format import load_run
-        from hseval.metrics import geometry
-
-        run = load_run(folder)
-        vectors = geometry.node_vectors(run.model.head)
-        tree = run.hierarchy
-        if vectors is None:
-            raise ConfigError(f"{folder}: head {run.head_name!r} has no class vectors to cluster")
-        return vectors[0][: tree.num_leaves], tree
-    if (folder / METRICS).is_file():
-        from hseval.io.results import read_run
-
-        evaluated = read_run(folder)
-        vectors = evaluated.embeddings()["node_vectors"]
-        if not vectors.size:
-            raise ConfigError(f"{folder}: this evaluation holds no class vectors (head {evaluated.head!r})")
-        return vectors[: evaluated.hierarchy.num_leaves], evaluated.hierarchy
-    raise RunFormatError(f"{folder}: neither a run (no run.json) nor an evaluated run (no metrics.json); give "
-                         "'hseval train's output folder or one run folder of 'hseval evaluate's output")

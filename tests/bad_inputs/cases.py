@@ -18,6 +18,7 @@ from pathlib import Path
 
 import numpy as np
 
+from hseval.tree import write_hierarchy
 from scripts.readme_blocks import read_block, write_block
 from tests.bad_inputs.builders import (
     Good,
@@ -755,7 +756,7 @@ def import_cnn(tmp: Path, good: Good, checkpoint: Path, *extra: str) -> list[str
     from tests.helpers import fashion_tree
 
     tree = tmp / "tree.json"
-    fashion_tree().write(tree)
+    write_hierarchy(fashion_tree(), tree)
     return ["import", str(checkpoint), "--backbone", "small-cnn", "--head", "plain", "--hierarchy", str(tree),
             "--dataset", "fashion-mnist", "--data-root", str(good.fashion), "--out", str(tmp / "r"), *extra]
 
@@ -823,7 +824,7 @@ def predictions(tmp: Path, good: Good, file: Path, *extra: str) -> list[str]:
     """`hseval evaluate --predictions FILE --hierarchy tree.txt --out ev`: ev must not appear."""
     from tests.helpers import fashion_tree
 
-    fashion_tree().write(tmp / "tree.txt")
+    write_hierarchy(fashion_tree(), tmp / "tree.txt")
     return ["evaluate", "--predictions", str(file), "--hierarchy", str(tmp / "tree.txt"), "--out", str(tmp / "ev"),
             "--projections", "none", *extra]
 

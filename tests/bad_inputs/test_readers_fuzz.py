@@ -19,7 +19,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from hseval.core.errors import HsevalError
-from hseval.tree.file_read import FORMATS
+from hseval.tree import FORMATS, read_hierarchy, write_hierarchy
 from hseval.tree.hierarchy import Hierarchy
 from tests.helpers import trees
 
@@ -87,8 +87,8 @@ def replaced(doc, path, value):
 
 # ------------------------------------------------------------------ hierarchy files
 def read_hierarchy_all_ways(path: Path) -> None:
-    for fmt in (None, *FORMATS):
-        tree = read_or_error(Hierarchy.read, path, fmt)
+    for fmt in (None, *FORMATS.names()):
+        tree = read_or_error(read_hierarchy, path, format=fmt)
         assert tree is None or isinstance(tree, Hierarchy)
 
 
@@ -120,8 +120,8 @@ def test_hierarchy_reader_on_random_lines(scratch, body, suffix, names):
 
 
 @fuzz("hierarchy_mutated")
-@given(tree=trees(max_leaves=12), fmt=st.sampled_from(FORMATS), edit=st.sampled_from(["none", "drop", "duplicate",
-                                                                                      "swap", "truncate", "append"]),
+@given(tree=trees(max_leaves=12), fmt=st.sampled_from(FORMATS.names()),
+       edit=st.sampled_from(["none", "drop", "duplicate", "swap", "truncate", "append"]),
        where=st.integers(0, 10**6), extra=lines)
 def test_hierarchy_reader_on_edited_real_files(scratch, tree, fmt, edit, where, extra):
     """A tree written in each format reads back; with one line dropped, repeated, swapped, cut or
@@ -129,9 +129,9 @@ def test_hierarchy_reader_on_edited_real_files(scratch, tree, fmt, edit, where, 
     if fmt == "isa" and any(len(n.split()) != 1 for n in tree.node_names):
         return
     path = scratch / ("tree.json" if fmt == "nbdt" else "tree.txt")
-    tree.write(path, fmt)
+    write_hierarchy(tree, path, format=fmt)
     if edit == "none":
-        again = Hierarchy.read(path, classes=tree.leaf_names if fmt == "isa" else None)
+        again = read_hierarchy(path, classes=tree.leaf_names if fmt == "isa" else None)
         assert again.stats() == tree.stats()
         return
     text = path.read_text(encoding="utf-8")
@@ -149,8 +149,8 @@ def test_hierarchy_reader_on_edited_real_files(scratch, tree, fmt, edit, where, 
     if edit == "truncate":
         text = text[: where % max(len(text), 1)]
     path.write_text(text, encoding="utf-8")
-    read_or_error(Hierarchy.read, path, fmt)
-    read_or_error(Hierarchy.read, path)
+    read_or_error(read_hierarchy, path, format=fmt)
+    read_or_error(read_hierarchy, path)
 
 
 @fuzz("nbdt_json")
@@ -162,8 +162,8 @@ def test_hierarchy_reader_on_edited_real_files(scratch, tree, fmt, edit, where, 
 def test_nbdt_reader_on_random_json(scratch, doc):
     path = scratch / "tree.json"
     path.write_text(json.dumps(doc), encoding="utf-8")
-    read_or_error(Hierarchy.read, path)
-    read_or_error(Hierarchy.read, path, classes=["a", "b"])
+    read_or_error(read_hierarchy, path)
+    read_or_error(read_hierarchy, path, classes=["a", "b"])
 
 
 # ------------------------------------------------------------------ runs

@@ -15,6 +15,7 @@ file (WordNet's 45 fixed lexicographer file names); the reader below supplies it
 
 from __future__ import annotations
 
+import io
 import os
 import re
 import warnings
@@ -59,7 +60,7 @@ def find_wordnet(folder: str | Path | None = None) -> Any:
     if env and _is_wordnet_dir(Path(env).expanduser()):
         return Path(env).expanduser()
     try:
-        import nltk
+        import nltk  # optional (the wordnet extra), slow to import: only where WordNet is read
 
         return nltk.data.find("corpora/wordnet")
     except LookupError:
@@ -69,9 +70,7 @@ def find_wordnet(folder: str | Path | None = None) -> Any:
 
 @lru_cache(maxsize=4)
 def _reader(location: Any) -> Any:
-    import io
-
-    import nltk
+    import nltk  # optional (the wordnet extra), slow to import: only where WordNet is read
     from nltk.corpus.reader.wordnet import WordNetCorpusReader
 
     class Reader(WordNetCorpusReader):

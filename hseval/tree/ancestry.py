@@ -1,0 +1,109 @@
+"""Depths, ancestor rows and lowest common ancestors of a tree given by its parent links.
+
+Pure functions of ``parents`` ((|P|,) int64, -1 for the children of the root) and ``depth``
+(the root's children have depth 1), on which :class:`~hseval.tree.hierarchy.Hierarchy` builds its
+cached tables. Every one is iterative: a tree may be :data:`MAX_DEPTH` levels deep.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import numpy as np
+from numpy.typing import ArrayLike
+
+from hseval.core.errors import HierarchyError
+
+__all__ = ["MAX_DEPTH", "LCA_TABLE_MAX_BYTES", "depths", "ancestor_table", "lca_depth_table", "lca_depth_by_rows",
+           "readonly"]
+
+MAX_DEPTH = 1000
+LCA_TABLE_MAX_BYTES = 16 * 1024 * 1024  # lca_depth_table: up to 4,096 nodes at one byte a pair
+
+
+def readonly(array: np.ndarray) -> np.ndarray:
+    array.setflags(write=False)
+    return array
+
+
+def depths(names: Sequence[str], parents: np.ndarray) -> np.ndarray:
+    """Depth of every node, raising on a cycle (naming a node on it); O(|P| log depth) by pointer
+    doubling."""
+    depth = np.ones(len(parents), dtype=np.int64)
+    jump = parents.copy()  # after k rounds: the ancestor 2**k levels up (-1: the root was reached)
+    for _ in range(len(parents).bit_length() + 1):
+        active = np.flatnonzero(jump >= 0)
+        if not len(active):
+            return depth
+        target = jump[active]
+        depth[active] += depth[target]
+        jump[active] = jump[target]
+    return _depths_by_walks(names, parents)  # unreachable unless a cycle: find and name it
+
+
+def _depths_by_walks(names: Sequence[str], parents: np.ndarray) -> np.ndarray:
+    """Depth of every node by memoised walks up the tree, raising on a cycle with the node it meets."""
+    plist = parents.tolist()
+    depth = [0] * len(plist)
+    state = [0] * len(plist)  # 0 = new, 1 = on the current walk, 2 = done
+    for start in range(len(plist)):
+        if state[start]:
+            continue
+        walk = []
+        node = start
+        while node >= 0 and state[node] == 0:
+            state[node] = 1
+            walk.append(node)
+            node = plist[node]
+        if node >= 0 and state[node] == 1:
+            raise HierarchyError(f"the parent links contain a cycle through node {names[node]!r}")
+        base = depth[node] if node >= 0 else 0
+        for k, w in enumerate(reversed(walk), start=1):
+            depth[w] = base + k
+            state[w] = 2
+    return np.asarray(depth, dtype=np.int64)
+
+
+def ancestor_table(parents: np.ndarray, depth: np.ndarray) -> np.ndarray:
+    """(|P|, max depth) read-only int64: row i is the path of node i (its ancestor at depth 1, 2,
+    ..., then i itself), padded with -1."""
+    table = np.full((len(parents), int(depth.max())), -1, dtype=np.int64)
+    for i in np.argsort(depth, kind="stable").tolist():  # a parent's row is ready before its children's
+        p, k = parents[i], depth[i]
+        if p >= 0:
+            table[i, : k - 1] = table[p, : k - 1]
+        table[i, k - 1] = i
+    return readonly(table)
+
+
+def lca_depth_table(parents: np.ndarray, depth: np.ndarray, ancestors: np.ndarray) -> np.ndarray | None:
+    """(|P|, |P|) read-only uint8 (uint16 for trees deeper than 255): ``T[a, b]`` is the depth of
+    the LCA of nodes a and b; None when it would take more than :data:`LCA_TABLE_MAX_BYTES`.
+
+    Built level by level in O(|P|² + |P|·depth) from ``ancestors`` (:func:`ancestor_table`): node
+    a's row is its parent's row (the LCA with anything outside a's subtree is the parent's LCA with
+    it), then the depth of a across a's subtree, whose (ancestor, node) pairs are its columns."""
+    n, max_depth = ancestors.shape
+    dtype = np.uint8 if max_depth <= np.iinfo(np.uint8).max else np.uint16
+    if n * n * np.dtype(dtype).itemsize > LCA_TABLE_MAX_BYTES:
+        return None
+    table = np.zeros((n, n), dtype=dtype)  # the root's row: 0 everywhere
+    by_depth = np.argsort(depth, kind="stable")
+    starts = np.searchsorted(depth[by_depth], np.arange(1, max_depth + 2))
+    for level_depth in range(1, max_depth + 1):
+        level = by_depth[starts[level_depth - 1]: starts[level_depth]]
+        if level_depth > 1:
+            table[level] = table[parents[level]]
+        column = ancestors[:, level_depth - 1]
+        below = np.flatnonzero(column >= 0)  # nodes at least this deep, under column[below]
+        table[column[below], below] = level_depth
+    return readonly(table)
+
+
+def lca_depth_by_rows(ancestors: np.ndarray, a: ArrayLike, b: ArrayLike) -> np.ndarray:
+    """Depth of the LCA of each pair without the table: the length of the common prefix of the two
+    rows of ``ancestors`` (:func:`ancestor_table`)."""
+    ta = ancestors[np.asarray(a, dtype=np.int64)]
+    tb = ancestors[np.asarray(b, dtype=np.int64)]
+    same = (ta == tb) & (ta >= 0)
+    return np.cumprod(same, axis=-1).sum(axis=-1)

@@ -1,0 +1,22 @@
+"""Hierarchy files: one module per format, its reader and its writer together, and
+:mod:`~hseval.tree.formats.common` for what they share (lines, the header, detection, reading and
+writing through :data:`FORMATS`).
+
+- ``pairs`` (:mod:`~hseval.tree.formats.pairs`): the paper's ``child parent`` index pairs, names in
+  a ``<file>.names.tsv`` sidecar;
+- ``isa`` (:mod:`~hseval.tree.formats.isa`): ``parent child`` name pairs (Making Better Mistakes,
+  cvjena);
+- ``nbdt`` (:mod:`~hseval.tree.formats.nbdt`): NBDT's networkx node-link JSON;
+- ``paths`` (:mod:`~hseval.tree.formats.paths`): one label path per class, ``animal/dog/husky``.
+
+:func:`read_hierarchy` detects the format; :func:`write_hierarchy` writes a file that reads back,
+format detected, as the tree it was written from, or refuses naming the node it cannot hold.
+"""
+
+from hseval.tree.formats import isa, nbdt, pairs, paths
+from hseval.tree.formats.common import FORMATS, Format, Source, detect_format, read_hierarchy, write_hierarchy
+
+__all__ = ["FORMATS", "Format", "Source", "detect_format", "read_hierarchy", "write_hierarchy"]
+
+for _format in (pairs.FORMAT, isa.FORMAT, nbdt.FORMAT, paths.FORMAT):  # this order: --format's choices
+    FORMATS.add(_format.name, _format)

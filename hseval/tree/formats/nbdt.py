@@ -1,0 +1,100 @@
+"""The ``nbdt`` format: networkx node-link JSON as written by NBDT.
+
+``nodes`` with ``id``; ``links`` or ``edges`` with ``source`` -> ``target`` from parent to child.
+Leaves are in the order of ``nodes``; nodes are named by their ``label`` where labels are unique
+(and the class list, when given, does not name the ids), else by ``id``. Names are JSON strings, so
+the format holds any text; it takes no header (the order of the links keeps the super-classes').
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator, Sequence
+from itertools import chain
+from json.encoder import encode_basestring_ascii as _quote
+from pathlib import Path
+
+from hseval.core.errors import HierarchyError, first_line
+from hseval.tree.formats.common import Files, Format, Source
+from hseval.tree.hierarchy import Hierarchy
+
+__all__ = ["FORMAT"]
+
+
+def read(source: Source) -> Hierarchy:
+    """The tree of a node-link JSON file."""
+    path, classes = source.path, source.classes
+    try:
+        data = json.loads(source.text)
+    except json.JSONDecodeError as exc:
+        raise HierarchyError(f"{path}, line {exc.lineno}: not valid JSON ({exc.msg})") from None
+    except (ValueError, RecursionError) as exc:  # a number too long to convert, nesting too deep
+        raise HierarchyError(f"{path}: not valid JSON ({first_line(exc, clause=True)})") from None
+    links = data.get("links", data.get("edges")) if isinstance(data, dict) else None
+    if not isinstance(data, dict) or not isinstance(data.get("nodes"), list) or not isinstance(links, list):
+        raise HierarchyError(f"{path}: expected node-link JSON with 'nodes' and 'links' lists (NBDT format)")
+    ids, labels = _nodes(path, data["nodes"])
+    known = set(ids)
+    try:  # the common case in C; the loop below names the first wrong link
+        edges = [(link["source"], link["target"]) for link in links]
+    except (TypeError, KeyError, IndexError):
+        edges = []
+    if len(edges) != len(links) or not all(type(p) is str and type(c) is str for p, c in edges) \
+            or not known.issuperset(chain.from_iterable(edges)):
+        edges = []
+        for k, link in enumerate(links):
+            if not isinstance(link, dict) or "source" not in link or "target" not in link:
+                raise HierarchyError(f"{path}: links[{k}] needs 'source' and 'target'")
+            parent, child = str(link["source"]), str(link["target"])
+            if parent not in known or child not in known:
+                end = parent if parent not in known else child
+                raise HierarchyError(f"{path}: links[{k}] refers to {end!r}, which is not in 'nodes'")
+            edges.append((parent, child))
+    isolated = known - {p for p, _ in edges} - {c for _, c in edges}
+    if isolated and len(known) > 1:
+        raise HierarchyError(f"{path}: node {sorted(isolated)[0]!r} has no links; a tree is connected")
+    # name nodes by their labels (WordNet words) when those are unique and the classes are not ids
+    use_labels = all(labels) and len(set(labels)) == len(labels) and not (classes is not None and set(classes) <= known)
+    if classes is None:  # NBDT lists the leaves in class order
+        parents = {p for p, _ in edges}
+        classes = [name for name in ids if name not in parents]
+    if use_labels and labels != ids:
+        rename = dict(zip(ids, labels))
+        edges = [(rename[p], rename[c]) for p, c in edges]
+        classes = [rename.get(c, c) for c in classes]
+    return Hierarchy.from_edges(edges, classes=classes, source=str(path))
+
+
+def _nodes(path: Path, nodes: list) -> tuple[list[str], list[str | None]]:
+    """The id of every node, and its label where it has a usable one."""
+    ids = [node.get("id") if isinstance(node, dict) else None for node in nodes]
+    if not all(type(node_id) is str for node_id in ids):
+        bad = next((k for k, node_id in enumerate(ids) if not isinstance(node_id, (str, int))), None)
+        if bad is not None:
+            raise HierarchyError(f"{path}: nodes[{bad}] has no 'id'")
+        ids = list(map(str, ids))
+    labels = [node.get("label") for node in nodes]
+    labels = [(label if label.strip() else None) if isinstance(label, str)
+              else str(label) if isinstance(label, int) else None for label in labels]
+    return ids, labels
+
+
+def renderings(tree: Hierarchy, path: Path) -> Iterator[Files]:
+    """The links in node order; then the super-classes' links first, as a reader numbers the
+    super-classes in order of appearance in the links."""
+    quoted = [_quote(n) for n in (*tree.node_names, tree.root_name)]
+    parents = tree.parents.tolist()
+    yield [(path, _text(quoted, parents, range(len(parents))))]
+    leaves = tree.num_leaves
+    yield [(path, _text(quoted, parents, [*range(leaves, len(parents)), *range(leaves)]))]
+
+
+def _text(quoted: list[str], parents: list[int], children: Sequence[int]) -> str:
+    """What ``json.dumps(node_link_data, indent=1)`` writes, without its slow pure-Python encoder."""
+    nodes = ",\n".join(f'  {{\n   "id": {q},\n   "label": {q}\n  }}' for q in quoted)
+    links = ",\n".join(f'  {{\n   "source": {quoted[parents[c]]},\n   "target": {quoted[c]}\n  }}' for c in children)
+    return ('{\n "directed": true,\n "multigraph": false,\n "graph": {},\n "nodes": [\n' + nodes
+            + '\n ],\n "links": [\n' + links + "\n ]\n}\n")
+
+
+FORMAT = Format("nbdt", read, renderings)
