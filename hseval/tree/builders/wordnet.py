@@ -25,6 +25,7 @@ from pathlib import Path
 from typing import Any
 
 from hseval.core.errors import DataError, HierarchyError
+from hseval.core.extras import installed, require
 from hseval.tree.hierarchy import Hierarchy
 from hseval.tree.transforms import merge_single_child_chains
 
@@ -39,6 +40,7 @@ _LEXNAMES = ("adj.all adj.pert adv.all noun.Tops noun.act noun.animal noun.artif
              "verb.emotion verb.motion verb.perception verb.possession verb.social verb.stative verb.weather "
              "adj.ppl").split()
 _POS_NUMBER = {"noun": 1, "verb": 2, "adj": 3, "adv": 4}
+_PURPOSE = "reading WordNet (the tiny-imagenet tree)"
 _HOW_TO_INSTALL = ("install WordNet 3.0 (apt install wordnet-base, or python -m nltk.downloader wordnet) "
                    "or pass --wordnet DIR, a folder holding data.noun and index.noun")
 
@@ -59,19 +61,18 @@ def find_wordnet(folder: str | Path | None = None) -> Any:
     env = os.environ.get("WNSEARCHDIR")
     if env and _is_wordnet_dir(Path(env).expanduser()):
         return Path(env).expanduser()
-    try:
-        import nltk  # optional (the wordnet extra), slow to import: only where WordNet is read
-
-        return nltk.data.find("corpora/wordnet")
-    except LookupError:
-        pass
+    if installed("nltk"):
+        try:
+            return require("nltk", _PURPOSE).data.find("corpora/wordnet")
+        except LookupError:
+            pass
     return DEBIAN_WORDNET if _is_wordnet_dir(DEBIAN_WORDNET) else None
 
 
 @lru_cache(maxsize=4)
 def _reader(location: Any) -> Any:
-    import nltk  # optional (the wordnet extra), slow to import: only where WordNet is read
-    from nltk.corpus.reader.wordnet import WordNetCorpusReader
+    nltk = require("nltk", _PURPOSE)  # optional (the wordnet extra), slow to import: only where WordNet is read
+    WordNetCorpusReader = require("nltk.corpus.reader.wordnet", _PURPOSE).WordNetCorpusReader
 
     class Reader(WordNetCorpusReader):
         def open(self, file: str) -> Any:
