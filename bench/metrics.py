@@ -1,7 +1,23 @@
-"""Micro hierarchical precision/recall/F1: hseval against hiclass (or brute-force sets), same run.
+"""Metrics benchmarks, each against its baseline in the same run.
 
     python bench/metrics.py [--classes 1000] [--samples 20000,200000] [--repeats 20] [--baseline-repeats 3]
                             [--baseline auto|hiclass|sets|both] [--readme]
+    python bench/metrics.py --stream [--stream-classes 100,1000,10000,100000] [--batches 200,60,15,4]
+                            [--rounds 3] [--reference REV] [--device cpu]
+
+**Streaming** (``--stream``): :class:`hseval.metrics.HierarchicalMetrics` fed batches of 256 logits
+(float32 torch tensors, as a loop gives them; topk (1, 5, 20), uniformly random targets) then
+computed, against (a) the same class at git revision ``--reference`` (today's, before a change:
+its hseval/metrics modules are read from git and imported under another package name) and (b)
+a build on ``torchmetrics.Metric`` (needs ``pip install torchmetrics``): the same checks and
+statistics, summed in tensor states (``add_state(..., dist_reduce_fx="sum")``), the confusion pairs
+in two list states (``"cat"``) folded into one when they grow, computed by the same
+``state_compute``. Each is timed on the same batches, in turn, ``--rounds`` times; the best is
+kept. Prints ms per batch, the ratios, and the bytes of each state after the batches; the results
+must be equal (exactly for the reference, whose arithmetic is the same), or the script fails.
+
+**Hierarchical P/R/F** (the default): micro hierarchical precision/recall/F1 against hiclass (or
+brute-force sets).
 
 A random tree with ``--classes`` leaves (about 1.5·|L| nodes, depth <= 4, leaves at every depth;
 bench/heads.py's generator) and uniformly random targets, 30% of the predictions right and the
@@ -26,8 +42,12 @@ time / hseval time, both from this run. ``--readme`` writes the table into READM
 from __future__ import annotations
 
 import argparse
+import importlib
+import math
 import platform
+import subprocess
 import sys
+import tempfile
 import time
 from pathlib import Path
 
@@ -164,6 +184,165 @@ def markdown(rows: list[dict], tree: Hierarchy, build_ms: float, command: str) -
             f"({stamp(command, versions={'numpy': np.__version__})}).\n")
 
 
+def load_reference(rev: str):
+    """hseval.metrics as it was at git revision ``rev``: its modules copied from git into a temporary
+    package whose imports of hseval.metrics are renamed, so that both versions run in one process."""
+    root = Path(__file__).resolve().parents[1]
+
+    def git(*args: str) -> str:
+        return subprocess.run(["git", *args], cwd=root, capture_output=True, text=True, check=True).stdout
+
+    package = "hseval_metrics_reference"
+    folder = Path(tempfile.mkdtemp(prefix="hseval-bench-")) / package
+    folder.mkdir()
+    for name in git("ls-tree", "--name-only", rev, "hseval/metrics/").split():
+        (folder / Path(name).name).write_text(git("show", f"{rev}:{name}").replace("hseval.metrics", package))
+    sys.path.insert(0, str(folder.parent))
+    return importlib.import_module(package)
+
+
+def torchmetrics_build(tree: Hierarchy, ks: tuple[int, ...]):
+    """A HierarchicalMetrics on ``torchmetrics.Metric``: an hseval shell checks each batch and gives
+    its statistics; the sums live in tensor states and the confusion pairs in list states."""
+    import torch
+    from torchmetrics import Metric
+
+    from hseval.metrics import HierarchicalMetrics, statistics
+    from hseval.metrics.confusion import SparseConfusion
+
+    class TorchmetricsHierarchical(Metric):
+        full_state_update = False
+
+        def __init__(self) -> None:
+            super().__init__()
+            self.shell = HierarchicalMetrics(tree, topk=ks)
+            self.shell._accumulate = self.accumulate  # the shell's statistics go to this metric's states
+            for name, value in self.shell._state.items():
+                self.add_state(name, torch.from_numpy(value.copy()), dist_reduce_fx="sum")
+            self.add_state("pair_keys", [], dist_reduce_fx="cat")
+            self.add_state("pair_counts", [], dist_reduce_fx="cat")
+            self.pending = 0
+
+        def update(self, logits, targets) -> None:
+            self.shell.update(logits, targets)
+
+        def accumulate(self, batch: dict) -> None:
+            for name, value in batch.items():
+                if name != "pairs":
+                    getattr(self, name).add_(torch.as_tensor(value))
+            pairs = batch["pairs"]
+            self.pair_keys.append(torch.from_numpy(pairs.target * tree.num_leaves + pairs.pred))
+            self.pair_counts.append(torch.ones(len(pairs.target), dtype=torch.int64))
+            self.pending += len(pairs.target)
+            if self.pending > 1 << 20:  # fold: the state stays the distinct pairs
+                confusion = self.confusion()
+                self.pair_keys = [torch.from_numpy(confusion.keys)]
+                self.pair_counts = [torch.from_numpy(confusion.counts)]
+                self.pending = 0
+
+        def confusion(self) -> SparseConfusion:
+            confusion = SparseConfusion(tree.num_leaves)
+            for keys, counts in zip(self.pair_keys, self.pair_counts):
+                confusion.add_keys(keys.cpu().numpy(), counts.cpu().numpy())
+            confusion.consolidate()
+            return confusion
+
+        def compute(self) -> dict:
+            state = {name: getattr(self, name).cpu().numpy() for name in self.shell._state}
+            shown = [i for i, k in enumerate(self.shell.ks) if k in self.shell.reported_ks()]
+            return statistics.state_compute(state, self.confusion().pairs(), tree, self.shell.ks, shown=shown,
+                                            levels=None, scored=True)
+
+    return TorchmetricsHierarchical()
+
+
+def state_bytes(metrics) -> int:
+    """Bytes of a streaming metric's state: its arrays and tensors, confusion pairs (pending ones too) included."""
+    def size(value) -> int:
+        if isinstance(value, dict):
+            return sum(size(v) for v in value.values())
+        if isinstance(value, (list, tuple)):
+            return sum(size(v) for v in value)
+        return getattr(value, "nbytes", 0)
+
+    if hasattr(metrics, "metric_state"):  # torchmetrics
+        return size(metrics.metric_state)
+    confusion = getattr(metrics, "_confusion", None)
+    return size(vars(metrics)) + (size(vars(confusion)) if confusion is not None else 0)
+
+
+def same(a, b, path: str = "") -> None:
+    """``a`` and ``b`` equal to the last bit (NaN equal to NaN), over the keys of ``b``."""
+    if isinstance(b, dict):
+        for key in b:
+            same(a[key], b[key], f"{path}.{key}")
+    elif isinstance(b, list):
+        for i, (x, y) in enumerate(zip(a, b, strict=True)):
+            same(x, y, f"{path}[{i}]")
+    elif not (a == b or (isinstance(a, float) and math.isnan(a) and math.isnan(b))):
+        raise SystemExit(f"results differ at {path}: {a!r} against {b!r}")
+
+
+def stream(args) -> None:
+    """The streaming comparison; see the module's docstring."""
+    import torch
+
+    from hseval.metrics import HierarchicalMetrics
+
+    ks = (1, 5, 20)
+    builds = {"hseval": lambda tree: HierarchicalMetrics(tree, topk=ks)}
+    if args.reference:
+        reference = load_reference(args.reference)
+        builds = {f"today ({args.reference})": lambda tree: reference.HierarchicalMetrics(tree, topk=ks), **builds}
+    try:
+        import torchmetrics
+
+        builds["torchmetrics"] = lambda tree: torchmetrics_build(tree, ks).to(args.device)
+    except ImportError:
+        print("torchmetrics is not installed (pip install torchmetrics): its column is left out")
+        torchmetrics = None
+    device = torch.device(args.device)
+    print(f"torch {torch.__version__}, numpy {np.__version__}, torchmetrics "
+          f"{torchmetrics.__version__ if torchmetrics else '-'}, {cpu_model()}, logits on {device}; "
+          f"best of {args.rounds} rounds\n")
+    names = list(builds)
+    header = f"{'classes':>8} {'batches':>7}" + "".join(f" {name + ' ms':>20}" for name in names) + \
+        "".join(f" {b + '/' + a:>24}" for a, b in zip(names, names[1:])) + \
+        (f" {names[-1] + '/' + names[0]:>24}" if len(names) > 2 else "")
+    print(header + "   state bytes (" + ", ".join(names) + ")")
+    for classes, batches in zip(args.stream_classes, args.batches):
+        tree = random_tree(classes, seed=classes)
+        rng = np.random.default_rng(classes)
+        distinct = [(torch.as_tensor(rng.normal(size=(256, classes)).astype(np.float32) * 3, device=device),
+                     torch.as_tensor(rng.integers(0, classes, 256), device=device)) for _ in range(min(batches, 8))]
+        data = [distinct[i % len(distinct)] for i in range(batches)]
+        best = dict.fromkeys(names, float("inf"))
+        results, sizes = {}, {}
+        for _ in range(args.rounds):
+            for name in names:
+                metrics = builds[name](tree)
+                start = time.perf_counter()
+                for logits, target in data:
+                    metrics.update(logits, target)
+                results[name] = metrics.compute()
+                best[name] = min(best[name], time.perf_counter() - start)
+                sizes[name] = state_bytes(metrics)
+        for name in names[:-1] if "torchmetrics" in names else names:
+            same(results[name], results["hseval"])
+        if "torchmetrics" in names:
+            same(results["torchmetrics"], {k: v for k, v in results["hseval"].items() if k != "unavailable"})
+        per = [1e3 * best[n] / batches for n in names]
+        ratios = [best[b] / best[a] for a, b in zip(names, names[1:])] + \
+            ([best[names[-1]] / best[names[0]]] if len(names) > 2 else [])
+        print(f"{classes:>8,} {batches:>7}" + "".join(f" {t:>20.2f}" for t in per) +
+              "".join(f" {r:>24.3f}" for r in ratios) + "   " + ", ".join(f"{sizes[n]:,}" for n in names), flush=True)
+    print("\nresults equal; a ratio is the second's time over the first's, both from this run")
+
+
+def _ints(text: str) -> list[int]:
+    return [int(part) for part in text.split(",") if part.strip()]
+
+
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--classes", type=int, default=1000, help="number of classes |L| (default 1000)")
@@ -174,7 +353,21 @@ def main(argv: list[str] | None = None) -> None:
                         help="hiclass where it imports (auto, the default), hiclass, brute-force sets, or both")
     parser.add_argument("--readme", action="store_true",
                         help="write the table into README.md (its bench-metrics block)")
+    parser.add_argument("--stream", action="store_true",
+                        help="time HierarchicalMetrics instead (against --reference and torchmetrics)")
+    parser.add_argument("--stream-classes", type=_ints, default=[100, 1000, 10_000, 100_000],
+                        help="with --stream: the numbers of classes (default 100,1000,10000,100000)")
+    parser.add_argument("--batches", type=_ints, default=[200, 60, 15, 4],
+                        help="with --stream: batches of 256 per number of classes (default 200,60,15,4)")
+    parser.add_argument("--rounds", type=int, default=3, help="with --stream: timed rounds, best kept (default 3)")
+    parser.add_argument("--reference", help="with --stream: a git revision whose HierarchicalMetrics is 'today'")
+    parser.add_argument("--device", default="cpu", help="with --stream: where the logits (and torchmetrics' state) are")
     args = parser.parse_args(argv)
+    if args.stream:
+        if len(args.batches) != len(args.stream_classes):
+            parser.error("give one --batches entry per --stream-classes entry")
+        stream(args)
+        return
     sizes = [int(s) for s in args.samples.split(",") if s.strip()]
     chosen = baselines(args.baseline)
 

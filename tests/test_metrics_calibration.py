@@ -6,24 +6,7 @@ import numpy as np
 import pytest
 
 from hseval.metrics import expected_calibration_error, reliability_bins
-
-
-def loop_ece(probs, target, n_bins):
-    """The definition, bin by bin, with bins (lo, hi] and 0 put in the first."""
-    confidence, pred = probs.max(1), probs.argmax(1)
-    total = 0.0
-    for b in range(n_bins):
-        lo, hi = b / n_bins, (b + 1) / n_bins
-        members = [i for i, c in enumerate(confidence) if lo < c <= hi or (b == 0 and c == 0)]
-        if members:
-            accuracy = np.mean([pred[i] == target[i] for i in members])
-            total += len(members) / len(target) * abs(accuracy - np.mean(confidence[members]))
-    return total
-
-
-def softmax(x):
-    e = np.exp(x - x.max(1, keepdims=True))
-    return e / e.sum(1, keepdims=True)
+from tests.metric_tester import loop_ece, softmax
 
 
 @pytest.mark.parametrize(("seed", "n_bins"), [(0, 15), (1, 10), (2, 1), (3, 7)])

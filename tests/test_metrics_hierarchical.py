@@ -6,7 +6,8 @@ import numpy as np
 import pytest
 
 from hseval.metrics import hierarchical_prf
-from tests.helpers import fashion_tree, flat_tree, path, random_tree, unbalanced
+from tests.helpers import fashion_tree, flat_tree, random_tree, unbalanced
+from tests.metric_tester import brute_prf
 
 
 def test_worked_three_level_example_on_fashion_mnist():
@@ -22,18 +23,6 @@ def test_worked_three_level_example_on_fashion_mnist():
     target = [idx("Coat"), idx("Bag"), idx("Trouser"), idx("Sandal")]
     pred = [idx("Shirt"), idx("Bag"), idx("Coat"), idx("Sneaker")]
     assert hierarchical_prf(pred, target, tree) == pytest.approx({"precision": 5 / 9, "recall": 5 / 8, "f1": 10 / 17})
-
-
-def brute_prf(pred, target, tree):
-    overlap = predicted = true = 0
-    for p, t in zip(pred, target):
-        y_hat, y = set(path(tree, p)), set(path(tree, t))
-        overlap += len(y_hat & y)
-        predicted += len(y_hat)
-        true += len(y)
-    precision, recall = overlap / predicted, overlap / true
-    return {"precision": precision, "recall": recall,
-            "f1": 2 * precision * recall / (precision + recall) if overlap else 0.0}
 
 
 @pytest.mark.parametrize("seed", range(5))

@@ -16,17 +16,8 @@ from hseval.metrics import (
     mistake_severity,
     topk_predictions,
 )
-from tests.helpers import fashion_tree, flat_tree, path, random_tree, trees, unbalanced
-
-
-def brute_distance(tree, a, b):
-    if a == b:
-        return 0
-    pa, pb = path(tree, a), path(tree, b)
-    common = 0
-    while common < min(len(pa), len(pb)) and pa[common] == pb[common]:
-        common += 1
-    return tree.max_depth - common
+from tests.helpers import fashion_tree, flat_tree, random_tree, trees, unbalanced
+from tests.metric_tester import brute_distance
 
 
 @settings(max_examples=40, deadline=None)

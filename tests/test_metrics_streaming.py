@@ -1,6 +1,8 @@
-"""The streaming metrics: fed in uneven batches, merged from parts or all-reduced over processes,
-they give the one-shot functions' (and scikit-learn's) values to 1e-12, on trees with shallow
-classes and on scores with ties; their state does not grow with the number of samples."""
+"""Every metric through the shared tester (tests/metric_tester.py): the public function, the
+class fed uneven batches and two instances merged all give the reference's value (scikit-learn, a
+brute force over the tree's paths, a direct loop) to 1e-12, on trees with shallow classes and on
+scores with ties; then what is particular to the class: predicted classes only, probabilities,
+torch input, a state that does not grow with the samples, bad input, and torch.distributed."""
 
 from __future__ import annotations
 
@@ -9,164 +11,56 @@ import json
 import os
 import subprocess
 import sys
-import warnings
 from pathlib import Path
 
 import numpy as np
 import pytest
-import torch
-from sklearn.metrics import accuracy_score, log_loss, top_k_accuracy_score
+from sklearn.metrics import log_loss
 
 import hseval.metrics.streaming
-from hseval.metrics import (
-    HierarchicalMetrics,
-    expected_calibration_error,
-    hierarchical_prf,
-    level_agreement,
-    level_predictions_from_logits,
-    mistake_metrics,
-    per_node_accuracy,
-    reliability_bins,
-    superclass_accuracy_from_leaf,
-    superclass_accuracy_from_levels,
-    topk_predictions,
-)
+from hseval.metrics import HierarchicalMetrics, expected_calibration_error, level_predictions_from_logits
 from hseval.metrics.streaming import NO_LEVEL_SCORES, NO_SCORES
 from tests.helpers import appendix_a, fashion_tree, flat_tree, unbalanced
-
-KS = (1, 5, 20)
-
-
-def softmax(x):
-    e = np.exp(x - x.max(1, keepdims=True))
-    return e / e.sum(1, keepdims=True)
-
-
-def sk_topk(k):
-    def reference(data):
-        if data["ties"]:  # scikit-learn does not say how it breaks ties: count the stable top-k
-            return float((topk_predictions(data["scores"], k) == data["target"][:, None]).any(1).mean())
-        with warnings.catch_warnings():  # sklearn warns that k >= number of classes gives 1
-            warnings.simplefilter("ignore")
-            return top_k_accuracy_score(data["target"], data["scores"], k=min(k, data["tree"].num_leaves),
-                                        labels=range(data["tree"].num_leaves))
-    return reference
-
-
-def by_level(values):
-    return {str(k): v for k, v in values.items()}
-
-
-def level_pred(data):
-    return level_predictions_from_logits(data["level_logits"], data["tree"])
-
-
-def argmax(data):
-    return data["scores"].argmax(1)
-
-
-# key of compute() -> reference over all samples at once
-REFERENCES = {
-    "top1": lambda d: accuracy_score(d["target"], argmax(d)),
-    "top5": sk_topk(5),
-    "top20": sk_topk(20),
-    "cross_entropy": lambda d: log_loss(d["target"], softmax(d["scores"]), labels=range(d["tree"].num_leaves)),
-    "superclass_acc": lambda d: by_level(superclass_accuracy_from_leaf(argmax(d), d["target"], d["tree"])),
-    "superclass_acc_from_levels": lambda d: by_level(superclass_accuracy_from_levels(level_pred(d), d["target"],
-                                                                                     d["tree"])),
-    "level_agreement": lambda d: by_level(level_agreement(level_pred(d), argmax(d), d["target"], d["tree"])),
-    **{key: (lambda d, key=key: mistake_metrics(d["scores"], d["target"], d["tree"], ks=KS)[key])
-       for key in ["mistake_severity", "avg_hdist@1", "best_hdist@1", "avg_hdist@5", "best_hdist@5", "avg_hdist@20",
-                   "best_hdist@20"]},
-    **{f"hierarchical_{key}": (lambda d, key=key: hierarchical_prf(argmax(d), d["target"], d["tree"])[key])
-       for key in ["precision", "recall", "f1"]},
-    "ece": lambda d: expected_calibration_error(softmax(d["scores"]), d["target"]),
-    "reliability": lambda d: {k: v.tolist() for k, v in reliability_bins(softmax(d["scores"]), d["target"]).items()},
-}
+from tests.metric_tester import KS, METRICS, argmax, check_metric, close, feed, make_data, softmax, streamed
 
 TREES = {"appendix_a": appendix_a, "fashion": fashion_tree, "unbalanced": unbalanced, "flat": lambda: flat_tree(4)}
 
 
-def make_data(tree, seed, n=157, ties=False):
-    rng = np.random.default_rng(seed)
-    target = rng.integers(0, tree.num_leaves, n)
-    if ties:  # few distinct values: many equal scores, so the tie rule decides top-k and argmax
-        scores = rng.integers(-1, 2, size=(n, tree.num_leaves)).astype(np.float64)
-    else:
-        scores = rng.normal(size=(n, tree.num_leaves)) * 2
-        scores[np.arange(n), target] += 2.0  # a mix of right and wrong predictions
-    level_logits = {k: rng.normal(size=(n, tree.nodes_per_depth[k - 1])) for k in range(1, tree.max_depth)}
-    return {"tree": tree, "target": target, "scores": scores, "level_logits": level_logits, "ties": ties}
-
-
-def feed(data, sizes=(0, 1, 40, 64), *, lo=0, hi=None, metrics=None, as_torch=False):
-    hi = len(data["target"]) if hi is None else hi
-    metrics = metrics or HierarchicalMetrics(data["tree"], topk=KS)
-    edges = np.minimum(np.cumsum([lo, *sizes, hi]), hi)
-    floats = (lambda x: torch.as_tensor(x, dtype=torch.float64)) if as_torch else np.asarray
-    labels = torch.as_tensor if as_torch else np.asarray
-    levels = data["level_logits"] or None
-    for a, b in zip(edges[:-1], edges[1:]):
-        metrics.update(floats(data["scores"][a:b]), labels(data["target"][a:b]),
-                       None if levels is None else {k: floats(v[a:b]) for k, v in levels.items()})
-    return metrics
-
-
-def close(got, want):
-    if isinstance(want, dict):
-        assert set(got) == set(want)
-        for key in want:
-            close(got[key], want[key])
-    elif isinstance(want, list):
-        np.testing.assert_allclose(np.asarray(got, float), np.asarray(want, float), rtol=1e-12, atol=1e-15)
-    else:
-        assert got == pytest.approx(want, rel=1e-12, abs=1e-15, nan_ok=True)
-
-
 @pytest.fixture(scope="module", params=[(name, ties) for name in TREES for ties in (False, True)],
                 ids=lambda p: f"{p[0]}-{'ties' if p[1] else 'normal'}")
-def batched(request):
+def fed(request):
+    """A data set, the class fed it in uneven batches, and two instances fed its halves, merged."""
     name, ties = request.param
     data = make_data(TREES[name](), seed=len(name), ties=ties)
-    return data, feed(data).compute()
+    halves = feed(data, lo=0, hi=70, sizes=(3,)), feed(data, lo=70, sizes=(50,))
+    return data, feed(data), halves[0].merge(halves[1])
 
 
-@pytest.mark.parametrize("key", sorted(REFERENCES))
-def test_batches_give_the_one_shot_value(batched, key):
-    data, result = batched
-    if key in ("superclass_acc_from_levels", "level_agreement") and data["tree"].max_depth == 1:
-        assert key not in result and key not in result["unavailable"]  # no super-class level to score
-        return
-    k = int(key.split("@")[-1].removeprefix("top")) if key.startswith(("top", "avg_hdist@", "best_hdist@")) else 1
-    if k > 1 and k >= data["tree"].num_leaves:  # every class is in the top k: not reported
-        assert key not in result and key not in result["unavailable"]
-        return
-    close(result[key], REFERENCES[key](data))
+@pytest.mark.parametrize("key", sorted(METRICS))
+def test_function_batches_and_merged_halves_give_the_reference(fed, key):
+    check_metric(key, *fed)
 
 
-def test_result_is_plain_json_and_keeps_every_sample(batched):
-    data, result = batched
+def test_result_is_plain_json_and_keeps_every_sample(fed):
+    data, whole, _ = fed
+    result = whole.compute()
     assert result["samples"] == len(data["target"])
     assert sum(result["reliability"]["count"]) == len(data["target"])
     assert {len(column) for column in result["reliability"].values()} == {15}  # a table, one row per bin
     json.loads(json.dumps(result))  # plain types only
 
 
-def test_merge_of_two_halves_equals_the_whole_and_state_does_not_grow():
+def test_state_does_not_grow_with_the_samples():
     data = make_data(unbalanced(), seed=5, ties=True)
     whole = feed(data)
-    first, second = feed(data, lo=0, hi=70, sizes=(3,)), feed(data, lo=70, sizes=(50,))
-    close(first.merge(second).compute(), whole.compute())
-    per_node = whole.per_node()
-    reference = per_node_accuracy(argmax(data), data["target"], data["tree"])
-    np.testing.assert_array_equal(per_node[0], reference[0])
-    np.testing.assert_array_equal(per_node[1], reference[1])
     size = len(whole.pairs()[0])
     for _ in range(5):  # 5 more passes over the same samples: counts grow, the state does not
         feed(data, metrics=whole)
     targets, preds, counts = whole.pairs()
     assert len(targets) == size <= data["tree"].num_leaves ** 2 and counts.sum() == 6 * len(data["target"])
-    assert whole.compute()["top1"] == pytest.approx(REFERENCES["top1"](data), rel=1e-12)
+    assert {name: value.shape for name, value in whole._state.items()} == \
+        {name: value.shape for name, value in HierarchicalMetrics(data["tree"], topk=KS)._state.items()}
+    assert streamed(whole, "top1") == pytest.approx(METRICS["top1"][0](data), rel=1e-12)
     whole.reset()
     assert len(whole) == 0 and whole.compute()["samples"] == 0
 
@@ -175,7 +69,7 @@ def test_predicted_classes_only_give_the_top1_metrics_and_say_why_not_the_others
     tree = fashion_tree()
     data = make_data(tree, seed=7)
     pred = argmax(data)
-    levels = level_pred(data)
+    levels = level_predictions_from_logits(data["level_logits"], tree)
     metrics = HierarchicalMetrics(tree, topk=KS)
     metrics.update_labels(pred[:100], data["target"][:100], {k: v[:100] for k, v in levels.items()})
     metrics.update_labels(pred[100:], data["target"][100:], {k: v[100:] for k, v in levels.items()})
@@ -256,6 +150,9 @@ def _distributed_part(rank: int, world: int, store: str, out: str) -> None:
         metrics = feed(data, lo=bounds[rank], hi=bounds[rank + 1], sizes=(7,))
         result = metrics.compute()
         assert json.dumps(metrics.compute()) == json.dumps(result)  # compute does not change the local state
+        local = feed(data, lo=bounds[rank], hi=bounds[rank + 1], sizes=(7,),
+                     metrics=HierarchicalMetrics(data["tree"], topk=KS, sync_on_compute=False)).compute()
+        assert local["samples"] == bounds[rank + 1] - bounds[rank]  # this process's samples alone, no collective
         with open(f"{out}.{rank}", "w") as f:
             json.dump(result, f)
     finally:

@@ -32,7 +32,7 @@ from hseval.data import LoadedDataset, load_dataset
 from hseval.io import folders as ownership
 from hseval.io import run_format as checkpoint
 from hseval.io.run_settings import result_settings
-from hseval.metrics import level_accuracy
+from hseval.metrics import HierarchicalMetrics
 from hseval.nn import radius_guard as logit_scale
 from hseval.nn.heads import create_head, head_class, head_options
 from hseval.nn.model import HierarchicalClassifier, build_model
@@ -195,22 +195,19 @@ def evaluate(model: HierarchicalClassifier, batches, ctx: Context) -> dict[str, 
     """Loss, leaf accuracy and super-class accuracy per depth (the leaf prediction's ancestor)
     over every sample of ``batches``."""
     model.eval()
-    preds, targets, loss_sum, norm_sum = [], [], 0.0, 0.0
+    metrics = HierarchicalMetrics(model.hierarchy, topk=(1,), sync_on_compute=False)  # rank 0 alone evaluates
+    loss_sum, norm_sum = 0.0, 0.0
     for x, y in batches:
         with ctx.autocast():
             z = model.embed(ctx.prepare(x))
             logits = model.head(z).float()
-        loss_sum += F.cross_entropy(logits, y, reduction="sum").item()
+        loss_sum += F.cross_entropy(logits, y, reduction="sum").item()  # the training objective, as training sums it
         norm_sum += torch.linalg.vector_norm(z.float(), dim=1).sum().item()
-        preds.append(logits.argmax(1).cpu())
-        targets.append(y.cpu())
-    pred = torch.cat(preds).numpy()
-    target = torch.cat(targets).numpy()
-    tree = model.hierarchy
-    levels = {str(depth): level_accuracy(tree.ancestor_at_depth(pred, depth), target, tree, depth)
-              for depth in range(1, tree.max_depth)}
-    return {"test_loss": loss_sum / len(target), "test_acc": float((pred == target).mean()),
-            "test_superclass_acc": levels, "test_samples": int(len(target)), "feature_norm": norm_sum / len(target)}
+        metrics.update_labels(logits.argmax(1).cpu(), y.cpu())
+    result = metrics.compute()
+    n = result["samples"]
+    return {"test_loss": loss_sum / n, "test_acc": result["top1"], "test_superclass_acc": result["superclass_acc"],
+            "test_samples": n, "feature_norm": norm_sum / n}
 
 
 def _rng_devices(ctx: Context) -> list[int]:

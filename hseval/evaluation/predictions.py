@@ -168,19 +168,14 @@ def _crm(preds, tree) -> dict[str, Any] | str:
     """CRM re-ranking's metrics from the file's scores, or why there are none."""
     from scipy.special import softmax
 
-    from hseval.metrics import HierarchicalMetrics
-    from hseval.metrics.crm import class_distances, crm_scores, crm_summary, too_many_classes
+    from hseval.metrics.crm import CrmMetrics
 
     if preds.kind == "labels":
         return "the predictions give one class per sample, no scores to re-rank"
-    skipped = too_many_classes(tree)
-    if skipped:
-        return skipped
-    distances = class_distances(tree)
-    crm = HierarchicalMetrics(tree, topk=KS)
+    crm = CrmMetrics(tree, topk=KS)
+    if crm.skipped:
+        return crm.skipped
     for lo in range(0, len(preds.targets), 8192):
         scores = preds.scores[lo: lo + 8192]
-        if preds.kind == "logits":
-            scores = softmax(scores, axis=1)
-        crm.update(crm_scores(scores, distances), preds.targets[lo: lo + 8192])
-    return crm_summary(crm.compute())
+        crm.update(softmax(scores, axis=1) if preds.kind == "logits" else scores, preds.targets[lo: lo + 8192])
+    return crm.compute()

@@ -162,14 +162,12 @@ def _extract(run: Run, split, *, sample: np.ndarray, batch_size: int, device: to
              progress: bool) -> dict[str, Any]:
     from hseval.core.progress import bar as progress_bar
     from hseval.metrics import HierarchicalMetrics, level_prediction_matrix, level_predictions_from_logits
-    from hseval.metrics.crm import class_distances, crm_scores, too_many_classes
+    from hseval.metrics.crm import CrmMetrics
 
     model = run.model
     tree = run.hierarchy
     metrics = HierarchicalMetrics(tree, topk=KS)
-    crm_skipped = too_many_classes(tree)
-    distances = None if crm_skipped else class_distances(tree)
-    crm = None if crm_skipped else HierarchicalMetrics(tree, topk=KS)
+    crm = CrmMetrics(tree, topk=KS)
     in_sample = np.zeros(len(split), dtype=bool)
     in_sample[sample] = True
     kept, feature_norms, max_logits, targets, tops, levels = [], [], [], [], [], []
@@ -182,8 +180,8 @@ def _extract(run: Run, split, *, sample: np.ndarray, batch_size: int, device: to
         level_logits = model.head.level_logits(z)
         level_logits = None if level_logits is None else {k: v.float().cpu().numpy() for k, v in level_logits.items()}
         tops.append(metrics.update(logits, y, level_logits))
-        if crm is not None:
-            crm.update(crm_scores(torch.softmax(logits, dim=1).cpu().numpy(), distances), y)
+        if crm.skipped is None:
+            crm.update(torch.softmax(logits, dim=1).cpu().numpy(), y)
         levels.append(level_prediction_matrix(level_predictions_from_logits(level_logits or {}, tree), tree, len(y)))
         targets.append(y.cpu().numpy())
         mask = in_sample[seen: seen + len(y)]
@@ -197,7 +195,7 @@ def _extract(run: Run, split, *, sample: np.ndarray, batch_size: int, device: to
     if seen != len(split):
         raise DataError(f"{run.path}: evaluated {seen} samples but the split has {len(split)}")
     norms = torch.cat(feature_norms).numpy()
-    return {"metrics": metrics, "crm": crm, "crm_skipped": crm_skipped,
+    return {"metrics": metrics, "crm": crm,
             "embeddings": torch.cat(kept).numpy() if kept else np.zeros((0, 0)),
             "targets": np.concatenate(targets).astype(np.int64), "topk": np.concatenate(tops),
             "levels": np.concatenate(levels) if levels else np.zeros((0, max(tree.max_depth - 1, 0)), np.int64),
@@ -428,7 +426,6 @@ def _evaluate_run_stages(run_dir: Path, out_dir: Path, *, name: str, options: Ev
 def _metrics_stage(run: Run, result: dict[str, Any], *, name: str, split: str) -> dict[str, Any]:
     """metrics.json's content from the embedding pass: the streamed metrics, CRM, the run's facts,
     and the radius guard's warning where it applies."""
-    from hseval.metrics.crm import crm_summary
     from hseval.metrics.streaming import NO_LEVEL_SCORES
 
     streamed = result["metrics"]
@@ -436,10 +433,10 @@ def _metrics_stage(run: Run, result: dict[str, Any], *, name: str, split: str) -
                                "max_logit": result["max_logit"]}
     own = f"head {run.head_name!r} has no super-class scores of its own (only its class scores)"
     metrics["unavailable"] = {k: own if v == NO_LEVEL_SCORES else v for k, v in metrics["unavailable"].items()}
-    if result["crm"] is not None:
-        metrics["crm"] = crm_summary(result["crm"].compute())
+    if result["crm"].skipped is None:
+        metrics["crm"] = result["crm"].compute()
     else:
-        metrics["unavailable"]["crm"] = result["crm_skipped"]
+        metrics["unavailable"]["crm"] = result["crm"].skipped
     meta = run.meta
     metrics.update({"run": name, "run_path": str(run.path), "head": run.head_name,
                     "backbone": meta["model"]["backbone"]["name"], "dataset": meta["dataset"]["name"],

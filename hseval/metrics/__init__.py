@@ -1,20 +1,23 @@
-"""Metrics: pure functions first (numpy in, numbers out); :class:`HierarchicalMetrics` streams them."""
+"""Metrics: pure functions first (numpy in, numbers out), each an update of sufficient statistics and a
+compute from them; :class:`HierarchicalMetrics` streams the same statistics and computes the same way."""
 
 from hseval.metrics.accuracy import (
     level_accuracy,
-    level_agreement,
-    level_prediction_matrix,
-    level_predictions_from_leaf,
-    level_predictions_from_logits,
     per_node_accuracy,
     superclass_accuracy_from_leaf,
-    superclass_accuracy_from_levels,
     topk_accuracy,
     topk_predictions,
 )
 from hseval.metrics.calibration import expected_calibration_error, reliability_bins
 from hseval.metrics.confusion import confusion_matrix, tree_order
 from hseval.metrics.hierarchical import hierarchical_prf
+from hseval.metrics.levels import (
+    level_agreement,
+    level_prediction_matrix,
+    level_predictions_from_leaf,
+    level_predictions_from_logits,
+    superclass_accuracy_from_levels,
+)
 from hseval.metrics.mistakes import (
     avg_hierarchical_distance_at_k,
     best_hierarchical_distance_at_k,

@@ -1,4 +1,5 @@
-"""Input validation shared by the metrics: one named, actionable message per mistake.
+"""What the metrics share: input validation, one named, actionable message per mistake, and
+:func:`ratio`, the one division of a count or sum by another.
 
 Metrics are called with arrays from a model and a dataset; the usual slips are passing scores
 where labels are expected, labels of another dataset, or positions within a level where canonical
@@ -77,3 +78,21 @@ def level_nodes(values: Any, depth: int, hierarchy: Hierarchy, num_samples: int)
                          f"{hierarchy.depth[node]}, not a node of depth {depth}; convert positions within the level "
                          "to node indices with level_predictions_from_logits or hierarchy.nodes_at_depth")
     return nodes
+
+
+def ratio(numerator: Any, denominator: Any) -> float:
+    """``numerator / denominator`` as a float, NaN when the denominator is 0 (no sample, no mistake)."""
+    return float(numerator) / float(denominator) if denominator else float("nan")
+
+
+def probabilities(probs: np.ndarray, *, fix: str, rows_sum_to_one: bool = False) -> None:
+    """Refuse values outside [0, 1] (logits, say) and, with ``rows_sum_to_one``, rows that are no
+    distribution; ``fix`` says what to pass instead."""
+    if not probs.size:
+        return
+    if probs.min() < 0 or probs.max() > 1 + 1e-6:
+        raise ValueError(f"probs must lie in [0, 1], got values in [{probs.min():.3g}, {probs.max():.3g}]; {fix}")
+    sums = probs.sum(axis=1) if rows_sum_to_one else np.ones(0)
+    bad = np.flatnonzero(np.abs(sums - 1) > 1e-3)
+    if len(bad):
+        raise ValueError(f"probs row {int(bad[0])} sums to {sums[bad[0]]:.4g}, not 1; {fix}")

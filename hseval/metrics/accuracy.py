@@ -1,4 +1,4 @@
-"""Accuracy at the leaves and at every super-class level.
+"""Accuracy at the leaves and at every super-class level, from the predicted classes.
 
 Conventions: level ``k`` holds the nodes of depth ``k``; a class shallower than ``k`` has no node
 at level ``k`` (e.g. Fashion-MNIST's Bag at levels 2 and 3), so its samples are left out of that
@@ -6,22 +6,21 @@ level's accuracy, and a prediction with no node at that level counts as wrong. T
 levels are ``1..max_depth-1``; a tree whose classes all hang from the root has none.
 
 A super-class prediction comes two ways: (b) the ancestor of the predicted class
-(:func:`superclass_accuracy_from_leaf`), or (a) a head's own level logits, e.g. the argmax of the
-Δ-heads' parent columns (:func:`superclass_accuracy_from_levels`).
+(:func:`superclass_accuracy_from_leaf`, here), or (a) a head's own level logits
+(:mod:`hseval.metrics.levels`). Each metric is a ``_compute`` of counts that a batch's ``_update``
+gives (top-k hits; the confusion counts of :mod:`hseval.metrics.confusion`; per level, the samples
+reached and hit), so :class:`~hseval.metrics.HierarchicalMetrics` streams the same functions.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-
 import numpy as np
 
 from hseval.metrics import _checks
+from hseval.metrics.confusion import Pairs, pairs_update
 from hseval.tree.hierarchy import Hierarchy
 
-__all__ = ["topk_accuracy", "topk_predictions", "level_predictions_from_leaf", "level_predictions_from_logits",
-           "level_prediction_matrix",
-           "level_accuracy", "superclass_accuracy_from_leaf", "superclass_accuracy_from_levels", "level_agreement",
+__all__ = ["topk_accuracy", "topk_predictions", "level_accuracy", "superclass_accuracy_from_leaf",
            "per_node_accuracy"]
 
 
@@ -64,11 +63,11 @@ def topk_accuracy(scores: np.ndarray, target: np.ndarray, k: int = 1) -> float:
     >>> topk_accuracy(np.array([[0.5, 0.5]]), np.array([1]))
     0.0
     """
+
     target = np.asarray(target)
     if len(target) == 0:
         return float("nan")
-    top = topk_predictions(scores, k)
-    return float((top == target[:, None]).any(axis=1).mean())
+    return _checks.ratio(_topk_update(topk_predictions(scores, k), target, (k,))[0], len(target))
 
 
 def topk_predictions(scores: np.ndarray, k: int) -> np.ndarray:
@@ -102,134 +101,40 @@ def topk_predictions(scores: np.ndarray, k: int) -> np.ndarray:
     >>> topk_predictions(scores, 10).shape  # k is capped at the number of classes
     (2, 3)
     """
+
     scores = _checks.scores(scores, "scores")
     if k < 1:
         raise ValueError(f"k must be at least 1, got {k}")
-    return np.argsort(-scores, axis=1, kind="stable")[:, : min(k, scores.shape[1])]
+    return _topk(scores, k)
 
 
-def level_predictions_from_leaf(pred_leaf: np.ndarray, hierarchy: Hierarchy, depth: int) -> np.ndarray:
-    """The node at ``depth`` above each predicted class (-1 where the class is shallower).
-
-    Parameters
-    ----------
-    pred_leaf : (N,) array_like of int
-        Predicted class indices.
-    hierarchy : Hierarchy
-        The tree whose leaves are the classes.
-    depth : int
-        The level, ``1..hierarchy.max_depth``.
-
-    Returns
-    -------
-    (N,) ndarray of int64
-        Canonical node indices of depth ``depth`` (a class of that depth is its own node), or -1.
-
-    Raises
-    ------
-    HierarchyError
-        (a ValueError) If ``depth`` is outside ``1..hierarchy.max_depth``.
-
-    Examples
-    --------
-    >>> import numpy as np
-    >>> from hseval.tree.hierarchy import Hierarchy
-    >>> from hseval.metrics import level_predictions_from_leaf
-    >>> tree = Hierarchy.from_paths([["animal", "cat"], ["animal", "dog"], ["car"]])
-    >>> nodes = level_predictions_from_leaf(np.array([0, 1, 2]), tree, 1)
-    >>> [tree.node_names[i] for i in nodes]
-    ['animal', 'animal', 'car']
-    >>> level_predictions_from_leaf(np.array([0, 2]), tree, 2).tolist()  # car has no node at level 2
-    [0, -1]
-    """
-    return hierarchy.ancestor_at_depth(np.asarray(pred_leaf), depth)
-
-
-def level_predictions_from_logits(level_logits: Mapping[int, np.ndarray],
-                                  hierarchy: Hierarchy) -> dict[int, np.ndarray]:
-    """Way (a): per level ``k``, the argmax of the (N, #nodes of depth k) logits (columns in the order
-    of ``hierarchy.nodes_at_depth(k)``, as ``Head.level_logits`` gives them), as canonical node
-    indices (N,) int64. Ties go to the first column.
-
-    Parameters
-    ----------
-    level_logits : mapping of int to (N, #nodes of depth k) array_like
-        ``{level k: logits}`` for some of the levels ``1..hierarchy.max_depth``.
-    hierarchy : Hierarchy
-        The tree.
-
-    Returns
-    -------
-    dict of int to (N,) ndarray of int64
-        ``{level k: canonical node indices of depth k}``, the predicted node of each sample.
-
-    Raises
-    ------
-    ValueError
-        If some logits are not 2-D or hold NaN or infinite values, a level is outside
-        ``1..hierarchy.max_depth``, or the number of columns is not the number of nodes of that level.
-
-    Examples
-    --------
-    >>> import numpy as np
-    >>> from hseval.tree.hierarchy import Hierarchy
-    >>> from hseval.metrics import level_predictions_from_logits
-    >>> tree = Hierarchy.from_paths([["animal", "cat"], ["animal", "dog"], ["vehicle", "car"], ["vehicle", "bus"]])
-    >>> [tree.node_names[i] for i in tree.nodes_at_depth(1)]  # the order of the columns
-    ['animal', 'vehicle']
-    >>> levels = level_predictions_from_logits({1: np.array([[2.0, 0.5], [0.1, 0.3]])}, tree)
-    >>> {k: [tree.node_names[i] for i in nodes] for k, nodes in levels.items()}
-    {1: ['animal', 'vehicle']}
-    """
-    out = {}
-    for depth, logits in level_logits.items():
-        logits = _checks.scores(logits, f"level_logits[{depth}]")
-        if not 1 <= depth <= hierarchy.max_depth:
-            raise ValueError(f"level {depth} is outside the tree's levels 1..{hierarchy.max_depth}")
-        nodes = hierarchy.nodes_at_depth(depth)
-        if logits.shape[1] != len(nodes):
-            raise ValueError(f"level_logits[{depth}] has {logits.shape[1]} columns but level {depth} has "
-                             f"{len(nodes)} nodes; give one column per node of hierarchy.nodes_at_depth({depth})")
-        out[int(depth)] = nodes[logits.argmax(axis=1)]
+def _topk(scores: np.ndarray, k: int) -> np.ndarray:
+    """``np.argsort(-scores, axis=1, kind="stable")[:, :k]`` without sorting whole rows: the k-th
+    largest value of a row bounds its top-k set, which is then sorted alone (stable, so ties go to
+    the lower index); only rows tied across that bound are sorted whole."""
+    n, c = scores.shape
+    k = min(k, c)
+    if n == 0 or 4 * k >= c:
+        return np.argsort(-scores, axis=1, kind="stable")[:, :k]
+    above = scores >= np.partition(scores, c - k, axis=1)[:, c - k, None]
+    plain = np.count_nonzero(above, axis=1) == k
+    out = np.empty((n, k), np.int64)
+    rows = np.flatnonzero(plain)
+    if len(rows):
+        part, mask = (scores, above) if len(rows) == n else (scores[rows], above[rows])
+        columns = np.nonzero(mask)[1].reshape(len(rows), k)  # each row's top-k set, in column order
+        order = np.argsort(-np.take_along_axis(part, columns, axis=1), axis=1, kind="stable")
+        out[rows] = np.take_along_axis(columns, order, axis=1)
+    tied = np.flatnonzero(~plain)
+    if len(tied):
+        out[tied] = np.argsort(-scores[tied], axis=1, kind="stable")[:, :k]
     return out
 
 
-def level_prediction_matrix(levels: Mapping[int, np.ndarray], hierarchy: Hierarchy, n: int) -> np.ndarray:
-    """(n, max_depth - 1) int64: column ``k - 1`` holds the node predicted at depth ``k`` (from
-    :func:`level_predictions_from_logits`), -1 in every row of a level without predictions. The
-    form kept per sample in predictions.npz, from which paired tests between runs are computed.
-
-    Parameters
-    ----------
-    levels : mapping of int to (n,) array_like of int
-        ``{level k: predicted canonical node indices}``; levels outside ``1..max_depth-1`` are ignored.
-    hierarchy : Hierarchy
-        The tree.
-    n : int
-        Number of samples.
-
-    Returns
-    -------
-    (n, max_depth - 1) ndarray of int64
-        One row per sample, one column per super-class level.
-
-    Examples
-    --------
-    >>> import numpy as np
-    >>> from hseval.tree.hierarchy import Hierarchy
-    >>> from hseval.metrics import level_prediction_matrix
-    >>> tree = Hierarchy.from_paths([["animal", "cat"], ["animal", "dog"], ["vehicle", "car"], ["vehicle", "bus"]])
-    >>> animal, vehicle = tree.index("animal"), tree.index("vehicle")
-    >>> level_prediction_matrix({1: np.array([animal, vehicle])}, tree, 2).tolist()
-    [[4], [5]]
-    >>> level_prediction_matrix({}, tree, 2).tolist()  # no level predictions
-    [[-1], [-1]]
-    """
-    out = np.full((n, max(hierarchy.max_depth - 1, 0)), -1, dtype=np.int64)
-    for depth, nodes in levels.items():
-        if 1 <= depth < hierarchy.max_depth:
-            out[:, depth - 1] = nodes
-    return out
+def _topk_update(top: np.ndarray, target: np.ndarray, ks: tuple[int, ...]) -> np.ndarray:
+    """(len(ks),) int64: per k, the samples whose target is among the first k columns of ``top``."""
+    hits = top == target[:, None]
+    return np.array([int(hits[:, :k].any(axis=1).sum()) for k in ks], np.int64)
 
 
 def level_accuracy(pred_node: np.ndarray, target_leaf: np.ndarray, hierarchy: Hierarchy, depth: int) -> float:
@@ -268,11 +173,21 @@ def level_accuracy(pred_node: np.ndarray, target_leaf: np.ndarray, hierarchy: Hi
     >>> level_accuracy(np.array([-1]), np.array([2]), tree, 2)  # no class reaches level 2
     nan
     """
-    truth = hierarchy.ancestor_at_depth(np.asarray(target_leaf), depth)
-    keep = truth >= 0
-    if not keep.any():
-        return float("nan")
-    return float((np.asarray(pred_node)[keep] == truth[keep]).mean())
+
+    return _checks.ratio(*_level_counts(np.asarray(pred_node), np.asarray(target_leaf), hierarchy, depth))
+
+
+def _level_counts(pred_node: np.ndarray, target: np.ndarray, hierarchy: Hierarchy, depth: int, *,
+                  reference: np.ndarray | None = None, count: np.ndarray | None = None) -> tuple[int, int]:
+    """(hits, reached) at level ``depth``: the samples whose true class has a node there (each
+    weighted by ``count``) and those of them whose ``pred_node`` is that node, or, with
+    ``reference``, equals ``reference`` (the agreement of two predictions)."""
+    truth = hierarchy.ancestor_at_depth(target, depth)
+    reached = truth >= 0
+    hit = reached & (pred_node == (truth if reference is None else reference))
+    if count is None:
+        return int(hit.sum()), int(reached.sum())
+    return int(count[hit].sum()), int(count[reached].sum())
 
 
 def superclass_accuracy_from_leaf(pred_leaf: np.ndarray, target: np.ndarray, hierarchy: Hierarchy) -> dict[int, float]:
@@ -310,103 +225,15 @@ def superclass_accuracy_from_leaf(pred_leaf: np.ndarray, target: np.ndarray, hie
     >>> float((pred == target).mean()), superclass_accuracy_from_leaf(pred, target, tree)
     (0.5, {1: 0.75})
     """
-    pred_leaf, target = _leaf_pair(pred_leaf, target, hierarchy)
-    return {k: level_accuracy(hierarchy.ancestor_at_depth(pred_leaf, k), target, hierarchy, k)
+
+    return _superclass_compute(pairs_update(*_leaf_pair(pred_leaf, target, hierarchy)), hierarchy)
+
+
+def _superclass_compute(pairs: Pairs, hierarchy: Hierarchy) -> dict[int, float]:
+    """{level: accuracy of the predicted class's ancestor} from confusion counts."""
+    return {k: _checks.ratio(*_level_counts(hierarchy.ancestor_at_depth(pairs.pred, k), pairs.target, hierarchy, k,
+                                            count=pairs.count))
             for k in range(1, hierarchy.max_depth)}
-
-
-def superclass_accuracy_from_levels(level_pred: Mapping[int, np.ndarray], target: np.ndarray,
-                                    hierarchy: Hierarchy) -> dict[int, float]:
-    """Way (a): accuracy at each level of ``level_pred``, {level: (N,) canonical node indices of
-    that depth} (see :func:`level_predictions_from_logits`); ``target`` (N,) class indices.
-    Returns {level: accuracy}, NaN where no sample's class reaches the level.
-
-    Parameters
-    ----------
-    level_pred : mapping of int to (N,) array_like of int
-        ``{level: predicted canonical node indices of that depth}``, e.g. from the model's own
-        level logits.
-    target : (N,) array_like of int
-        True class indices.
-    hierarchy : Hierarchy
-        The tree whose leaves are the classes.
-
-    Returns
-    -------
-    dict of int to float
-        {level: accuracy} for each level of ``level_pred``, in increasing order; NaN where no
-        sample's class reaches the level.
-
-    Raises
-    ------
-    ValueError
-        If ``target`` is not valid class indices, a level is outside ``1..hierarchy.max_depth``,
-        or a level's predictions are not one node of that depth per sample (positions within the
-        level instead of node indices, say).
-
-    Examples
-    --------
-    >>> import numpy as np
-    >>> from hseval.tree.hierarchy import Hierarchy
-    >>> from hseval.metrics import superclass_accuracy_from_levels
-    >>> tree = Hierarchy.from_paths([["animal", "cat"], ["animal", "dog"], ["vehicle", "car"], ["vehicle", "bus"]])
-    >>> animal, vehicle = tree.index("animal"), tree.index("vehicle")
-    >>> level_pred = {1: np.array([animal, animal, vehicle, vehicle])}
-    >>> superclass_accuracy_from_levels(level_pred, np.array([0, 1, 2, 0]), tree)  # the last one is wrong
-    {1: 0.75}
-    """
-    target = _checks.leaves(target, "target", hierarchy)
-    return {int(k): level_accuracy(_checks.level_nodes(level_pred[k], k, hierarchy, len(target)), target, hierarchy, k)
-            for k in sorted(level_pred)}
-
-
-def level_agreement(level_pred: Mapping[int, np.ndarray], pred_leaf: np.ndarray, target: np.ndarray,
-                    hierarchy: Hierarchy) -> dict[int, float]:
-    """Per level of ``level_pred`` (way (a), {level: (N,) node indices}), the share of samples where
-    it names the same node as the ancestor of ``pred_leaf`` (way (b), (N,)), over the samples whose
-    true class (``target``, (N,)) has a node at that level, the ones that level's accuracy counts.
-    NaN where there is none.
-
-    Parameters
-    ----------
-    level_pred : mapping of int to (N,) array_like of int
-        ``{level: predicted canonical node indices of that depth}``.
-    pred_leaf, target : (N,) array_like of int
-        Predicted and true class indices.
-    hierarchy : Hierarchy
-        The tree whose leaves are the classes.
-
-    Returns
-    -------
-    dict of int to float
-        {level: agreement in [0, 1]} for each level of ``level_pred``, in increasing order.
-
-    Raises
-    ------
-    ValueError
-        If the class indices are invalid or differ in length, a level is outside
-        ``1..hierarchy.max_depth``, or a level's predictions are not one node of that depth per sample.
-
-    Examples
-    --------
-    >>> import numpy as np
-    >>> from hseval.tree.hierarchy import Hierarchy
-    >>> from hseval.metrics import level_agreement
-    >>> tree = Hierarchy.from_paths([["animal", "cat"], ["animal", "dog"], ["vehicle", "car"], ["vehicle", "bus"]])
-    >>> animal, vehicle = tree.index("animal"), tree.index("vehicle")
-    >>> level_pred = {1: np.array([animal, animal, vehicle, vehicle])}
-    >>> pred_leaf = np.array([0, 2, 2, 3])  # cat, car, car, bus: sample 1's ancestor is vehicle
-    >>> level_agreement(level_pred, pred_leaf, np.array([0, 1, 2, 3]), tree)
-    {1: 0.75}
-    """
-    pred_leaf, target = _leaf_pair(pred_leaf, target, hierarchy)
-    out = {}
-    for k in sorted(level_pred):
-        nodes = _checks.level_nodes(level_pred[k], k, hierarchy, len(target))
-        keep = hierarchy.ancestor_at_depth(target, k) >= 0
-        same = nodes == hierarchy.ancestor_at_depth(pred_leaf, k)
-        out[int(k)] = float(same[keep].mean()) if keep.any() else float("nan")
-    return out
 
 
 def per_node_accuracy(pred_leaf: np.ndarray, target: np.ndarray, hierarchy: Hierarchy) -> tuple[np.ndarray, np.ndarray]:
@@ -445,13 +272,23 @@ def per_node_accuracy(pred_leaf: np.ndarray, target: np.ndarray, hierarchy: Hier
     >>> support.tolist(), correct.tolist()
     ([2, 0, 1, 1, 2, 2], [1, 0, 0, 1, 2, 1])
     """
-    pred_leaf, target = _leaf_pair(pred_leaf, target, hierarchy)
-    P = hierarchy.num_nodes
-    truth = hierarchy.ancestor_table[target]  # (N, max_depth), a column per level
-    hit = truth == hierarchy.ancestor_table[pred_leaf]
-    support = np.bincount(truth[truth >= 0], minlength=P)
-    correct = np.bincount(truth[(truth >= 0) & hit], minlength=P)
-    return support.astype(np.int64), correct.astype(np.int64)
+
+    return _per_node_compute(pairs_update(*_leaf_pair(pred_leaf, target, hierarchy)), hierarchy)
+
+
+def _per_node_compute(pairs: Pairs, hierarchy: Hierarchy) -> tuple[np.ndarray, np.ndarray]:
+    """(support, correct) of every node from confusion counts."""
+    truth = hierarchy.ancestor_table[pairs.target]  # (M, max_depth), a column per level
+    reached = truth >= 0
+    hit = reached & (truth == hierarchy.ancestor_table[pairs.pred])
+    weights = None if pairs.count is None else np.broadcast_to(pairs.count[:, None], truth.shape)
+
+    def per_node(mask: np.ndarray) -> np.ndarray:
+        counted = np.bincount(truth[mask], weights=None if weights is None else weights[mask],
+                              minlength=hierarchy.num_nodes)
+        return counted.round().astype(np.int64)  # float weights: exact integers below 2**53
+
+    return per_node(reached), per_node(hit)
 
 
 def _leaf_pair(pred_leaf: np.ndarray, target: np.ndarray, hierarchy: Hierarchy) -> tuple[np.ndarray, np.ndarray]:

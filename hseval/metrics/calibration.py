@@ -5,6 +5,11 @@ Binning: ``n_bins`` equal-width bins over (0, 1], closed on the right as in Guo 
 (0-based) holds the confidences in ``(b / n_bins, (b + 1) / n_bins]``, so a confidence of exactly
 0.5 with 2 bins falls in the first bin, and 1.0 in the last. A confidence of 0 (only possible for
 all-zero rows) goes to the first bin, so no sample is dropped.
+
+The statistic is three sums per bin (samples, correct ones, confidences; :func:`_bins_update`)
+and, for the cross-entropy, the sum of -log p(target) (:func:`_scores_update` gives both from
+logits or probabilities); :class:`~hseval.metrics.HierarchicalMetrics` adds them batch by batch
+and both it and the functions here compute from them.
 """
 
 from __future__ import annotations
@@ -52,7 +57,7 @@ def expected_calibration_error(probs: np.ndarray, target: np.ndarray, *, n_bins:
     >>> round(expected_calibration_error(probs, target, n_bins=4), 6)
     0.1
     """
-    return _ece(*_confidence_and_correct(probs, target), n_bins=n_bins)
+    return _ece_compute(_bins_update(*_confidence_and_correct(probs, target), n_bins=n_bins))
 
 
 def reliability_bins(probs: np.ndarray, target: np.ndarray, *, n_bins: int = 15) -> dict[str, np.ndarray]:
@@ -92,7 +97,7 @@ def reliability_bins(probs: np.ndarray, target: np.ndarray, *, n_bins: int = 15)
     >>> np.round(bins["accuracy"], 3).tolist(), np.round(bins["confidence"], 3).tolist()
     ([nan, nan, 0.5, 1.0], [nan, nan, 0.6, 0.9])
     """
-    return _bins(*_confidence_and_correct(probs, target), n_bins=n_bins)
+    return _reliability_compute(_bins_update(*_confidence_and_correct(probs, target), n_bins=n_bins))
 
 
 def _confidence_and_correct(probs: np.ndarray, target: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -101,13 +106,22 @@ def _confidence_and_correct(probs: np.ndarray, target: np.ndarray) -> tuple[np.n
         raise ValueError("probs has no column; give one column per class")
     target = _checks.indices(target, "target", num=probs.shape[1], what="class")
     _checks.same_length(probs, target, "probs and target")
-    if probs.size and (probs.min() < 0 or probs.max() > 1 + 1e-6):
-        raise ValueError(f"probs must lie in [0, 1], got values in [{probs.min():.3g}, {probs.max():.3g}]; "
-                         "pass softmax(logits), not the logits")
+    _checks.probabilities(probs, fix="pass softmax(logits), not the logits")
     return probs.max(axis=1), probs.argmax(axis=1) == target
 
 
-def bin_index(confidence: np.ndarray, *, n_bins: int) -> np.ndarray:
+def _scores_update(scores: np.ndarray, target: np.ndarray, *, logits: bool) -> tuple[np.ndarray, np.ndarray]:
+    """(confidence, -log p(target)) of each sample, (N,) each, from checked (N, C) ``scores``:
+    logits (through a stable log-softmax) or probabilities (p clipped at 1e-12)."""
+    rows = np.arange(len(target))
+    if logits:
+        shifted = scores - scores.max(axis=1, keepdims=True)
+        log_norm = np.log(np.exp(shifted).sum(axis=1))
+        return np.exp(-log_norm), log_norm - shifted[rows, target]  # the largest softmax probability
+    return scores.max(axis=1), -np.log(np.maximum(scores[rows, target], 1e-12))
+
+
+def _bin_index(confidence: np.ndarray, *, n_bins: int) -> np.ndarray:
     """The bin of each confidence: the b with ``b / n_bins < conf <= (b + 1) / n_bins`` (0 in the first)."""
     if n_bins < 1:
         raise ValueError(f"n_bins must be at least 1, got {n_bins}")
@@ -116,22 +130,30 @@ def bin_index(confidence: np.ndarray, *, n_bins: int) -> np.ndarray:
     return np.clip(np.searchsorted(edges, confidence, side="left") - 1, 0, n_bins - 1)
 
 
-def _bins(confidence: np.ndarray, correct: np.ndarray, *, n_bins: int) -> dict[str, np.ndarray]:
-    """Bin statistics from (N,) confidences and (N,) 0/1 correctness."""
-    edges = np.linspace(0.0, 1.0, n_bins + 1)
-    which = bin_index(confidence, n_bins=n_bins)
-    count = np.bincount(which, minlength=n_bins)
+def _bins_update(confidence: np.ndarray, correct: np.ndarray, *, n_bins: int) -> tuple[np.ndarray, ...]:
+    """Per bin (n_bins,): the samples (int64), the correct ones (int64) and the sum of their
+    confidences (float64), from (N,) confidences and (N,) booleans."""
+    which = _bin_index(confidence, n_bins=n_bins)
+    return (np.bincount(which, minlength=n_bins).astype(np.int64),
+            np.bincount(which[correct], minlength=n_bins).astype(np.int64),
+            np.bincount(which, weights=confidence, minlength=n_bins))
+
+
+def _reliability_compute(bins: tuple[np.ndarray, ...]) -> dict[str, np.ndarray]:
+    """:func:`reliability_bins`' table from :func:`_bins_update`'s sums."""
+    count, correct, confidence = bins
+    edges = np.linspace(0.0, 1.0, len(count) + 1)
     with np.errstate(invalid="ignore", divide="ignore"):
-        accuracy = np.bincount(which, weights=correct.astype(np.float64), minlength=n_bins) / count
-        mean_confidence = np.bincount(which, weights=confidence, minlength=n_bins) / count
-    return {"lower": edges[:-1], "upper": edges[1:], "count": count.astype(np.int64), "accuracy": accuracy,
-            "confidence": mean_confidence}
+        return {"lower": edges[:-1], "upper": edges[1:], "count": count, "accuracy": correct / count,
+                "confidence": confidence / count}
 
 
-def _ece(confidence: np.ndarray, correct: np.ndarray, *, n_bins: int) -> float:
-    bins = _bins(confidence, correct, n_bins=n_bins)
-    if len(confidence) == 0:
+def _ece_compute(bins: tuple[np.ndarray, ...]) -> float:
+    """The ECE from :func:`_bins_update`'s sums; NaN without samples."""
+    table = _reliability_compute(bins)
+    count, n = table["count"], int(table["count"].sum())
+    if n == 0:
         return float("nan")
-    full = bins["count"] > 0
-    gap = np.abs(bins["accuracy"][full] - bins["confidence"][full])
-    return float((bins["count"][full] * gap).sum() / len(confidence))
+    full = count > 0
+    gap = np.abs(table["accuracy"][full] - table["confidence"][full])
+    return float((count[full] * gap).sum() / n)

@@ -1,19 +1,92 @@
-"""Confusion matrices whose rows and columns follow the tree, so each super-class is a block.
+"""Confusion counts: the sufficient statistic of every top-1 metric, and the matrices that show them.
 
-Rows are true classes, columns predicted ones (scikit-learn's convention).
+How often each (true class, predicted class) pair occurs determines the super-class accuracy of the
+predicted class, the per-node recall, the mistake severity, hierarchical precision/recall/F1 and
+the confusion matrices; each of those metrics is a ``_compute`` of :class:`Pairs`. A batch gives
+its pairs one per sample (:func:`pairs_update`); :class:`SparseConfusion` folds repeats together,
+so the state holds the distinct pairs seen (at most min(N, |L|²)), never a dense |L|×|L| matrix.
+
+Matrices: rows are true classes, columns predicted ones (scikit-learn's convention), ordered by
+the tree so that each super-class is a block.
 """
 
 from __future__ import annotations
+
+from typing import NamedTuple
 
 import numpy as np
 
 from hseval.metrics import _checks
 from hseval.tree.hierarchy import Hierarchy
 
-__all__ = ["tree_order", "confusion_matrix"]
+__all__ = ["tree_order", "confusion_matrix", "Pairs", "pairs_update", "SparseConfusion"]
 
 SHALLOWER = -1
 """Label of the extra last row/column of a level's matrix: "the class has no node at this level"."""
+_CONSOLIDATE = 1 << 20  # pending pairs folded into the sorted state beyond this many
+
+
+class Pairs(NamedTuple):
+    """Confusion counts as weighted pairs: entry ``i`` stands for ``count[i]`` samples of true class
+    ``target[i]`` predicted as ``pred[i]`` (``count`` None: one sample each)."""
+
+    target: np.ndarray
+    pred: np.ndarray
+    count: np.ndarray | None = None
+
+    def total(self, where: np.ndarray | None = None, values: np.ndarray | None = None) -> int:
+        """Σ over the entries (those of the boolean mask ``where``) of ``values`` (1 when None),
+        each weighted by its count; exact integers."""
+        count, n = self.count, len(self.target)
+        if where is not None:
+            values = None if values is None else values[where]
+            count, n = (None, int(where.sum())) if count is None else (count[where], 0)
+        if count is None:
+            return n if values is None else int(values.sum())
+        return int(count.sum()) if values is None else int((values * count).sum())
+
+
+def pairs_update(pred: np.ndarray, target: np.ndarray) -> Pairs:
+    """A batch's confusion counts, one pair per sample; ``pred``, ``target`` (N,) checked class indices."""
+    return Pairs(target, pred)
+
+
+class SparseConfusion:
+    """The distinct (true, predicted) class pairs seen and their counts, kept sorted by
+    ``target·|L| + pred``; new pairs wait in a list and are folded in when it grows large or the
+    counts are read."""
+
+    def __init__(self, num_classes: int) -> None:
+        self.num_classes = num_classes
+        self.keys = np.zeros(0, np.int64)
+        self.counts = np.zeros(0, np.int64)
+        self._pending: list[tuple[np.ndarray, np.ndarray | None]] = []
+        self._pending_size = 0
+
+    def add(self, pairs: Pairs) -> None:
+        self.add_keys(pairs.target * self.num_classes + pairs.pred, pairs.count)
+
+    def add_keys(self, keys: np.ndarray, counts: np.ndarray | None = None) -> None:
+        self._pending.append((keys, counts))
+        self._pending_size += len(keys)
+        if self._pending_size > _CONSOLIDATE:
+            self.consolidate()
+
+    def consolidate(self) -> None:
+        """Fold the pending pairs into the sorted distinct ones."""
+        if not self._pending:
+            return
+        parts = [(self.keys, self.counts), *self._pending]
+        self._pending, self._pending_size = [], 0
+        keys = np.concatenate([k for k, _ in parts])
+        counts = np.concatenate([np.ones(len(k), np.int64) if c is None else c for k, c in parts])
+        unique, inverse = np.unique(keys, return_inverse=True)
+        self.keys = unique
+        self.counts = np.bincount(inverse.ravel(), weights=counts, minlength=len(unique)).round().astype(np.int64)
+
+    def pairs(self) -> Pairs:
+        self.consolidate()
+        return Pairs(self.keys // self.num_classes, self.keys % self.num_classes, self.counts)
 
 
 def tree_order(hierarchy: Hierarchy) -> np.ndarray:
@@ -95,24 +168,30 @@ def confusion_matrix(pred: np.ndarray, target: np.ndarray, hierarchy: Hierarchy,
     >>> labels.tolist(), matrix.tolist()  # the cat predicted as car is in the last column
     ([0, 1, -1], [[0, 0, 1], [0, 1, 0], [0, 0, 0]])
     """
-    from sklearn.metrics import confusion_matrix as sk_confusion_matrix
-
     pred = _checks.leaves(pred, "pred", hierarchy)
     target = _checks.leaves(target, "target", hierarchy)
     _checks.same_length(pred, target, "pred and target")
+    if depth is not None and not 1 <= depth <= hierarchy.max_depth:
+        raise ValueError(f"depth {depth} is outside the tree's levels 1..{hierarchy.max_depth}; "
+                         "use depth=None for the classes")
+    return _matrix_compute(pairs_update(pred, target), hierarchy, depth)
+
+
+def _matrix_compute(pairs: Pairs, hierarchy: Hierarchy, depth: int | None) -> tuple[np.ndarray, np.ndarray]:
+    """The tree-ordered matrix and its labels from confusion counts (see :func:`confusion_matrix`)."""
+    target, pred = pairs.target, pairs.pred
     if depth is None:
         labels = tree_order(hierarchy)
     else:
-        if not 1 <= depth <= hierarchy.max_depth:
-            raise ValueError(f"depth {depth} is outside the tree's levels 1..{hierarchy.max_depth}; "
-                             "use depth=None for the classes")
         preorder = hierarchy.preorder()
         labels = preorder[hierarchy.depth[preorder] == depth]
         if (hierarchy.depth[: hierarchy.num_leaves] < depth).any():
             labels = np.append(labels, SHALLOWER)
-        pred = hierarchy.ancestor_at_depth(pred, depth)
-        target = hierarchy.ancestor_at_depth(target, depth)
-        pred, target = pred[target >= 0], target[target >= 0]
-    if len(target) == 0:  # sklearn refuses empty input
-        return np.zeros((len(labels), len(labels)), dtype=np.int64), labels
-    return sk_confusion_matrix(target, pred, labels=labels).astype(np.int64), labels
+        target, pred = hierarchy.ancestor_at_depth(target, depth), hierarchy.ancestor_at_depth(pred, depth)
+    position = np.full(hierarchy.num_nodes + 1, -1, np.int64)  # the last entry is SHALLOWER's (index -1)
+    position[labels] = np.arange(len(labels))
+    kept = target >= 0  # samples of classes shallower than the level are left out
+    count = np.ones(len(target), np.int64) if pairs.count is None else pairs.count
+    matrix = np.zeros((len(labels), len(labels)), np.int64)
+    np.add.at(matrix, (position[target[kept]], position[pred[kept]]), count[kept])
+    return matrix, labels

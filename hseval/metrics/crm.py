@@ -6,7 +6,8 @@ under the model's probabilities, ``argmin_k Σ_j p(j|x) d(k, j)``, instead of th
 (height − depth of the LCA, 0 on the diagonal), so CRM's mistakes are scored by the same ruler
 as the argmax's. The cost is one (N, |L|) × (|L|, |L|) product: the distance matrix is built once
 (|L|² float32, 1.6 GB at 20,000 classes) and the product is done in blocks of classes. Above
-:data:`MAX_CLASSES` CRM is not computed, and the evaluation says why.
+:data:`MAX_CLASSES` CRM is not computed, and the evaluation says why. :class:`CrmMetrics` streams
+CRM's ranking through :class:`~hseval.metrics.HierarchicalMetrics`, as an evaluation does.
 """
 
 from __future__ import annotations
@@ -14,9 +15,10 @@ from __future__ import annotations
 import numpy as np
 
 from hseval.metrics import _checks
+from hseval.metrics.streaming import HierarchicalMetrics
 from hseval.tree.hierarchy import Hierarchy
 
-__all__ = ["MAX_CLASSES", "class_distances", "crm_scores", "too_many_classes", "crm_summary"]
+__all__ = ["MAX_CLASSES", "class_distances", "crm_scores", "too_many_classes", "crm_summary", "CrmMetrics"]
 
 MAX_CLASSES = 20_000
 """Above this, the distance matrix alone takes more than 1.6 GB and each sample |L|² operations."""
@@ -60,3 +62,21 @@ def crm_summary(computed: dict) -> dict:
     keep = ("top", "superclass_acc", "mistake_severity", "avg_hdist@", "best_hdist@", "hierarchical_")
     return {k: v for k, v in computed.items()
             if k.startswith(keep) and k not in ("superclass_acc_from_levels", "level_agreement")}
+
+
+class CrmMetrics:
+    """The metrics of CRM's ranking, fed batch by batch: :meth:`update` takes a batch's
+    probabilities, :meth:`compute` gives :func:`crm_summary`. ``skipped`` says why CRM is not
+    computed for the tree (None when it is); then ``update`` does nothing."""
+
+    def __init__(self, hierarchy: Hierarchy, *, topk: tuple[int, ...]) -> None:
+        self.skipped = too_many_classes(hierarchy)
+        self._distances = None if self.skipped else class_distances(hierarchy)
+        self._metrics = HierarchicalMetrics(hierarchy, topk=topk)
+
+    def update(self, probs: np.ndarray, targets: np.ndarray) -> None:
+        if self._distances is not None:
+            self._metrics.update(crm_scores(probs, self._distances), targets)
+
+    def compute(self) -> dict:
+        return crm_summary(self._metrics.compute())

@@ -9,7 +9,8 @@ class, ``Ŷ`` for the predicted one. Summing over samples:
 On a tree, ``|Y| = depth(true class)``, ``|Ŷ| = depth(predicted class)`` and ``|Ŷ ∩ Y|`` is the
 depth of their lowest common ancestor, so no set is built: for trees of up to a few thousand
 nodes, one gather from the tree's cached table of LCA depths (:attr:`Hierarchy.lca_depth_table`)
-and three sums.
+and three sums. The three sums are a ``_compute`` of the confusion counts
+(:mod:`hseval.metrics.confusion`), which :class:`~hseval.metrics.HierarchicalMetrics` streams.
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ from __future__ import annotations
 import numpy as np
 
 from hseval.metrics import _checks
+from hseval.metrics.confusion import Pairs, pairs_update
 from hseval.tree.hierarchy import Hierarchy
 
 __all__ = ["hierarchical_prf"]
@@ -61,10 +63,15 @@ def hierarchical_prf(pred_leaf: np.ndarray, target: np.ndarray, hierarchy: Hiera
     pred_leaf = _checks.leaves(pred_leaf, "pred_leaf", hierarchy)
     target = _checks.leaves(target, "target", hierarchy)
     _checks.same_length(pred_leaf, target, "pred_leaf and target")
-    if len(target) == 0:
+    return _prf_compute(pairs_update(pred_leaf, target), hierarchy)
+
+
+def _prf_compute(pairs: Pairs, hierarchy: Hierarchy) -> dict[str, float]:
+    """Micro hP, hR and hF from confusion counts."""
+    if not pairs.total():
         return {"precision": float("nan"), "recall": float("nan"), "f1": float("nan")}
-    overlap = int(hierarchy.lca_depth(pred_leaf, target).sum())
-    precision = overlap / int(hierarchy.depth[pred_leaf].sum())
-    recall = overlap / int(hierarchy.depth[target].sum())
+    overlap = pairs.total(values=hierarchy.lca_depth(pairs.pred, pairs.target))
+    precision = overlap / pairs.total(values=hierarchy.depth[pairs.pred])
+    recall = overlap / pairs.total(values=hierarchy.depth[pairs.target])
     f1 = 2 * precision * recall / (precision + recall) if overlap else 0.0
     return {"precision": float(precision), "recall": float(recall), "f1": float(f1)}

@@ -8,6 +8,10 @@ Leaves at different depths: the formula measures from the deepest level ``H`` wh
 own depths, so a mistake always costs at least 1 (a strict ancestor of both classes is at most at
 depth ``H - 1``) and one up to the root costs ``H``; a correct prediction costs 0 even for a leaf
 shallower than ``H``, where the formula alone would give ``H - depth(leaf) > 0``.
+
+Statistics: the severity is a ``_compute`` of the confusion counts
+(:mod:`hseval.metrics.confusion`); the distances@k of two sums per k over the samples' top-k lists
+(:func:`_topk_distance_update`). :class:`~hseval.metrics.HierarchicalMetrics` streams the same.
 """
 
 from __future__ import annotations
@@ -18,6 +22,7 @@ import numpy as np
 
 from hseval.metrics import _checks
 from hseval.metrics.accuracy import topk_predictions
+from hseval.metrics.confusion import Pairs, pairs_update
 from hseval.tree.hierarchy import Hierarchy
 
 __all__ = ["hierarchical_distance", "mistake_severity", "avg_hierarchical_distance_at_k",
@@ -64,8 +69,12 @@ def hierarchical_distance(pred: np.ndarray, target: np.ndarray, hierarchy: Hiera
     except ValueError:
         raise ValueError(f"pred of shape {pred.shape} and target of shape {target.shape} do not broadcast; "
                          "for top-k predictions (N, k) pass target[:, None]") from None
-    distance = hierarchy.max_depth - hierarchy.lca_depth(pred, target)
-    return np.where(pred == target, 0, distance).astype(np.int64)
+    return _distance(pred, target, hierarchy)
+
+
+def _distance(pred: np.ndarray, target: np.ndarray, hierarchy: Hierarchy) -> np.ndarray:
+    """:func:`hierarchical_distance` of checked node indices."""
+    return np.where(pred == target, 0, hierarchy.max_depth - hierarchy.lca_depth(pred, target)).astype(np.int64)
 
 
 def mistake_severity(pred_top1: np.ndarray, target: np.ndarray, hierarchy: Hierarchy) -> float:
@@ -109,10 +118,13 @@ def mistake_severity(pred_top1: np.ndarray, target: np.ndarray, hierarchy: Hiera
     pred_top1 = _checks.leaves(pred_top1, "pred_top1", hierarchy)
     target = _checks.leaves(target, "target", hierarchy)
     _checks.same_length(pred_top1, target, "pred_top1 and target")
-    wrong = pred_top1 != target
-    if not wrong.any():
-        return float("nan")
-    return float(hierarchical_distance(pred_top1[wrong], target[wrong], hierarchy).mean())
+    return _severity_compute(pairs_update(pred_top1, target), hierarchy)
+
+
+def _severity_compute(pairs: Pairs, hierarchy: Hierarchy) -> float:
+    """Mean distance of the mistakes among confusion counts; NaN without mistakes."""
+    distance = _distance(pairs.pred, pairs.target, hierarchy)  # 0 where right
+    return _checks.ratio(pairs.total(values=distance), pairs.total(pairs.pred != pairs.target))
 
 
 def avg_hierarchical_distance_at_k(topk_pred: np.ndarray, target: np.ndarray, hierarchy: Hierarchy, k: int) -> float:
@@ -152,8 +164,8 @@ def avg_hierarchical_distance_at_k(topk_pred: np.ndarray, target: np.ndarray, hi
     >>> avg_hierarchical_distance_at_k(topk, target, tree, 1), avg_hierarchical_distance_at_k(topk, target, tree, 2)
     (0.5, 1.0)
     """
-    distance = _topk_distance(topk_pred, target, hierarchy, k)
-    return float(distance.mean()) if len(distance) else float("nan")
+    topk_pred, target, k = _topk_checked(topk_pred, target, hierarchy, k)
+    return _topk_distance_compute(_topk_distance_update(topk_pred, target, hierarchy, (k,)), len(target), (k,))[0][0]
 
 
 def best_hierarchical_distance_at_k(topk_pred: np.ndarray, target: np.ndarray, hierarchy: Hierarchy, k: int) -> float:
@@ -194,8 +206,8 @@ def best_hierarchical_distance_at_k(topk_pred: np.ndarray, target: np.ndarray, h
     >>> best_hierarchical_distance_at_k(topk, target, tree, 1), best_hierarchical_distance_at_k(topk, target, tree, 2)
     (1.0, 0.5)
     """
-    distance = _topk_distance(topk_pred, target, hierarchy, k)
-    return float(distance.min(axis=1).mean()) if len(distance) else float("nan")
+    topk_pred, target, k = _topk_checked(topk_pred, target, hierarchy, k)
+    return _topk_distance_compute(_topk_distance_update(topk_pred, target, hierarchy, (k,)), len(target), (k,))[1][0]
 
 
 def mistake_metrics_from_topk(topk_pred: np.ndarray, target: np.ndarray, hierarchy: Hierarchy, *,
@@ -243,9 +255,12 @@ def mistake_metrics_from_topk(topk_pred: np.ndarray, target: np.ndarray, hierarc
     if topk_pred.shape[1] == 0:
         raise ValueError("topk_pred has no column; give at least the top-1 prediction of each sample")
     out = {"mistake_severity": mistake_severity(topk_pred[:, 0], target, hierarchy)}
-    for k in ks:
-        out[f"avg_hdist@{k}"] = avg_hierarchical_distance_at_k(topk_pred, target, hierarchy, k)
-        out[f"best_hdist@{k}"] = best_hierarchical_distance_at_k(topk_pred, target, hierarchy, k)
+    capped = [_topk_checked(topk_pred, target, hierarchy, k)[2] for k in ks]
+    target = _checks.leaves(target, "target", hierarchy)
+    average, best = _topk_distance_compute(_topk_distance_update(topk_pred, target, hierarchy, capped), len(target),
+                                           capped)
+    for i, k in enumerate(ks):
+        out[f"avg_hdist@{k}"], out[f"best_hdist@{k}"] = average[i], best[i]
     return out
 
 
@@ -294,8 +309,9 @@ def mistake_metrics(scores: np.ndarray, target: np.ndarray, hierarchy: Hierarchy
     return mistake_metrics_from_topk(topk_predictions(scores, max(ks)), target, hierarchy, ks=ks)
 
 
-def _topk_distance(topk_pred: np.ndarray, target: np.ndarray, hierarchy: Hierarchy, k: int) -> np.ndarray:
-    """(N, min(k, L)) distances of the first predictions."""
+def _topk_checked(topk_pred: np.ndarray, target: np.ndarray, hierarchy: Hierarchy,
+                  k: int) -> tuple[np.ndarray, np.ndarray, int]:
+    """The checked predictions and targets, and ``min(k, L)``, which ``topk_pred`` must have columns for."""
     topk_pred = _checks.leaves(topk_pred, "topk_pred", hierarchy, ndim=2)
     target = _checks.leaves(target, "target", hierarchy)
     _checks.same_length(topk_pred, target, "topk_pred and target")
@@ -305,4 +321,22 @@ def _topk_distance(topk_pred: np.ndarray, target: np.ndarray, hierarchy: Hierarc
     if k > topk_pred.shape[1]:
         raise ValueError(f"k={k} but topk_pred holds only {topk_pred.shape[1]} predictions per sample; "
                          f"compute topk_predictions(scores, {k}) or lower k")
-    return hierarchical_distance(topk_pred[:, :k], target[:, None], hierarchy)
+    return topk_pred, target, k
+
+
+def _topk_distance_update(top: np.ndarray, target: np.ndarray, hierarchy: Hierarchy,
+                          ks: Sequence[int]) -> tuple[np.ndarray, np.ndarray]:
+    """Per k of ``ks`` (each at most ``top``'s width), over the samples: the sum of the distances of
+    the first k predictions, and the sum of the smallest of them; (len(ks),) int64 each."""
+    distance = _distance(top, target[:, None], hierarchy)
+    total = [int(distance[:, :k].sum()) for k in ks]
+    best = [int(distance[:, :k].min(axis=1, initial=hierarchy.max_depth).sum()) for k in ks]
+    return np.array(total, np.int64), np.array(best, np.int64)
+
+
+def _topk_distance_compute(sums: tuple[np.ndarray, np.ndarray], n: int,
+                           ks: Sequence[int]) -> tuple[list[float], list[float]]:
+    """([avg_hdist@k], [best_hdist@k]) for the (capped) ``ks`` over ``n`` samples; NaN for none."""
+    total, best = sums
+    return ([_checks.ratio(total[i], n * k) for i, k in enumerate(ks)],
+            [_checks.ratio(best[i], n) for i in range(len(ks))])
