@@ -136,9 +136,10 @@ def dataset(run: RunResult) -> tuple[object, str, str | None]:
     import json
 
     from hseval.app.selection import data_location
-    from hseval.io import folders as ownership
+    from hseval.io.folders import read_marker
 
-    name, root, split = data_location(run.metrics, ownership.read_marker(run.path))
+    marker = read_marker(run.path)
+    name, root, split = data_location(run.metrics, None if marker is None else marker.model_dump(mode="json"))
     data = _dataset(name, root, json.dumps(run.hierarchy.to_dict()))
     return (None, split, data) if isinstance(data, str) else (data, split, None)
 

@@ -29,8 +29,8 @@ from hseval.core import fileio
 from hseval.core.device import resolve_device
 from hseval.core.errors import ConfigError, HsevalError, HsevalWarning, RunFormatError, first_line
 from hseval.data import LoadedDataset, load_dataset
-from hseval.io import folders as ownership
 from hseval.io import run_format as checkpoint
+from hseval.io.output import OutputFolder
 from hseval.io.run_settings import result_settings
 from hseval.metrics import level_accuracy
 from hseval.nn import radius_guard as logit_scale
@@ -267,20 +267,23 @@ def check_logit_scale(model: HierarchicalClassifier, name: str, *, feature_norm:
         warnings.warn(check.message(f"{name}, {when}"), HsevalWarning, stacklevel=2)
 
 
-def check_run_folder(out: Path, *, resume: bool, force: bool) -> None:
-    """Refuse, without writing, an ``out`` that is not a run folder or whose state does not fit
-    --resume/--force."""
-    ownership.check_claimable(out, "run")
+def check_run_folder(out: Path, *, resume: bool, force: bool, parent: OutputFolder | None = None) -> OutputFolder:
+    """The output of a training into ``out``, checked without writing anything: new, empty or a
+    run folder hseval wrote (``parent``: the folder of runs of this command it lies in), whose
+    state fits --resume/--force. A run trained anew where one was is staged: the previous run
+    stays whole until the new one is complete."""
+    folder = OutputFolder(out, "run", replace=not resume, parent=parent, own=checkpoint.RUN_ENTRIES)
     state = checkpoint.run_folder_state(out)
     if resume:
         if state == "finished":
             raise ConfigError(f"{out}: the run is already finished; nothing to resume (use --force to retrain)")
         if state == "new":
             raise ConfigError(f"{out}: no training state to resume (no {checkpoint.STATE_FILE})")
-        return
+        return folder
     if state != "new" and not force:
         what = "a finished run" if state == "finished" else "an unfinished run (continue it with --resume)"
         raise ConfigError(f"{out}: already holds {what}; pass --force to overwrite it")
+    return folder
 
 
 def existing_run(out: Path, config: TrainConfig) -> tuple[str, dict[str, Any], str]:
@@ -309,15 +312,6 @@ def existing_run(out: Path, config: TrainConfig) -> tuple[str, dict[str, Any], s
     if epochs != config.optim.epochs:
         return "stale", meta, f"it was trained for {epochs} epochs, {config.optim.epochs} asked"
     return "finished", meta, ""
-
-
-def _prepare_out(out: Path, *, resume: bool, force: bool) -> None:
-    """Check ``out`` again under its lock (another process may have written it since) and, for a
-    new run, remove what an earlier run left there."""
-    check_run_folder(out, resume=resume, force=force)
-    fileio.remove_stale_temporaries(out)  # left by a run killed while writing
-    if not resume:
-        ownership.remove_owned(out, "run", only=lambda p: p.name in (*checkpoint.RUN_FILES, "tensorboard"))
 
 
 def _resume_state(out: Path, config: TrainConfig) -> dict[str, Any]:
@@ -363,12 +357,14 @@ def _write_history(out: Path, history: list[dict[str, Any]]) -> None:
 
 def train(config: TrainConfig, out: str | Path, *, resume: bool = False, force: bool = False,
           data: LoadedDataset | None = None, hierarchy_file: str | None = None,
-          log: Callable[[str], None] = print) -> Path:
+          log: Callable[[str], None] = print, folder: OutputFolder | None = None) -> Path:
     """Train ``config`` into the run folder ``out`` and return it.
 
     Everything that can be checked is checked before ``out`` is touched (the folder, the device,
     the data, the head's options, the subset and batch sizes); then ``out`` is claimed as a run
-    folder and locked for the whole training, so a second process writing there is refused.
+    folder and locked for the whole training, so a second process writing there is refused. A
+    run trained anew over an earlier one (``force``) is written beside it and takes its place
+    when complete.
 
     Parameters
     ----------
@@ -379,6 +375,7 @@ def train(config: TrainConfig, out: str | Path, *, resume: bool = False, force: 
     data : the dataset, already loaded (``train-all`` loads it once for every run).
     hierarchy_file : a tree that replaces the dataset's own.
     log : where the per-epoch lines go.
+    folder : ``out`` already checked by :func:`check_run_folder` (``train-all`` checks every run first).
 
     Returns
     -------
@@ -392,19 +389,18 @@ def train(config: TrainConfig, out: str | Path, *, resume: bool = False, force: 
     """
     out = Path(out)
     dist = distributed.setup()
-    if dist.rank == 0:
-        check_run_folder(out, resume=resume, force=force)
+    if dist.rank == 0 and folder is None:
+        folder = check_run_folder(out, resume=resume, force=force)
     ctx = Context(device=resolve_device(config.engine.device, dist.local_rank, option="engine.device"),
                   amp=config.engine.amp, channels_last=False, rank=dist.rank, world=dist.world)
     ctx.channels_last = config.engine.channels_last and ctx.device.type == "cuda"
     data = data or load_data(config, hierarchy_file)
     indices = check_before_training(config, data, world=dist.world)
     state = _resume_state(out, config) if resume else None
-    with ownership.output_folder(out, "run") if dist.rank == 0 else contextlib.nullcontext():
-        if dist.rank == 0:
-            _prepare_out(out, resume=resume, force=force)
+    with folder if dist.rank == 0 else contextlib.nullcontext():  # rank 0 writes; the others only train
         distributed.barrier(dist)
-        return _train(config, out, data, indices, ctx, dist, state=state, log=log)
+        _train(config, folder.target if dist.rank == 0 else out, data, indices, ctx, dist, state=state, log=log)
+    return out
 
 
 @dataclass

@@ -13,6 +13,7 @@ import json
 import textwrap
 
 from hseval.cli import non_negative_int
+from hseval.io.output import OutputFile
 from hseval.tree.file_read import FORMATS
 
 # dataset options that the command line exposes (each a --flag taking a path)
@@ -37,6 +38,7 @@ def _options(args: argparse.Namespace, accepted: tuple[str, ...]) -> dict:
 def cmd_build(args: argparse.Namespace) -> int:
     from hseval.tree.file_read import names_sidecar
 
+    output = OutputFile(args.out, option="--out", inputs=[p for p in (args.hierarchy,) if p])
     if args.data_root is None:
         from hseval.tree.builders import build_hierarchy, builder_options
 
@@ -46,7 +48,8 @@ def cmd_build(args: argparse.Namespace) -> int:
 
         options = _options(args, dataset_options(args.dataset))
         tree = load_dataset(args.dataset, args.data_root, **options).hierarchy
-    tree.write(args.out, "pairs")
+    with output as path:
+        tree.write(path, "pairs")
     print(f"wrote {args.out} and {names_sidecar(args.out)} ({tree.num_leaves} classes, {tree.num_nodes} nodes, "
           f"depth {tree.max_depth})")
     return 0
@@ -56,8 +59,10 @@ def cmd_random(args: argparse.Namespace) -> int:
     from hseval.tree.builders import random_hierarchy
     from hseval.tree.hierarchy import Hierarchy
 
+    output = OutputFile(args.out, option="--out", inputs=[args.file])
     tree = random_hierarchy(Hierarchy.read(args.file, args.format), seed=args.seed)
-    tree.write(args.out, args.to)
+    with output as path:
+        tree.write(path, args.to)
     print(f"wrote {args.out} (classes dealt at random to the leaves of {args.file}, seed {args.seed})")
     return 0
 

@@ -5,9 +5,9 @@ from __future__ import annotations
 
 import argparse
 import json
-from pathlib import Path
 
 from hseval.cli import positive_int
+from hseval.io.output import OutputFile
 from hseval.tree.file_read import FORMATS
 
 
@@ -30,10 +30,12 @@ def cmd_stats(args: argparse.Namespace) -> int:
 def cmd_convert(args: argparse.Namespace) -> int:
     from hseval.tree.transforms import merge_single_child_chains
 
+    output = OutputFile(args.output, option="OUTPUT", inputs=[args.input])
     hierarchy = _read(args, args.input)
     if args.merge_chains:
         hierarchy = merge_single_child_chains(hierarchy)
-    hierarchy.write(args.output, args.to)
+    with output as path:
+        hierarchy.write(path, args.to)
     print(f"wrote {args.output} ({args.to}, {hierarchy.num_leaves} classes, {hierarchy.num_nodes} nodes)")
     return 0
 
@@ -47,14 +49,14 @@ def _clusters(text: str) -> list[int]:
 
 
 def cmd_induce(args: argparse.Namespace) -> int:
-    from hseval.core import fileio
     from hseval.tree.induce import class_vectors_of, default_clusters, induce_tree
 
-    fileio.check_output_folder(Path(args.out).parent, option="--out")
+    output = OutputFile(args.out, option="--out", inputs=[args.source])
     vectors, given = class_vectors_of(args.source)
     clusters = args.clusters or default_clusters(given)
     tree = induce_tree(vectors, given.leaf_names, clusters=clusters)
-    tree.write(args.out, args.to)
+    with output as path:
+        tree.write(path, args.to)
     print(f"wrote {args.out} ({tree.num_leaves} classes, {tree.num_nodes - tree.num_leaves} super-classes in "
           f"{tree.max_depth - 1} level(s), from {len(clusters)} cut(s): {','.join(map(str, clusters))} groups)")
     return 0
