@@ -65,11 +65,12 @@ def evaluate_predictions(file: str | Path, out_dir: str | Path, *, hierarchy: st
     preds = read_predictions(file, tree, classes=order)
     source = str(file.resolve())
 
-    with OutputFolder(out_dir, "evaluations") as root:  # refused or failed: left as it was found
-        owner = _evaluated_runs(out_dir).get(name, source)
-        if owner != source:
-            raise ConfigError(f"{out_dir / name} already holds the evaluation of {owner or 'something else'}; "
-                              "choose another --name")
+    root = OutputFolder(out_dir, "evaluations")
+    owner = _evaluated_runs(out_dir).get(name, source)
+    if owner != source:
+        raise ConfigError(f"{out_dir / name} already holds the evaluation of {owner or 'something else'}; "
+                          "choose another --name")
+    with root:
         log(f"evaluating {file} ({len(preds.targets)} samples; {', '.join(preds.members)}) -> {out_dir / name}")
         streamed, metrics, unavailable, topk = _scores_stage(preds, tree)
         levels = level_prediction_matrix(level_predictions_from_logits(preds.level_scores, tree), tree,

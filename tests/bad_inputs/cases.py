@@ -316,6 +316,17 @@ run_case("inf-weights", "an infinite backbone weight, checksum updated", "run/mo
                                                     v.is_floating_point()).view(-1).__setitem__(0, np.inf)))
 
 
+def hseval_run_folder(folder: Path, good: Good) -> Path:
+    """An empty run folder that hseval created (its marker): a training state planted there is read."""
+    import shutil
+
+    from hseval.io.folders import MARKER
+
+    folder.mkdir()
+    shutil.copy2(good.run / MARKER, folder / MARKER)
+    return folder
+
+
 def resume(run: Path, tmp: Path, good: Good) -> list[str]:
     return ["train", "--head", "riemann", "--data-root", str(good.fashion), "--quiet", "--set",
             "data.train_subset=null", "--out", str(run), "--resume"]
@@ -325,8 +336,7 @@ def resume(run: Path, tmp: Path, good: Good) -> list[str]:
       "run/train_state.pt: cannot be read as a training state (UnpicklingError); remove it to restart training "
       "from the beginning")
 def _(tmp, good):
-    run = tmp / "run"
-    run.mkdir()
+    run = hseval_run_folder(tmp / "run", good)
     import torch
 
     from tests.bad_inputs.builders import PlantedSystem
@@ -340,8 +350,7 @@ def _(tmp, good):
 def _(tmp, good):
     import torch
 
-    (tmp / "run").mkdir()
-    torch.save([1, 2, 3], tmp / "run" / "train_state.pt")
+    torch.save([1, 2, 3], hseval_run_folder(tmp / "run", good) / "train_state.pt")
     return resume(tmp / "run", tmp, good)
 
 
@@ -599,8 +608,8 @@ def _(tmp, good):
     return [*fashion_train(tmp, good, "--force")[:-3], "--out", str(evaluation / "run"), "--force"]
 
 
-@case("convert-out-below-a-file", "cli", "`hierarchy convert` into a path below a file",
-      "cannot write …/afile/out.txt.names.tsv: File exists; choose a writable folder")
+@case("convert-out-below-a-file", "cli", "`hierarchy convert` into a path below a file (used to write nothing only "
+      "because the names sidecar failed first)", "afile: is a file, not a folder; choose another OUTPUT")
 def _(tmp, good):
     write(tmp / "afile", "x")
     return ["hierarchy", "convert", str(write(tmp / "t.txt", "a/x\n")), str(tmp / "afile" / "out.txt"), "--to", "pairs"]
@@ -608,7 +617,10 @@ def _(tmp, good):
 
 # ====================================================================== evaluation folders, report, dashboard
 def garbage_folder(tmp: Path) -> Path:
-    """Random files at the top, and run-like folders of garbage."""
+    """Random files at the top, and evaluated runs of garbage (their markers, recording the
+    garbage's checksums, say they are: only then is a folder read as an evaluation)."""
+    from tests.helpers import reseal as seal_evaluation
+
     rng = np.random.default_rng(0)
     root = tmp / "garbage"
     write(root / "noise.bin", rng.bytes(2000))
@@ -618,6 +630,8 @@ def garbage_folder(tmp: Path) -> Path:
     write(root / "riemann" / "metrics.json", json.dumps({"top1": "high", "hierarchy": [1, 2]}))
     write(root / "riemann" / "geometry.csv", "a,b\n1\n")
     write(root / "multitask" / "metrics.json", "[" * 50_000)
+    for run in ("plain", "riemann", "multitask"):
+        seal_evaluation(root / run)
     return root
 
 
@@ -697,7 +711,7 @@ _report_case("report-wrong-type", "`hseval report` with a text depth in per_node
 
 
 @case("report-out-below-a-file", "dashboard", "`hseval report --out afile/report.html` (used to write the tables, then "
-      "fail)", "afile: is a file, not a folder; choose another --out folder")
+      "fail)", "afile: is a file, not a folder; choose another --out")
 def _(tmp, good):
     import shutil
 
