@@ -608,6 +608,64 @@ def _(tmp, good):
     return [*fashion_train(tmp, good, "--force")[:-3], "--out", str(evaluation / "run"), "--force"]
 
 
+@case("train-over-user-logs", "ownership", "`train --out exp1` where `exp1/` holds only the user's `tensorboard/` "
+      "logs (used to delete the logs, exit 0)", "exp1: is not empty and was not written by hseval as a training run "
+      "(it holds 'tensorboard'); choose a new or empty --out")
+def _(tmp, good):
+    write(tmp / "exp1" / "tensorboard" / "events.out.tfevents.1", "the user's logs")
+    return [*fashion_train(tmp, good)[:-2], "--out", str(tmp / "exp1")]
+
+
+@case("import-into-the-checkpoints-folder", "ownership", "`import hf/model.safetensors … --out hf` (used to overwrite "
+      "the checkpoint being imported)", "hf: is not empty and was not written by hseval as a training run (it holds "
+      "'model.safetensors'); choose a new or empty --out")
+def _(tmp, good):
+    import shutil
+
+    from tests.helpers import fashion_tree
+
+    checkpoint = Path(shutil.copy2(good.run / "model.safetensors", write(tmp / "hf" / "model.safetensors", "")))
+    fashion_tree().write(tmp / "tree.json")
+    return ["import", str(checkpoint), "--backbone", "small-cnn", "--head", "riemann", "--hierarchy",
+            str(tmp / "tree.json"), "--dataset", "fashion-mnist", "--force", "--out", str(tmp / "hf")]
+
+
+@case("predictions-into-user-notes", "ownership", "`evaluate --predictions … --out notes` where `notes/` holds the "
+      "user's `report.md` (used to adopt the folder, and `report notes` overwrote the file)", "notes: is not empty and "
+      "was not written by hseval as an evaluation folder (one sub-folder per evaluated run) (it holds 'report.md'); "
+      "choose a new or empty --out")
+def _(tmp, good):
+    from tests.helpers import fashion_tree
+
+    write(tmp / "notes" / "report.md", "# my notes")
+    fashion_tree().write(tmp / "tree.json")
+    np.savez(tmp / "p.npz", targets=np.arange(10), logits=np.eye(10))
+    return ["evaluate", "--predictions", str(tmp / "p.npz"), "--hierarchy", str(tmp / "tree.json"), "--projections",
+            "none", "--out", str(tmp / "notes")]
+
+
+@case("induce-into-the-run", "ownership", "`hierarchy induce RUN --out RUN/run.json` (used to replace run.json, "
+      "exit 0; the run no longer loaded)", "run/run.json: lies inside …/run, which holds a training run that hseval "
+      "writes itself; write a file outside it (choose another --out)")
+def _(tmp, good):
+    run = copy_run(good, tmp)
+    return ["hierarchy", "induce", str(run), "--out", str(run / "run.json")]
+
+
+@case("re-export-over-user-notes", "ownership", "`export EVAL --to tensorboard tb` again after the user added "
+      "`tb/notes.md` (used to delete it)", "tb: holds 'notes.md', which hseval did not write there, so it will not "
+      "replace the folder; move it out or choose another OUT")
+def _(tmp, good):
+    import shutil
+
+    from hseval.cli.main import main
+
+    evaluation = Path(shutil.copytree(good.evaluation, tmp / "eval"))
+    assert main(export_to(tmp, evaluation, tmp / "tb")) == 0
+    write(tmp / "tb" / "notes.md", "the user's notes")
+    return export_to(tmp, evaluation, tmp / "tb")
+
+
 @case("convert-out-below-a-file", "cli", "`hierarchy convert` into a path below a file (used to write nothing only "
       "because the names sidecar failed first)", "afile: is a file, not a folder; choose another OUTPUT")
 def _(tmp, good):
