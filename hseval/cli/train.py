@@ -139,7 +139,8 @@ def train_planned(configs: list[tuple[Any, str]], root: Path, *, resume: bool, f
     the kept ones."""
     from hseval.io.output import OutputFolder
     from hseval.train import distributed
-    from hseval.train.engine import check_before_training, check_run_folder, existing_run, load_data, train
+    from hseval.train.engine import check_before_training, load_data, train
+    from hseval.train.run_folder import check_run_folder, existing_run
 
     writer = distributed.setup().rank == 0  # under torchrun every rank trains, rank 0 writes
     with OutputFolder(root, "runs") if writer else contextlib.nullcontext() as runs:
