@@ -59,10 +59,10 @@ class OutputFolder:
     """Write the folder ``path`` as a ``kind`` folder: one transaction per command.
 
     Construction checks, writing nothing (but putting right what a killed hseval left there):
-    the path can be a folder there, it is new, empty or
-    hseval's of this kind, and it does not lie inside another hseval folder (``parent``: the
-    folder of this command it lies in, checked already). Entering locks it (unless ``lock`` is
-    False: a parent holds the lock) and claims it; :attr:`target` is where the command writes.
+    the path can be a folder there, it is new, empty or hseval's of this kind, and it does not
+    lie inside another hseval folder (``parent``: the folder of this command it lies in, checked
+    already). Entering locks it (unless ``lock`` is False: a parent holds the lock) and claims it;
+    :attr:`target` is where the command writes.
 
     ``replace``: the output replaces what hseval wrote there before, only after checking the
     folder holds nothing else (``own``: the top-level names its format writes, for kinds whose
