@@ -132,7 +132,8 @@ def dataset(run: RunResult) -> tuple[object, str, str | None]:
     """(dataset, split, None): the run's :class:`hseval.data.LoadedDataset`, loaded once from where
     it was evaluated (never downloaded), and the evaluated split; (None, split, why) when it is not
     at hand."""
-    name, root, split = data_location(run.metrics, ownership.read_marker(run.path))
+    marker = ownership.read_marker(run.path)
+    name, root, split = data_location(run.metrics, None if marker is None else marker.model_dump(mode="json"))
     data = _dataset(name, root, json.dumps(run.hierarchy.to_dict()))
     return (None, split, data) if isinstance(data, str) else (data, split, None)
 

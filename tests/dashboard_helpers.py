@@ -12,6 +12,7 @@ import numpy as np
 from streamlit.testing.v1 import AppTest
 
 from hseval.core import fileio
+from hseval.io.folders import MARKER
 from tests.helpers import reseal
 
 MAIN = Path(__file__).parents[1] / "app" / "main.py"
@@ -19,8 +20,10 @@ MAIN = Path(__file__).parents[1] / "app" / "main.py"
 
 def copy_runs(source: Path, target: Path, copies: int = 1) -> Path:
     """An evaluation folder with ``copies`` copies of each run of ``source`` (named ``run``,
-    ``run-2``...), its index.json regenerated: a bigger folder without evaluating again."""
+    ``run-2``...), its index.json regenerated: a bigger folder without evaluating again (an
+    evaluation folder like ``source``: its marker copied)."""
     target.mkdir(parents=True, exist_ok=True)
+    shutil.copy2(source / MARKER, target / MARKER)
     entries = []
     for folder in sorted(p for p in source.iterdir() if (p / "metrics.json").is_file()):
         for k in range(1, copies + 1):

@@ -97,16 +97,20 @@ def write_fashion_like(folder: Path, *, n_train: int = 600, n_test: int = 200, s
 
 
 def reseal(folder: Path) -> Path:
-    """Record the current checksums of an evaluated run's files in its marker, as a user who knows
-    the format would after editing one: reaches the checks behind the checksums."""
+    """Record the current checksums of an evaluated run's files in its marker (a new marker of an
+    evaluation where it has none), as a user who knows the format would after editing one:
+    reaches the checks behind the checksums."""
     import hashlib
 
     from hseval.io import evaluation_format as eval_format
-    from hseval.io import folders as ownership
+    from hseval.io.folders import MARKER, new_marker, read_marker
+    from hseval.io.records import write_record
 
     files = {name: hashlib.sha256((folder / name).read_bytes()).hexdigest()
              for name in eval_format.FILES if (folder / name).is_file()}
-    ownership.update_marker(folder, files=files)
+    marker = read_marker(folder) or new_marker("evaluation", source=str(folder), inputs={},
+                                               schema_version=eval_format.SCHEMA_VERSION, files={})
+    write_record(folder / MARKER, marker.model_copy(update={"files": files}))
     return folder
 
 

@@ -118,13 +118,15 @@ def test_selected_points_show_their_images_and_predictions(at, evaluated):
 
 
 def test_without_the_dataset_the_selection_is_still_listed(evaluated, tmp_path, monkeypatch):
-    from hseval.io import folders as ownership
+    from hseval.io.folders import MARKER, read_marker
+    from hseval.io.records import write_record
 
     folder = copy_runs(evaluated, tmp_path / "eval")
     for run in folder.iterdir():
         if (run / "metrics.json").is_file():  # the data root the evaluation recorded points nowhere now
-            inputs = ownership.read_marker(run)["inputs"]
-            ownership.update_marker(run, inputs={**inputs, "data_root": str(tmp_path / "gone")})
+            marker = read_marker(run)
+            write_record(run / MARKER, marker.model_copy(update={"inputs": {**marker.inputs,
+                                                                            "data_root": str(tmp_path / "gone")}}))
     monkeypatch.setenv("HSEVAL_DATA", str(tmp_path / "gone"))
     at = page(app(folder, monkeypatch).run(), "embeddings")
     select(at, [1, 2])

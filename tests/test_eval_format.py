@@ -12,7 +12,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from hseval.core.errors import HsevalWarning, RunFormatError
+from hseval.core.errors import RunFormatError
 from hseval.io import evaluation_format as eval_format
 from hseval.io import folders as ownership
 from hseval.io.results import level_long, level_table, load_evaluation, read_run
@@ -56,8 +56,8 @@ def test_every_file_reads_back_to_what_was_written(evaluated):
         with np.load(folder / "predictions.npz") as data:
             assert np.array_equal(result.targets, data["targets"]) and np.array_equal(result.topk, data["topk"])
         marker = ownership.read_marker(folder)
-        assert marker["schema_version"] == eval_format.SCHEMA_VERSION and set(marker["files"]) == set(
-            eval_format.FILES)
+        assert marker.kind == "evaluation" and marker.schema_version == eval_format.SCHEMA_VERSION
+        assert set(marker.files) == set(eval_format.FILES)
 
 
 def test_level_long_is_the_data_and_level_table_its_wide_form(evaluated):
@@ -88,12 +88,18 @@ def test_an_edited_file_is_refused_by_its_checksum(run):
     assert read_run(run).metrics["top1"] == 0.74
 
 
-def test_a_folder_without_checksums_is_read_with_a_warning(run):
-    marker = ownership.read_marker(run)
+def test_a_folder_without_checksums_or_marker_is_refused(run):
+    """No compatibility with folders that were never released: an evaluation is read only with the
+    marker that records its checksums (it used to be read with a warning)."""
+    marker = json.loads((run / ownership.MARKER).read_text())
     marker.pop("files")
     (run / ownership.MARKER).write_text(json.dumps(marker))
-    with pytest.warns(HsevalWarning, match=r"riemann: written by an older hseval, without checksums"):
-        assert read_run(run).metrics["head"] == "riemann"
+    with pytest.raises(RunFormatError, match=r"riemann/\.hseval-folder\.json: no 'files'; the folder's marker is "
+                                             r"damaged"):
+        read_run(run)
+    (run / ownership.MARKER).unlink()
+    with pytest.raises(RunFormatError, match=r"riemann: is not the evaluation of a run written by hseval"):
+        read_run(run)
 
 
 def _table_case(name, edit):

@@ -162,8 +162,11 @@ def test_evaluate_refuses_unknown_schema(evaluated, tmp_path, capsys):
 def test_report_on_garbage_is_a_clear_error(tmp_path, capsys):
     (tmp_path / "x").mkdir()
     (tmp_path / "x" / "metrics.json").write_text("{broken")
+    code, err = _error(capsys, ["report", str(tmp_path)])  # a folder is an evaluation by its marker, not its files
+    assert code == 2 and "holds no evaluated runs" in err
+    reseal(tmp_path / "x")
     code, err = _error(capsys, ["report", str(tmp_path)])
-    assert code == 2 and "no readable evaluated run" in err
+    assert code == 2 and "no readable evaluated run" in err and "x/metrics.json" in err
     code, err = _error(capsys, ["report", str(tmp_path / "missing")])
     assert code == 2 and "no such evaluation folder" in err
 

@@ -2,9 +2,9 @@
 projector config parsed by protobuf into ``ProjectorConfig``, the tensors by the projector plugin's
 TSV reader; the metadata checked row by row against the run's tree.
 
-Most tests export a small evaluation written through :func:`hseval.io.evaluation_format.write_run` (the
-writer ``hseval evaluate`` uses, every file checked on the way), which takes milliseconds and lets
-a test choose odd names and empty embeddings; one exports the real pipeline's ``evaluated``.
+Most tests export a small evaluation written through :func:`hseval.evaluation.runs.write_evaluation`
+(the writer ``hseval evaluate`` uses, every file checked on the way), which takes milliseconds and
+lets a test choose odd names and empty embeddings; one exports the real pipeline's ``evaluated``.
 """
 
 from __future__ import annotations
@@ -19,8 +19,10 @@ import pytest
 
 from hseval.cli.main import main
 from hseval.core.errors import HsevalWarning
+from hseval.evaluation.runs import write_evaluation
 from hseval.io import evaluation_format as eval_format
 from hseval.io import folders as ownership
+from hseval.io.output import OutputFolder
 from hseval.io.results import load_evaluation
 from hseval.reporting.tensorboard import metadata_rows, pbtxt_string, tsv_cell
 from hseval.tree.hierarchy import Hierarchy
@@ -61,13 +63,13 @@ def write_evaluated_run(folder: Path, tree: Hierarchy, *, samples: int = 12, dim
     node_vectors = rng.normal(size=(P, dim)).astype(np.float32) if vectors and dim else np.zeros((0, 0), np.float32)
     metrics = {"top1": float((topk[:, 0] == targets).mean()) if samples else 0.0, "head": "riemann",
                "dataset": "toy", "samples": samples, "hierarchy": tree.to_dict()}
-    ownership.claim(folder, "evaluation")
-    eval_format.write_run(folder, metrics=metrics, tables={
-        eval_format.PER_NODE: per_node, eval_format.GEOMETRY: geometry, eval_format.PAIRS: pairs,
-        eval_format.PROJECTIONS: projections}, arrays={
-        eval_format.EMBEDDINGS: {"embeddings": emb, "labels": targets, "predictions": topk[:, 0],
-                                 "indices": np.arange(samples), "node_vectors": node_vectors},
-        eval_format.PREDICTIONS: {"targets": targets, "topk": topk}})
+    with OutputFolder(folder.parent, "evaluations") as root:
+        write_evaluation(root, folder.name, source="elsewhere", inputs={}, metrics=metrics, tables={
+            eval_format.PER_NODE: per_node, eval_format.GEOMETRY: geometry, eval_format.PAIRS: pairs,
+            eval_format.PROJECTIONS: projections}, arrays={
+            eval_format.EMBEDDINGS: {"embeddings": emb, "labels": targets, "predictions": topk[:, 0],
+                                     "indices": np.arange(samples), "node_vectors": node_vectors},
+            eval_format.PREDICTIONS: {"targets": targets, "topk": topk}})
     return folder
 
 
@@ -210,13 +212,25 @@ def test_refuses_a_foreign_folder_and_replaces_its_own_export(odd_eval, tmp_path
     out = tmp_path / "tb"
     out.mkdir()  # an empty folder is taken
     assert export(odd_eval, out, capsys)[0] == 0
-    (out / "stale.txt").write_text("from an older export")
     shutil.rmtree(odd_eval / "with vectors")
-    code, err = export(odd_eval, out, capsys)  # a re-export replaces the whole folder
+    code, err = export(odd_eval, out, capsys)  # a re-export replaces what the earlier export wrote
     assert code == 0, err
-    assert not (out / "stale.txt").exists() and not (out / "with vectors").exists()
+    assert not (out / "with vectors").exists()
     assert list(read_export(out)) == ["no \"vectors\" \\ \t\n é"]
+    assert set(ownership.read_marker(out).files) == {"projector_config.pbtxt", *(
+        f"no \"vectors\" \\ \t\n é/{name}" for name in ("tensors.tsv", "metadata.tsv"))}
     assert not [p for p in tmp_path.iterdir() if p.name.startswith(".")]
+
+    # a file the user added to the export (not recorded in its marker) is never deleted: refused
+    (out / "notes.md").write_text("my notes")
+    (out / "no \"vectors\" \\ \t\n é" / "mine.txt").write_text("mine too")
+    before = {str(p.relative_to(out)): p.read_bytes() for p in out.rglob("*") if p.is_file()}
+    code, err = export(odd_eval, out, capsys)
+    mine = "no \"vectors\" \\ \t\n é/mine.txt"
+    assert code == 2 and err.strip() == (f"hseval: error: {out}: holds {mine!r}, 'notes.md', which hseval did not "
+                                         "write there, so it will not replace the folder; move them out or choose "
+                                         "another OUT")
+    assert {str(p.relative_to(out)): p.read_bytes() for p in out.rglob("*") if p.is_file()} == before
 
 
 def test_unknown_format_and_evaluation_folder_errors(odd_eval, tmp_path, capsys):

@@ -1,7 +1,9 @@
 """Folders hseval may write, replace or remove: markers, locks and distinct evaluation names.
 
 The three ways trained runs used to be lost (an evaluation written over the runs, two trainings
-into one folder, runs whose evaluation names collide) each have a test through the real CLI.
+into one folder, runs whose evaluation names collide) each have a test through the real CLI; the
+output transaction (:class:`hseval.io.output.OutputFolder`) has tests of its own below. Every
+writing command against a user's folder and a path inside an hseval folder: ``test_outputs.py``.
 """
 
 from __future__ import annotations
@@ -19,9 +21,11 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from hseval.cli.main import main
+from hseval.core.errors import RunFormatError
 from hseval.evaluation.runs import evaluation_names
 from hseval.io import folders as ownership
 from hseval.io.folders import LOCK, MARKER, OwnershipError
+from hseval.io.output import OutputFolder
 
 
 def tree_bytes(folder: Path) -> dict[str, bytes]:
@@ -54,7 +58,12 @@ def test_evaluate_into_the_runs_folder_is_refused_and_deletes_nothing(runs, fash
     copy = Path(shutil.copytree(runs, tmp_path / "runs"))
     before = tree_bytes(copy)
     assert evaluate(copy, out=copy, fashion=fashion_like) == 2
+    assert "runs: holds a folder of training runs (hseval train-all), not an evaluation folder" in err_line(capsys)
+    assert tree_bytes(copy) == before
+    (copy / MARKER).unlink()  # the user's folder of runs: refused all the same, as a folder that is not empty
+    assert evaluate(copy, out=copy, fashion=fashion_like) == 2
     assert "is not empty and was not written by hseval as an evaluation folder" in err_line(capsys)
+    del before[MARKER]
     assert tree_bytes(copy) == before
     # one run's folder as the output of another's evaluation: refused too
     assert evaluate(copy / "plain", out=copy / "hierarchy", fashion=fashion_like) == 2
@@ -74,9 +83,10 @@ def test_an_evaluation_never_replaces_a_folder_it_did_not_write(runs, fashion_li
     assert evaluate(runs / "plain", out=out, fashion=fashion_like) == 0
     assert (out / "plain" / "notes.txt").read_text() == "mine"
     assert ownership.kind_of(out / "runs__plain") == "evaluation"  # the run's evaluation, under another name
-    with pytest.raises(OwnershipError, match=r"was not written by hseval; hseval replaces only the evaluation of one "
-                                             r"run it wrote, so it will not replace it"):
-        ownership.replace_folder(out / "plain", out / "plain", "evaluation")
+    (out / "runs__plain" / "notes.txt").write_text("mine, in hseval's evaluation")
+    assert evaluate(runs / "plain", out=out, fashion=fashion_like) == 2  # re-evaluated: replaced only if all ours
+    assert "runs__plain: holds 'notes.txt', which hseval did not write there" in err_line(capsys)
+    assert (out / "runs__plain" / "notes.txt").read_text() == "mine, in hseval's evaluation"
 
 
 def test_train_force_refuses_a_folder_hseval_did_not_write(fashion_like, tmp_path, capsys, runs):
@@ -185,49 +195,93 @@ def test_evaluation_names_are_distinct_by_construction(batch, earlier):
 
 
 # ---------------------------------------------------------------------------------- the mechanism
-def test_claim_new_empty_legacy_and_foreign_folders(tmp_path):
-    new = ownership.claim(tmp_path / "new", "evaluations")
-    assert ownership.read_marker(new)["kind"] == "evaluations"
-    empty = tmp_path / "empty"
-    empty.mkdir()
-    assert ownership.kind_of(ownership.claim(empty, "run")) == "run"
-    legacy = tmp_path / "legacy"  # a run written before markers existed
-    legacy.mkdir()
+def test_new_and_empty_folders_are_claimed_and_no_folder_is_adopted_by_its_file_names(tmp_path):
+    with OutputFolder(tmp_path / "new", "evaluations") as new:
+        assert ownership.read_marker(new.path).kind == "evaluations" and new.target == new.path
+    (tmp_path / "empty").mkdir()
+    with OutputFolder(tmp_path / "empty", "run"):
+        pass
+    assert ownership.kind_of(tmp_path / "empty") == "run"
+    named = tmp_path / "named"  # a folder holding exactly the files a run holds, but no marker: the user's
+    named.mkdir()
     for name in ("run.json", "model.safetensors", "history.csv"):
-        (legacy / name).write_text("{}")
-    assert ownership.kind_of(legacy) == "run" and ownership.read_marker(legacy) is None
-    ownership.claim(legacy, "run")
-    assert ownership.read_marker(legacy)["kind"] == "run"
-    with pytest.raises(OwnershipError, match=r"legacy: holds a training run, not an evaluation folder \(one sub-folder "
+        (named / name).write_text("{}")
+    for kind in ("run", "evaluations"):
+        with pytest.raises(OwnershipError, match=rf"named: is not empty and was not written by hseval as "
+                                                 rf"{ownership.KINDS[kind][:12]}.* \(it holds 'history.csv', "
+                                                 r"'model.safetensors', 'run.json'\); choose a new or empty --out"):
+            OutputFolder(named, kind)
+    assert ownership.kind_of(named) is None and sorted(os.listdir(named)) == ["history.csv", "model.safetensors",
+                                                                              "run.json"]
+    with pytest.raises(OwnershipError, match=r"empty: holds a training run, not an evaluation folder \(one sub-folder "
                                              r"per evaluated run\); choose another --out"):
-        ownership.claim(legacy, "evaluations")
-    foreign = tmp_path / "foreign"
-    foreign.mkdir()
-    (foreign / "run.json").write_text("{}")
-    (foreign / "notes.txt").write_text("x")
-    with pytest.raises(OwnershipError, match=r"foreign: is not empty and was not written by hseval as a training run "
-                                             r"\(it holds 'notes.txt', 'run.json'\); choose a new or empty --out"):
-        ownership.claim(foreign, "run")
-    with pytest.raises(OwnershipError, match=r"foreign: was not written by hseval; .* will not remove it"):
-        ownership.remove_owned(foreign, "run")
-    assert sorted(os.listdir(foreign)) == ["notes.txt", "run.json"]
+        OutputFolder(tmp_path / "empty", "evaluations")
+    hidden = tmp_path / "hidden"  # hidden files are the user's too: a replaced folder would lose them
+    (hidden / ".git").mkdir(parents=True)
+    with pytest.raises(OwnershipError, match=r"hidden: is not empty .* \(it holds '.git'\)"):
+        OutputFolder(hidden, "export")
 
 
-def test_output_folder_leaves_no_trace_when_the_command_fails_first(tmp_path):
+def test_a_damaged_marker_is_one_line_naming_the_field(tmp_path):
+    folder = tmp_path / "run"
+    folder.mkdir()
+    for text, message in (('{"kind": "nope"}', r"'kind' must be 'run', 'runs', 'evaluations'"),
+                          ('{"kind": "run", "created_by": "me"}', r"no 'created_at'"),
+                          ('[1]', r"must be an object"), ('{bad', r"not valid JSON")):
+        (folder / MARKER).write_text(text)
+        with pytest.raises(OwnershipError, match=rf"run/\.hseval-folder\.json: {message}"):
+            OutputFolder(folder, "run")
+        with pytest.raises(RunFormatError, match=r"the folder's marker is damaged"):
+            ownership.read_marker(folder, error=RunFormatError)
+
+
+def test_nothing_is_written_inside_another_hseval_folder_unless_it_holds_that_kind(tmp_path):
+    with OutputFolder(tmp_path / "runs", "runs") as runs, OutputFolder(tmp_path / "runs" / "a", "run", parent=runs):
+        pass
+    OutputFolder(tmp_path / "runs" / "b", "run")  # a run in a folder of runs: checked, accepted
+    OutputFolder(tmp_path / "runs" / "group" / "b", "run")
+    for path, kind in ((tmp_path / "runs" / "a" / "x", "run"), (tmp_path / "runs" / "eval", "evaluations"),
+                       (tmp_path / "runs" / "a" / "x" / "y", "export")):
+        with pytest.raises(OwnershipError, match=rf"{path.name}: lies inside .*, which holds .* that hseval writes "
+                                                 r"itself; write .* outside it \(choose another --out\)"):
+            OutputFolder(path, kind)
+    assert not (tmp_path / "runs" / "a" / "x").exists()
+
+
+def test_the_transaction_leaves_no_trace_when_the_command_fails(tmp_path):
     folder = tmp_path / "out"
-    with pytest.raises(RuntimeError), ownership.output_folder(folder, "evaluations"):
-        assert ownership.read_marker(folder)["kind"] == "evaluations"
+    with pytest.raises(RuntimeError), OutputFolder(folder, "evaluations"):
+        assert ownership.read_marker(folder).kind == "evaluations"
         raise RuntimeError("refused before writing")
     assert not folder.exists()
     existing = tmp_path / "existing"
     existing.mkdir()
-    with pytest.raises(RuntimeError), ownership.output_folder(existing, "evaluations"):
+    with pytest.raises(RuntimeError), OutputFolder(existing, "evaluations"):
         raise RuntimeError
     assert os.listdir(existing) == []
-    with pytest.raises(RuntimeError), ownership.output_folder(folder, "evaluations"):
-        (folder / "index.json").write_text("{}")  # work was done: it stays, with its marker
+    with pytest.raises(RuntimeError), OutputFolder(folder, "evaluations"):
+        (folder / "index.json").write_text("{}")  # written in place (a run's checkpoint): it stays, with its marker
         raise RuntimeError
     assert sorted(os.listdir(folder)) == sorted([MARKER, LOCK, "index.json"])
+
+
+def test_a_replaced_folder_stays_whole_until_the_new_one_is_complete(tmp_path):
+    with OutputFolder(tmp_path / "tb", "export", replace=True, staged=True, source="s", format="f", runs=[]) as out:
+        (out.target / "a.txt").write_text("first")
+    assert ownership.read_marker(tmp_path / "tb").files.keys() == {"a.txt"}
+    with pytest.raises(RuntimeError), OutputFolder(tmp_path / "tb", "export", replace=True, source="s", format="f",
+                                                   runs=[]) as out:
+        assert out.target != out.path
+        (out.target / "b.txt").write_text("second")
+        raise RuntimeError("failed half-way")
+    assert sorted(os.listdir(tmp_path / "tb")) == [MARKER, "a.txt"]  # the previous export, whole
+    assert sorted(os.listdir(tmp_path)) == ["tb"]  # no staging left
+    # a kill between the two renames of a replacement: the next writer restores the old folder
+    (tmp_path / "tb").rename(tmp_path / f"{ownership.OLD}tb-999999")
+    with OutputFolder(tmp_path / "tb", "export", replace=True, source="s", format="f", runs=[]) as out:
+        assert (tmp_path / "tb" / "a.txt").read_text() == "first"
+        (out.target / "c.txt").write_text("third")
+    assert sorted(os.listdir(tmp_path / "tb")) == [MARKER, "c.txt"] and sorted(os.listdir(tmp_path)) == ["tb"]
 
 
 def test_the_lock_is_reentrant_within_a_process_and_released_on_exit(tmp_path):

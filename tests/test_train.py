@@ -14,6 +14,7 @@ import torch
 
 from hseval.cli.main import main
 from hseval.core.errors import ConfigError
+from hseval.io.folders import kind_of
 from hseval.io.run_format import load_run
 from hseval.nn.heads import list_heads
 from hseval.train.config import load_config
@@ -79,8 +80,9 @@ def test_train_all_writes_one_loadable_run_per_head(fashion_like, tmp_path, caps
     code = main(["train-all", "--data-root", str(fashion_like), "--heads", "plain,riemann,hyperbolic", "--quiet",
                  "--set", "optim.epochs=1", "--set", "data.train_subset=200", "--out", str(tmp_path / "runs")])
     assert code == 0
-    runs = sorted(p.name for p in (tmp_path / "runs").iterdir())
+    runs = sorted(p.name for p in (tmp_path / "runs").iterdir() if not p.name.startswith("."))
     assert runs == ["hyperbolic", "plain", "riemann"]
+    assert kind_of(tmp_path / "runs") == "runs"  # the folder of runs carries hseval's marker
     loaded = [load_run(tmp_path / "runs" / r) for r in runs]
     # the same seed gives every head the same backbone initialisation and data order
     first = [json.loads((tmp_path / "runs" / r / "run.json").read_text())["history"][0] for r in runs]

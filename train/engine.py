@@ -27,23 +27,22 @@ from torch import nn
 
 from hseval.core import fileio
 from hseval.core.device import resolve_device
-from hseval.core.errors import ConfigError, HsevalError, HsevalWarning, RunFormatError, first_line
+from hseval.core.errors import ConfigError, HsevalWarning, RunFormatError, first_line
 from hseval.data import LoadedDataset, load_dataset
-from hseval.io import folders as ownership
 from hseval.io import run_format as checkpoint
-from hseval.io.run_settings import result_settings
+from hseval.io.output import OutputFolder
 from hseval.metrics import HierarchicalMetrics
 from hseval.nn import radius_guard as logit_scale
 from hseval.nn.heads import create_head, head_class, head_options
 from hseval.nn.model import HierarchicalClassifier, build_model
 from hseval.train import distributed, loader
-from hseval.train.config import TrainConfig, flatten_settings
+from hseval.train.config import TrainConfig
 from hseval.train.optim import Optimizers, build_optimizers
+from hseval.train.run_folder import check_run_folder, resume_state
 from hseval.tree import read_hierarchy
 from hseval.tree.hierarchy import Hierarchy
 
-__all__ = ["train", "train_one_epoch", "evaluate", "load_data", "head_options_for", "comparable_config",
-           "check_before_training", "check_run_folder"]
+__all__ = ["train", "train_one_epoch", "evaluate", "load_data", "head_options_for", "check_before_training"]
 
 HISTORY_FILE = checkpoint.HISTORY_FILE
 
@@ -265,78 +264,6 @@ def check_logit_scale(model: HierarchicalClassifier, name: str, *, feature_norm:
         warnings.warn(check.message(f"{name}, {when}"), HsevalWarning, stacklevel=2)
 
 
-def check_run_folder(out: Path, *, resume: bool, force: bool) -> None:
-    """Refuse, without writing, an ``out`` that is not a run folder or whose state does not fit
-    --resume/--force."""
-    ownership.check_claimable(out, "run")
-    state = checkpoint.run_folder_state(out)
-    if resume:
-        if state == "finished":
-            raise ConfigError(f"{out}: the run is already finished; nothing to resume (use --force to retrain)")
-        if state == "new":
-            raise ConfigError(f"{out}: no training state to resume (no {checkpoint.STATE_FILE})")
-        return
-    if state != "new" and not force:
-        what = "a finished run" if state == "finished" else "an unfinished run (continue it with --resume)"
-        raise ConfigError(f"{out}: already holds {what}; pass --force to overwrite it")
-
-
-def existing_run(out: Path, config: TrainConfig) -> tuple[str, dict[str, Any], str]:
-    """What ``out`` holds for ``config``: its state, its ``run.json`` when finished, and why a
-    finished run does not serve. States: "new" (nothing), "unfinished" (a training state, no
-    run.json), "finished" (trained with these settings, epochs included) or "stale" (other
-    settings, or a run.json that does not verify)."""
-    state = checkpoint.run_folder_state(out)
-    if state != "finished":
-        return state, {}, ""
-    try:
-        meta = checkpoint.verify_run(out).meta
-    except HsevalError as exc:
-        return "stale", {}, f"it does not verify ({first_line(exc)})"
-    saved = meta.get("training") or {}
-    if not saved:
-        return "stale", meta, "its run.json records no training settings"
-    ours = dict(flatten_settings(comparable_config(config.to_dict())))
-    theirs = dict(flatten_settings(comparable_config(saved)))
-    differ = [f"{k}={theirs.get(k)!r} here, {ours.get(k)!r} asked"
-              for k in sorted(ours.keys() | theirs.keys()) if ours.get(k) != theirs.get(k)]
-    if differ:
-        return "stale", meta, "it was trained with other settings: " + ", ".join(differ[:3]) + \
-            (" …" if len(differ) > 3 else "")
-    epochs = (saved.get("optim") or {}).get("epochs")
-    if epochs != config.optim.epochs:
-        return "stale", meta, f"it was trained for {epochs} epochs, {config.optim.epochs} asked"
-    return "finished", meta, ""
-
-
-def _prepare_out(out: Path, *, resume: bool, force: bool) -> None:
-    """Check ``out`` again under its lock (another process may have written it since) and, for a
-    new run, remove what an earlier run left there."""
-    check_run_folder(out, resume=resume, force=force)
-    fileio.remove_stale_temporaries(out)  # left by a run killed while writing
-    if not resume:
-        ownership.remove_owned(out, "run", only=lambda p: p.name in (*checkpoint.RUN_FILES, "tensorboard"))
-
-
-def _resume_state(out: Path, config: TrainConfig) -> dict[str, Any]:
-    """The training state to continue from, checked to be hseval's and of the same configuration."""
-    state = checkpoint.load_train_state(out)
-    if not isinstance(state, dict) or not isinstance(state.get("epoch"), int) or \
-            not isinstance(state.get("history"), list):
-        raise RunFormatError(f"{out / checkpoint.STATE_FILE}: not a training state written by hseval (no "
-                             "'epoch' and 'history'); remove it to restart training from the beginning")
-    saved = state.get("config")
-    if not isinstance(saved, dict) or comparable_config(saved) != comparable_config(config.to_dict()):
-        raise ConfigError(f"{out}: the configuration differs from the one the run was started with; resume with "
-                          "the same recipe and --set options (only optim.epochs may grow)")
-    return state
-
-
-def comparable_config(config: dict[str, Any]) -> dict[str, Any]:
-    """The parts of a config that must not change on resume (epochs may grow, display may change)."""
-    return result_settings(config, drop=("optim.epochs",))
-
-
 def _rng_state() -> dict[str, Any]:
     return {"torch": torch.get_rng_state(), "numpy": np.random.get_state()[1].tolist(),
             "python": list(random.getstate()[1])}
@@ -361,12 +288,14 @@ def _write_history(out: Path, history: list[dict[str, Any]]) -> None:
 
 def train(config: TrainConfig, out: str | Path, *, resume: bool = False, force: bool = False,
           data: LoadedDataset | None = None, hierarchy_file: str | None = None,
-          log: Callable[[str], None] = print) -> Path:
+          log: Callable[[str], None] = print, folder: OutputFolder | None = None) -> Path:
     """Train ``config`` into the run folder ``out`` and return it.
 
     Everything that can be checked is checked before ``out`` is touched (the folder, the device,
     the data, the head's options, the subset and batch sizes); then ``out`` is claimed as a run
-    folder and locked for the whole training, so a second process writing there is refused.
+    folder and locked for the whole training, so a second process writing there is refused. A
+    run trained anew over an earlier one (``force``) is written beside it and takes its place
+    when complete.
 
     Parameters
     ----------
@@ -377,6 +306,7 @@ def train(config: TrainConfig, out: str | Path, *, resume: bool = False, force: 
     data : the dataset, already loaded (``train-all`` loads it once for every run).
     hierarchy_file : a tree that replaces the dataset's own.
     log : where the per-epoch lines go.
+    folder : ``out`` already checked by :func:`check_run_folder` (``train-all`` checks every run first).
 
     Returns
     -------
@@ -390,19 +320,18 @@ def train(config: TrainConfig, out: str | Path, *, resume: bool = False, force: 
     """
     out = Path(out)
     dist = distributed.setup()
-    if dist.rank == 0:
-        check_run_folder(out, resume=resume, force=force)
+    if dist.rank == 0 and folder is None:
+        folder = check_run_folder(out, resume=resume, force=force)
     ctx = Context(device=resolve_device(config.engine.device, dist.local_rank, option="engine.device"),
                   amp=config.engine.amp, channels_last=False, rank=dist.rank, world=dist.world)
     ctx.channels_last = config.engine.channels_last and ctx.device.type == "cuda"
     data = data or load_data(config, hierarchy_file)
     indices = check_before_training(config, data, world=dist.world)
-    state = _resume_state(out, config) if resume else None
-    with ownership.output_folder(out, "run") if dist.rank == 0 else contextlib.nullcontext():
-        if dist.rank == 0:
-            _prepare_out(out, resume=resume, force=force)
+    state = resume_state(out, config) if resume else None
+    with folder if dist.rank == 0 else contextlib.nullcontext():  # rank 0 writes; the others only train
         distributed.barrier(dist)
-        return _train(config, out, data, indices, ctx, dist, state=state, log=log)
+        _train(config, folder.target if dist.rank == 0 else out, data, indices, ctx, dist, state=state, log=log)
+    return out
 
 
 @dataclass

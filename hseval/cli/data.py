@@ -14,6 +14,7 @@ import textwrap
 
 from hseval.cli import non_negative_int
 from hseval.core.errors import ConfigError
+from hseval.io.output import OutputFile
 from hseval.tree import FORMATS, read_hierarchy, write_hierarchy
 from hseval.tree.builders import build_hierarchy, builder_options, random_hierarchy
 from hseval.tree.formats.pairs import names_sidecar
@@ -36,6 +37,7 @@ def _options(args: argparse.Namespace, accepted: tuple[str, ...]) -> dict:
 
 
 def cmd_build(args: argparse.Namespace) -> int:
+    output = OutputFile(args.out, option="--out", inputs=[p for p in (args.hierarchy,) if p])
     if args.data_root is None:
         tree = build_hierarchy(args.dataset, **_options(args, builder_options(args.dataset)))
     else:
@@ -43,15 +45,18 @@ def cmd_build(args: argparse.Namespace) -> int:
 
         options = _options(args, dataset_options(args.dataset))
         tree = load_dataset(args.dataset, args.data_root, **options).hierarchy
-    write_hierarchy(tree, args.out, format="pairs")
+    with output as path:
+        write_hierarchy(tree, path, format="pairs")
     print(f"wrote {args.out} and {names_sidecar(args.out)} ({tree.num_leaves} classes, {tree.num_nodes} nodes, "
           f"depth {tree.max_depth})")
     return 0
 
 
 def cmd_random(args: argparse.Namespace) -> int:
+    output = OutputFile(args.out, option="--out", inputs=[args.file])
     tree = random_hierarchy(read_hierarchy(args.file, format=args.format), seed=args.seed)
-    write_hierarchy(tree, args.out, format=args.to)
+    with output as path:
+        write_hierarchy(tree, path, format=args.to)
     print(f"wrote {args.out} (classes dealt at random to the leaves of {args.file}, seed {args.seed})")
     return 0
 

@@ -34,6 +34,7 @@ def _table(rows: list[dict], levels: list[str]) -> str:
 def cmd_demo(args: argparse.Namespace) -> int:
     from hseval.cli.train import planned_configs, train_planned
     from hseval.evaluation.runs import evaluate_runs
+    from hseval.io.output import OutputFolder
     from hseval.io.results import read_run
     from hseval.reporting.report import write_report
     from hseval.train.engine import load_data
@@ -45,35 +46,37 @@ def cmd_demo(args: argparse.Namespace) -> int:
         dataset=None, recipe="fashion-mnist", backbone=None, data_root=args.data_root, device=args.device,
         quiet=args.quiet, set=QUICK if args.quick else [], heads="all", seeds=None, sweep=[])
     configs = planned_configs(plan)
+    folder = OutputFolder(out, "demo")  # the runs, the evaluation and demo.json
     data = load_data(configs[0][0])
-    print(f"hseval demo: {len(configs)} heads on Fashion-MNIST ({data.root}), "
-          f"{'quick' if args.quick else 'CPU recipe'}; output in {out}")
-    seconds = train_planned(configs, runs, resume=not args.force, force=args.force, hierarchy=None, data=data,
-                            replace_stale=True)
-    print("evaluating")
-    projections = ["pca"] if args.quick else ["pca", "tsne"]
-    entries = evaluate_runs([str(runs / name) for _, name in configs], eval_dir, projections=projections,
-                            max_points=1000 if args.quick else 3000, device=args.device or "auto",
-                            progress=not args.quiet, data_root=args.data_root, reuse=not args.force,
-                            log=lambda _: None)
-    for path in write_report(eval_dir):
-        if path.suffix == ".html":
-            print(f"report: {path}")
-    rows, levels = [], []
-    for entry in entries:
-        metrics = read_run(eval_dir / entry["run"]).metrics
-        levels = sorted(metrics.get("superclass_acc") or {}, key=int)
-        rows.append({"head": entry["head"], "top1": metrics["top1"],
-                     "leaf": {d: f"{v:.4f}" for d, v in (metrics.get("superclass_acc") or {}).items() if v is not None},
-                     "own": {d: f"{v:.4f}" for d, v in (metrics.get("superclass_acc_from_levels") or {}).items()
-                             if v is not None},
-                     "seconds": seconds.get(entry["head"], 0.0)})
-    print()
-    print(_table(rows, levels))
-    print("\n'own scores': super-class accuracy from the head's own super-class scores (parent δ columns for the "
-          "Δ-heads, the level heads for multitask); '—': the head has none.")
-    total = time.perf_counter() - start
-    _record(out, total, seconds, quick=args.quick)
+    with folder:
+        print(f"hseval demo: {len(configs)} heads on Fashion-MNIST ({data.root}), "
+              f"{'quick' if args.quick else 'CPU recipe'}; output in {out}")
+        seconds = train_planned(configs, runs, resume=not args.force, force=args.force, hierarchy=None, data=data,
+                                replace_stale=True)
+        print("evaluating")
+        projections = ["pca"] if args.quick else ["pca", "tsne"]
+        entries = evaluate_runs([str(runs / name) for _, name in configs], eval_dir, projections=projections,
+                                max_points=1000 if args.quick else 3000, device=args.device or "auto",
+                                progress=not args.quiet, data_root=args.data_root, reuse=not args.force,
+                                log=lambda _: None)
+        for path in write_report(eval_dir):
+            if path.suffix == ".html":
+                print(f"report: {path}")
+        rows, levels = [], []
+        for entry in entries:
+            metrics = read_run(eval_dir / entry["run"]).metrics
+            levels = sorted(metrics.get("superclass_acc") or {}, key=int)
+            leaf, own = metrics.get("superclass_acc") or {}, metrics.get("superclass_acc_from_levels") or {}
+            rows.append({"head": entry["head"], "top1": metrics["top1"],
+                         "leaf": {d: f"{v:.4f}" for d, v in leaf.items() if v is not None},
+                         "own": {d: f"{v:.4f}" for d, v in own.items() if v is not None},
+                         "seconds": seconds.get(entry["head"], 0.0)})
+        print()
+        print(_table(rows, levels))
+        print("\n'own scores': super-class accuracy from the head's own super-class scores (parent δ columns for the "
+              "Δ-heads, the level heads for multitask); '—': the head has none.")
+        total = time.perf_counter() - start
+        _record(out, total, seconds, quick=args.quick)
     print(f"\ndone in {total:.0f} s. Open the dashboard with:\n  hseval dashboard {eval_dir}")
     return 0
 

@@ -11,6 +11,7 @@ import numpy as np
 
 from hseval.cli import positive_int
 from hseval.core.errors import ConfigError, RunFormatError
+from hseval.io.output import OutputFile
 from hseval.tree import FORMATS, Hierarchy, read_hierarchy, write_hierarchy
 
 
@@ -31,10 +32,12 @@ def cmd_stats(args: argparse.Namespace) -> int:
 def cmd_convert(args: argparse.Namespace) -> int:
     from hseval.tree.transforms import merge_single_child_chains
 
+    output = OutputFile(args.output, option="OUTPUT", inputs=[args.input])
     hierarchy = _read(args, args.input)
     if args.merge_chains:
         hierarchy = merge_single_child_chains(hierarchy)
-    write_hierarchy(hierarchy, args.output, format=args.to)
+    with output as path:
+        write_hierarchy(hierarchy, path, format=args.to)
     print(f"wrote {args.output} ({args.to}, {hierarchy.num_leaves} classes, {hierarchy.num_nodes} nodes)")
     return 0
 
@@ -74,14 +77,14 @@ def _class_vectors_of(source: str | Path) -> tuple[np.ndarray, Hierarchy]:
 
 
 def cmd_induce(args: argparse.Namespace) -> int:
-    from hseval.core import fileio
     from hseval.tree.induce import default_clusters, induce_tree  # scipy.cluster (0.3 s): only for induce
 
-    fileio.check_output_folder(Path(args.out).parent, option="--out")
+    output = OutputFile(args.out, option="--out", inputs=[args.source])
     vectors, given = _class_vectors_of(args.source)
     clusters = args.clusters or default_clusters(given)
     tree = induce_tree(vectors, given.leaf_names, clusters=clusters)
-    write_hierarchy(tree, args.out, format=args.to)
+    with output as path:
+        write_hierarchy(tree, path, format=args.to)
     print(f"wrote {args.out} ({tree.num_leaves} classes, {tree.num_nodes - tree.num_leaves} super-classes in "
           f"{tree.max_depth - 1} level(s), from {len(clusters)} cut(s): {','.join(map(str, clusters))} groups)")
     return 0

@@ -28,7 +28,7 @@ from hseval.evaluation.runs import (
     write_evaluation,
 )
 from hseval.io import evaluation_format as eval_format
-from hseval.io import folders as ownership
+from hseval.io.output import OutputFolder
 
 __all__ = ["evaluate_predictions"]
 
@@ -38,6 +38,8 @@ def _folder_name(name: str) -> str:
             any(ord(c) < 32 for c in name) or len(name) > 200:
         raise ConfigError(f"--name {name!r} cannot name a folder; use letters, digits, '-', '_' or '.' "
                           "(not first), e.g. --name resnet50-imagenet")
+    if name == eval_format.INDEX_FILE:
+        raise ConfigError(f"--name {name!r} is the name of the evaluation folder's own index; choose another --name")
     return name
 
 
@@ -63,16 +65,12 @@ def evaluate_predictions(file: str | Path, out_dir: str | Path, *, hierarchy: st
     preds = read_predictions(file, tree, classes=order)
     source = str(file.resolve())
 
-    def check_name() -> None:
-        owner = _evaluated_runs(out_dir).get(name, source)
-        if owner != source:
-            raise ConfigError(f"{out_dir / name} already holds the evaluation of {owner or 'something else'}; "
-                              "choose another --name")
-
-    ownership.check_claimable(out_dir, "evaluations")
-    check_name()
-    with ownership.output_folder(out_dir, "evaluations"):
-        check_name()  # again under the lock: another command may have written it meanwhile
+    root = OutputFolder(out_dir, "evaluations")
+    owner = _evaluated_runs(out_dir).get(name, source)
+    if owner != source:
+        raise ConfigError(f"{out_dir / name} already holds the evaluation of {owner or 'something else'}; "
+                          "choose another --name")
+    with root:
         log(f"evaluating {file} ({len(preds.targets)} samples; {', '.join(preds.members)}) -> {out_dir / name}")
         streamed, metrics, unavailable, topk = _scores_stage(preds, tree)
         levels = level_prediction_matrix(level_predictions_from_logits(preds.level_scores, tree), tree,
@@ -87,7 +85,7 @@ def evaluate_predictions(file: str | Path, out_dir: str | Path, *, hierarchy: st
                         "source": {"kind": "predictions", "path": source, "sha256": preds.sha256,
                                    "format": preds.format, "inputs": preds.members}})
         write_evaluation(
-            out_dir, name, source=source,
+            root, name, source=source,
             inputs=fileio.json_ready({"sha256": preds.sha256, "hierarchy": tree.to_dict(), "projections":
                                       list(projections), "max_points": max_points, "seed": seed}),
             metrics=metrics, tables={eval_format.PER_NODE: per_node_table(tree, *streamed.per_node()), **tables},

@@ -3,9 +3,10 @@
 Per run, into ``OUT/<run>/``: ``metrics.json``, ``per_node.csv``, ``geometry.csv``,
 ``pair_angles.csv``, ``embeddings.npz`` (a stratified sample, capped), ``projections.csv`` and
 ``predictions.npz`` (targets and top-k predictions of every sample, for confusion matrices); and
-``OUT/index.json`` listing the evaluated runs. A run's files are written into a hidden temporary
-folder that is renamed into place when complete, so a reader never sees a partial evaluation.
-Embeddings are computed once per run, on the whole split, under ``torch.inference_mode``.
+``OUT/index.json`` listing the evaluated runs. ``OUT`` is an output folder of kind "evaluations"
+and each run's folder one of kind "evaluation" (:mod:`hseval.io.output`): staged and renamed into
+place when complete, so a reader never sees a partial evaluation. Each run is loaded once;
+embeddings are computed once per run, on the whole split, under ``torch.inference_mode``.
 """
 
 from __future__ import annotations
@@ -13,7 +14,6 @@ from __future__ import annotations
 import contextlib
 import glob
 import os
-import shutil
 import time
 import warnings
 from collections.abc import Callable
@@ -29,7 +29,8 @@ import torch
 from hseval.core import fileio
 from hseval.core.errors import ConfigError, DataError, HsevalError, HsevalWarning, RunFormatError
 from hseval.io import evaluation_format as eval_format
-from hseval.io import folders as ownership
+from hseval.io.folders import EvaluationMarker, read_marker
+from hseval.io.output import OutputFolder
 from hseval.io.run_format import META_FILE, Run, RunInfo, is_run_dir, load_run
 from hseval.nn import radius_guard as logit_scale
 
@@ -37,7 +38,6 @@ __all__ = ["EvalOptions", "find_runs", "evaluate_run", "evaluate_runs", "evaluat
            "per_node_table", "geometry_tables", "projection_table", "write_evaluation", "index_entry"]
 
 EVAL_FILES = eval_format.FILES
-STAGING_PREFIX = ".hseval-staging-"
 KS = (1, 5, 20)
 """The k of the top-k metrics that ``hseval evaluate`` reports."""
 
@@ -258,10 +258,10 @@ def _up_to_date(folder: Path, run_dir: Path, inputs: dict[str, Any]) -> dict[str
     ``inputs``, else None."""
     from hseval.io.results import read_run
 
-    marker = ownership.read_marker(folder) or {}
-    if marker.get("kind") != "evaluation" or marker.get("run_path") != str(run_dir) or marker.get("inputs") != inputs:
-        return None
     try:
+        marker = read_marker(folder, error=RunFormatError)
+        if not isinstance(marker, EvaluationMarker) or marker.source != str(run_dir) or marker.inputs != inputs:
+            return None
         metrics = read_run(folder).metrics
     except HsevalError:
         return None
@@ -300,20 +300,15 @@ def geometry_tables(tree, vectors: tuple[np.ndarray, str] | None, radii: np.ndar
                                                                              axis=1).mean())}}
 
 
-def write_evaluation(out_dir: Path, name: str, *, source: str, inputs: dict[str, Any], metrics: dict[str, Any],
+def write_evaluation(root: OutputFolder, name: str, *, source: str, inputs: dict[str, Any], metrics: dict[str, Any],
                      tables: dict[str, pd.DataFrame], arrays: dict[str, dict[str, np.ndarray]]) -> None:
-    """Write one evaluation into ``out_dir / name`` through :mod:`hseval.io.evaluation_format`: staged in a
-    hidden folder, then put in place of the earlier evaluation of the same ``source`` (a run
-    folder or a predictions file), so a reader never sees a partial one."""
-    staging = out_dir / f"{STAGING_PREFIX}{name}-{os.getpid()}"
-    shutil.rmtree(staging, ignore_errors=True)
-    try:
-        staging.mkdir()
-        ownership.claim(staging, "evaluation", run_path=source, inputs=inputs)
-        eval_format.write_run(staging, metrics=metrics, tables=tables, arrays=arrays)
-        ownership.replace_folder(staging, out_dir / name, "evaluation")
-    finally:
-        shutil.rmtree(staging, ignore_errors=True)
+    """Write one evaluation into ``root / name`` (``root``: the evaluation folder this command
+    holds) through :mod:`hseval.io.evaluation_format`: staged, then put in place of the earlier
+    evaluation of the same ``source`` (a run folder or a predictions file), which is replaced only
+    when it holds nothing but what hseval wrote; a reader never sees a partial one."""
+    with OutputFolder(root.path / name, "evaluation", replace=True, staged=True, lock=False, parent=root,
+                      source=source, inputs=inputs, schema_version=eval_format.SCHEMA_VERSION) as folder:
+        eval_format.write_run(folder.target, metrics=metrics, tables=tables, arrays=arrays)
 
 
 def index_entry(name: str, metrics: dict[str, Any]) -> dict[str, Any]:
@@ -377,13 +372,18 @@ def evaluate_run(run_dir: Path, out_dir: Path, *, name: str, options: EvalOption
 
     Raises
     ------
-    RunFormatError, DataError, ConfigError
+    RunFormatError, DataError, ConfigError, OwnershipError
         one line naming the file or argument; nothing is written then.
     """
-    return _evaluate_run_stages(run_dir, out_dir, name=name, options=options, data_cache=data_cache)()
+    root = OutputFolder(out_dir, "evaluations")
+    run = load_run(run_dir)
+    with root:
+        entry = _evaluate_run_stages(run, root, name=name, options=options, data_cache=data_cache)()
+        _write_index(root.path, {name: entry})
+    return entry
 
 
-def _evaluate_run_stages(run_dir: Path, out_dir: Path, *, name: str, options: EvalOptions,
+def _evaluate_run_stages(run: Run, root: OutputFolder, *, name: str, options: EvalOptions,
                          data_cache: dict | None) -> Callable[[], dict[str, Any]]:
     """The stages of one run: extract (the embedding pass, on the device), metrics and geometry,
     done now; projections (CPU-bound) and the one staged write returned as a function, which
@@ -393,7 +393,7 @@ def _evaluate_run_stages(run_dir: Path, out_dir: Path, *, name: str, options: Ev
 
     start = time.perf_counter()
     torch_device = resolve_device(options.device)
-    run = load_run(run_dir, device=torch_device)
+    run.model.to(torch_device)
     data = _dataset_for(run, options.data_root, {} if data_cache is None else data_cache)
     part = data.split(options.split)
     sample = stratified_sample(part.labels, options.max_points, seed=options.seed)
@@ -412,7 +412,7 @@ def _evaluate_run_stages(run_dir: Path, out_dir: Path, *, name: str, options: Ev
                                 options.seed, indices=sample)
         metrics["eval_seconds"] = time.perf_counter() - start
         write_evaluation(
-            out_dir, name, source=metrics["run_path"], inputs=inputs, metrics=metrics,
+            root, name, source=metrics["run_path"], inputs=inputs, metrics=metrics,
             tables={**tables, eval_format.PROJECTIONS: proj},
             arrays={eval_format.EMBEDDINGS: {"embeddings": emb.astype(np.float32), "labels": targets[sample],
                                              "predictions": pred[sample], "indices": sample,
@@ -471,22 +471,17 @@ def _geometry_stage(run: Run, result: dict[str, Any], metrics: dict[str, Any], *
 
 
 def _evaluated_runs(out_dir: Path) -> dict[str, str | None]:
-    """Name -> path of the run it evaluated, for every evaluation folder in ``out_dir``."""
+    """Name -> the source it evaluated, for every entry of ``out_dir``; None for an entry that is
+    not an evaluation hseval wrote (its name is taken, and it is kept)."""
     out: dict[str, str | None] = {}
-    for folder in sorted(out_dir.iterdir()) if out_dir.is_dir() else []:
-        if folder.name.startswith(".") or not folder.is_dir():
+    for entry in sorted(out_dir.iterdir()) if out_dir.is_dir() else []:
+        if entry.name.startswith("."):
             continue
-        if ownership.kind_of(folder) != "evaluation":
-            out[folder.name] = None  # not ours: its name is taken, and it is kept
-            continue
-        marker = ownership.read_marker(folder) or {}
-        run_path = marker.get("run_path")
-        if not isinstance(run_path, str):  # written before markers: metrics.json says which run
-            try:
-                run_path = fileio.read_json(folder / eval_format.METRICS).get("run_path")
-            except (HsevalError, AttributeError):
-                run_path = None
-        out[folder.name] = run_path if isinstance(run_path, str) else None
+        try:
+            marker = read_marker(entry) if entry.is_dir() else None
+        except HsevalError:
+            marker = None
+        out[entry.name] = marker.source if isinstance(marker, EvaluationMarker) else None
     return out
 
 
@@ -527,20 +522,16 @@ def evaluate_runs(patterns: list[str], out_dir: str | Path, *, data_root: str | 
 
         tune_malloc()  # the large activations of each batch stay in the heap: 1.6x faster on 2 cores
     runs = find_runs(patterns)
-    out_dir = Path(out_dir)
-    ownership.check_claimable(out_dir, "evaluations")
+    root = OutputFolder(out_dir, "evaluations")
     cache: dict = {}
-    inputs = {}
+    loaded, inputs = {}, {}
     for run_dir in runs:  # every run whole (checksums, tensors, model) and its data, before writing anything
-        run = load_run(run_dir)
-        _dataset_for(run, data_root, cache)
-        inputs[run_dir] = _inputs(run.meta, options)
+        loaded[run_dir] = load_run(run_dir)
+        _dataset_for(loaded[run_dir], data_root, cache)
+        inputs[run_dir] = _inputs(loaded[run_dir].meta, options)
     entries: dict[str, dict[str, Any]] = {}
-    with ownership.output_folder(out_dir, "evaluations"):
-        for stale in out_dir.glob(".*-*"):  # left by a killed evaluation (the lock says none is running)
-            if stale.is_dir() and stale.name.startswith((STAGING_PREFIX, ".hseval-old-", ".tmp-", ".old-")):
-                shutil.rmtree(stale, ignore_errors=True)  # .tmp-, .old-: hseval 0.1's names
-        fileio.remove_stale_temporaries(out_dir)
+    with root:
+        out_dir = Path(out_dir)
         names = evaluation_names(runs, _evaluated_runs(out_dir))
         threads = workers or max(1, min(len(runs), (os.cpu_count() or 1) // 4))
         pending: list[tuple[str, Future]] = []
@@ -553,12 +544,14 @@ def evaluate_runs(patterns: list[str], out_dir: str | Path, *, data_root: str | 
         with ThreadPoolExecutor(threads) if threads > 1 else contextlib.nullcontext() as pool:
             for k, (run_dir, name) in enumerate(zip(runs, names), start=1):
                 log(f"[{k}/{len(runs)}] {run_dir}")
+                run = loaded.pop(run_dir)  # released once evaluated
                 entry = _up_to_date(out_dir / name, run_dir, inputs[run_dir]) if reuse else None
                 if entry is not None:
                     entries[name] = entry
                     log(f"  up to date: {out_dir / name}")
                     continue
-                finish = _evaluate_run_stages(run_dir, out_dir, name=name, options=options, data_cache=cache)
+                finish = _evaluate_run_stages(run, root, name=name, options=options, data_cache=cache)
+                del run
                 if pool is None:
                     done(name, finish())
                     continue
@@ -569,4 +562,3 @@ def evaluate_runs(patterns: list[str], out_dir: str | Path, *, data_root: str | 
             for finished, future in pending:
                 done(finished, future.result())
     return list(entries.values())
-

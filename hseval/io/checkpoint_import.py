@@ -31,7 +31,6 @@ backbone's channels; when it is not, the run records the dataset and ``hseval ev
 
 from __future__ import annotations
 
-import contextlib
 import hashlib
 import warnings
 from dataclasses import dataclass, field
@@ -41,6 +40,8 @@ from typing import Any
 import torch
 
 from hseval.core.errors import ConfigError, DataError, HsevalError, HsevalWarning, first_line
+from hseval.io.output import OutputFolder
+from hseval.io.run_format import RUN_ENTRIES, run_folder_state, save_run
 from hseval.tree import read_hierarchy
 from hseval.tree.hierarchy import Hierarchy
 
@@ -424,11 +425,10 @@ def import_checkpoint(checkpoint: str | Path, out: str | Path, *, backbone: str,
     """Write the run folder ``out`` for ``checkpoint`` (see the module docstring); returns ``out``.
 
     Everything is checked before ``out`` is touched; ``out`` must be new, empty or (with ``force``)
-    a run folder hseval wrote. ``head_options`` and ``mapping`` also take the command line's
+    a run folder hseval wrote, holding nothing else. The run is written beside it and takes its
+    place when complete. ``head_options`` and ``mapping`` also take the command line's
     ``OPTION=VALUE`` / ``HSEVAL_KEY=CHECKPOINT_KEY`` strings."""
     from hseval.data.base import dataset_options
-    from hseval.io import folders as ownership
-    from hseval.io.run_format import META_FILE, MODEL_FILE, RUN_FILES, save_run
     from hseval.nn.backbones import BACKBONES
     from hseval.nn.heads import head_class
     from hseval.nn.model import build_model
@@ -439,7 +439,7 @@ def import_checkpoint(checkpoint: str | Path, out: str | Path, *, backbone: str,
     BACKBONES.get(backbone)  # an unknown name: the registry's one-line error
     head_class(head)
     dataset_options(dataset)
-    _check_out(out, force=force)
+    folder = _out_folder(out, force=force)
 
     tree = hierarchy if isinstance(hierarchy, Hierarchy) else read_hierarchy(hierarchy)
     ckpt = read_checkpoint(checkpoint, prefix=prefix)
@@ -475,29 +475,20 @@ def import_checkpoint(checkpoint: str | Path, out: str | Path, *, backbone: str,
         "class_names": list(tree.leaf_names)}
     meta = {"dataset": described, "imported_from": source, "seed": None}
 
-    with ownership.output_folder(out, "run", imported_from=source["path"]):
-        _check_out(out, force=force)  # again, under the lock
-        if force:
-            ownership.remove_owned(out, "run", only=lambda p: p.name in (*RUN_FILES, "tensorboard"))
-        try:
-            save_run(out, model, meta)
-        except BaseException:
-            for name in (META_FILE, MODEL_FILE):
-                with contextlib.suppress(OSError):
-                    (out / name).unlink()
-            raise
+    folder.details["imported_from"] = source["path"]
+    with folder:
+        save_run(folder.target, model, meta)
     return out
 
 
-def _check_out(out: Path, *, force: bool) -> None:
-    from hseval.io import folders as ownership
-    from hseval.io.run_format import run_folder_state
-
-    ownership.check_claimable(out, "run")
+def _out_folder(out: Path, *, force: bool) -> OutputFolder:
+    """The run folder ``out`` as an output folder, checked: new, empty, or with ``force`` a run."""
+    folder = OutputFolder(out, "run", replace=True, staged=True, own=RUN_ENTRIES)
     state = run_folder_state(out)
     if state != "new" and not force:
         what = "a run" if state == "finished" else "an unfinished run"
         raise ConfigError(f"{out}: already holds {what}; choose another --out or pass --force to replace it")
+    return folder
 
 
 def _check_data(data, tree: Hierarchy, model: torch.nn.Module, name: str) -> None:

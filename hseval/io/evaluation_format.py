@@ -8,7 +8,7 @@ sees it. A file that breaks the schema is refused with one line naming the file,
 
 Each folder's marker (:mod:`hseval.io.folders`) lists the SHA-256 of every file, so a file edited
 after ``hseval evaluate`` wrote it is refused rather than shown: a changed number never passes
-without a word. Folders of schema 1 (hseval 0.1, no checksums) are read with a warning.
+without a word.
 
 Per run: ``metrics.json`` (:data:`METRICS_SPEC`), the tables of :data:`TABLES` (``per_node.csv``,
 ``geometry.csv``, ``pair_angles.csv``, ``projections.csv``), ``embeddings.npz`` and
@@ -22,7 +22,6 @@ import hashlib
 import io
 import json
 import re
-import warnings
 import zipfile
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -33,13 +32,13 @@ import numpy as np
 import pandas as pd
 
 from hseval.core import fileio
-from hseval.core.errors import HierarchyError, HsevalWarning, RunFormatError
-from hseval.io import folders as ownership
+from hseval.core.errors import HierarchyError, RunFormatError
+from hseval.io.folders import EvaluationMarker, read_marker
 from hseval.tree.hierarchy import Hierarchy
 
 __all__ = ["SCHEMA_VERSION", "METRICS", "PER_NODE", "GEOMETRY", "PAIRS", "PROJECTIONS", "EMBEDDINGS", "PREDICTIONS",
            "FILES", "TABLES", "ARRAYS", "Column", "Table", "write_run", "read_metrics", "read_table", "read_arrays",
-           "verified_bytes", "checksums", "warn_unverified", "check_metrics", "INDEX_FILE", "read_index", "write_index"]
+           "verified_bytes", "checksums", "check_metrics", "INDEX_FILE", "read_index", "write_index"]
 
 SCHEMA_VERSION = 2  # 1: hseval 0.1, without checksums
 METRICS, PER_NODE, GEOMETRY, PAIRS, PROJECTIONS = ("metrics.json", "per_node.csv", "geometry.csv", "pair_angles.csv",
@@ -508,15 +507,16 @@ def _check_level_predictions(path: Path, levels: np.ndarray, n: int, tree: Hiera
 
 
 # ====================================================================== checksums and writing
-def checksums(folder: Path) -> dict[str, str] | None:
-    """The SHA-256 of each file as ``hseval evaluate`` recorded it in the folder's marker; None for
-    a folder written before checksums (schema 1)."""
-    files = (ownership.read_marker(folder) or {}).get("files")
-    return files if isinstance(files, dict) else None
+def checksums(folder: Path) -> dict[str, str]:
+    """The SHA-256 of each file as ``hseval evaluate`` recorded it in the folder's marker."""
+    marker = read_marker(folder, error=RunFormatError)
+    if not isinstance(marker, EvaluationMarker):
+        raise RunFormatError(f"{folder}: is not the evaluation of a run written by hseval (no marker of one); {RERUN}")
+    return dict(marker.files)
 
 
-def verified_bytes(folder: Path, name: str, recorded: dict[str, str] | None) -> bytes:
-    """The bytes of ``folder/name``, checked against ``recorded`` (:func:`checksums`; None: unchecked)."""
+def verified_bytes(folder: Path, name: str, recorded: dict[str, str]) -> bytes:
+    """The bytes of ``folder/name``, checked against ``recorded`` (:func:`checksums`)."""
     path = folder / name
     try:
         data = path.read_bytes()
@@ -524,14 +524,9 @@ def verified_bytes(folder: Path, name: str, recorded: dict[str, str] | None) -> 
         raise RunFormatError(f"{path}: missing; {RERUN}") from None
     except OSError as exc:
         raise RunFormatError(f"{path}: cannot read ({exc.strerror or exc})") from None
-    if recorded is not None and hashlib.sha256(data).hexdigest() != recorded.get(name):
+    if hashlib.sha256(data).hexdigest() != recorded.get(name):
         raise RunFormatError(f"{path}: was changed after 'hseval evaluate' wrote it (checksum mismatch); {RERUN}")
     return data
-
-
-def warn_unverified(folder: Path) -> None:
-    warnings.warn(f"{folder}: written by an older hseval, without checksums; its files cannot be verified "
-                  f"({RERUN} to fix)", HsevalWarning, stacklevel=3)
 
 
 def _csv_bytes(frame: pd.DataFrame) -> bytes:
@@ -556,8 +551,8 @@ def _read_back(folder: Path, contents: dict[str, bytes]) -> None:
 
 def write_run(folder: Path, *, metrics: dict[str, Any], tables: dict[str, pd.DataFrame],
               arrays: dict[str, dict[str, np.ndarray]]) -> None:
-    """Write every file of one evaluated run into ``folder`` (already claimed as an ``evaluation``
-    folder), then record their checksums and the schema version in its marker."""
+    """Write every file of one evaluated run into ``folder`` (the staging of an ``evaluation``
+    output folder, whose marker records the files' checksums when it is committed)."""
     missing = [f for f in (*TABLES, *ARRAYS) if f not in tables and f not in arrays]
     if missing:
         raise ValueError(f"write_run needs {missing}")
@@ -570,8 +565,6 @@ def write_run(folder: Path, *, metrics: dict[str, Any], tables: dict[str, pd.Dat
     _read_back(folder, contents)
     for name, data in contents.items():
         fileio.write_bytes(folder / name, data)
-    ownership.update_marker(folder, schema_version=SCHEMA_VERSION,
-                            files={name: hashlib.sha256(data).hexdigest() for name, data in contents.items()})
 
 
 def read_index(root: Path) -> list[dict[str, Any]]:

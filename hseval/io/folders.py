@@ -1,16 +1,20 @@
-"""Which folders hseval may write into, replace or remove, and who is writing into one now.
+"""Which folders are hseval's, of what kind, and who is writing into one now.
 
-Every folder hseval creates for a purpose carries a marker, ``.hseval-folder.json``, that names
-its kind (:data:`KINDS`). hseval replaces or removes only folders whose marker says they are of
-the kind being replaced, and writes into a folder only when it is new, empty or already of that
-kind: ``hseval evaluate runs --out runs`` is refused before any work instead of replacing trained
-runs by evaluations. Folders written by hseval before markers existed are recognised by holding
-nothing but the files that kind of folder holds (a legacy run, an evaluation), and adopted.
+Every folder hseval writes carries a marker, ``.hseval-folder.json``, a typed record
+(:class:`Marker`) that names its kind (:data:`KINDS`), who created it and when, and what the kind
+needs: an evaluation's source, inputs and the SHA-256 of each file it holds, an export's files.
+Ownership follows from the marker alone, never from the names of the files a folder holds:
 
-A writer holds :func:`locked` on its output folder for as long as it writes there: an advisory
-lock (``flock``) on ``.hseval.lock`` inside it, released by the kernel when the process ends, so a
-killed writer never leaves a stale lock. A second writer is refused at once with the first one's
-process id.
+- a folder without hseval's marker is the user's: hseval writes into it only when it is empty;
+- a marked folder of another kind is refused;
+- a folder is replaced only when it holds nothing hseval did not write there
+  (:func:`foreign_entries`: not in the marker's ``files``, nor named by the kind's format);
+- nothing is written inside another hseval folder unless that folder's kind holds the output's
+  kind (:data:`HOLDS`: a run in a folder of runs, an evaluation in an evaluation folder).
+
+A writer holds the folder's lock (:func:`locked`: ``flock`` on ``.hseval.lock``, released by the
+kernel when the process ends, so a killed writer leaves no stale lock). The transactions that
+apply these rules are :mod:`hseval.io.output`'s.
 """
 
 from __future__ import annotations
@@ -20,136 +24,181 @@ import datetime as _dt
 import json
 import os
 import shutil
-from collections.abc import Callable, Iterator
+from collections.abc import Collection, Iterator
 from pathlib import Path
-from typing import Any
+from typing import Annotated, Any, Literal
 
+from pydantic import StringConstraints
+
+from hseval import __version__
 from hseval.core import fileio
 from hseval.core.errors import HsevalError
+from hseval.io.records import Record, parse_record
 
-__all__ = ["MARKER", "LOCK", "KINDS", "OwnershipError", "read_marker", "kind_of", "claim", "check_claimable",
-           "locked", "output_folder", "replace_folder", "remove_owned", "update_marker"]
+__all__ = ["MARKER", "LOCK", "STAGING", "OLD", "KINDS", "HOLDS", "Marker", "EvaluationMarker", "ExportMarker",
+           "MARKERS", "OwnershipError", "read_marker", "kind_of", "new_marker", "listing", "foreign_entries", "shown",
+           "recover", "check_inside", "locked"]
 
 MARKER = ".hseval-folder.json"
 LOCK = ".hseval.lock"
+STAGING, OLD = ".hseval-staging-", ".hseval-old-"
 KINDS = {
     "run": "a training run",
+    "runs": "a folder of training runs (hseval train-all)",
     "evaluations": "an evaluation folder (one sub-folder per evaluated run)",
     "evaluation": "the evaluation of one run",
     "export": "an export of an evaluation folder (hseval export)",
+    "demo": "the output of hseval demo",
 }
-
-# What a folder of each kind holds besides hidden files: how folders written before markers
-# existed are recognised. A sub-folder entry maps to the kind it must itself be.
-_LEGACY_FILES: dict[str, frozenset[str]] = {
-    "run": frozenset({"run.json", "model.safetensors", "train_state.pt", "history.csv", "tensorboard"}),
-    "evaluation": frozenset({"metrics.json", "per_node.csv", "geometry.csv", "pair_angles.csv", "embeddings.npz",
-                             "projections.csv", "predictions.npz"}),
-    "evaluations": frozenset({"index.json", "summary.csv", "summary_grouped.csv", "superclass_accuracy.csv",
-                              "superclass_accuracy.md", "report.md", "report.html"}),
-}
-_LEGACY_SUBFOLDERS = {"evaluations": "evaluation"}
+HOLDS = {"runs": ("run",), "evaluations": ("evaluation",), "demo": ("runs", "evaluations")}
+"""The kinds that may be written inside a folder of each kind."""
+_OURS = (MARKER, LOCK)
 
 
 class OwnershipError(HsevalError):
-    """A folder is not hseval's to write into, replace or remove, or another process writes there."""
+    """A path is not hseval's to write, replace or remove, or another process writes there."""
 
 
-def read_marker(folder: str | Path) -> dict[str, Any] | None:
-    """The marker of ``folder`` as a dict, or None when it has none (or an unreadable one)."""
+# ====================================================================== the marker
+Sha256 = Annotated[str, StringConstraints(pattern=r"^[0-9a-f]{64}$")]
+
+
+class Marker(Record):
+    """A folder's marker: its kind, and who created it and when."""
+
+    kind: Literal["run", "runs", "evaluations", "evaluation", "export", "demo"]
+    created_by: str
+    created_at: _dt.datetime
+
+
+class RunMarker(Marker):
+    kind: Literal["run"]
+    imported_from: str | None = None
+    """The checkpoint ``hseval import`` made the run of."""
+
+
+class CollectionMarker(Marker):
+    """A folder that holds other hseval folders (and files such as index.json or a report)."""
+
+    kind: Literal["runs", "evaluations", "demo"]
+
+
+class EvaluationMarker(Marker):
+    kind: Literal["evaluation"]
+    source: str
+    """The evaluated run folder or prediction file."""
+    inputs: dict[str, Any]
+    """What the evaluation depends on (checksums, settings): an equal one may be reused."""
+    schema_version: int
+    files: dict[str, Sha256]
+    """Name -> SHA-256 of every file written: a file changed afterwards is refused when read."""
+
+
+class ExportMarker(Marker):
+    kind: Literal["export"]
+    source: str
+    format: str
+    runs: list[str]
+    files: dict[str, Sha256]
+    """Relative path -> SHA-256 of every file written: a re-export replaces only these."""
+
+
+MARKERS: dict[str, type[Marker]] = {"run": RunMarker, "runs": CollectionMarker, "evaluations": CollectionMarker,
+                                    "demo": CollectionMarker, "evaluation": EvaluationMarker, "export": ExportMarker}
+
+
+def read_marker(folder: str | Path, *, error: type[HsevalError] = OwnershipError) -> Marker | None:
+    """The marker of ``folder``, or None when it has none; a damaged marker is one line ``error``
+    naming the file and the field."""
     path = Path(folder) / MARKER
     try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, ValueError, RecursionError):
+        if not path.is_file():
+            return None
+    except OSError:  # an unreadable folder: what it holds cannot be told, nor read
         return None
-    return data if isinstance(data, dict) and data.get("kind") in KINDS else None
+    data = fileio.read_bytes(path, what="hseval's folder marker", error=error)
+    try:
+        kind = json.loads(data).get("kind")
+    except (ValueError, AttributeError, RecursionError):
+        kind = None  # the base model says what is wrong
+    return parse_record(MARKERS.get(kind, Marker), data, where=path, error=error,
+                        hint="the folder's marker is damaged: restore it, or move the folder away")
 
 
-def _entries(folder: Path) -> list[str]:
-    return sorted(p.name for p in folder.iterdir() if not p.name.startswith("."))
+def kind_of(folder: str | Path, *, error: type[HsevalError] = OwnershipError) -> str | None:
+    """The kind of ``folder`` by its marker; None when it has none (not hseval's, or new)."""
+    marker = read_marker(folder, error=error) if Path(folder).is_dir() else None
+    return None if marker is None else marker.kind
 
 
-def _legacy_kind(folder: Path, kind: str) -> bool:
-    """True when ``folder`` (no marker) holds only what a ``kind`` folder of an older hseval held."""
-    known = _LEGACY_FILES[kind]
-    sub = _LEGACY_SUBFOLDERS.get(kind)
-    found = False
-    for name in _entries(folder):
-        path = folder / name
-        if name in known:
-            found = True
-        elif sub is not None and path.is_dir() and kind_of(path) == sub:
-            found = True
-        else:
-            return False
+def new_marker(kind: str, **details: Any) -> Marker:
+    """A marker of ``kind`` created now by this hseval, with the kind's ``details``."""
+    now = _dt.datetime.now(_dt.timezone.utc).replace(microsecond=0)
+    return MARKERS[kind].model_validate({"kind": kind, "created_by": f"hseval {__version__}", "created_at": now,
+                                         **details})
+
+
+# ====================================================================== what a folder holds
+def listing(folder: Path) -> list[str]:
+    """Everything in ``folder`` but hseval's own marker and lock (hidden files included)."""
+    try:
+        return sorted(p.name for p in folder.iterdir() if p.name not in _OURS)
+    except OSError as exc:
+        raise OwnershipError(f"{folder}: cannot list it ({exc.strerror or exc})") from None
+
+
+def foreign_entries(folder: Path, marker: Marker, own: Collection[str]) -> list[str]:
+    """The entries of ``folder`` hseval did not write: neither in the marker's ``files`` nor named
+    as its format's own (``own``, top-level names), nor a writer's leftover."""
+    files = set(getattr(marker, "files", None) or ())
+    dirs = {str(p) for f in files for p in Path(f).parents}
+    found = []
+    for path in sorted(folder.rglob("*")):
+        rel = path.relative_to(folder)
+        top = rel.parts[0]
+        if top in own or top in _OURS or top.startswith((STAGING, OLD)) or (top.startswith(".") and
+                                                                            top.endswith(".tmp")):
+            continue
+        if str(rel) not in files and not (path.is_dir() and not path.is_symlink() and str(rel) in dirs):
+            found.append(str(rel))
     return found
 
 
-def kind_of(folder: str | Path) -> str | None:
-    """The kind of ``folder``: its marker's, else the kind whose files it holds (an older hseval's
-    folder), else None (not hseval's, or empty)."""
-    folder = Path(folder)
-    if not folder.is_dir():
-        return None
-    marker = read_marker(folder)
-    if marker is not None:
-        return marker["kind"]
+def shown(names: list[str]) -> str:
+    """The first names of a listing, for a message."""
+    return ", ".join(repr(n) for n in names[:3]) + (" ..." if len(names) > 3 else "")
+
+
+def _alive(pid: int) -> bool:
     try:
-        return next((kind for kind in _LEGACY_FILES if _legacy_kind(folder, kind)), None)
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
     except OSError:
-        return None
+        return True
+    return True
 
 
-def check_claimable(folder: str | Path, kind: str, *, option: str = "--out") -> None:
-    """Refuse, without writing anything, a ``folder`` that :func:`claim` would refuse: a file in the
-    way, a folder of another kind, or a non-empty folder that hseval did not write."""
-    folder = Path(folder)
-    fileio.check_output_folder(folder, option=option)
-    if not folder.is_dir():
-        return
-    found = kind_of(folder)
-    if found == kind:
-        return
-    if found is not None:
-        raise OwnershipError(f"{folder}: holds {KINDS[found]}, not {KINDS[kind]}; choose another {option}")
-    try:
-        entries = _entries(folder)
-    except OSError as exc:
-        raise OwnershipError(f"{folder}: cannot list it ({exc.strerror or exc}); choose another {option}") from None
-    if entries:
-        shown = ", ".join(repr(e) for e in entries[:3]) + (" ..." if len(entries) > 3 else "")
-        raise OwnershipError(f"{folder}: is not empty and was not written by hseval as {KINDS[kind]} (it holds "
-                             f"{shown}); choose a new or empty {option}")
+def recover(parent: Path, name: str | None = None) -> None:
+    """Put right what killed writers left in ``parent`` (for the entry ``name``, or every entry):
+    staging folders are removed; an old folder is restored where its replacement never arrived,
+    else removed. Only leftovers of processes that are gone are touched."""
+    with contextlib.suppress(OSError):
+        for stale in parent.glob(f"{STAGING}*") if name is None else parent.glob(f"{STAGING}{name}-*"):
+            entry, _, pid = stale.name[len(STAGING):].rpartition("-")
+            if pid.isdigit() and (name is None or entry == name) and not _alive(int(pid)):
+                shutil.rmtree(stale, ignore_errors=True)
+        for old in parent.glob(f"{OLD}*") if name is None else parent.glob(f"{OLD}{name}-*"):
+            entry, _, pid = old.name[len(OLD):].rpartition("-")
+            if not pid.isdigit() or (name is not None and entry != name) or _alive(int(pid)):
+                continue
+            if (parent / entry).exists():
+                shutil.rmtree(old, ignore_errors=True)
+            else:
+                old.rename(parent / entry)
 
 
-def claim(folder: str | Path, kind: str, *, option: str = "--out", **details: Any) -> Path:
-    """Make ``folder`` a ``kind`` folder: create it with its marker, adopt an empty folder or an
-    older hseval's folder of that kind, or check that it already is one. ``details`` are stored in
-    a new marker. Writing the marker is also the check that the folder is writable, before any work."""
-    folder = Path(folder)
-    check_claimable(folder, kind, option=option)
-    if read_marker(folder) is None:
-        marker = {"kind": kind, "created_by": f"hseval {_version()}",
-                  "created_at": _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"), **details}
-        fileio.write_json(folder / MARKER, marker)
-    return folder
-
-
-def update_marker(folder: str | Path, **details: Any) -> None:
-    """Add ``details`` to the marker of ``folder`` (a folder hseval claimed)."""
-    folder = Path(folder)
-    marker = read_marker(folder)
-    if marker is None:
-        raise OwnershipError(f"{folder}: has no hseval marker; it was not claimed")
-    fileio.write_json(folder / MARKER, {**marker, **details})
-
-
-def _version() -> str:
-    from hseval import __version__
-
-    return __version__
-
-
+# ====================================================================== the lock
 _HELD: dict[Path, list] = {}  # locks this process holds: path -> [fd, depth] (re-entrant)
 
 
@@ -168,7 +217,7 @@ def locked(folder: str | Path, *, option: str = "--out") -> Iterator[Path]:
         return
     try:
         folder.mkdir(parents=True, exist_ok=True)
-        fd = os.open(folder / LOCK, os.O_RDWR | os.O_CREAT, 0o666 & ~_umask())
+        fd = os.open(folder / LOCK, os.O_RDWR | os.O_CREAT, 0o666)  # the umask applies
     except OSError as exc:
         raise OwnershipError(f"cannot write {folder}: {exc.strerror or exc}; choose another {option}") from None
     try:
@@ -185,39 +234,6 @@ def locked(folder: str | Path, *, option: str = "--out") -> Iterator[Path]:
             del _HELD[key]
     finally:
         os.close(fd)  # closing the descriptor releases the lock
-
-
-@contextlib.contextmanager
-def output_folder(folder: str | Path, kind: str, *, option: str = "--out", **details: Any) -> Iterator[Path]:
-    """Write into ``folder`` as a ``kind`` folder: checked, locked and claimed on entry. When the
-    command fails before writing anything there, the folder is left as it was found (a folder
-    this command created is removed again), so a refused command leaves no trace."""
-    folder = Path(folder)
-    check_claimable(folder, kind, option=option)
-    existed = folder.exists()
-    had_marker = read_marker(folder) is not None
-    had_lock = (folder / LOCK).exists()
-    with locked(folder, option=option):
-        try:
-            claim(folder, kind, option=option, **details)
-            yield folder
-        except BaseException:
-            _undo_claim(folder, existed=existed, had_marker=had_marker, had_lock=had_lock)
-            raise
-
-
-def _undo_claim(folder: Path, *, existed: bool, had_marker: bool, had_lock: bool) -> None:
-    """Remove what :func:`output_folder` added to ``folder`` when nothing else was written there."""
-    with contextlib.suppress(OSError):
-        added = ({MARKER} if not had_marker else set()) | ({LOCK} if not had_lock else set())
-        others = [p for p in folder.iterdir() if p.name not in (MARKER, LOCK)]
-        if others:
-            return
-        for name in added:
-            with contextlib.suppress(FileNotFoundError):
-                (folder / name).unlink()
-        if not existed:
-            folder.rmdir()
 
 
 def _try_lock(fd: int) -> bool:
@@ -238,45 +254,15 @@ def _try_lock(fd: int) -> bool:
     return True
 
 
-def _umask() -> int:
-    mask = os.umask(0)
-    os.umask(mask)
-    return mask
-
-
-def _require(folder: Path, kind: str, what: str) -> None:
-    found = kind_of(folder)
-    if found != kind:
-        holds = f"holds {KINDS[found]}" if found else "was not written by hseval"
-        raise OwnershipError(f"{folder}: {holds}; hseval replaces only {KINDS[kind]} it wrote, so it will not "
-                             f"{what} it: move it away or choose another output folder")
-
-
-def replace_folder(staging: Path, final: Path, kind: str) -> None:
-    """Move the complete folder ``staging`` onto ``final``, replacing an older ``kind`` folder there
-    (checked by its marker first: anything else at ``final`` is refused and kept)."""
-    old = None
-    if final.exists() or final.is_symlink():
-        _require(final, kind, "replace")
-        old = final.with_name(f".hseval-old-{final.name}-{os.getpid()}")
-        final.rename(old)
-    staging.rename(final)
-    if old is not None:
-        shutil.rmtree(old, ignore_errors=True)
-
-
-def remove_owned(folder: Path, kind: str, *, only: Callable[[Path], bool] | None = None) -> None:
-    """Remove ``folder`` (or, with ``only``, the entries of it that ``only`` accepts) after checking
-    that it is a ``kind`` folder."""
-    if not folder.exists():
+def check_inside(path: Path, kind: str | None, option: str) -> None:
+    """Refuse ``path`` when it lies inside an hseval folder whose kind does not hold ``kind``
+    (None: a file, which no hseval folder holds)."""
+    for folder in path.parents:
+        marker = read_marker(folder) if folder.is_dir() else None
+        if marker is None:
+            continue
+        if kind is None or kind not in HOLDS.get(marker.kind, ()):
+            what = "a file" if kind is None else KINDS[kind]
+            raise OwnershipError(f"{path}: lies inside {folder}, which holds {KINDS[marker.kind]} that hseval "
+                                 f"writes itself; write {what} outside it (choose another {option})")
         return
-    _require(folder, kind, "remove")
-    if only is None:
-        shutil.rmtree(folder)
-        return
-    for entry in folder.iterdir():
-        if only(entry):
-            if entry.is_dir() and not entry.is_symlink():
-                shutil.rmtree(entry)
-            else:
-                entry.unlink()

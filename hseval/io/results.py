@@ -20,7 +20,7 @@ import pandas as pd
 
 from hseval.core.errors import HsevalError, RunFormatError
 from hseval.io import evaluation_format as eval_format
-from hseval.io import folders as ownership
+from hseval.io.folders import kind_of
 from hseval.io.run_settings import result_settings
 from hseval.tree.hierarchy import Hierarchy
 
@@ -106,18 +106,10 @@ def read_run(folder: Path) -> RunResult:
               for name, spec in fmt.TABLES.items()}
     arrays = fmt.read_arrays(folder / fmt.PREDICTIONS, data(fmt.PREDICTIONS), tree, metrics["samples"])
     fmt.read_arrays(folder / fmt.EMBEDDINGS, data(fmt.EMBEDDINGS), tree, metrics["samples"])  # checked, read on demand
-    if recorded is None:
-        fmt.warn_unverified(folder)
     return RunResult(name=folder.name, path=folder, metrics=metrics, hierarchy=tree, per_node=tables[fmt.PER_NODE],
                      geometry=tables[fmt.GEOMETRY], pair_angles=tables[fmt.PAIRS],
                      projections=tables[fmt.PROJECTIONS], targets=arrays["targets"], topk=arrays["topk"],
                      levels=arrays.get("levels"))
-
-
-def _is_evaluation(folder: Path) -> bool:
-    if ownership.kind_of(folder) == "evaluation":
-        return True
-    return (folder / eval_format.METRICS).exists() or any(folder.glob("*.csv"))
 
 
 def load_evaluation(root: str | Path, *, strict: bool = False) -> Evaluation:
@@ -127,9 +119,9 @@ def load_evaluation(root: str | Path, *, strict: bool = False) -> Evaluation:
         raise RunFormatError(f"{root}: no such evaluation folder; write one with 'hseval evaluate RUNS --out {root}'")
     evaluation = Evaluation(root=root)
     for folder in sorted(p for p in root.iterdir() if p.is_dir() and not p.name.startswith(".")):
-        if not _is_evaluation(folder):
-            continue  # not an evaluated run (e.g. a folder of plots)
         try:
+            if kind_of(folder, error=RunFormatError) != "evaluation":
+                continue  # not an evaluated run hseval wrote (e.g. the user's folder of plots)
             evaluation.runs.append(read_run(folder))
         except HsevalError as exc:
             if strict:

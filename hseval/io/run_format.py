@@ -37,9 +37,9 @@ from hseval.core.errors import HierarchyError, HsevalError, HsevalWarning, RunFo
 from hseval.nn.model import HierarchicalClassifier, build_model
 from hseval.tree.hierarchy import Hierarchy
 
-__all__ = ["SCHEMA_VERSION", "MODEL_FILE", "META_FILE", "STATE_FILE", "HISTORY_FILE", "RUN_FILES", "Run", "RunInfo",
-           "save_run", "load_run", "verify_run", "read_run_meta", "is_run_dir", "run_folder_state", "save_train_state",
-           "load_train_state", "meta_checksum"]
+__all__ = ["SCHEMA_VERSION", "MODEL_FILE", "META_FILE", "STATE_FILE", "HISTORY_FILE", "RUN_FILES", "RUN_ENTRIES", "Run",
+           "RunInfo", "save_run", "load_run", "verify_run", "read_run_meta", "is_run_dir", "run_folder_state",
+           "save_train_state", "load_train_state", "meta_checksum"]
 
 SCHEMA_VERSION = 2
 
@@ -49,7 +49,10 @@ META_FILE = "run.json"
 STATE_FILE = "train_state.pt"
 HISTORY_FILE = "history.csv"
 RUN_FILES = (META_FILE, MODEL_FILE, STATE_FILE, HISTORY_FILE)
-"""The files of a run folder (besides ``tensorboard/``): what ``--force`` removes."""
+"""The files of a run folder."""
+RUN_ENTRIES = (*RUN_FILES, "tensorboard")
+"""Everything hseval writes in a run folder (``tensorboard/``: the training's event files): what
+``--force`` replaces; a run folder holding anything else is not replaced."""
 
 
 @dataclass

@@ -18,7 +18,7 @@ import pandas as pd
 
 from hseval.core import fileio
 from hseval.core.errors import HsevalWarning, RunFormatError
-from hseval.io import folders as ownership
+from hseval.io.output import OutputFile, OutputFolder
 from hseval.io.results import (
     Evaluation,
     grouped_summary,
@@ -172,20 +172,24 @@ def write_report(root: str | Path, *, out: str | Path | None = None, baseline: s
     nothing), and each is written atomically: a killed report leaves the old file or the new one.
     A run whose files are damaged is left out, with its reason in the report and as a warning.
     ``baseline`` names the run the others are compared with (default: the first plain head).
-    The evaluation folder is locked while the report is written."""
+    The report is written into the evaluation folder (an output folder of kind "evaluations",
+    locked meanwhile); ``out``, the page's path elsewhere, must not lie in any hseval folder."""
     root = Path(root)
     evaluation = load_evaluation(root)
     if not evaluation.runs:
         raise RunFormatError(f"{root}: no readable evaluated run ({'; '.join(evaluation.problems)})")
     for problem in evaluation.problems:
         warnings.warn(f"left out of the report: {problem}", HsevalWarning, stacklevel=2)
-    html_path = Path(out) if out else root / "report.html"
-    fileio.check_output_folder(html_path.parent, option="--out folder")
+    folder = OutputFolder(root, "evaluations")
+    page_file = OutputFile(out, option="--out") if out else None
     texts = render(evaluation, root, baseline=baseline)
-    files = {(html_path if name == "report.html" else root / name): text for name, text in texts.items()}
-    with ownership.locked(root):
-        for folder in {root, html_path.parent}:
-            fileio.remove_stale_temporaries(folder)  # left by a killed report
-        for path, text in files.items():
-            fileio.write_text(path, text)
-    return list(files)
+    page_text = texts.pop("report.html")
+    with folder:
+        for name, text in texts.items():
+            fileio.write_text(root / name, text)
+        if page_file is None:
+            fileio.write_text(root / "report.html", page_text)
+        else:
+            with page_file as path:
+                fileio.write_text(path, page_text)
+    return [root / name for name in texts] + [Path(out) if out else root / "report.html"]

@@ -21,18 +21,16 @@ split a cell or a row. hseval's trees refuse such names, and the writer replaces
 characters by a space all the same (:func:`tsv_cell`). In ``projector_config.pbtxt`` every string
 is written in protobuf's escaped form (:func:`pbtxt_string`), so any run name reads back as it is.
 
-``OUT`` is written as hseval writes its other folders (:mod:`hseval.io.folders`): everything is
-checked and read before anything is written; the files are written into a hidden sibling folder
-that carries a marker of kind ``export`` and is renamed into place when complete, so no reader
-ever sees a half-written export. A non-empty ``OUT`` that is not an export hseval wrote is refused;
-an earlier export there is replaced. Writing needs neither TensorBoard nor protobuf.
+``OUT`` is an output folder of kind ``export`` (:mod:`hseval.io.output`): everything is checked and
+read before anything is written; the files are written into a hidden sibling folder that is
+renamed into place when complete, so no reader ever sees a half-written export, and its marker
+records every file written. A non-empty ``OUT`` that is not an export hseval wrote is refused; an
+earlier export there is replaced, unless it holds a file the marker does not record (one the user
+added): that is refused, never deleted. Writing needs neither TensorBoard nor protobuf.
 """
 
 from __future__ import annotations
 
-import contextlib
-import os
-import shutil
 import warnings
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -41,18 +39,16 @@ import numpy as np
 
 from hseval.core import fileio
 from hseval.core.errors import ConfigError, HsevalWarning, RunFormatError
-from hseval.io import folders as ownership
+from hseval.io.output import OutputFolder
 from hseval.tree.hierarchy import Hierarchy
 
 __all__ = ["FORMATS", "KIND", "CONFIG_FILE", "TENSORS_FILE", "METADATA_FILE", "Exported", "export_evaluation",
-           "tensorboard_files", "metadata_rows", "tsv_cell", "pbtxt_string", "check_out"]
+           "tensorboard_files", "metadata_rows", "tsv_cell", "pbtxt_string"]
 
 FORMATS = {"tensorboard": "TensorBoard's Embedding Projector (projector_config.pbtxt, TSV tensors and metadata)"}
 KIND = "export"
 """The ownership kind of an export folder (:data:`hseval.io.folders.KINDS`)."""
 CONFIG_FILE, TENSORS_FILE, METADATA_FILE = "projector_config.pbtxt", "tensors.tsv", "metadata.tsv"
-STAGING_PREFIX = ".hseval-staging-export-"
-OPTION = "OUT"
 
 
 @dataclass
@@ -162,67 +158,6 @@ def tensorboard_files(runs: list[tuple[str, Hierarchy, dict[str, np.ndarray]]]) 
     return files
 
 
-# ====================================================================== the output folder
-def check_out(out: Path) -> None:
-    """Refuse, writing nothing, an ``OUT`` that is a file, cannot be written, or is a folder that
-    holds anything but an earlier export (hidden files included: they would be lost)."""
-    ownership.check_claimable(out, KIND, option=OPTION)
-    if out.is_dir() and ownership.kind_of(out) != KIND:
-        try:
-            hidden = sorted(p.name for p in out.iterdir())
-        except OSError as exc:
-            raise ownership.OwnershipError(f"{out}: cannot list it ({exc.strerror or exc}); choose another "
-                                           f"{OPTION}") from None
-        if hidden:
-            shown = ", ".join(repr(e) for e in hidden[:3]) + (" ..." if len(hidden) > 3 else "")
-            raise ownership.OwnershipError(f"{out}: is not empty and was not written by hseval as "
-                                           f"{ownership.KINDS[KIND]} (it holds {shown}); choose a new or empty "
-                                           f"{OPTION}")
-
-
-def _alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except OSError:
-        return True
-    return True
-
-
-def _remove_stale_staging(out: Path) -> None:
-    """Remove the staging folders of ``out`` that a killed export left (their process is gone)."""
-    prefix = f"{STAGING_PREFIX}{out.name}-"
-    with contextlib.suppress(OSError):
-        for stale in out.parent.glob(f"{STAGING_PREFIX}*"):
-            pid = stale.name[len(prefix):] if stale.name.startswith(prefix) else ""
-            if pid.isdigit() and int(pid) != os.getpid() and not _alive(int(pid)) and stale.is_dir():
-                shutil.rmtree(stale, ignore_errors=True)
-
-
-def _write_folder(out: Path, files: dict[str, str], **details: object) -> None:
-    """Write ``files`` into a staging sibling of ``out``, then rename it onto ``out`` (replacing an
-    earlier export, or an empty folder)."""
-    out = Path(os.path.abspath(out))  # "." and ".." get a name and a parent
-    try:
-        out.parent.mkdir(parents=True, exist_ok=True)
-    except OSError as exc:
-        raise ownership.OwnershipError(f"cannot write {out}: {exc.strerror or exc}; choose another {OPTION}") from None
-    _remove_stale_staging(out)
-    staging = out.parent / f"{STAGING_PREFIX}{out.name}-{os.getpid()}"
-    shutil.rmtree(staging, ignore_errors=True)
-    try:
-        staging.mkdir()
-        ownership.claim(staging, KIND, option=OPTION, **details)
-        for rel, text in files.items():
-            fileio.write_text(staging / rel, text)
-        if out.is_dir() and ownership.kind_of(out) != KIND:
-            out.rmdir()  # an empty folder (check_out refused any other): the export takes its place
-        ownership.replace_folder(staging, out, KIND)
-    finally:
-        shutil.rmtree(staging, ignore_errors=True)
-
-
 # ====================================================================== the command
 def export_evaluation(eval_dir: str | Path, out: str | Path, *, to: str = "tensorboard") -> Exported:
     """Export the evaluation folder ``eval_dir`` into ``out`` in the format ``to``.
@@ -235,7 +170,8 @@ def export_evaluation(eval_dir: str | Path, out: str | Path, *, to: str = "tenso
     if to not in FORMATS:
         raise ConfigError(f"--to {to!r}: unknown export format; choose from {', '.join(FORMATS)}")
     eval_dir, out = Path(eval_dir), Path(out)
-    check_out(out)
+    folder = OutputFolder(out, KIND, option="OUT", replace=True, staged=True, source=str(eval_dir.resolve()),
+                          format=to)
     evaluation = load_evaluation(eval_dir)
     result = Exported(out=out)
     for problem in evaluation.problems:
@@ -255,5 +191,8 @@ def export_evaluation(eval_dir: str | Path, out: str | Path, *, to: str = "tenso
             "; ".join(evaluation.problems)
         raise RunFormatError(f"{eval_dir}: no evaluated run has embeddings to export ({reasons})")
     files = tensorboard_files(runs)
-    _write_folder(out, files, source=str(eval_dir.resolve()), format=to, runs=sorted(result.runs))
+    folder.details["runs"] = sorted(result.runs)
+    with folder:
+        for rel, text in files.items():
+            fileio.write_text(folder.target / rel, text)
     return result

@@ -317,6 +317,17 @@ run_case("inf-weights", "an infinite backbone weight, checksum updated", "run/mo
                                                     v.is_floating_point()).view(-1).__setitem__(0, np.inf)))
 
 
+def hseval_run_folder(folder: Path, good: Good) -> Path:
+    """An empty run folder that hseval created (its marker): a training state planted there is read."""
+    import shutil
+
+    from hseval.io.folders import MARKER
+
+    folder.mkdir()
+    shutil.copy2(good.run / MARKER, folder / MARKER)
+    return folder
+
+
 def resume(run: Path, tmp: Path, good: Good) -> list[str]:
     return ["train", "--head", "riemann", "--data-root", str(good.fashion), "--quiet", "--set",
             "data.train_subset=null", "--out", str(run), "--resume"]
@@ -326,8 +337,7 @@ def resume(run: Path, tmp: Path, good: Good) -> list[str]:
       "run/train_state.pt: cannot be read as a training state (UnpicklingError); remove it to restart training "
       "from the beginning")
 def _(tmp, good):
-    run = tmp / "run"
-    run.mkdir()
+    run = hseval_run_folder(tmp / "run", good)
     import torch
 
     from tests.bad_inputs.builders import PlantedSystem
@@ -341,8 +351,7 @@ def _(tmp, good):
 def _(tmp, good):
     import torch
 
-    (tmp / "run").mkdir()
-    torch.save([1, 2, 3], tmp / "run" / "train_state.pt")
+    torch.save([1, 2, 3], hseval_run_folder(tmp / "run", good) / "train_state.pt")
     return resume(tmp / "run", tmp, good)
 
 
@@ -600,8 +609,66 @@ def _(tmp, good):
     return [*fashion_train(tmp, good, "--force")[:-3], "--out", str(evaluation / "run"), "--force"]
 
 
-@case("convert-out-below-a-file", "cli", "`hierarchy convert` into a path below a file",
-      "cannot write …/afile/out.txt.names.tsv: File exists; choose a writable folder")
+@case("train-over-user-logs", "ownership", "`train --out exp1` where `exp1/` holds only the user's `tensorboard/` "
+      "logs (used to delete the logs, exit 0)", "exp1: is not empty and was not written by hseval as a training run "
+      "(it holds 'tensorboard'); choose a new or empty --out")
+def _(tmp, good):
+    write(tmp / "exp1" / "tensorboard" / "events.out.tfevents.1", "the user's logs")
+    return [*fashion_train(tmp, good)[:-2], "--out", str(tmp / "exp1")]
+
+
+@case("import-into-the-checkpoints-folder", "ownership", "`import hf/model.safetensors … --out hf` (used to overwrite "
+      "the checkpoint being imported)", "hf: is not empty and was not written by hseval as a training run (it holds "
+      "'model.safetensors'); choose a new or empty --out")
+def _(tmp, good):
+    import shutil
+
+    from tests.helpers import fashion_tree
+
+    checkpoint = Path(shutil.copy2(good.run / "model.safetensors", write(tmp / "hf" / "model.safetensors", "")))
+    fashion_tree().write(tmp / "tree.json")
+    return ["import", str(checkpoint), "--backbone", "small-cnn", "--head", "riemann", "--hierarchy",
+            str(tmp / "tree.json"), "--dataset", "fashion-mnist", "--force", "--out", str(tmp / "hf")]
+
+
+@case("predictions-into-user-notes", "ownership", "`evaluate --predictions … --out notes` where `notes/` holds the "
+      "user's `report.md` (used to adopt the folder, and `report notes` overwrote the file)", "notes: is not empty and "
+      "was not written by hseval as an evaluation folder (one sub-folder per evaluated run) (it holds 'report.md'); "
+      "choose a new or empty --out")
+def _(tmp, good):
+    from tests.helpers import fashion_tree
+
+    write(tmp / "notes" / "report.md", "# my notes")
+    fashion_tree().write(tmp / "tree.json")
+    np.savez(tmp / "p.npz", targets=np.arange(10), logits=np.eye(10))
+    return ["evaluate", "--predictions", str(tmp / "p.npz"), "--hierarchy", str(tmp / "tree.json"), "--projections",
+            "none", "--out", str(tmp / "notes")]
+
+
+@case("induce-into-the-run", "ownership", "`hierarchy induce RUN --out RUN/run.json` (used to replace run.json, "
+      "exit 0; the run no longer loaded)", "run/run.json: lies inside …/run, which holds a training run that hseval "
+      "writes itself; write a file outside it (choose another --out)")
+def _(tmp, good):
+    run = copy_run(good, tmp)
+    return ["hierarchy", "induce", str(run), "--out", str(run / "run.json")]
+
+
+@case("re-export-over-user-notes", "ownership", "`export EVAL --to tensorboard tb` again after the user added "
+      "`tb/notes.md` (used to delete it)", "tb: holds 'notes.md', which hseval did not write there, so it will not "
+      "replace the folder; move it out or choose another OUT")
+def _(tmp, good):
+    import shutil
+
+    from hseval.cli.main import main
+
+    evaluation = Path(shutil.copytree(good.evaluation, tmp / "eval"))
+    assert main(export_to(tmp, evaluation, tmp / "tb")) == 0
+    write(tmp / "tb" / "notes.md", "the user's notes")
+    return export_to(tmp, evaluation, tmp / "tb")
+
+
+@case("convert-out-below-a-file", "cli", "`hierarchy convert` into a path below a file (used to write nothing only "
+      "because the names sidecar failed first)", "afile: is a file, not a folder; choose another OUTPUT")
 def _(tmp, good):
     write(tmp / "afile", "x")
     return ["hierarchy", "convert", str(write(tmp / "t.txt", "a/x\n")), str(tmp / "afile" / "out.txt"), "--to", "pairs"]
@@ -609,7 +676,10 @@ def _(tmp, good):
 
 # ====================================================================== evaluation folders, report, dashboard
 def garbage_folder(tmp: Path) -> Path:
-    """Random files at the top, and run-like folders of garbage."""
+    """Random files at the top, and evaluated runs of garbage (their markers, recording the
+    garbage's checksums, say they are: only then is a folder read as an evaluation)."""
+    from tests.helpers import reseal as seal_evaluation
+
     rng = np.random.default_rng(0)
     root = tmp / "garbage"
     write(root / "noise.bin", rng.bytes(2000))
@@ -619,6 +689,8 @@ def garbage_folder(tmp: Path) -> Path:
     write(root / "riemann" / "metrics.json", json.dumps({"top1": "high", "hierarchy": [1, 2]}))
     write(root / "riemann" / "geometry.csv", "a,b\n1\n")
     write(root / "multitask" / "metrics.json", "[" * 50_000)
+    for run in ("plain", "riemann", "multitask"):
+        seal_evaluation(root / run)
     return root
 
 
@@ -698,7 +770,7 @@ _report_case("report-wrong-type", "`hseval report` with a text depth in per_node
 
 
 @case("report-out-below-a-file", "dashboard", "`hseval report --out afile/report.html` (used to write the tables, then "
-      "fail)", "afile: is a file, not a folder; choose another --out folder")
+      "fail)", "afile: is a file, not a folder; choose another --out")
 def _(tmp, good):
     import shutil
 

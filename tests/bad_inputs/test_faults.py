@@ -160,7 +160,7 @@ def test_kill_9_during_evaluate_leaves_only_complete_runs(good, three_runs, tmp_
         seen.append((len(names), leftovers(out) if out.exists() else []))
     # what a kill leaves at the worst moments: a staging folder, a swapped-out run, a temporary file
     out = tmp_path / "eval-0"
-    for stale in (".hseval-staging-a-999999", ".hseval-old-b-999999", ".tmp-a-999999", ".old-b-999999"):
+    for stale in (".hseval-staging-a-999999", ".hseval-old-b-999999"):
         shutil.copytree(good.evaluation / "run", out / stale)
     (out / ".index.json.abcd1234.tmp").write_text('{"runs": [')
     assert main([*argv, "--out", str(out)]) == 0, capsys.readouterr().err

@@ -22,6 +22,7 @@ from streamlit.testing.v1 import AppTest
 
 from hseval.cli.main import main
 from hseval.io import evaluation_format as eval_format
+from hseval.io.folders import MARKER
 from hseval.io.results import load_evaluation
 from tests.bad_inputs.builders import reseal as reseal_run
 from tests.bad_inputs.mutations import Mutation, mutations_of
@@ -83,6 +84,7 @@ def two_runs(evaluated, tmp_path_factory) -> Path:
     folder = tmp_path_factory.mktemp("fuzz") / "eval"
     for name in (RUN, "plain"):
         shutil.copytree(evaluated / name, folder / name)
+    shutil.copy2(evaluated / MARKER, folder / MARKER)  # an evaluation folder hseval wrote, as the report needs
     return folder
 
 
