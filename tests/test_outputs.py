@@ -25,6 +25,7 @@ from safetensors.torch import save_file
 
 from hseval.cli.main import main
 from hseval.io.run_format import load_run
+from hseval.tree import write_hierarchy
 from tests.helpers import fashion_tree
 
 QUICK = ["--quiet", "--set", "optim.epochs=1", "--set", "data.train_subset=100", "--set", "data.batch_size=32"]
@@ -47,7 +48,7 @@ def inputs(evaluated, fashion_like, tmp_path) -> Inputs:
     run = Path(shutil.copytree(evaluated.parent / "runs" / "plain", tmp_path / "run"))
     evaluation = Path(shutil.copytree(evaluated, tmp_path / "eval"))
     tree = tmp_path / "tree.json"
-    fashion_tree().write(tree)
+    write_hierarchy(fashion_tree(), tree)
     checkpoint = tmp_path / "model.safetensors"
     save_file({k: v.contiguous() for k, v in load_run(run).model.state_dict().items()}, str(checkpoint))
     predictions = tmp_path / "p.npz"

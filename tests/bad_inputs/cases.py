@@ -626,7 +626,7 @@ def _(tmp, good):
     from tests.helpers import fashion_tree
 
     checkpoint = Path(shutil.copy2(good.run / "model.safetensors", write(tmp / "hf" / "model.safetensors", "")))
-    fashion_tree().write(tmp / "tree.json")
+    write_hierarchy(fashion_tree(), tmp / "tree.json")
     return ["import", str(checkpoint), "--backbone", "small-cnn", "--head", "riemann", "--hierarchy",
             str(tmp / "tree.json"), "--dataset", "fashion-mnist", "--force", "--out", str(tmp / "hf")]
 
@@ -639,7 +639,7 @@ def _(tmp, good):
     from tests.helpers import fashion_tree
 
     write(tmp / "notes" / "report.md", "# my notes")
-    fashion_tree().write(tmp / "tree.json")
+    write_hierarchy(fashion_tree(), tmp / "tree.json")
     np.savez(tmp / "p.npz", targets=np.arange(10), logits=np.eye(10))
     return ["evaluate", "--predictions", str(tmp / "p.npz"), "--hierarchy", str(tmp / "tree.json"), "--projections",
             "none", "--out", str(tmp / "notes")]
