@@ -261,7 +261,9 @@ def _check_projections(frame: pd.DataFrame, rows: Callable, *, path: Path, fail:
 
 def _check_history(frame: pd.DataFrame, rows: Callable, *, path: Path, fail: Callable, tree: Hierarchy | None,
                    **_: Any) -> None:
-    rows(frame["epoch"].diff().to_numpy()[1:] != 1, "epoch", "not the epoch after the previous line's")
+    epochs = frame["epoch"].to_numpy()
+    rows(np.r_[False, np.diff(epochs) != 1] if len(epochs) else epochs, "epoch", "not the epoch after the previous "
+         "line's")
     if tree is not None:
         extra = next((c for c in frame.columns if c.startswith("test_superclass_acc_depth")
                       and not 1 <= int(c.rsplit("depth", 1)[1]) < tree.max_depth), None)
