@@ -44,10 +44,11 @@ from hseval.io.records import (
     Unit,
     keys_like,
     level_keys,
+    parse_json,
     parse_record,
     write_record,
 )
-from hseval.io.tables import EVALUATION_TABLES, RERUN, read_table, render
+from hseval.io.tables import EVALUATION_TABLES, RERUN, render
 from hseval.tree.hierarchy import Hierarchy
 
 __all__ = ["SCHEMA_VERSION", "METRICS", "PER_NODE", "GEOMETRY", "PAIRS", "PROJECTIONS", "EMBEDDINGS", "PREDICTIONS",
@@ -179,9 +180,9 @@ class MetricsRecord(Scores):
 
 
 def read_metrics(path: Path, data: bytes) -> tuple[dict[str, Any], Hierarchy]:
-    """``metrics.json``'s checked values (the keys the file holds) and the run's tree."""
-    record = parse_record(MetricsRecord, data, where=path, hint=RERUN)
-    return record.model_dump(exclude_unset=True), record.hierarchy.tree
+    """``metrics.json`` as it reads (every value checked by :class:`MetricsRecord`) and the run's tree."""
+    metrics = parse_json(data, where=path, hint=RERUN)
+    return metrics, parse_record(MetricsRecord, metrics, where=path, hint=RERUN).hierarchy.tree
 
 
 # ====================================================================== arrays
@@ -290,11 +291,10 @@ def write_run(folder: Path, *, metrics: dict[str, Any], tables: dict[str, pd.Dat
     if missing:
         raise ValueError(f"write_run needs {missing}")
     contents = {METRICS: (json.dumps(fileio.json_ready(metrics), indent=2, allow_nan=False) + "\n").encode("utf-8")}
-    contents.update({name: render(tables[name], spec) for name, spec in TABLES.items()})
-    contents.update({name: _npz_bytes(arrays[name]) for name in ARRAYS})
     checked, tree = read_metrics(folder / METRICS, contents[METRICS])
-    for name, spec in TABLES.items():
-        read_table(folder / name, contents[name], spec, tree=tree, samples=checked["samples"])
+    contents.update({name: render(tables[name], spec, tree=tree, samples=checked["samples"])
+                     for name, spec in TABLES.items()})
+    contents.update({name: _npz_bytes(arrays[name]) for name in ARRAYS})
     for name in ARRAYS:
         read_arrays(folder / name, contents[name], tree, checked["samples"])
     for name, data in contents.items():

@@ -16,14 +16,15 @@ import json
 from pathlib import Path
 from typing import Annotated, Any, TypeVar
 
+import pydantic_core
 from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, StringConstraints, ValidationError, model_validator
 
 from hseval.core import fileio
 from hseval.core.errors import HsevalError, RunFormatError, problem_text
 from hseval.tree.hierarchy import Hierarchy
 
-__all__ = ["Record", "read_record", "parse_record", "write_record", "validation_line", "Unit", "NonNegative",
-           "Count", "Level", "Levels", "Sha256", "keys_like", "TreeRecord", "TestScores", "HistoryEntry",
+__all__ = ["Record", "read_record", "parse_record", "parse_json", "write_record", "validation_line", "Unit",
+           "NonNegative", "Count", "Level", "Levels", "Sha256", "keys_like", "TreeRecord", "TestScores", "HistoryEntry",
            "level_keys"]
 
 
@@ -118,8 +119,6 @@ def validation_line(exc: ValidationError, where: str | Path) -> str:
     problem = exc.errors(include_url=False)[0]
     kind, loc = problem["type"], problem["loc"]
     field, message = problem_text(problem)
-    if kind == "json_invalid":
-        return f"{where}: not valid JSON ({problem['msg'].removeprefix('Invalid JSON: ')})"
     if kind == "missing":
         return f"{where}: no '{field}'"
     if kind == "extra_forbidden" or loc[-1:] == ("[key]",) or (kind == "string_pattern_mismatch" and
@@ -132,21 +131,29 @@ def validation_line(exc: ValidationError, where: str | Path) -> str:
     return f"{where}: '{field}' {message}, got {_shown(problem['input'])}"
 
 
+def parse_json(data: bytes | str, *, where: str | Path, error: type[HsevalError] = RunFormatError,
+               hint: str = "") -> Any:
+    """The JSON value of ``data`` (keys in the file's order), or one line ``error`` naming
+    ``where`` and what is wrong (not UTF-8, not JSON, nested too deeply)."""
+    end = f"; {hint}" if hint else ""
+    try:
+        return pydantic_core.from_json(data.decode("utf-8") if isinstance(data, bytes) else data)
+    except UnicodeDecodeError as exc:
+        raise error(f"{where}: not UTF-8 text (byte {exc.start}){end}") from None
+    except ValueError as exc:
+        raise error(f"{where}: not valid JSON ({exc}){end}") from None
+
+
 def parse_record(model: type[R], data: Any, *, where: str | Path, error: type[HsevalError] = RunFormatError,
                  hint: str = "") -> R:
     """``data`` (bytes or str of JSON, or already parsed) as a ``model``, or one line ``error``
     naming ``where``, the field and what was wrong (``hint`` ends it: how to fix it)."""
-    end = f"; {hint}" if hint else ""
+    if isinstance(data, (bytes, str)):
+        data = parse_json(data, where=where, error=error, hint=hint)
     try:
-        if isinstance(data, bytes):
-            data.decode("utf-8")  # pydantic's message for a byte that is not UTF-8 does not say so
-        if isinstance(data, (bytes, str)):
-            return model.model_validate_json(data)
         return model.model_validate(data)
-    except UnicodeDecodeError as exc:
-        raise error(f"{where}: not UTF-8 text (byte {exc.start}){end}") from None
     except ValidationError as exc:
-        raise error(validation_line(exc, where) + end) from None
+        raise error(validation_line(exc, where) + (f"; {hint}" if hint else "")) from None
 
 
 def read_record(model: type[R], path: str | Path, *, what: str, error: type[HsevalError] = RunFormatError,

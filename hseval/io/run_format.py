@@ -36,7 +36,7 @@ from pydantic import ConfigDict, Field, field_validator, model_validator
 from hseval.core import fileio
 from hseval.core.errors import HsevalError, RunFormatError, first_line
 from hseval.io.records import Count, HistoryEntry, NonNegative, Record, Sha256, TestScores, TreeRecord, parse_record
-from hseval.io.tables import HISTORY, read_table, render
+from hseval.io.tables import HISTORY, render
 from hseval.nn.model import HierarchicalClassifier, build_model
 from hseval.tree.hierarchy import Hierarchy
 
@@ -293,10 +293,7 @@ def write_history(run_dir: str | Path, history: list[dict[str, Any]]) -> None:
     frame = pd.DataFrame(rows, columns=[c.name for c in HISTORY.columns] +
                          sorted({k for row in rows for k in row if k.startswith("test_superclass_acc_depth")},
                                 key=lambda k: int(k.rsplit("depth", 1)[1])))
-    path = Path(run_dir) / HISTORY_FILE
-    data = render(frame, HISTORY)
-    read_table(path, data, HISTORY)
-    fileio.write_bytes(path, data)
+    fileio.write_bytes(Path(run_dir) / HISTORY_FILE, render(frame, HISTORY))
 
 
 def load_run(run_dir: str | Path, *, device: str | torch.device = "cpu") -> Run:

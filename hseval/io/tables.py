@@ -31,7 +31,7 @@ from hseval.tree.hierarchy import Hierarchy
 
 __all__ = ["Column", "Table", "read_table", "read_cells", "parse_column", "render", "where", "failure",
            "PER_NODE", "GEOMETRY",
-           "PAIRS", "PROJECTIONS", "HISTORY", "EVALUATION_TABLES", "RERUN"]
+           "PAIRS", "PROJECTIONS", "HISTORY", "EVALUATION_TABLES", "SUMMARY", "GROUPED", "LEVELS", "RERUN"]
 
 RERUN = "re-run 'hseval evaluate'"
 
@@ -186,16 +186,19 @@ def read_table(path: Path, data: bytes, spec: Table, *, tree: Hierarchy | None =
     return frame
 
 
-def render(frame: pd.DataFrame, spec: Table) -> bytes:
-    """``frame`` as the CSV bytes of ``spec``: its columns in order, then those of its pattern
-    (integers written as integers even where a cell is empty)."""
-    names = [c.name for c in spec.columns] + [c for c in frame.columns if spec.pattern and
-                                                re.fullmatch(spec.pattern[0], c)]
+def render(frame: pd.DataFrame, spec: Table, **context: Any) -> bytes:
+    """``frame`` as the CSV bytes of ``spec`` (its columns in order, then those of its pattern;
+    integers as integers even where a cell is empty), read back through :func:`read_table` with
+    ``context`` (``tree``, ``samples``): a writer that breaks its own schema fails before writing."""
+    names = [c.name for c in spec.columns]
+    names += [c for c in frame.columns if spec.pattern and re.fullmatch(spec.pattern[0], c) and c not in names]
     out = frame[names].copy()
     for name in names:
         if spec.column(name).kind is int:
             out[name] = out[name].astype("Int64")
-    return out.to_csv(index=False).encode("utf-8")
+    data = out.to_csv(index=False).encode("utf-8")
+    read_table(Path(spec.file), data, spec, **context)
+    return data
 
 
 # ====================================================================== cross-checks against the tree
@@ -309,3 +312,14 @@ HISTORY = Table("history.csv", tuple(sorted(_columns_of(HistoryEntry), key=lambd
                 hint="")
 """A run's ``history.csv``: run.json's history flat, one line per epoch (super-class accuracy one
 column per depth)."""
+_NUMBER = Column("", float, nullable=True)
+SUMMARY = Table("summary.csv", (
+    Column("run", str), Column("dataset", str), Column("backbone", str, nullable=True), Column("head", str),
+    Column("seed", int, 0, nullable=True), Column("samples", int, 0)), pattern=(".+", _NUMBER), key=("run",), hint="")
+GROUPED = Table("summary_grouped.csv", (
+    Column("dataset", str), Column("backbone", str, nullable=True), Column("head", str), Column("runs", str),
+    Column("seeds", int, 1)), pattern=(r".+_(mean|std)", _NUMBER), hint="")
+LEVELS = Table("superclass_accuracy.csv", (Column("run", str), Column("head", str), Column("leaf", float, 0, 1)),
+               pattern=(r"level [1-9][0-9]{0,3} \((from leaf|own scores)\)", _UNIT), key=("run",), hint="")
+"""The report's tables of numbers (``hseval report``): one row per run, per seed group, and the
+super-class accuracy report. Every column a pattern names is a number."""
