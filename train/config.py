@@ -34,9 +34,9 @@ Positive = Annotated[int, Field(ge=1)]
 
 
 class _Section(BaseModel):
-    """Checked on every assignment: a setting of the wrong type or range never gets in."""
+    """No unknown setting, no coercion (a bool is not a number), no NaN or infinity."""
 
-    model_config = ConfigDict(strict=True, extra="forbid", validate_assignment=True, allow_inf_nan=False)
+    model_config = ConfigDict(strict=True, extra="forbid", allow_inf_nan=False)
 
 
 class DataConfig(_Section):
@@ -93,9 +93,21 @@ class TrainConfig(_Section):
 
     @classmethod
     def from_dict(cls, data: dict[str, Any], *, source: str = "config") -> TrainConfig:
-        config = cls()
+        """``data`` (nested sections, or dotted keys such as ``optim.lr``) as a checked config."""
+        nested: dict[str, Any] = {}
         for key, value in flatten_settings(data):
-            _set(config, key, value, source=source)
+            for part in reversed(key.split(".")):
+                value = {part: value}
+            nested = _merge(nested, value)
+        try:
+            config = cls.model_validate(nested)
+        except ValidationError as exc:
+            problem = exc.errors(include_url=False)[0]
+            field, message = problem_text(problem)
+            if problem["type"] == "extra_forbidden":
+                raise ConfigError(f"{source}: unknown setting {field!r}; known settings: "
+                                  f"{', '.join(_known_keys(cls()))}") from None
+            raise ConfigError(f"{source}: {field} {message}, got {problem['input']!r}") from None
         config.validate()
         return config
 
@@ -131,27 +143,9 @@ def _known_keys(section: BaseModel, prefix: str = "") -> list[str]:
     return keys
 
 
-def _set(config: TrainConfig, key: str, value: Any, *, source: str) -> None:
-    parts = key.split(".")
-    if parts[:2] == ["model", "head_options"] and len(parts) == 3:
-        config.model.head_options[parts[2]] = value
-        return
-    target: Any = config
-    for part in parts[:-1]:
-        target = getattr(target, part, None) if isinstance(target, BaseModel) else None
-    if not isinstance(target, BaseModel) or parts[-1] not in type(target).model_fields or \
-            isinstance(getattr(target, parts[-1]), BaseModel):
-        raise ConfigError(f"{source}: unknown setting {key!r}; known settings: {', '.join(_known_keys(config))}")
-    try:
-        setattr(target, parts[-1], value)
-    except ValidationError as exc:
-        problem = exc.errors(include_url=False)[0]
-        field, message = problem_text(problem)
-        raise ConfigError(f"{source}: {'.'.join(parts[:-1] + [field])} {message}, got {problem['input']!r}") from None
-
-
 def apply_overrides(config: TrainConfig, overrides: list[str]) -> TrainConfig:
-    """Apply ``key=value`` strings (values parsed as YAML scalars) and validate."""
+    """``config`` with ``key=value`` strings (values parsed as YAML scalars) applied, checked."""
+    settings = config.to_dict()
     for item in overrides:
         key, sep, text = item.partition("=")
         if not sep or not key.strip():
@@ -160,9 +154,8 @@ def apply_overrides(config: TrainConfig, overrides: list[str]) -> TrainConfig:
             value = yaml.safe_load(text) if text.strip() else None
         except (yaml.YAMLError, RecursionError):
             value = text
-        _set(config, key.strip(), value, source="--set")
-    config.validate()
-    return config
+        settings = _merge(settings, dict([(key.strip(), value)]))
+    return TrainConfig.from_dict(settings, source="--set")
 
 
 def _recipe_dir() -> Path:

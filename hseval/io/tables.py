@@ -15,6 +15,7 @@ parsed once, vectorised, and the first bad one is named.
 from __future__ import annotations
 
 import csv
+import dataclasses
 import io
 import re
 from collections.abc import Callable
@@ -64,8 +65,7 @@ class Table:
     def column(self, name: str) -> Column | None:
         found = next((c for c in self.columns if c.name == name), None)
         if found is None and self.pattern is not None and re.fullmatch(self.pattern[0], name):
-            return Column(name, self.pattern[1].kind, self.pattern[1].low, self.pattern[1].high,
-                          self.pattern[1].nullable)
+            return dataclasses.replace(self.pattern[1], name=name)
         return found
 
 
