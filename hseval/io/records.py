@@ -83,12 +83,14 @@ class TreeRecord(Record):
 
 
 class TestScores(Record):
-    """The test split scored at the end of an epoch (``run.json``'s final ``metrics``)."""
+    """The test split scored at the end of an epoch (``run.json``'s final ``metrics``), and the mean
+    norm of its features."""
 
     test_loss: NonNegative | None = None
     test_acc: Unit | None = None
     test_samples: Count | None = None
     test_superclass_acc: Levels | None = None
+    feature_norm: NonNegative | None = None
 
 
 class HistoryEntry(TestScores):
@@ -103,7 +105,6 @@ class HistoryEntry(TestScores):
     train_acc: Unit | None = None
     images_per_s: NonNegative | None = None
     seconds: NonNegative | None = None
-    feature_norm: NonNegative | None = None
 
 
 def _shown(value: Any) -> str:

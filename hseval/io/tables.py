@@ -27,7 +27,7 @@ import numpy as np
 import pandas as pd
 
 from hseval.core.errors import HsevalError, RunFormatError
-from hseval.io.records import HistoryEntry
+from hseval.io.records import HistoryEntry, TestScores
 from hseval.tree.hierarchy import Hierarchy
 
 __all__ = ["Column", "Table", "read_table", "read_cells", "parse_column", "render", "where", "failure",
@@ -307,7 +307,8 @@ PROJECTIONS = Table("projections.csv", (
     Column("index", int, 0, nullable=True)),  # the sample's position in the evaluated split
     pattern=(r"level[1-9][0-9]{0,3}", Column("", str, nullable=True)), check=_check_projections)
 EVALUATION_TABLES = {t.file: t for t in (PER_NODE, GEOMETRY, PAIRS, PROJECTIONS)}
-HISTORY = Table("history.csv", tuple(sorted(_columns_of(HistoryEntry), key=lambda c: c.name != "epoch")),
+HISTORY = Table("history.csv", tuple(sorted(_columns_of(HistoryEntry),  # epoch, training, then test columns
+                                             key=lambda c: (c.name != "epoch") + (c.name in TestScores.model_fields))),
                 pattern=(r"test_superclass_acc_depth[1-9][0-9]{0,3}", _UNIT), key=("epoch",), check=_check_history,
                 hint="")
 """A run's ``history.csv``: run.json's history flat, one line per epoch (super-class accuracy one
