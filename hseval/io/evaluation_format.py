@@ -255,11 +255,14 @@ def _check_level_predictions(path: Path, levels: np.ndarray, n: int, tree: Hiera
 # ====================================================================== checksums and writing
 def checksums(folder: Path) -> dict[str, str]:
     """The SHA-256 of each file as ``hseval evaluate`` recorded it in the folder's marker."""
-    files = (ownership.read_marker(folder) or {}).get("files")
-    if not isinstance(files, dict):
+    marker = ownership.read_marker(folder)
+    if marker is None:
+        raise RunFormatError(f"{folder / ownership.MARKER}: missing or unreadable, so 'hseval evaluate' did not write "
+                             f"this folder; {RERUN}")
+    if not isinstance(marker.get("files"), dict):
         raise RunFormatError(f"{folder}: its marker records no checksums of the files, so they cannot be verified; "
                              f"{RERUN}")
-    return files
+    return marker["files"]
 
 
 def verified_bytes(folder: Path, name: str, recorded: dict[str, str]) -> bytes:
