@@ -119,6 +119,8 @@ class LevelAgreement(Record):
 class TreeAgreement(Record):
     cophenetic_correlation: Signed | None = None
     levels: dict[Level, LevelAgreement] | None = None
+    skipped: str | None = None
+    """Why the class vectors were not clustered (fewer than 3 classes, too many, a zero vector)."""
 
 
 class Geometry(Record):
