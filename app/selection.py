@@ -33,10 +33,9 @@ def selected_rows(selection: Mapping[str, Any] | None, points: pd.DataFrame) -> 
 
 
 def sample_table(rows: pd.DataFrame, tree: Hierarchy, topk: np.ndarray) -> pd.DataFrame:
-    """One line per selected sample: index in the split (empty for projections written without
-    it), true class, predicted class (from the run's top-1 predictions) and whether it is correct."""
-    has_index = "index" in rows and rows["index"].notna().any()
-    index = rows["index"].to_numpy(dtype=float) if has_index else np.full(len(rows), np.nan)
+    """One line per selected sample: index in the split, true class, predicted class (from the
+    run's top-1 predictions) and whether it is correct."""
+    index = rows["index"].to_numpy(dtype=float)
     known = ~np.isnan(index) & (index < len(topk))
     predicted = np.full(len(rows), None, dtype=object)
     predicted[known] = [tree.leaf_names[c] for c in topk[index[known].astype(np.int64), 0].tolist()]

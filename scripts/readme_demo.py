@@ -13,7 +13,6 @@ are there).
 from __future__ import annotations
 
 import argparse
-import json
 import subprocess
 import sys
 import time
@@ -22,31 +21,34 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
+from hseval.cli.demo import DEMO_FILE, DemoRecord  # noqa: E402
+from hseval.io.records import read_record  # noqa: E402
+from hseval.io.results import read_run  # noqa: E402
 from scripts.readme_blocks import write_block  # noqa: E402
 
 CHROMIUM = "/usr/bin/chromium"
 
 
 def table(demo: Path) -> str:
-    info = json.loads((demo / "demo.json").read_text())
+    info = read_record(DemoRecord, demo / DEMO_FILE, what=DEMO_FILE)
     rows = []
-    for head in info["heads"]:
-        m = json.loads((demo / "eval" / head / "metrics.json").read_text())
+    for head in info.heads:
+        m = read_run(demo / "eval" / head).metrics
         leaf = m.get("superclass_acc", {})
         own = m.get("superclass_acc_from_levels", {})
         cells = [f"`{head}`", f"{m['top1']:.4f}"]
         cells += [f"{leaf[d]:.4f}" if d in leaf else "" for d in ("1", "2")]
         cells += [f"{own[d]:.4f}" if d in own else "—" for d in ("1", "2")]
         cells += [f"{m.get('mistake_severity', float('nan')):.3f}", f"{m.get('hierarchical_f1', float('nan')):.4f}",
-                  f"{info['train_seconds'].get(head, 0):.0f}"]
+                  f"{info.train_seconds.get(head, 0):.0f}"]
         rows.append("| " + " | ".join(cells) + " |")
     header = ("| head | leaf acc | L1 from leaf | L2 from leaf | L1 own scores | L2 own scores | mistake severity "
               "| hF1 | train s |\n"
               "|---|---|---|---|---|---|---|---|---|")
-    machine = info["machine"]
-    note = (f"Test split of Fashion-MNIST (10,000 images), seed 0, `hseval demo` on {machine['cpu']} "
-            f"({machine['threads']} threads, no GPU), torch {machine['torch']}, {info['date']}: "
-            f"{info['seconds'] / 60:.1f} minutes in all. Regenerate with `python scripts/readme_demo.py`.")
+    machine = info.machine
+    note = (f"Test split of Fashion-MNIST (10,000 images), seed 0, `hseval demo` on {machine.cpu} "
+            f"({machine.threads} threads, no GPU), torch {machine.torch}, {info.date}: "
+            f"{info.seconds / 60:.1f} minutes in all. Regenerate with `python scripts/readme_demo.py`.")
     return f"{header}\n" + "\n".join(rows) + f"\n\n{note}\n"
 
 
@@ -100,15 +102,14 @@ def main() -> int:
     demo = Path(args.out)
     if args.picture_only:
         return 0 if screenshot(demo, ROOT / "docs" / "dashboard.png") else 1
-    if not (args.reuse and (demo / "demo.json").is_file()):
+    if not (args.reuse and (demo / DEMO_FILE).is_file()):
         start = time.perf_counter()
         subprocess.run([sys.executable, "-m", "hseval", "demo", "--force", "--out", str(demo)], cwd=ROOT, check=True)
         print(f"demo took {time.perf_counter() - start:.0f} s")
     write_block("demo-table", table(demo))
-    info = json.loads((demo / "demo.json").read_text())
-    machine = info["machine"]
-    where = f"on {machine['cpu']} ({machine['threads']} threads), {info['date']}"
-    write_block("demo-time", f"{info['seconds'] / 60:.1f} minutes {where}, measured by `python scripts/readme_demo.py`")
+    info = read_record(DemoRecord, demo / DEMO_FILE, what=DEMO_FILE)
+    where = f"on {info.machine.cpu} ({info.machine.threads} threads), {info.date}"
+    write_block("demo-time", f"{info.seconds / 60:.1f} minutes {where}, measured by `python scripts/readme_demo.py`")
     write_block("demo-report-size", f"{(demo / 'eval' / 'report.html').stat().st_size / 1e6:.1f} MB")
     if screenshot(demo, ROOT / "docs" / "dashboard.png"):
         print("docs/dashboard.png updated")

@@ -135,12 +135,18 @@ BROKEN = {
                           r"run.json, line 1: run.json is not valid JSON"),
     "run.json a list": (lambda p: (p / META_FILE).write_text("[]"), r"expected a JSON object, got list"),
     "newer schema": (lambda p: _edit_meta(p, lambda m: m.update(schema_version=99)),
-                     rf"schema version 99 is newer than this hseval understands \({SCHEMA_VERSION}\); upgrade hseval"),
-    "old schema": (lambda p: _edit_meta(p, lambda m: m.update(schema_version=0)), r"unknown schema version 0"),
-    "no schema": (lambda p: _edit_meta(p, lambda m: m.pop("schema_version")), r"no integer 'schema_version'"),
+                     rf"run.json: 'schema_version': 99 is newer than this hseval understands \({SCHEMA_VERSION}\); "
+                     r"upgrade hseval"),
+    "old schema": (lambda p: _edit_meta(p, lambda m: m.update(schema_version=0)),
+                   r"unknown schema version 0 \(this hseval reads 2\)"),
+    "schema 1": (lambda p: _edit_meta(p, lambda m: m.update(schema_version=1)), r"unknown schema version 1"),
+    "no schema": (lambda p: _edit_meta(p, lambda m: m.pop("schema_version")), r"run.json: no 'schema_version'"),
     "wrong type": (lambda p: _edit_meta(p, lambda m: m["model"]["head"].update(name=3)),
-                   r"'model.head.name' must be str, got int"),
-    "missing key": (lambda p: _edit_meta(p, lambda m: m.pop("hierarchy")), r"missing 'hierarchy'"),
+                   r"run.json: 'model.head.name' must be a string, got 3"),
+    "missing key": (lambda p: _edit_meta(p, lambda m: m.pop("hierarchy")), r"run.json: no 'hierarchy'"),
+    "unknown key": (lambda p: _edit_meta(p, lambda m: m.update(notes="x")), r"run.json: unknown key 'notes'"),
+    "seed of the wrong type": (lambda p: _edit_meta(p, lambda m: m.update(seed="0")),
+                               r"run.json: 'seed' must be an integer, got \"0\""),
     "bad hierarchy": (lambda p: _edit_meta(p, lambda m: m["hierarchy"].update(parents=[0] * 13)),
                       r"'hierarchy': .*cycle"),
     "unknown head": (lambda p: _edit_meta(p, lambda m: _set_head(m, "nope")),
@@ -166,7 +172,7 @@ BROKEN = {
     "history edited": (lambda p: _edit_meta(p, lambda m: m.update(seed=7), reseal=False),
                        r"run.json: was edited after training"),
     "checksum removed": (lambda p: _edit_meta(p, lambda m: m.pop("meta_sha256"), reseal=False),
-                         r"run.json: missing 'meta_sha256'"),
+                         r"run.json: no 'meta_sha256'"),
     "NaN weights": (lambda p: _resave_tensors(p, lambda t: t["head.delta"].fill_(float("nan"))),
                     r"tensor 'head.delta' holds NaN or infinite values"),
     "shape changed": (lambda p: _resave_tensors(p, lambda t: t.update({"head.delta": torch.zeros(13, 7)})),
@@ -194,17 +200,6 @@ def test_broken_runs_give_clear_errors(run_dir, tmp_path, case):
     breaker(path)
     with pytest.raises(RunFormatError, match=message):
         load_run(path)
-
-
-def test_run_of_schema_1_loads_with_a_warning(run_dir, tmp_path):
-    """Runs written before the metadata checksum (schema 1) stay readable, with a warning."""
-    from hseval.core.errors import HsevalWarning
-
-    path = copy_run(run_dir, tmp_path / "copy")
-    _edit_meta(path, lambda m: (m.pop("meta_sha256"), m.update(schema_version=1)), reseal=False)
-    with pytest.warns(HsevalWarning, match=r"run.json: written by an older hseval \(schema 1\) without a checksum"):
-        run = load_run(path)
-    assert run.hierarchy == fashion_tree()
 
 
 def test_save_run_writes_every_file_with_the_same_permissions(run_dir):

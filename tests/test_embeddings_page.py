@@ -198,8 +198,6 @@ def test_sample_table_names_the_prediction_from_topk():
     topk = np.array([[2, 0], [3, 1]])
     listed = sample_table(rows, tree, topk)
     assert listed["predicted"].tolist() == ["dog", "cat"] and listed["index"].tolist() == [1, 0]
-    old = sample_table(rows.drop(columns="index"), tree, topk)  # projections written without the index
-    assert old["index"].isna().all() and old["predicted"].isna().all()
 
 
 def test_data_location_prefers_the_evaluations_data_root():

@@ -155,7 +155,7 @@ def test_evaluate_refuses_unknown_schema(evaluated, tmp_path, capsys):
     meta["schema_version"] = 7
     (copy / "run.json").write_text(json.dumps(meta))
     code, err = _error(capsys, ["evaluate", str(copy), "--out", str(tmp_path / "out")])
-    assert code == 2 and "schema version 7 is newer" in err
+    assert code == 2 and "run.json: 'schema_version': 7 is newer than this hseval understands" in err
     assert not (tmp_path / "out" / "run").exists()
 
 
@@ -181,7 +181,8 @@ def test_load_evaluation_sets_damaged_runs_aside(evaluated, tmp_path):
                                "(checksum mismatch); re-run 'hseval evaluate'"]
     reseal(folder / "plain")
     problems = load_evaluation(folder).problems
-    assert len(problems) == 1 and "plain/metrics.json, line 1: not valid JSON" in problems[0]
+    assert len(problems) == 1 and "plain/metrics.json: not valid JSON (EOF while parsing a list at line 1" in \
+        problems[0]
 
 
 def test_find_runs_globs_and_folders(evaluated):

@@ -58,7 +58,7 @@ def write_evaluated_run(folder: Path, tree: Hierarchy, *, samples: int = 12, dim
     geometry = pd.DataFrame(columns=[c.name for c in eval_format.TABLES[eval_format.GEOMETRY].columns])
     pairs = pd.DataFrame(columns=[c.name for c in eval_format.TABLES[eval_format.PAIRS].columns])
     projections = pd.DataFrame(columns=["method", "kind", "x", "y", "label",
-                                        *(f"level{d}" for d in range(1, tree.max_depth)), "correct"])
+                                        *(f"level{d}" for d in range(1, tree.max_depth)), "correct", "index"])
     emb = rng.normal(size=(samples, dim)).astype(np.float32)
     node_vectors = rng.normal(size=(P, dim)).astype(np.float32) if vectors and dim else np.zeros((0, 0), np.float32)
     metrics = {"top1": float((topk[:, 0] == targets).mean()) if samples else 0.0, "head": "riemann",
@@ -69,7 +69,8 @@ def write_evaluated_run(folder: Path, tree: Hierarchy, *, samples: int = 12, dim
             eval_format.PROJECTIONS: projections}, arrays={
             eval_format.EMBEDDINGS: {"embeddings": emb, "labels": targets, "predictions": topk[:, 0],
                                      "indices": np.arange(samples), "node_vectors": node_vectors},
-            eval_format.PREDICTIONS: {"targets": targets, "topk": topk}})
+            eval_format.PREDICTIONS: {"targets": targets, "topk": topk,
+                                      "levels": np.full((samples, tree.max_depth - 1), -1, np.int64)}})
     return folder
 
 

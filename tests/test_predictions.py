@@ -171,7 +171,7 @@ def test_csv_scores_names_and_indices_read_alike(tmp_path):
     np.testing.assert_array_equal(b.targets, targets)
     np.testing.assert_allclose(a.scores, probs)
     (tmp_path / "typo.csv").write_text("target,pred\nSneaker,Bag\nSneakr,Bag\n")
-    with pytest.raises(DataError, match=r"typo.csv: line 3, column 'target': 'Sneakr' is not a class of the "
+    with pytest.raises(DataError, match=r"typo.csv, line 3, column 'target': 'Sneakr' is not a class of the "
                                         r"hierarchy \(did you mean 'Sneaker'\?\)"):
         read_predictions(tmp_path / "typo.csv", tree)
 

@@ -8,110 +8,117 @@ checked against the field's type. The resolved configuration is stored in ``run.
 
 from __future__ import annotations
 
-import dataclasses
-import types
-import typing
-from dataclasses import dataclass, field
 from importlib import resources
 from pathlib import Path
-from typing import Any
+from typing import Annotated, Any
 
 import yaml
+from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, ValidationError
 
-from hseval.core.errors import ConfigError
+from hseval.core.errors import ConfigError, problem_text
 
 __all__ = ["DataConfig", "ModelConfig", "OptimConfig", "EngineConfig", "TrainConfig", "load_config",
            "list_recipes", "default_recipe", "apply_overrides", "flatten_settings"]
 
 
-@dataclass
-class DataConfig:
-    dataset: str = "fashion-mnist"
-    root: str | None = None
-    hierarchy: str | None = None        # a hierarchy file that replaces the dataset's tree
-    train_subset: int | None = None     # a stratified random subset of the training split (CPU budgets)
-    batch_size: int = 64
-    eval_batch_size: int = 512
-    workers: int = 4                    # loader processes for datasets read from files
+def _number_as_text(value: Any) -> Any:
+    return str(value) if isinstance(value, (int, float)) and not isinstance(value, bool) else value
 
 
-@dataclass
-class ModelConfig:
-    backbone: str = "resnet18"
-    head: str = "plain"
-    embedding_dim: int | None = None    # a linear bottleneck (2 for the paper's 2-D figure)
-    small_stem: bool | None = None      # None: the CIFAR stem below 100 pixels
-    head_options: dict[str, Any] = field(default_factory=dict)  # each head takes the ones it knows
+def _scalar_as_list(value: Any) -> Any:
+    return [value] if isinstance(value, (int, float, str)) and not isinstance(value, bool) else value
 
 
-@dataclass
-class OptimConfig:
-    lr: float = 0.1
-    momentum: float = 0.9
-    weight_decay: float = 1e-4
-    epochs: int = 300
-    milestones: list[int] = field(default_factory=lambda: [150, 225])
+Text = Annotated[str, BeforeValidator(_number_as_text)]  # YAML reads "--set engine.device=0" as a number
+Positive = Annotated[int, Field(ge=1)]
+
+
+class _Section(BaseModel):
+    """No unknown setting, no coercion (a bool is not a number), no NaN or infinity."""
+
+    model_config = ConfigDict(strict=True, extra="forbid", allow_inf_nan=False)
+
+
+class DataConfig(_Section):
+    dataset: Text = "fashion-mnist"
+    root: Text | None = None
+    hierarchy: Text | None = None        # a hierarchy file that replaces the dataset's tree
+    train_subset: Positive | None = None  # a stratified random subset of the training split (CPU budgets)
+    batch_size: Positive = 64
+    eval_batch_size: Positive = 512
+    workers: int = Field(4, ge=0)        # loader processes for datasets read from files
+
+
+class ModelConfig(_Section):
+    backbone: Text = "resnet18"
+    head: Text = "plain"
+    embedding_dim: int | None = None     # a linear bottleneck (2 for the paper's 2-D figure)
+    small_stem: bool | None = None       # None: the CIFAR stem below 100 pixels
+    head_options: dict[str, Any] = Field(default_factory=dict)  # each head takes the ones it knows
+
+
+class OptimConfig(_Section):
+    lr: float = Field(0.1, gt=0)
+    momentum: float = Field(0.9, ge=0)
+    weight_decay: float = Field(1e-4, ge=0)
+    epochs: Positive = 300
+    milestones: Annotated[list[Positive], BeforeValidator(_scalar_as_list)] = Field(default_factory=lambda: [150, 225])
     lr_decay: float = 0.1
 
 
-@dataclass
-class EngineConfig:
-    device: str = "auto"                # auto | cpu | cuda | cuda:N
+class EngineConfig(_Section):
+    device: Text = "auto"                # auto | cpu | cuda | cuda:N
     seed: int = 0
-    amp: bool = True                    # bf16 autocast on CUDA (heads keep their maths in float32)
-    channels_last: bool = True          # on CUDA
-    gpu_dataset: bool = True            # keep in-memory datasets on the GPU, augment there
-    eval_every: int = 1                 # evaluate on the test split every N epochs (and at the end)
-    threads: int | None = None          # torch CPU threads (None: torch's default)
-    tune_malloc: bool = True            # CPU: keep big blocks in glibc's heap (no page faults per step)
+    amp: bool = True                     # bf16 autocast on CUDA (heads keep their maths in float32)
+    channels_last: bool = True           # on CUDA
+    gpu_dataset: bool = True             # keep in-memory datasets on the GPU, augment there
+    eval_every: Positive = 1             # evaluate on the test split every N epochs (and at the end)
+    threads: Positive | None = None      # torch CPU threads (None: torch's default)
+    tune_malloc: bool = True             # CPU: keep big blocks in glibc's heap (no page faults per step)
     progress: bool = True
     tensorboard: bool = False
-    compile: bool = False               # torch.compile of the training step (forward, loss, backward)
-    cuda_graphs: bool = False           # with compile: replay the step as CUDA graphs (mode "reduce-overhead")
+    compile: bool = False                # torch.compile of the training step (forward, loss, backward)
+    cuda_graphs: bool = False            # with compile: replay the step as CUDA graphs (mode "reduce-overhead")
 
 
-@dataclass
-class TrainConfig:
-    data: DataConfig = field(default_factory=DataConfig)
-    model: ModelConfig = field(default_factory=ModelConfig)
-    optim: OptimConfig = field(default_factory=OptimConfig)
-    engine: EngineConfig = field(default_factory=EngineConfig)
-    recipe: str | None = None
+class TrainConfig(_Section):
+    data: DataConfig = Field(default_factory=DataConfig)
+    model: ModelConfig = Field(default_factory=ModelConfig)
+    optim: OptimConfig = Field(default_factory=OptimConfig)
+    engine: EngineConfig = Field(default_factory=EngineConfig)
+    recipe: Text | None = None
 
     def to_dict(self) -> dict[str, Any]:
-        return dataclasses.asdict(self)
+        return self.model_dump()
 
     @classmethod
     def from_dict(cls, data: dict[str, Any], *, source: str = "config") -> TrainConfig:
-        config = cls()
+        """``data`` (nested sections, or dotted keys such as ``optim.lr``) as a checked config."""
+        nested: dict[str, Any] = {}
         for key, value in flatten_settings(data):
-            _set(config, key, value, source=source)
+            for part in reversed(key.split(".")):
+                value = {part: value}
+            nested = _merge(nested, value)
+        try:
+            config = cls.model_validate(nested)
+        except ValidationError as exc:
+            problem = exc.errors(include_url=False)[0]
+            field, message = problem_text(problem)
+            if problem["type"] == "extra_forbidden":
+                raise ConfigError(f"{source}: unknown setting {field!r}; known settings: "
+                                  f"{', '.join(_known_keys(cls()))}") from None
+            raise ConfigError(f"{source}: {field} {message}, got {problem['input']!r}") from None
         config.validate()
         return config
 
     def validate(self) -> None:
-        checks = [
-            (self.data.batch_size >= 1, f"data.batch_size must be >= 1, got {self.data.batch_size}"),
-            (self.data.eval_batch_size >= 1, f"data.eval_batch_size must be >= 1, got {self.data.eval_batch_size}"),
-            (self.data.workers >= 0, f"data.workers must be >= 0, got {self.data.workers}"),
-            (self.data.train_subset is None or self.data.train_subset >= 1,
-             f"data.train_subset must be >= 1, got {self.data.train_subset}"),
-            (self.optim.lr > 0, f"optim.lr must be > 0, got {self.optim.lr}"),
-            (self.optim.momentum >= 0, f"optim.momentum must be >= 0, got {self.optim.momentum}"),
-            (self.optim.weight_decay >= 0, f"optim.weight_decay must be >= 0, got {self.optim.weight_decay}"),
-            (self.optim.epochs >= 1, f"optim.epochs must be >= 1, got {self.optim.epochs}"),
-            (all(m >= 1 for m in self.optim.milestones), f"optim.milestones must be >= 1: {self.optim.milestones}"),
-            (self.engine.eval_every >= 1, f"engine.eval_every must be >= 1, got {self.engine.eval_every}"),
-            (self.engine.threads is None or self.engine.threads >= 1,
-             f"engine.threads must be >= 1, got {self.engine.threads}"),
-            (self.engine.compile or not self.engine.cuda_graphs,
-             "engine.cuda_graphs=true needs engine.compile=true (the graphs are recorded by torch.compile)"),
-            (self.engine.device == "auto" or self.engine.device == "cpu" or self.engine.device.startswith("cuda"),
-             f"engine.device must be auto, cpu or cuda[:N], got {self.engine.device!r}"),
-        ]
-        for ok, message in checks:
-            if not ok:
-                raise ConfigError(message)
+        """The checks that involve more than one setting, or a value's form."""
+        if self.engine.cuda_graphs and not self.engine.compile:
+            raise ConfigError("engine.cuda_graphs=true needs engine.compile=true (the graphs are recorded by "
+                              "torch.compile)")
+        device = self.engine.device
+        if not (device in ("auto", "cpu") or device.startswith("cuda")):
+            raise ConfigError(f"engine.device must be auto, cpu or cuda[:N], got {device!r}")
 
 
 def flatten_settings(data: Any, prefix: str = "") -> list[tuple[str, Any]]:
@@ -128,81 +135,17 @@ def flatten_settings(data: Any, prefix: str = "") -> list[tuple[str, Any]]:
     return out
 
 
-def _known_keys(obj: Any, prefix: str = "") -> list[str]:
+def _known_keys(section: BaseModel, prefix: str = "") -> list[str]:
     keys = []
-    for f in dataclasses.fields(obj):
-        value = getattr(obj, f.name)
-        if dataclasses.is_dataclass(value):
-            keys.extend(_known_keys(value, f"{prefix}{f.name}."))
-        else:
-            keys.append(prefix + f.name)
+    for name in type(section).model_fields:
+        value = getattr(section, name)
+        keys += _known_keys(value, f"{prefix}{name}.") if isinstance(value, BaseModel) else [prefix + name]
     return keys
 
 
-def _coerce(value: Any, annotation: Any, key: str, source: str) -> Any:
-    """Check ``value`` against a field type (str, int, float, bool, list[int], dict, X | None)."""
-    origin = typing.get_origin(annotation)
-    if origin in (typing.Union, types.UnionType):
-        options = typing.get_args(annotation)
-        if value is None and type(None) in options:
-            return None
-        for option in options:
-            if option is type(None):
-                continue
-            try:
-                return _coerce(value, option, key, source)
-            except ConfigError:
-                continue
-        raise ConfigError(f"{source}: {key} cannot be {value!r}")
-    if origin is list:
-        (item,) = typing.get_args(annotation)
-        if isinstance(value, (int, float, str)) and not isinstance(value, bool):
-            value = [value]
-        if not isinstance(value, list):
-            raise ConfigError(f"{source}: {key} must be a list, got {value!r}")
-        return [_coerce(v, item, key, source) for v in value]
-    if origin is dict or annotation is dict:
-        if not isinstance(value, dict):
-            raise ConfigError(f"{source}: {key} must be a mapping, got {value!r}")
-        return dict(value)
-    if annotation is bool:
-        if isinstance(value, bool):
-            return value
-        raise ConfigError(f"{source}: {key} must be true or false, got {value!r}")
-    if annotation is int:
-        if isinstance(value, int) and not isinstance(value, bool):
-            return value
-        raise ConfigError(f"{source}: {key} must be an integer, got {value!r}")
-    if annotation is float:
-        if isinstance(value, (int, float)) and not isinstance(value, bool):
-            return float(value)
-        raise ConfigError(f"{source}: {key} must be a number, got {value!r}")
-    if annotation is str:
-        if isinstance(value, (str, int, float)) and not isinstance(value, bool):
-            return str(value)
-        raise ConfigError(f"{source}: {key} must be a string, got {value!r}")
-    return value
-
-
-def _set(config: TrainConfig, key: str, value: Any, *, source: str) -> None:
-    parts = key.split(".")
-    if parts[:2] == ["model", "head_options"] and len(parts) == 3:
-        config.model.head_options[parts[2]] = value
-        return
-    target: Any = config
-    for part in parts[:-1]:
-        target = getattr(target, part, None)
-        if not dataclasses.is_dataclass(target):
-            break
-    names = {f.name: f for f in dataclasses.fields(target)} if dataclasses.is_dataclass(target) else {}
-    if parts[-1] not in names or dataclasses.is_dataclass(getattr(target, parts[-1])):
-        raise ConfigError(f"{source}: unknown setting {key!r}; known settings: {', '.join(_known_keys(config))}")
-    hints = typing.get_type_hints(type(target))
-    setattr(target, parts[-1], _coerce(value, hints[parts[-1]], key, source))
-
-
 def apply_overrides(config: TrainConfig, overrides: list[str]) -> TrainConfig:
-    """Apply ``key=value`` strings (values parsed as YAML scalars) and validate."""
+    """``config`` with ``key=value`` strings (values parsed as YAML scalars) applied, checked."""
+    settings = config.to_dict()
     for item in overrides:
         key, sep, text = item.partition("=")
         if not sep or not key.strip():
@@ -211,9 +154,8 @@ def apply_overrides(config: TrainConfig, overrides: list[str]) -> TrainConfig:
             value = yaml.safe_load(text) if text.strip() else None
         except (yaml.YAMLError, RecursionError):
             value = text
-        _set(config, key.strip(), value, source="--set")
-    config.validate()
-    return config
+        settings = _merge(settings, dict([(key.strip(), value)]))
+    return TrainConfig.from_dict(settings, source="--set")
 
 
 def _recipe_dir() -> Path:

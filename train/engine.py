@@ -25,7 +25,6 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from hseval.core import fileio
 from hseval.core.device import resolve_device
 from hseval.core.errors import ConfigError, HsevalWarning, RunFormatError, first_line
 from hseval.data import LoadedDataset, load_dataset
@@ -43,8 +42,6 @@ from hseval.tree import read_hierarchy
 from hseval.tree.hierarchy import Hierarchy
 
 __all__ = ["train", "train_one_epoch", "evaluate", "load_data", "head_options_for", "check_before_training"]
-
-HISTORY_FILE = checkpoint.HISTORY_FILE
 
 
 class TrainStep(nn.Module):
@@ -269,23 +266,6 @@ def _rng_state() -> dict[str, Any]:
             "python": list(random.getstate()[1])}
 
 
-def _write_history(out: Path, history: list[dict[str, Any]]) -> None:
-    import csv
-    import io
-
-    rows = []
-    for h in history:
-        row = {k: v for k, v in h.items() if not isinstance(v, dict)}
-        row.update({f"test_superclass_acc_depth{d}": v for d, v in h.get("test_superclass_acc", {}).items()})
-        rows.append(row)
-    buffer = io.StringIO()
-    fields = list(dict.fromkeys(k for row in rows for k in row))
-    writer = csv.DictWriter(buffer, fieldnames=fields)
-    writer.writeheader()
-    writer.writerows(rows)
-    fileio.write_text(out / HISTORY_FILE, buffer.getvalue())
-
-
 def train(config: TrainConfig, out: str | Path, *, resume: bool = False, force: bool = False,
           data: LoadedDataset | None = None, hierarchy_file: str | None = None,
           log: Callable[[str], None] = print, folder: OutputFolder | None = None) -> Path:
@@ -458,7 +438,7 @@ def _epoch(s: _Session, epoch: int, history: list[dict[str, Any]], *, extra: dic
         checkpoint.save_train_state(s.out, {"epoch": epoch + 1, "history": [*history, record],
                                             "config": config.to_dict(), "model": s.model.state_dict(),
                                             "optimizers": s.optimizers.state_dict(), "rng": _rng_state()})
-        _write_history(s.out, [*history, record])
+        checkpoint.write_history(s.out, [*history, record])
     distributed.barrier(dist)
     return record
 

@@ -24,18 +24,13 @@ def show_samples(run: RunResult, rows: pd.DataFrame) -> None:
     _, topk = run.predictions()
     listed = sample_table(rows, run.hierarchy, topk)
     st.subheader(f"Selected samples ({len(listed):,})")
-    with_index = listed.dropna(subset=["index"])
-    if with_index.empty:
-        st.caption("These projections were written without the samples' indices in the split; "
-                   "re-run 'hseval evaluate' to see their images.")
+    data, split, reason = loading.dataset(run)
+    if data is None:
+        st.caption(f"No images: {reason}.")
     else:
-        data, split, reason = loading.dataset(run)
-        if data is None:
-            st.caption(f"No images: {reason}.")
-        else:
-            _grid(data, split, with_index.head(MAX_IMAGES))
-            if len(with_index) > MAX_IMAGES:
-                st.caption(f"The first {MAX_IMAGES} of {len(with_index):,} selected samples.")
+        _grid(data, split, listed.head(MAX_IMAGES))
+        if len(listed) > MAX_IMAGES:
+            st.caption(f"The first {MAX_IMAGES} of {len(listed):,} selected samples.")
     st.dataframe(listed, hide_index=True)
 
 

@@ -12,7 +12,31 @@ import argparse
 import time
 from pathlib import Path
 
+from pydantic import Field
+
+from hseval.io.records import NonNegative, Record, write_record
+
 QUICK = ["data.train_subset=3000", "optim.epochs=1", "optim.milestones=[1]"]
+DEMO_FILE = "demo.json"
+
+
+class Machine(Record):
+    cpu: str
+    threads: int = Field(ge=1)
+    gpu: str | None
+    torch: str
+    python: str
+
+
+class DemoRecord(Record):
+    """``demo.json``: what ``hseval demo`` ran, where and how long (read by scripts/readme_demo.py)."""
+
+    seconds: NonNegative
+    quick: bool
+    heads: list[str]
+    train_seconds: dict[str, NonNegative]
+    date: str = Field(pattern=r"^[0-9]{4}-[0-9]{2}-[0-9]{2}$")
+    machine: Machine
 
 
 def _table(rows: list[dict], levels: list[str]) -> str:
@@ -82,21 +106,19 @@ def cmd_demo(args: argparse.Namespace) -> int:
 
 
 def _record(out: Path, total: float, seconds: dict[str, float], *, quick: bool) -> None:
-    """``demo.json``: what ran, where and how long (read by scripts/readme_demo.py)."""
+    """Write ``demo.json`` (:class:`DemoRecord`)."""
     import datetime
     import platform
 
     import torch
 
-    from hseval.core import fileio
     from hseval.core.perf import cpu_model
 
     gpu = torch.cuda.get_device_name(0) if torch.cuda.is_available() else None
-    fileio.write_json(out / "demo.json", {
-        "seconds": total, "quick": quick, "heads": list(seconds), "train_seconds": seconds,
-        "date": datetime.date.today().isoformat(),
-        "machine": {"cpu": cpu_model(), "threads": torch.get_num_threads(), "gpu": gpu, "torch": torch.__version__,
-                    "python": platform.python_version()}})
+    write_record(out / DEMO_FILE, DemoRecord(
+        seconds=total, quick=quick, heads=list(seconds), train_seconds=seconds, date=datetime.date.today().isoformat(),
+        machine=Machine(cpu=cpu_model(), threads=torch.get_num_threads(), gpu=gpu, torch=torch.__version__,
+                        python=platform.python_version())))
 
 
 def register(commands: argparse._SubParsersAction) -> None:

@@ -11,8 +11,9 @@ import os
 import sys
 import tempfile
 import traceback
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
+from typing import Any
 
 from hseval.core import __version__
 
@@ -50,6 +51,32 @@ def first_line(exc: BaseException, *, limit: int | None = None, clause: bool = F
     if clause:
         text = text.split(";")[0]
     return text if limit is None else text[:limit]
+
+
+_EXPECTED = {"float_type": "a number", "float_parsing": "a number", "int_type": "an integer",
+             "int_from_float": "an integer", "int_parsing": "an integer", "bool_type": "true or false",
+             "string_type": "a string", "list_type": "a list", "dict_type": "a mapping", "model_type": "an object",
+             "finite_number": "a finite number", "none_required": "null"}
+_BOUNDS = {"greater_than_equal": ("ge", ">="), "greater_than": ("gt", ">"), "less_than_equal": ("le", "<="),
+           "less_than": ("lt", "<")}
+
+
+def problem_text(problem: Mapping[str, Any]) -> tuple[str, str]:
+    """(the field as ``a.b[2]``, what it must be) of one problem of a pydantic ``ValidationError``
+    (an item of its ``errors()``), in hseval's words: "must be an integer", "must be >= 1"."""
+    field = "".join(f"[{part}]" if isinstance(part, int) else f".{part}" for part in problem["loc"]).lstrip(".")
+    kind, context = problem["type"], problem.get("ctx") or {}
+    if kind in _EXPECTED:
+        return field, f"must be {_EXPECTED[kind]}"
+    if kind in _BOUNDS:
+        key, sign = _BOUNDS[kind]
+        return field, f"must be {sign} {context[key]:g}"
+    if kind == "literal_error":
+        return field, f"must be {context['expected']}"
+    if kind == "string_pattern_mismatch":
+        return field, f"must match {context['pattern']}"
+    message = problem["msg"].removeprefix("Value error, ").replace("Input should be", "must be")
+    return field, message
 
 
 def crash_log_dir() -> Path:

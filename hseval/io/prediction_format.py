@@ -25,7 +25,6 @@ permuted into the tree's order.
 
 from __future__ import annotations
 
-import csv
 import difflib
 import hashlib
 import io
@@ -37,6 +36,8 @@ from pathlib import Path
 import numpy as np
 
 from hseval.core.errors import DataError
+from hseval.core.fileio import read_text
+from hseval.io.tables import Column, failure, parse_column, read_cells
 from hseval.tree.hierarchy import Hierarchy
 
 __all__ = ["Predictions", "read_predictions", "read_class_list", "SUFFIXES", "MEMBERS"]
@@ -72,16 +73,13 @@ class Predictions:
         return out
 
 
-def _fail(path: Path, message: str) -> DataError:
-    return DataError(f"{path}: {message}")
+_fail = failure(DataError, "")
 
 
 def read_class_list(path: str | Path, tree: Hierarchy) -> np.ndarray:
     """``classes``: one class name per line, in the model's order -> (|L|,) the tree's leaf index
     of each model class."""
     path = Path(path)
-    from hseval.core.fileio import read_text
-
     lines = read_text(path, what="class list", error=DataError).split("\n")
     if lines and lines[-1] == "":
         lines.pop()
@@ -91,9 +89,9 @@ def read_class_list(path: str | Path, tree: Hierarchy) -> np.ndarray:
     for number, line in enumerate(lines, start=1):
         name = line.rstrip("\r")
         if name not in leaf:
-            raise _fail(path, f"line {number}: {_unknown(name, tree)}")
+            raise _fail(path, _unknown(name, tree), number)
         if name in seen:
-            raise _fail(path, f"line {number}: {name!r} is listed twice (first on line {seen[name]})")
+            raise _fail(path, f"{name!r} is listed twice (first on line {seen[name]})", number)
         seen[name] = number
         order.append(leaf[name])
     if len(order) != tree.num_leaves:
@@ -226,8 +224,8 @@ def _permuted(scores: np.ndarray, classes: np.ndarray) -> np.ndarray:
     return out
 
 
-def _class_indices(path: Path, name: str, values: np.ndarray, tree: Hierarchy, classes: np.ndarray | None,
-                   line: int | None = None) -> np.ndarray:
+def _class_indices(path: Path, name: str, values: np.ndarray, tree: Hierarchy,
+                   classes: np.ndarray | None) -> np.ndarray:
     values = np.asarray(values)
     if values.ndim != 1:
         raise _fail(path, f"'{name}' must be 1-D (one class index per sample), got shape {values.shape}")
@@ -276,33 +274,12 @@ def _probabilities(path: Path, name: str, probs: np.ndarray) -> None:
 
 # ====================================================================== CSV
 def _read_csv(path: Path, data: bytes, tree: Hierarchy, classes: np.ndarray | None) -> Predictions:
-    try:
-        text = data.decode("utf-8-sig")
-    except UnicodeDecodeError as exc:
-        raise _fail(path, f"not UTF-8 text (byte {exc.start}); save it as UTF-8") from None
-    try:
-        reader = csv.reader(io.StringIO(text, newline=""), strict=True)
-        header = next(reader, None)
-        if header is None:
-            raise _fail(path, "is empty; expected a header line such as target,pred")
-        header = [h.strip() for h in header]
-        rows = []
-        for row in reader:
-            if not row:
-                continue
-            if len(row) != len(header):
-                raise _fail(path, f"line {reader.line_num}: {len(row)} cells but the header has {len(header)}")
-            rows.append(row)
-    except csv.Error as exc:
-        raise _fail(path, f"not a readable CSV ({exc})") from None
-    twice = next((h for h in header if header.count(h) > 1), None)
-    if twice is not None:
-        raise _fail(path, f"line 1: the column {twice!r} appears twice")
+    header, cells = read_cells(path, data, error=DataError, hint="", lenient=True,
+                               empty="is empty; expected a header line such as target,pred")
     if "target" not in header:
-        raise _fail(path, "line 1: no column 'target'; expected target,pred or target,score_0,...")
-    if not rows:
+        raise _fail(path, "no column 'target'; expected target,pred or target,score_0,...", 1)
+    if not len(cells):
         raise _fail(path, "has a header but no sample")
-    cells = np.array(rows, dtype=object).reshape(len(rows), len(header))
     column = {h: cells[:, i] for i, h in enumerate(header)}
     targets = _csv_classes(path, "target", column["target"], tree, classes)
     score_columns = {h: _SCORE_COLUMN.fullmatch(h) for h in header if h != "target"}
@@ -313,40 +290,21 @@ def _read_csv(path: Path, data: bytes, tree: Hierarchy, classes: np.ndarray | No
         return out
     unknown = [h for h, m in score_columns.items() if m is None]
     if unknown:
-        raise _fail(path, f"line 1: unknown column {unknown[0]!r}; expected target,pred or target,score_0,...,"
-                          f"score_{tree.num_leaves - 1}")
+        raise _fail(path, f"unknown column {unknown[0]!r}; expected target,pred or target,score_0,...,"
+                         f"score_{tree.num_leaves - 1}", 1)
     prefixes = {m.group(1) for m in score_columns.values()}
     indices = sorted(int(m.group(2)) for m in score_columns.values())
     if len(prefixes) != 1 or indices != list(range(tree.num_leaves)):
-        raise _fail(path, f"line 1: score columns must be one kind (score_, logit_ or prob_) numbered 0.."
-                          f"{tree.num_leaves - 1}, one per class; got {len(indices)} columns")
+        raise _fail(path, f"score columns must be one kind (score_, logit_ or prob_) numbered 0.."
+                         f"{tree.num_leaves - 1}, one per class; got {len(indices)} columns", 1)
     prefix = prefixes.pop()
-    names = [f"{prefix}_{i}" for i in range(tree.num_leaves)]
-    scores = np.empty((len(rows), tree.num_leaves))
-    for j, name in enumerate(names):
-        scores[:, j] = _csv_numbers(path, name, column[name])
+    scores = np.stack([parse_column(column[f"{prefix}_{i}"], Column(f"{prefix}_{i}", float), path, _fail)
+                       for i in range(tree.num_leaves)], axis=1)
     kind = {"logit": "logits", "prob": "probs"}.get(prefix) or ("probs" if _is_probabilities(scores) else "logits")
     if kind == "probs":
         _probabilities(path, "probabilities", scores)
     out.kind, out.scores = kind, scores if classes is None else _permuted(scores, classes)
     return out
-
-
-def _csv_numbers(path: Path, name: str, cells: np.ndarray) -> np.ndarray:
-    try:
-        values = np.array([float(c) for c in cells])
-        if np.isfinite(values).all():
-            return values
-    except ValueError:
-        pass
-    for row, cell in enumerate(cells):
-        try:
-            ok = np.isfinite(float(cell))
-        except ValueError:
-            ok = False
-        if not ok:
-            raise _fail(path, f"line {row + 2}, column {name!r}: expected a finite number, got {str(cell)[:40]!r}")
-    raise AssertionError("unreachable")  # pragma: no cover
 
 
 def _is_probabilities(scores: np.ndarray) -> bool:
@@ -363,15 +321,15 @@ def _csv_classes(path: Path, name: str, cells: np.ndarray, tree: Hierarchy, clas
         values = np.array([int(c) for c in stripped], dtype=np.int64)
         bad = np.flatnonzero(values >= tree.num_leaves)
         if len(bad):
-            raise _fail(path, f"line {int(bad[0]) + 2}, column {name!r}: {int(values[bad[0]])} is not a class index "
-                              f"0..{tree.num_leaves - 1} of the hierarchy")
+            raise _fail(path, f"{int(values[bad[0]])} is not a class index 0..{tree.num_leaves - 1} of the "
+                              "hierarchy", int(bad[0]) + 2, name)
         return values if classes is None else classes[values]
     digits = np.array([bool(re.fullmatch(r"[0-9]{1,12}", c)) for c in stripped])
     names = np.array([c in leaf for c in stripped])
     odd = np.flatnonzero(~names & ~digits)
     if len(odd):
         row = int(odd[0])
-        raise _fail(path, f"line {row + 2}, column {name!r}: {_unknown(stripped[row], tree)}")
+        raise _fail(path, _unknown(stripped[row], tree), row + 2, name)
     row = int(np.flatnonzero(digits)[0])
-    raise _fail(path, f"line {row + 2}, column {name!r}: {stripped[row]!r} is an index but other rows hold class "
-                      "names; use names or indices in the whole column")
+    raise _fail(path, f"{stripped[row]!r} is an index but other rows hold class names; use names or indices in the "
+                      "whole column", row + 2, name)

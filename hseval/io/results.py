@@ -22,6 +22,7 @@ from hseval.core.errors import HsevalError, RunFormatError
 from hseval.io import evaluation_format as eval_format
 from hseval.io.folders import kind_of
 from hseval.io.run_settings import result_settings
+from hseval.io.tables import read_table
 from hseval.tree.hierarchy import Hierarchy
 
 __all__ = ["RunResult", "Evaluation", "load_evaluation", "read_run", "summary_table", "grouped_summary",
@@ -47,9 +48,9 @@ class RunResult:
     projections: pd.DataFrame = field(repr=False)
     targets: np.ndarray = field(repr=False)
     topk: np.ndarray = field(repr=False)
-    levels: np.ndarray | None = field(default=None, repr=False)
+    levels: np.ndarray = field(repr=False)
     """(N, depth - 1) node predicted at each super-class level by the head's own scores (-1: the
-    head does not score that level); None for folders written before it was kept."""
+    head does not score that level)."""
 
     def predictions(self) -> tuple[np.ndarray, np.ndarray]:
         """(targets (N,), top-k predictions (N, k)) of every evaluated sample."""
@@ -102,14 +103,14 @@ def read_run(folder: Path) -> RunResult:
         return fmt.verified_bytes(folder, name, recorded)
 
     metrics, tree = fmt.read_metrics(folder / fmt.METRICS, data(fmt.METRICS))
-    tables = {name: fmt.read_table(folder / name, data(name), spec, tree, samples=metrics["samples"])
+    tables = {name: read_table(folder / name, data(name), spec, tree=tree, samples=metrics["samples"])
               for name, spec in fmt.TABLES.items()}
     arrays = fmt.read_arrays(folder / fmt.PREDICTIONS, data(fmt.PREDICTIONS), tree, metrics["samples"])
     fmt.read_arrays(folder / fmt.EMBEDDINGS, data(fmt.EMBEDDINGS), tree, metrics["samples"])  # checked, read on demand
     return RunResult(name=folder.name, path=folder, metrics=metrics, hierarchy=tree, per_node=tables[fmt.PER_NODE],
                      geometry=tables[fmt.GEOMETRY], pair_angles=tables[fmt.PAIRS],
                      projections=tables[fmt.PROJECTIONS], targets=arrays["targets"], topk=arrays["topk"],
-                     levels=arrays.get("levels"))
+                     levels=arrays["levels"])
 
 
 def load_evaluation(root: str | Path, *, strict: bool = False) -> Evaluation:

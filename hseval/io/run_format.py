@@ -14,8 +14,8 @@ schema, both checksums, tensor names, shapes and values, with one-line errors.
 Two SHA-256 checksums make a run tamper-evident: ``model_sha256`` of ``model.safetensors``, and
 ``meta_sha256`` of ``run.json`` itself (every key but this one, as canonical JSON), so that an
 edited tree, class list or head option is refused instead of silently relabelling the classes.
-Runs of schema 1 (before ``meta_sha256``) are read with a warning that their metadata cannot be
-verified.
+``run.json`` is a :class:`RunRecord`; ``history.csv`` is its history flat, one line per epoch
+(:data:`hseval.io.tables.HISTORY`), for spreadsheets.
 """
 
 from __future__ import annotations
@@ -25,25 +25,26 @@ import hashlib
 import io
 import json
 import platform
-import warnings
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+import pandas as pd
 import torch
+from pydantic import ConfigDict, Field, field_validator, model_validator
 
 from hseval.core import fileio
-from hseval.core.errors import HierarchyError, HsevalError, HsevalWarning, RunFormatError, first_line
+from hseval.core.errors import HsevalError, RunFormatError, first_line
+from hseval.io.records import Count, HistoryEntry, NonNegative, Record, Sha256, TestScores, TreeRecord, parse_record
+from hseval.io.tables import HISTORY, render
 from hseval.nn.model import HierarchicalClassifier, build_model
 from hseval.tree.hierarchy import Hierarchy
 
 __all__ = ["SCHEMA_VERSION", "MODEL_FILE", "META_FILE", "STATE_FILE", "HISTORY_FILE", "RUN_FILES", "RUN_ENTRIES", "Run",
-           "RunInfo", "save_run", "load_run", "verify_run", "read_run_meta", "is_run_dir", "run_folder_state",
-           "save_train_state", "load_train_state", "meta_checksum"]
+           "RunInfo", "RunRecord", "save_run", "load_run", "verify_run", "read_run_meta", "is_run_dir",
+           "run_folder_state", "save_train_state", "load_train_state", "meta_checksum", "write_history"]
 
 SCHEMA_VERSION = 2
-
-READABLE_SCHEMAS = (1, 2)  # 1: before meta_sha256
 MODEL_FILE = "model.safetensors"
 META_FILE = "run.json"
 STATE_FILE = "train_state.pt"
@@ -53,6 +54,96 @@ RUN_FILES = (META_FILE, MODEL_FILE, STATE_FILE, HISTORY_FILE)
 RUN_ENTRIES = (*RUN_FILES, "tensorboard")
 """Everything hseval writes in a run folder (``tensorboard/``: the training's event files): what
 ``--force`` replaces; a run folder holding anything else is not replaced."""
+
+
+class Component(Record):
+    """A backbone or a head: its registered name and the options that rebuild it."""
+
+    name: str
+    config: dict[str, Any]
+
+
+class ModelSpec(Record):
+    backbone: Component
+    head: Component
+
+
+class DatasetInfo(Record):
+    """The data a run was trained on (``LoadedDataset.describe``); a dataset may add facts of its own."""
+
+    model_config = ConfigDict(extra="allow")
+    name: str
+    root: str | None = None
+    class_names: list[str] | None = None
+    image_size: Count | None = None
+    channels: Count | None = None
+    mean: list[float] | None = None
+    std: list[float] | None = None
+    train_size: Count | None = None
+    test_size: Count | None = None
+    augmentation: str | None = None
+
+
+class DeviceInfo(Record):
+    device: str
+    world_size: int = Field(ge=1)
+    amp_bf16: bool
+    channels_last: bool
+    threads: int = Field(ge=1)
+    gpu: str | None = None
+
+
+class ImportSource(Record):
+    """Where an imported run's tensors came from (``hseval import``)."""
+
+    path: str
+    sha256: Sha256
+    format: str
+    container: str | None
+    prefix: str | None
+    mapping: dict[str, str | None]
+    dropped: list[str]
+
+
+class RunRecord(Record):
+    """``run.json``: everything that rebuilds the model and says how it was trained."""
+
+    schema_version: int
+    model: ModelSpec
+    hierarchy: TreeRecord
+    model_sha256: Sha256
+    meta_sha256: Sha256
+    versions: dict[str, str]
+    saved_at: str
+    dataset: DatasetInfo | None = None
+    training: dict[str, Any] | None = None
+    """The resolved training configuration (``hseval.train.config.TrainConfig``)."""
+    seed: Count | None = None
+    history: list[HistoryEntry] | None = None
+    metrics: TestScores | None = None
+    """The last tested epoch's scores."""
+    device: DeviceInfo | None = None
+    train_seconds: NonNegative | None = None
+    train_subset: Count | None = None
+    world_size: int | None = Field(None, ge=1)
+    imported_from: ImportSource | None = None
+
+    @field_validator("schema_version")
+    @classmethod
+    def _known_version(cls, version: int) -> int:
+        if version > SCHEMA_VERSION:
+            raise ValueError(f"{version} is newer than this hseval understands ({SCHEMA_VERSION}); upgrade hseval")
+        if version != SCHEMA_VERSION:
+            raise ValueError(f"unknown schema version {version} (this hseval reads {SCHEMA_VERSION})")
+        return version
+
+    @model_validator(mode="after")
+    def _classes_are_the_leaves(self) -> RunRecord:
+        tree = self.hierarchy.tree
+        if self.dataset is not None and self.dataset.class_names not in (None, list(tree.leaf_names)):
+            raise ValueError(f"'dataset.class_names' must be the {tree.num_leaves} leaves of 'hierarchy' in class "
+                             "order; the file is damaged")
+        return self
 
 
 @dataclass
@@ -120,8 +211,9 @@ def meta_checksum(record: dict[str, Any]) -> str:
 def save_run(run_dir: str | Path, model: HierarchicalClassifier, meta: dict[str, Any] | None = None) -> Path:
     """Write ``model`` and ``meta`` (dataset, training, history, metrics, ...) as a run folder.
 
-    The tensors are written first, then ``run.json`` with their checksum, each atomically, so a
-    reader sees either the previous complete run or the new one.
+    ``run.json`` is checked against :class:`RunRecord` first; then the tensors are written, then
+    ``run.json`` with their checksum, each atomically, so a reader sees either the previous
+    complete run or the new one.
     """
     from safetensors.torch import save
 
@@ -130,7 +222,6 @@ def save_run(run_dir: str | Path, model: HierarchicalClassifier, meta: dict[str,
     # serialised in memory, then written by fileio: a full disk or a read-only folder is one
     # line that names the file, and the previous model.safetensors stays in place
     data = save(tensors, metadata={"format": "pt", "hseval_schema": str(SCHEMA_VERSION)})
-    fileio.write_bytes(run_dir / MODEL_FILE, data)
     record = dict(meta or {})
     record.update({
         "schema_version": SCHEMA_VERSION,
@@ -142,6 +233,8 @@ def save_run(run_dir: str | Path, model: HierarchicalClassifier, meta: dict[str,
     })
     record = fileio.json_ready(record)
     record["meta_sha256"] = meta_checksum(record)
+    parse_record(RunRecord, record, where=run_dir / META_FILE)  # what is written reads back, or nothing is
+    fileio.write_bytes(run_dir / MODEL_FILE, data)
     fileio.write_json(run_dir / META_FILE, record)
     return run_dir
 
@@ -159,69 +252,31 @@ def run_folder_state(path: str | Path) -> str:
     return "unfinished" if (Path(path) / STATE_FILE).is_file() else "new"
 
 
-def _expect(meta: dict, dotted: str, kind: type | tuple[type, ...], where: Path) -> Any:
-    value: Any = meta
-    for key in dotted.split("."):
-        if not isinstance(value, dict) or key not in value:
-            raise RunFormatError(f"{where}: missing '{dotted}'; the file is incomplete or not a run.json")
-        value = value[key]
-    if not isinstance(value, kind) or (kind is int and isinstance(value, bool)):
-        names = kind.__name__ if isinstance(kind, type) else " or ".join(k.__name__ for k in kind)
-        raise RunFormatError(f"{where}: '{dotted}' must be {names}, got {type(value).__name__}")
-    return value
-
-
 def read_run_meta(run_dir: str | Path) -> dict[str, Any]:
-    """Read and check ``run.json`` of ``run_dir`` without loading any tensor."""
-    run_dir = Path(run_dir)
+    """Read and check ``run.json`` of ``run_dir`` (:class:`RunRecord` and its checksum) without
+    loading any tensor."""
+    return _read_meta(Path(run_dir))[0]
+
+
+def _read_meta(run_dir: Path) -> tuple[dict[str, Any], RunRecord]:
     where = run_dir / META_FILE
     if not run_dir.is_dir():
         raise RunFormatError(f"{run_dir}: no such run folder")
     if not where.is_file():
         raise RunFormatError(f"{run_dir}: not a run folder (no {META_FILE}); train one with 'hseval train'")
     meta = fileio.read_json(where, what=META_FILE)
-    if not isinstance(meta, dict):
-        raise RunFormatError(f"{where}: expected a JSON object, got {type(meta).__name__}")
-    version = meta.get("schema_version")
-    if not isinstance(version, int) or isinstance(version, bool):
-        raise RunFormatError(f"{where}: no integer 'schema_version'; not a run written by hseval")
-    if version > SCHEMA_VERSION:
-        raise RunFormatError(f"{where}: schema version {version} is newer than this hseval understands "
-                             f"({SCHEMA_VERSION}); upgrade hseval")
-    if version not in READABLE_SCHEMAS:
-        raise RunFormatError(f"{where}: unknown schema version {version} (this hseval reads "
-                             f"{', '.join(map(str, READABLE_SCHEMAS))})")
-    if version >= 2:
-        recorded = _expect(meta, "meta_sha256", str, where)
-        if recorded != meta_checksum(meta):
-            raise RunFormatError(f"{where}: was edited after training (its checksum 'meta_sha256' no longer "
-                                 "matches); a run's tree, classes and model must stay as trained: restore the file "
-                                 "or train again")
-    else:
-        warnings.warn(f"{where}: written by an older hseval (schema {version}) without a checksum of its metadata; "
-                      "its tree and class names cannot be verified", HsevalWarning, stacklevel=2)
-    for dotted, kind in (("model.backbone.name", str), ("model.backbone.config", dict), ("model.head.name", str),
-                         ("model.head.config", dict), ("hierarchy", dict), ("model_sha256", str)):
-        _expect(meta, dotted, kind, where)
-    try:
-        hierarchy = Hierarchy.from_dict(meta["hierarchy"])
-    except HierarchyError as exc:
-        raise RunFormatError(f"{where}: 'hierarchy': {exc}") from None
-    dataset = meta.get("dataset")
-    if dataset is not None and not isinstance(dataset, dict):
-        raise RunFormatError(f"{where}: 'dataset' must be an object, got {type(dataset).__name__}")
-    classes = (dataset or {}).get("class_names")
-    if classes is not None and classes != list(hierarchy.leaf_names):
-        raise RunFormatError(f"{where}: 'dataset.class_names' must be the {hierarchy.num_leaves} leaves of "
-                             "'hierarchy' in class order; the file is damaged")
-    return meta
+    record = parse_record(RunRecord, meta, where=where)
+    if meta["meta_sha256"] != meta_checksum(meta):
+        raise RunFormatError(f"{where}: was edited after training (its checksum 'meta_sha256' no longer matches); a "
+                             "run's tree, classes and model must stay as trained: restore the file or train again")
+    return meta, record
 
 
 def verify_run(run_dir: str | Path) -> RunInfo:
     """Check ``run_dir`` without loading its tensors: ``run.json`` (schema, types, checksum of the
     metadata, the tree) and the checksum of ``model.safetensors``."""
     run_dir = Path(run_dir)
-    meta = read_run_meta(run_dir)
+    meta, record = _read_meta(run_dir)
     where = run_dir / MODEL_FILE
     if not where.is_file():
         raise RunFormatError(f"{where}: missing; the run is incomplete (was training interrupted? "
@@ -229,7 +284,19 @@ def verify_run(run_dir: str | Path) -> RunInfo:
     if _sha256(where) != meta["model_sha256"]:
         raise RunFormatError(f"{where}: does not match the checksum in {META_FILE} (truncated, tampered with "
                              "or from another run)")
-    return RunInfo(path=run_dir, meta=meta, hierarchy=Hierarchy.from_dict(meta["hierarchy"]))
+    return RunInfo(path=run_dir, meta=meta, hierarchy=record.hierarchy.tree)
+
+
+def write_history(run_dir: str | Path, history: list[dict[str, Any]]) -> None:
+    """``history.csv``: one line per epoch of ``history`` (run.json's), super-class accuracy one
+    column per depth; read back before it is written."""
+    rows = [{**{k: v for k, v in h.items() if k != "test_superclass_acc"},
+             **{f"test_superclass_acc_depth{d}": v for d, v in (h.get("test_superclass_acc") or {}).items()}}
+            for h in history]
+    frame = pd.DataFrame(rows, columns=[c.name for c in HISTORY.columns] +
+                         sorted({k for row in rows for k in row if k.startswith("test_superclass_acc_depth")},
+                                key=lambda k: int(k.rsplit("depth", 1)[1])))
+    fileio.write_bytes(Path(run_dir) / HISTORY_FILE, render(frame, HISTORY))
 
 
 def load_run(run_dir: str | Path, *, device: str | torch.device = "cpu") -> Run:

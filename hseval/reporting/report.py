@@ -18,6 +18,7 @@ import pandas as pd
 
 from hseval.core import fileio
 from hseval.core.errors import HsevalWarning, RunFormatError
+from hseval.io import tables as csv_tables
 from hseval.io.output import OutputFile, OutputFolder
 from hseval.io.results import (
     Evaluation,
@@ -145,12 +146,12 @@ def render(evaluation: Evaluation, root: Path, *, baseline: str | None = None) -
                           "it the softmax saturates. Retrain with the radius given.", scale))
     if not missing.empty:
         tables.append(("Not available", "Why a cell reads n/a.", missing))
-    files = {"summary.csv": summary.to_csv(index=False), "summary_grouped.csv": grouped.to_csv(index=False),
-             "superclass_accuracy.csv": levels.to_csv(index=False),
-             "superclass_accuracy.md": "# Super-class accuracy\n\n" + _markdown(levels),
-             "significance.csv": paired.to_csv(index=False),
-             "paper_tables.md": "# The paper's tables from these runs\n\n" + to_markdown(paper),
-             "paper_tables.tex": to_latex(paper), "report.md": _markdown_sections(root, tables)}
+    files = {spec.file: csv_tables.render(frame, spec).decode("utf-8") for frame, spec in
+             ((summary, csv_tables.SUMMARY), (grouped, csv_tables.GROUPED), (levels, csv_tables.LEVELS))}
+    files.update({"superclass_accuracy.md": "# Super-class accuracy\n\n" + _markdown(levels),
+                  "significance.csv": paired.to_csv(index=False),
+                  "paper_tables.md": "# The paper's tables from these runs\n\n" + to_markdown(paper),
+                  "paper_tables.tex": to_latex(paper), "report.md": _markdown_sections(root, tables)})
     sections = [Section(title, intro, [frame]) for title, intro, frame in tables]
     sections.append(Section("Charts", "One entry per seed group (mean ± std over seeds)" if seeds else
                             "One entry per run.", charts=report_charts.overview_charts(

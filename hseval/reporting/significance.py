@@ -126,7 +126,7 @@ def correctness(run: RunResult) -> dict[str, np.ndarray]:
         truth = tree.ancestor_at_depth(targets, depth)
         reached = truth >= 0
         out[f"level {depth} ({WAYS['superclass_acc']})"] = (tree.ancestor_at_depth(pred, depth) == truth)[reached]
-        if own is not None and own.shape[1] >= depth and (own[:, depth - 1] >= 0).any():
+        if (own[:, depth - 1] >= 0).any():
             out[f"level {depth} ({WAYS['superclass_acc_from_levels']})"] = (own[:, depth - 1] == truth)[reached]
     return out
 

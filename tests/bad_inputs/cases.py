@@ -284,13 +284,14 @@ run_case("run-json-classes-disagree", "run.json: class list reversed, tree uncha
          "run/run.json: 'dataset.class_names' must be the 10 leaves of 'hierarchy' in class order; the file is damaged",
          lambda p: edit_meta(p, lambda m: m["dataset"]["class_names"].reverse()))
 run_case("wrong-type-head-name", "run.json: `model.head.name` is a number, checksum updated", "run/run.json: "
-         "'model.head.name' must be str, got int", lambda p: edit_meta(p, lambda m: m["model"]["head"].update(name=3)))
+         "'model.head.name' must be a string, got 3",
+         lambda p: edit_meta(p, lambda m: m["model"]["head"].update(name=3)))
 run_case("wrong-type-parents", "run.json: hierarchy parents are strings, checksum updated", "run/run.json: "
-         "'hierarchy': hierarchy record is malformed (ValueError: …)",
+         "'hierarchy.parents[0]' must be an integer, got \"x\"",
          lambda p: edit_meta(p, lambda m: m["hierarchy"].update(parents=["x"] * 13)))
 run_case("num-leaves-infinity", "run.json: `num_leaves: Infinity`, checksum updated (used to crash: OverflowError)",
-         "run/run.json: 'hierarchy': hierarchy record is malformed (OverflowError: cannot convert float infinity to "
-         "integer)", lambda p: (write(p / "run.json", (p / "run.json").read_text().replace(
+         "run/run.json: 'hierarchy.num_leaves' must be an integer, got Infinity",
+         lambda p: (write(p / "run.json", (p / "run.json").read_text().replace(
              '"num_leaves": 10', '"num_leaves": Infinity')), reseal(p)))
 run_case("huge-parent-index", "run.json: a parent index of 10^30, checksum updated (used to crash: OverflowError)",
          "run/run.json: 'hierarchy': hierarchy record is malformed (OverflowError: …)",
@@ -298,9 +299,10 @@ run_case("huge-parent-index", "run.json: a parent index of 10^30, checksum updat
 run_case("head-option-wrong-type", "run.json: head option `radius: \"big\"`, checksum updated (used to crash: "
          "TypeError)", "run/run.json: cannot rebuild the model: head 'riemann': option 'radius' must be a number, got "
          "'big'…", lambda p: edit_meta(p, lambda m: m["model"]["head"]["config"].update(radius="big")))
-run_case("newer-schema", "run.json: schema version 99", "run/run.json: schema version 99 is newer than this hseval "
-         "understands (2); upgrade hseval", lambda p: edit_meta(p, lambda m: m.update(schema_version=99)))
-run_case("old-schema", "run.json: schema version 0", "run/run.json: unknown schema version 0 (this hseval reads 1, 2)",
+run_case("newer-schema", "run.json: schema version 99", "run/run.json: 'schema_version': 99 is newer than "
+         "this hseval understands (2); upgrade hseval", lambda p: edit_meta(p, lambda m: m.update(schema_version=99)))
+run_case("old-schema", "run.json: schema version 0", "run/run.json: 'schema_version': unknown schema "
+         "version 0 (this hseval reads 2)",
          lambda p: edit_meta(p, lambda m: m.update(schema_version=0)))
 run_case("head-does-not-match", "run.json says multitask, the tensors are riemann's, checksum updated",
          "run/model.safetensors: has no tensor 'head.classifier.weight' that head 'multitask' with backbone "
@@ -506,9 +508,9 @@ cli("unknown-backbone", "`--backbone vgg`", "unknown backbone 'vgg'; choose one 
     lambda tmp, good: fashion_train(tmp, good, "--backbone", "vgg"))
 cli("unknown-setting", "`--set optim.lrr=0.1`", "--set: unknown setting 'optim.lrr'; known settings: …",
     lambda tmp, good: fashion_train(tmp, good, "--set", "optim.lrr=0.1"))
-cli("negative-batch-size", "`--set data.batch_size=-1`", "data.batch_size must be >= 1, got -1",
+cli("negative-batch-size", "`--set data.batch_size=-1`", "--set: data.batch_size must be >= 1, got -1",
     lambda tmp, good: fashion_train(tmp, good, "--set", "data.batch_size=-1"))
-cli("negative-subset", "`--set data.train_subset=-5`", "data.train_subset must be >= 1, got -5",
+cli("negative-subset", "`--set data.train_subset=-5`", "--set: data.train_subset must be >= 1, got -5",
     lambda tmp, good: fashion_train(tmp, good, "--set", "data.train_subset=-5"))
 cli("negative-max-points", "`evaluate --max-points -5`", "--max-points must be a positive integer, got -5",
     lambda tmp, good: [*evaluate(good.run, tmp, good), "--max-points", "-5"])
@@ -965,19 +967,19 @@ def _(tmp, good):
 
 
 @case("predictions-csv-unknown-name", "predictions", "prediction CSV naming a class `Sneakr`",
-      "p.csv: line 3, column 'pred': 'Sneakr' is not a class of the hierarchy (did you mean 'Sneaker'?)")
+      "p.csv, line 3, column 'pred': 'Sneakr' is not a class of the hierarchy (did you mean 'Sneaker'?)")
 def _(tmp, good):
     return predictions(tmp, good, write(tmp / "p.csv", "target,pred\nBag,Bag\nSneaker,Sneakr\n"))
 
 
 @case("predictions-csv-ragged", "predictions", "prediction CSV with a row of one cell",
-      "p.csv: line 3: 1 cells but the header has 2")
+      "p.csv, line 3: 1 cells but the header has 2")
 def _(tmp, good):
     return predictions(tmp, good, write(tmp / "p.csv", "target,pred\n1,1\n2\n"))
 
 
 @case("predictions-csv-score-columns", "predictions", "prediction CSV with 9 score columns for 10 classes",
-      "p.csv: line 1: score columns must be one kind (score_, logit_ or prob_) numbered 0..9, one per class; got 9 "
+      "p.csv, line 1: score columns must be one kind (score_, logit_ or prob_) numbered 0..9, one per class; got 9 "
       "columns")
 def _(tmp, good):
     header = "target," + ",".join(f"score_{i}" for i in range(9))

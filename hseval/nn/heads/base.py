@@ -2,15 +2,17 @@
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable
 from typing import Any, ClassVar
 
 import numpy as np
 import torch
 import torch.nn.functional as F
+from pydantic import BaseModel, ConfigDict, ValidationError, create_model
 from torch import nn
 
-from hseval.core.errors import ConfigError
+from hseval.core.errors import ConfigError, problem_text
 from hseval.core.registry import Registry
 from hseval.tree.hierarchy import Hierarchy
 
@@ -108,22 +110,23 @@ def head_options(name: str) -> dict[str, Any]:
     return HEADS.options(name)
 
 
-def _option_value(head: str, key: str, value: Any, kind: Any) -> Any:
-    """``value`` as the type ``kind`` that head ``head`` declares for option ``key`` (a number may be
-    given for a float; a bool is not a number); a ConfigError otherwise."""
-    if kind is float and isinstance(value, (int, float)) and not isinstance(value, bool):
-        return float(value)
-    if kind is int and isinstance(value, int) and not isinstance(value, bool):
-        return value
-    if kind is bool and isinstance(value, bool):
-        return value
-    if kind is str and isinstance(value, str):
-        return value
-    if kind in (float, int, bool, str):
-        expected = {float: "a number", int: "an integer", bool: "true or false", str: "a string"}[kind]
-        raise ConfigError(f"head {head!r}: option {key!r} must be {expected}, got {value!r} "
-                          f"(e.g. --set model.head_options.{key}=...)")
-    return value
+@functools.cache
+def _options_model(name: str) -> type[BaseModel]:
+    """A model of head ``name``'s options, typed as its ``__init__`` annotates them (strict: a
+    number for a float, never a bool or a string)."""
+    fields: dict[str, Any] = {key: (kind, None) for key, kind in head_options(name).items()}
+    return create_model(f"{name} options", __config__=ConfigDict(strict=True, arbitrary_types_allowed=True), **fields)
+
+
+def _typed_options(name: str, config: dict[str, Any]) -> dict[str, Any]:
+    """``config`` checked against the types head ``name`` declares (a ConfigError otherwise)."""
+    try:
+        return _options_model(name).model_validate(config).model_dump(exclude_unset=True)
+    except ValidationError as exc:
+        problem = exc.errors(include_url=False)[0]
+        key, message = problem_text(problem)
+        raise ConfigError(f"head {name!r}: option {key!r} {message}, got {problem['input']!r} "
+                          f"(e.g. --set model.head_options.{key}=...)") from None
 
 
 def create_head(name: str, hierarchy: Hierarchy, in_features: int, **config: Any) -> Head:
@@ -169,7 +172,5 @@ def create_head(name: str, hierarchy: Hierarchy, in_features: int, **config: Any
     hseval.core.errors.ConfigError: head 'riemann': option 'radius' must be a number, got 'large' (e.g. ...)
     """
     cls = head_class(name)
-    accepted = head_options(name)
     HEADS.check_options(name, config)
-    config = {key: _option_value(name, key, value, accepted[key]) for key, value in config.items()}
-    return cls(hierarchy, in_features, **config)
+    return cls(hierarchy, in_features, **_typed_options(name, config))
