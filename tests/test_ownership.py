@@ -227,7 +227,7 @@ def test_a_damaged_marker_is_one_line_naming_the_field(tmp_path):
     folder.mkdir()
     for text, message in (('{"kind": "nope"}', r"'kind' must be 'run', 'runs', 'evaluations'"),
                           ('{"kind": "run", "created_by": "me"}', r"no 'created_at'"),
-                          ('[1]', r"must be an object"), ('{bad', r"not valid JSON")):
+                          ('[1]', r"expected a JSON object, got list"), ('{bad', r"not valid JSON")):
         (folder / MARKER).write_text(text)
         with pytest.raises(OwnershipError, match=rf"run/\.hseval-folder\.json: {message}"):
             OutputFolder(folder, "run")

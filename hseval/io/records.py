@@ -149,10 +149,12 @@ def parse_record(model: type[R], data: Any, *, where: str | Path, error: type[Hs
                  hint: str = "") -> R:
     """``data`` (bytes or str of JSON, or already parsed) as a ``model``, or one line ``error``
     naming ``where``, the field and what was wrong (``hint`` ends it: how to fix it)."""
+    validate = model.model_validate
     if isinstance(data, (bytes, str)):
-        data = parse_json(data, where=where, error=error, hint=hint)
+        parse_json(data, where=where, error=error, hint=hint)  # not UTF-8, not JSON: its own one line
+        validate = model.model_validate_json  # JSON's types: a date is a string there, strictly typed
     try:
-        return model.model_validate(data)
+        return validate(data)
     except ValidationError as exc:
         raise error(validation_line(exc, where) + (f"; {hint}" if hint else "")) from None
 
