@@ -13,8 +13,8 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from hseval.io.results import level_long, metric_of_column
 from hseval.reporting.significance import group_levels, seed_groups
+from hseval.reporting.summary import level_long, metric_of_column
 from hseval.tree.hierarchy import Hierarchy
 
 __all__ = ["overview_columns", "node_paths", "per_node_difference", "classes_under",
@@ -27,7 +27,7 @@ SEP = " / "
 
 
 def overview_columns(summary: pd.DataFrame) -> pd.DataFrame:
-    """The columns of :func:`hseval.io.results.summary_table` a reader compares first, in reading
+    """The columns of :func:`hseval.reporting.summary.summary_table` a reader compares first, in reading
     order: identity, leaf accuracy, super-class accuracy per level (both ways), hierarchical
     metrics, calibration and scale. Columns that are entirely empty are dropped."""
     first = ["run", "dataset", "backbone", "head", "seed", "top1", "top5"]
@@ -205,7 +205,7 @@ def matrix_accuracy(matrix: np.ndarray) -> float:
 
 
 def metric_deltas(levels: pd.DataFrame, a: str, b: str) -> pd.DataFrame:
-    """Side-by-side accuracies of runs ``a`` and ``b`` from a :func:`hseval.io.results.level_table`
+    """Side-by-side accuracies of runs ``a`` and ``b`` from a :func:`hseval.reporting.summary.level_table`
     (columns metric, a, b, delta = a − b), one row per level and way."""
     rows = levels.set_index("run")
     numeric = [c for c in rows.columns if c != "head" and pd.api.types.is_numeric_dtype(rows[c])]

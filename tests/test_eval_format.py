@@ -15,8 +15,9 @@ import pytest
 from hseval.core.errors import RunFormatError
 from hseval.io import evaluation_format as eval_format
 from hseval.io import folders as ownership
-from hseval.io.results import level_long, level_table, load_evaluation, read_run
+from hseval.io.results import load_evaluation, read_run
 from hseval.io.tables import read_table
+from hseval.reporting.summary import level_long, level_table
 from tests.helpers import reseal
 
 

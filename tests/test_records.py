@@ -20,6 +20,7 @@ from hypothesis import strategies as st
 
 from hseval.core.errors import ConfigError, RunFormatError
 from hseval.io import evaluation_format as eval_format
+from hseval.io.folders import MARKER
 from hseval.io.records import validation_line
 from hseval.io.run_format import HISTORY_FILE, META_FILE, meta_checksum, read_run_meta, write_history
 from hseval.io.tables import HISTORY, read_table
@@ -50,7 +51,7 @@ def test_the_committed_json_schemas_are_current():
 def test_the_files_hseval_writes_fit_the_shipped_schemas(evaluated):
     """Another tool checking hseval's files with the shipped schemas accepts what hseval wrote."""
     schema = {name: json.loads((ROOT / "docs" / "schemas" / f"{name}.schema.json").read_text()) for name in
-              ("run", "metrics", "index")}
+              ("run", "metrics", "index", "folder-marker")}
     runs = sorted(p for p in (evaluated.parent / "runs").iterdir() if p.is_dir())
     assert runs
     for run in runs:
@@ -58,6 +59,10 @@ def test_the_files_hseval_writes_fit_the_shipped_schemas(evaluated):
     for folder in sorted(p for p in evaluated.iterdir() if p.is_dir()):
         jsonschema.validate(json.loads((folder / eval_format.METRICS).read_text()), schema["metrics"])
     jsonschema.validate(json.loads((evaluated / eval_format.INDEX_FILE).read_text()), schema["index"])
+    markers = [*evaluated.parent.rglob(MARKER)]
+    assert {json.loads(m.read_text())["kind"] for m in markers} >= {"run", "runs", "evaluations", "evaluation"}
+    for marker in markers:
+        jsonschema.validate(json.loads(marker.read_text()), schema["folder-marker"])
 
 
 def paths_of(doc, prefix=()):

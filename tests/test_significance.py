@@ -13,7 +13,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from hseval.io.results import level_table, load_evaluation
+from hseval.io.results import load_evaluation
 from hseval.reporting.significance import (
     compare_groups,
     compare_runs,
@@ -27,6 +27,7 @@ from hseval.reporting.significance import (
     seed_interval,
     versus,
 )
+from hseval.reporting.summary import level_table
 
 
 def binomial_two_sided(only_a: int, only_b: int) -> float:
@@ -189,8 +190,8 @@ def test_compare_groups_pairs_by_seed(evaluated):
 
 
 def test_group_levels_give_mean_and_std(evaluated):
-    from hseval.io.results import level_long
     from hseval.reporting.significance import group_levels
+    from hseval.reporting.summary import level_long
 
     runs = {r.name: r for r in load_evaluation(evaluated).runs}
     a = [_with_seed(runs["plain"], f"a-{s}", s, top1) for s, top1 in zip(range(3), [0.80, 0.83, 0.86])]

@@ -262,8 +262,8 @@ def test_settings_listed_as_neutral_do_not_change_the_run(tmp_path):
 
     from safetensors.torch import load_file
 
-    from hseval.io.results import config_key
     from hseval.io.run_settings import RESULT_NEUTRAL
+    from hseval.reporting.summary import config_key
 
     assert "eval_every" in RESULT_NEUTRAL["engine"]
     root, tree_file = image_folder(tmp_path)

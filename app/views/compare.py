@@ -11,10 +11,11 @@ from hseval.app import loading, tables
 from hseval.app.state import Context, context
 from hseval.app.views.common import PLOT, pick, pick_run, shows_problems
 from hseval.io import evaluation_format as eval_format
-from hseval.io.results import RunResult, level_table
+from hseval.io.results import RunResult
 from hseval.reporting import charts
 from hseval.reporting.sections import seed_group_table
 from hseval.reporting.significance import format_p, not_paired, seed_groups
+from hseval.reporting.summary import level_table
 
 KEY_CHOSEN = "compare_runs"
 KEY_BASE = "compare_baseline"

@@ -10,9 +10,9 @@ import streamlit as st
 from hseval.app import tables
 from hseval.app.state import Context, context
 from hseval.app.views.common import PLOT, needs_runs
-from hseval.io.results import level_table, summary_table, unavailable_table
 from hseval.reporting import charts
 from hseval.reporting.significance import versus
+from hseval.reporting.summary import level_table, summary_table, unavailable_table
 
 IDENTITY = ("run", "head")  # kept in view while the table scrolls sideways
 # (no bare strings at the top level of a page: Streamlit's magic would print them on the page)

@@ -13,6 +13,7 @@ from hseval.cli import positive_int
 from hseval.core.errors import ConfigError, RunFormatError
 from hseval.io.output import OutputFile
 from hseval.tree import FORMATS, Hierarchy, read_hierarchy, write_hierarchy
+from hseval.tree.transforms import merge_single_child_chains
 
 
 def _read(args: argparse.Namespace, path: str) -> Hierarchy:
@@ -30,8 +31,6 @@ def cmd_stats(args: argparse.Namespace) -> int:
 
 
 def cmd_convert(args: argparse.Namespace) -> int:
-    from hseval.tree.transforms import merge_single_child_chains
-
     output = OutputFile(args.output, option="OUTPUT", inputs=[args.input])
     hierarchy = _read(args, args.input)
     if args.merge_chains:
@@ -53,11 +52,10 @@ def _clusters(text: str) -> list[int]:
 def _class_vectors_of(source: str | Path) -> tuple[np.ndarray, Hierarchy]:
     """The class vectors and the tree of a run folder (``hseval train``) or of one evaluated run
     (``hseval evaluate``'s ``DIR/<run>``)."""
-    # torch (a run's model) and the evaluation reader load only for this command
-    from hseval.io.evaluation_format import METRICS
-    from hseval.io.results import read_run
-    from hseval.io.run_format import is_run_dir, load_run
-    from hseval.metrics import geometry
+    from hseval.io.evaluation_format import METRICS  # pandas: only for this command, not 'hseval --help'
+    from hseval.io.results import read_run  # pandas: only for this command
+    from hseval.io.run_format import is_run_dir, load_run  # torch: only for this command
+    from hseval.metrics import geometry  # scipy, sklearn: only for this command
 
     folder = Path(source)
     if is_run_dir(folder):

@@ -28,10 +28,15 @@ from collections.abc import Collection, Iterator
 from pathlib import Path
 from typing import Annotated, Any, Literal
 
-from pydantic import StringConstraints
+try:
+    import fcntl
+except ImportError:  # Windows: msvcrt's byte-range lock instead
+    fcntl = None
+    import msvcrt
 
-from hseval import __version__
-from hseval.core import fileio
+from pydantic import Field, StringConstraints, TypeAdapter
+
+from hseval.core import __version__, fileio
 from hseval.core.errors import HsevalError
 from hseval.io.records import Record, parse_record
 
@@ -105,6 +110,9 @@ class ExportMarker(Marker):
 
 MARKERS: dict[str, type[Marker]] = {"run": RunMarker, "runs": CollectionMarker, "evaluations": CollectionMarker,
                                     "demo": CollectionMarker, "evaluation": EvaluationMarker, "export": ExportMarker}
+ANY_MARKER = TypeAdapter(Annotated[RunMarker | CollectionMarker | EvaluationMarker | ExportMarker,
+                                   Field(discriminator="kind")])
+"""Every marker, told apart by its kind: what docs/schemas/folder-marker.schema.json describes."""
 
 
 def read_marker(folder: str | Path, *, error: type[HsevalError] = OwnershipError) -> Marker | None:
@@ -237,11 +245,7 @@ def locked(folder: str | Path, *, option: str = "--out") -> Iterator[Path]:
 
 
 def _try_lock(fd: int) -> bool:
-    try:
-        import fcntl
-    except ImportError:  # Windows
-        import msvcrt
-
+    if fcntl is None:
         try:
             msvcrt.locking(fd, msvcrt.LK_NBLCK, 1)
         except OSError:

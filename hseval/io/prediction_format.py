@@ -152,9 +152,9 @@ def _read_npz(path: Path, data: bytes) -> dict[str, np.ndarray]:
 
 
 def _read_safetensors(path: Path, data: bytes) -> dict[str, np.ndarray]:
-    import torch
-    from safetensors import SafetensorError
-    from safetensors.torch import load
+    import torch  # only for a .safetensors file: an .npz or a CSV does not load torch
+    from safetensors import SafetensorError  # (the same reason)
+    from safetensors.torch import load  # (the same reason)
 
     try:
         tensors = load(data)

@@ -1,16 +1,14 @@
-"""Reading an evaluation folder (what ``hseval evaluate`` wrote) into tables.
+"""Reading an evaluation folder (what ``hseval evaluate`` wrote) into :class:`RunResult` objects.
 
-Shared by ``hseval report``, ``hseval demo`` and the dashboard. Every file is read through
-:mod:`hseval.io.evaluation_format`, which checks it (checksum, columns, types, ranges, agreement with the
-run's tree) when the folder is loaded: a run with a damaged file is set aside with a one-line
-reason in ``Evaluation.problems``, and the other runs stay usable; nothing downstream sees an
-unchecked value. Levels are data: :func:`level_long` is one row per (run, level, way).
+Shared by ``hseval report``, ``hseval demo``, ``hseval export`` and the dashboard. Every file is
+read through :mod:`hseval.io.evaluation_format`, which checks it (checksum, columns, types, ranges,
+agreement with the run's tree) when the folder is loaded: a run with a damaged file is set aside
+with a one-line reason in ``Evaluation.problems``, and the other runs stay usable; nothing
+downstream sees an unchecked value. The tables made from them are :mod:`hseval.reporting.summary`.
 """
 
 from __future__ import annotations
 
-import math
-import re
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -21,18 +19,10 @@ import pandas as pd
 from hseval.core.errors import HsevalError, RunFormatError
 from hseval.io import evaluation_format as eval_format
 from hseval.io.folders import kind_of
-from hseval.io.run_settings import result_settings
 from hseval.io.tables import read_table
 from hseval.tree.hierarchy import Hierarchy
 
-__all__ = ["RunResult", "Evaluation", "load_evaluation", "read_run", "summary_table", "grouped_summary",
-           "level_long", "level_table", "WAYS",
-           "config_key", "unavailable_table", "metric_of_column", "mark_unavailable"]
-
-WAYS = {"leaf": "leaf", "superclass_acc": "from leaf", "superclass_acc_from_levels": "own scores"}
-"""How an accuracy is measured, by its metrics.json key: the leaf prediction, its ancestor at the
-level ("from leaf"), or the head's own super-class scores."""
-
+__all__ = ["RunResult", "Evaluation", "load_evaluation", "read_run"]
 
 @dataclass
 class RunResult:
@@ -131,152 +121,3 @@ def load_evaluation(root: str | Path, *, strict: bool = False) -> Evaluation:
     if not evaluation.runs and not evaluation.problems:
         raise RunFormatError(f"{root}: holds no evaluated runs; write them with 'hseval evaluate RUNS --out {root}'")
     return evaluation
-
-
-def _num(value: Any) -> float:
-    return float(value) if isinstance(value, (int, float)) and not isinstance(value, bool) else math.nan
-
-
-def _levels(values: Any) -> list[tuple[int, Any]]:
-    """(depth, value) pairs of a checked {"1": ..., "2": ...} record, in numeric order."""
-    return sorted(((int(k), v) for k, v in (values or {}).items()), key=lambda kv: kv[0])
-
-
-def summary_table(runs: list[RunResult]) -> pd.DataFrame:
-    """One row per run: identity, leaf and super-class accuracy (both ways), mistake and
-    hierarchical metrics, calibration, feature scale and tree agreement."""
-    rows = []
-    for r in runs:
-        m = r.metrics
-        row: dict[str, Any] = {"run": r.name, "dataset": m.get("dataset"), "backbone": m.get("backbone"),
-                               "head": m.get("head"), "seed": m.get("seed"), "samples": m.get("samples")}
-        for key in ("top1", "top5"):
-            row[key] = _num(m.get(key))
-        for depth, value in _levels(m.get("superclass_acc")):
-            row[f"level{depth}_from_leaf"] = _num(value)
-        for depth, value in _levels(m.get("superclass_acc_from_levels")):
-            row[f"level{depth}_own_scores"] = _num(value)
-        for depth, value in _levels(m.get("level_agreement")):
-            row[f"level{depth}_agreement"] = _num(value)
-        for key, value in m.items():
-            if key.startswith(("mistake_severity", "avg_hdist", "best_hdist", "hierarchical_")):
-                row[key] = _num(value)
-        crm = m.get("crm") or {}
-        for key in ("top1", "mistake_severity", "avg_hdist@1", "hierarchical_f1"):
-            row[f"crm_{key}"] = _num(crm.get(key))
-        row["ece"] = _num(m.get("ece"))
-        row["cross_entropy"] = _num(m.get("cross_entropy"))
-        row["feature_norm"] = _num((m.get("feature_norm") or {}).get("mean"))
-        row["max_logit"] = _num((m.get("max_logit") or {}).get("mean"))
-        agreement = ((m.get("geometry") or {}).get("tree_agreement") or {})
-        row["cophenetic_correlation"] = _num(agreement.get("cophenetic_correlation"))
-        rows.append(row)
-    return pd.DataFrame(rows)
-
-
-def config_key(run: RunResult) -> str:
-    """Everything a run was trained with except its seed (and where or how fast it ran): runs
-    with equal keys differ only by their seed."""
-    import json
-
-    source = run.metrics.get("source") or {}
-    if source.get("kind") == "predictions":  # a model trained elsewhere: no seed siblings known
-        return f"predictions:{source.get('path')}"
-    training = result_settings(dict(run.metrics.get("training") or {}), drop=("engine.seed",))
-    return json.dumps(training, sort_keys=True)
-
-
-def grouped_summary(runs: list[RunResult]) -> pd.DataFrame:
-    """Runs that differ only by their seed, grouped: mean and std of every metric (the paper's
-    Table 3 reports mean ± std over seeds), with the number of seeds."""
-    table = summary_table(runs)
-    if table.empty:
-        return table
-    table["config"] = [config_key(r) for r in runs]
-    keys = ["dataset", "backbone", "head", "config"]
-    numeric = [c for c in table.columns if c not in (*keys, "run", "seed", "samples")
-               and pd.api.types.is_numeric_dtype(table[c])]
-    rows = []
-    for group_key, group in table.groupby(keys, sort=False, dropna=False):
-        row = dict(zip(keys, group_key))
-        row["runs"] = ", ".join(group["run"])
-        row["seeds"] = len(group)
-        for col in numeric:
-            row[f"{col}_mean"] = group[col].mean()
-            row[f"{col}_std"] = group[col].std(ddof=1) if len(group) > 1 else 0.0
-        rows.append(row)
-    out = pd.DataFrame(rows).drop(columns="config")
-    return out
-
-
-def level_long(runs: list[RunResult]) -> pd.DataFrame:
-    """Accuracy per run, level and way, one row each (columns run, head, level, depth, way,
-    accuracy): the leaf, and per super-class depth "from leaf" and the head's own scores."""
-    rows = []
-    for r in runs:
-        rows.append({"run": r.name, "head": r.head, "level": "leaf", "depth": 0, "way": WAYS["leaf"],
-                     "accuracy": _num(r.metrics["top1"])})
-        for key in ("superclass_acc", "superclass_acc_from_levels"):
-            for depth, value in _levels(r.metrics.get(key)):
-                rows.append({"run": r.name, "head": r.head, "level": f"level {depth}", "depth": depth,
-                             "way": WAYS[key], "accuracy": _num(value)})
-    frame = pd.DataFrame(rows, columns=["run", "head", "level", "depth", "way", "accuracy"])
-    return frame.dropna(subset=["accuracy"]).reset_index(drop=True)
-
-
-def level_table(runs: list[RunResult]) -> pd.DataFrame:
-    """The super-class accuracy report: one row per run, one column per level and way
-    ("level 1 (from leaf)" ...), the wide form of :func:`level_long`."""
-    long = level_long(runs)
-    out = pd.DataFrame({"run": [r.name for r in runs], "head": [r.head for r in runs]})
-    columns = long[["depth", "way", "level"]].drop_duplicates()
-    columns = columns.assign(order=[list(WAYS.values()).index(w) for w in columns["way"]])
-    for depth, way, level, _ in columns.sort_values(["order", "depth"]).itertuples(index=False):
-        name = "leaf" if depth == 0 else f"{level} ({way})"
-        values = long[(long["depth"] == depth) & (long["way"] == way)].set_index("run")["accuracy"]
-        out[name] = out["run"].map(values).astype(float)
-    return out
-
-
-_LEVEL_COLUMN = re.compile(r"level ?([0-9]+)(_own_scores| \(own scores\)|_agreement)")
-
-
-def metric_of_column(column: str) -> str:
-    """The metrics.json key behind a column of :func:`summary_table` or :func:`level_table`."""
-    match = _LEVEL_COLUMN.fullmatch(column)
-    if match:
-        return "level_agreement" if match.group(2) == "_agreement" else "superclass_acc_from_levels"
-    if column.startswith("crm_"):
-        return "crm"
-    return {"cophenetic_correlation": "geometry"}.get(column, column)
-
-
-def unavailable_table(runs: list[RunResult]) -> pd.DataFrame:
-    """Why metrics are missing: one row per run and reason (columns run, metrics, reason)."""
-    rows = []
-    for r in runs:
-        by_reason: dict[str, list[str]] = {}
-        for key, reason in r.unavailable.items():
-            by_reason.setdefault(reason, []).append(key)
-        rows += [{"run": r.name, "metrics": ", ".join(keys), "reason": reason} for reason, keys in by_reason.items()]
-    return pd.DataFrame(rows, columns=["run", "metrics", "reason"])
-
-
-def mark_unavailable(frame: pd.DataFrame, runs: list[RunResult], *, digits: int = 4) -> pd.DataFrame:
-    """``frame`` (one row per run, a "run" column) as text: numbers with ``digits`` decimals, and
-    "n/a" in each empty cell whose metric the run could not compute (the reason is in
-    :func:`unavailable_table`); other empty cells stay empty."""
-    reasons = {r.name: r.unavailable for r in runs}
-    out = frame.astype(object).copy()
-    for column in frame.columns:
-        if not pd.api.types.is_numeric_dtype(frame[column]) or column in ("seed", "samples", "seeds"):
-            continue
-        key = metric_of_column(column)
-        cells = []
-        for run, value in zip(frame["run"], frame[column]):
-            if isinstance(value, float) and math.isnan(value):
-                cells.append("n/a" if key in reasons.get(run, {}) else "")
-            else:
-                cells.append(f"{value:.{digits}f}")
-        out[column] = cells
-    return out

@@ -26,12 +26,15 @@ import io
 import json
 import platform
 from dataclasses import dataclass, field
+from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
 from typing import Any
 
 import pandas as pd
 import torch
 from pydantic import ConfigDict, Field, field_validator, model_validator
+from safetensors import SafetensorError
+from safetensors.torch import load_file, save
 
 from hseval.core import fileio
 from hseval.core.errors import HsevalError, RunFormatError, first_line
@@ -177,8 +180,6 @@ class Run:
 
 
 def library_versions() -> dict[str, str]:
-    from importlib.metadata import PackageNotFoundError, version
-
     out = {"python": platform.python_version()}
     for package in ("hseval", "torch", "torchvision", "geoopt", "numpy", "safetensors"):
         try:
@@ -215,8 +216,6 @@ def save_run(run_dir: str | Path, model: HierarchicalClassifier, meta: dict[str,
     ``run.json`` with their checksum, each atomically, so a reader sees either the previous
     complete run or the new one.
     """
-    from safetensors.torch import save
-
     run_dir = Path(run_dir)
     tensors = {name: t.detach().to("cpu").contiguous() for name, t in model.state_dict().items()}
     # serialised in memory, then written by fileio: a full disk or a read-only folder is one
@@ -317,9 +316,6 @@ def load_run(run_dir: str | Path, *, device: str | torch.device = "cpu") -> Run:
         a missing, edited or damaged file (checksums, schema, tensor shapes), in one line. Nothing
         is unpickled: tensors come from safetensors, metadata from JSON.
     """
-    from safetensors import SafetensorError
-    from safetensors.torch import load_file
-
     info = verify_run(run_dir)
     run_dir, meta, hierarchy = info.path, info.meta, info.hierarchy
     where = run_dir / MODEL_FILE

@@ -15,7 +15,7 @@ def all_processes(sums: dict[str, np.ndarray], keys: np.ndarray, counts: np.ndar
     levels given level scores of the processes that had samples. Every process must call it."""
     try:
         import torch  # only to reduce across processes: importing the metrics does not load torch
-        import torch.distributed as dist
+        import torch.distributed as dist  # (the same reason)
     except ImportError:  # pragma: no cover - torch is a dependency
         return None
     if not (dist.is_available() and dist.is_initialized()) or dist.get_world_size() == 1:

@@ -20,19 +20,12 @@ from hseval.core import fileio
 from hseval.core.errors import HsevalWarning, RunFormatError
 from hseval.io import tables as csv_tables
 from hseval.io.output import OutputFile, OutputFolder
-from hseval.io.results import (
-    Evaluation,
-    grouped_summary,
-    level_table,
-    load_evaluation,
-    mark_unavailable,
-    summary_table,
-    unavailable_table,
-)
+from hseval.io.results import Evaluation, load_evaluation
 from hseval.nn import radius_guard as logit_scale
 from hseval.reporting import sections as report_charts
 from hseval.reporting.html import Detail, Section, anchor, page
 from hseval.reporting.paper_tables import paper_table, to_latex, to_markdown
+from hseval.reporting.summary import grouped_summary, level_table, mark_unavailable, summary_table, unavailable_table
 
 __all__ = ["write_report", "render"]
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 import pandas as pd
 
 from hseval.core.errors import ConfigError
-from hseval.io.results import RunResult, level_long, level_table
+from hseval.io.results import RunResult
 from hseval.metrics import confusion_matrix
 from hseval.reporting import charts
 from hseval.reporting.html import Chart
@@ -24,6 +24,7 @@ from hseval.reporting.significance import (
     not_paired,
     seed_groups,
 )
+from hseval.reporting.summary import level_long, level_table
 
 __all__ = ["GUIDES", "entries", "colours", "baseline", "overview_charts", "detail_charts", "significance_tables",
            "seed_group_table"]

@@ -1,7 +1,7 @@
 """Is a difference between runs real? Paired tests on the same test samples, and intervals over seeds.
 
 Two runs evaluated on the same samples are compared sample by sample at every level (the leaf,
-and each super-class level both ways, as :func:`hseval.io.results.level_table` names them):
+and each super-class level both ways, as :func:`hseval.reporting.summary.level_table` names them):
 
 - the accuracy difference with a 95 % **paired bootstrap** interval: the samples are resampled
   with replacement and both runs are scored on the same resample. Only the samples on which the
@@ -27,7 +27,8 @@ import numpy as np
 import pandas as pd
 from scipy import stats
 
-from hseval.io.results import WAYS, RunResult, config_key
+from hseval.io.results import RunResult
+from hseval.reporting.summary import WAYS, config_key
 
 __all__ = ["CONFIDENCE", "RESAMPLES", "mcnemar_exact", "paired_bootstrap", "PairedDifference", "paired_difference",
            "correctness", "not_paired", "compare_runs", "versus", "SeedGroup", "seed_groups", "seed_interval",
@@ -114,7 +115,7 @@ def paired_difference(correct_a: np.ndarray, correct_b: np.ndarray, *, resamples
 
 def correctness(run: RunResult) -> dict[str, np.ndarray]:
     """Per-sample correctness of ``run`` at every level it has, keyed like the columns of
-    :func:`hseval.io.results.level_table`: "leaf", "level k (from leaf)" and "level k (parent δ /
+    :func:`hseval.reporting.summary.level_table`: "leaf", "level k (from leaf)" and "level k (parent δ /
     level head)". A level-k array covers the samples whose class has a depth-k ancestor (those
     the level's accuracy counts), in sample order."""
     tree = run.hierarchy
@@ -237,7 +238,7 @@ def seed_interval(values: np.ndarray | list[float], *, confidence: float = CONFI
 
 
 def group_levels(groups: list[SeedGroup], long: pd.DataFrame) -> pd.DataFrame:
-    """Accuracy per group, level and way from :func:`hseval.io.results.level_long` of their runs:
+    """Accuracy per group, level and way from :func:`hseval.reporting.summary.level_long` of their runs:
     columns run (the group's name), level, depth, way, accuracy (mean), std, low, high, seeds."""
     rows = []
     for group in groups:
@@ -253,7 +254,7 @@ def group_levels(groups: list[SeedGroup], long: pd.DataFrame) -> pd.DataFrame:
 
 def compare_groups(a: SeedGroup, b: SeedGroup, table: pd.DataFrame, *,
                    confidence: float = CONFIDENCE) -> pd.DataFrame:
-    """Two seed groups at every level both have, from a :func:`hseval.io.results.level_table` of their
+    """Two seed groups at every level both have, from a :func:`hseval.reporting.summary.level_table` of their
     runs: mean ± std of each, the difference of the means with its t interval over seeds and the
     t-test's p-value (paired by seed when both groups have the same seeds, Welch's otherwise)."""
     rows_a = table.set_index("run").loc[[r.name for r in a.runs]]

@@ -40,6 +40,7 @@ import numpy as np
 from hseval.core import fileio
 from hseval.core.errors import ConfigError, HsevalWarning, RunFormatError
 from hseval.io.output import OutputFolder
+from hseval.io.results import load_evaluation
 from hseval.tree.hierarchy import Hierarchy
 
 __all__ = ["FORMATS", "KIND", "CONFIG_FILE", "TENSORS_FILE", "METADATA_FILE", "Exported", "export_evaluation",
@@ -165,8 +166,6 @@ def export_evaluation(eval_dir: str | Path, out: str | Path, *, to: str = "tenso
     Runs that cannot be read (:attr:`~hseval.io.results.Evaluation.problems`) and runs without
     embeddings are left out, each with an :class:`~hseval.core.errors.HsevalWarning` naming it and why;
     when no run is left, nothing is written and a :class:`~hseval.core.errors.RunFormatError` says why."""
-    from hseval.io.results import load_evaluation
-
     if to not in FORMATS:
         raise ConfigError(f"--to {to!r}: unknown export format; choose from {', '.join(FORMATS)}")
     eval_dir, out = Path(eval_dir), Path(out)

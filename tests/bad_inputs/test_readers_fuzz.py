@@ -301,7 +301,8 @@ def test_load_evaluation_and_its_tables(evaluation_copy, target, data, where, va
     """Random bytes in one file of an evaluated run, or one value of its metrics.json replaced:
     loading the folder, its tables (what ``hseval report`` and the dashboard show) and the
     predictions give results or hseval errors."""
-    from hseval.io.results import grouped_summary, level_table, load_evaluation, summary_table
+    from hseval.io.results import load_evaluation
+    from hseval.reporting.summary import grouped_summary, level_table, summary_table
 
     folder, run = damage_evaluation(evaluation_copy, target, data, where, value, mode)
     evaluation = read_or_error(load_evaluation, folder)
