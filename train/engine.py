@@ -140,13 +140,13 @@ def train(config: TrainConfig, out: str | Path, *, resume: bool = False, force: 
     """
     out = Path(out)
     dist = distributed.setup()
-    if dist.rank == 0 and folder is None:
+    writes = dist.rank == 0  # the other ranks only train
+    if writes and folder is None:
         folder = check_run_folder(out, resume=resume, force=force)
     ctx = Context.create(config.engine, dist)
     data = data or load_data(config, hierarchy_file)
     indices = check_before_training(config, data, world=dist.world)
     state = resume_state(out, config) if resume else None
-    writes = dist.rank == 0  # the other ranks only train
     with folder if writes else contextlib.nullcontext(), torch_threads(config.engine.threads):
         distributed.barrier(dist)
         s = open_session(config, folder.target if writes else out, data, indices, ctx, dist, state=state, log=log)
@@ -171,13 +171,13 @@ def _epoch(s: Session, epoch: int, *, extra: dict[str, Any]) -> None:
     record.update(train_one_epoch(s.step, s.optimizers, batches, ctx, total=total, progress=config.engine.progress,
                                   desc=f"{config.model.head} epoch {epoch + 1}/{epochs}"))
     s.optimizers.epoch_end()
-    if s.writer and ((epoch + 1) % config.engine.eval_every == 0 or epoch + 1 == epochs):
+    if ctx.rank == 0 and ((epoch + 1) % config.engine.eval_every == 0 or epoch + 1 == epochs):
         with ctx.fork_rng():  # eval_every must not change the run
             record.update(evaluate(s.model, loader.eval_batches(s.data.test, batch_size=config.data.eval_batch_size,
                                                                 device=ctx.device, device_images=s.test_images,
                                                                 workers=config.data.workers), ctx))
     s.history.append(record)
-    if s.writer:
+    if s.writer is not None:
         s.writer.epoch(s.history, s.model, s.optimizers)
         if epoch == s.start_epoch:  # the first epoch this process trains
             guard_after_epoch(s.model, config.model.head, record)
@@ -189,7 +189,7 @@ def _finish(s: Session, *, seconds: float) -> None:
     distributed.broadcast_buffers(s.dist, s.model)
     if not distributed.same_on_all_ranks(s.dist, s.model):
         raise RuntimeError("DDP ranks ended with different weights; this is a bug in the training engine")
-    if s.writer:
+    if s.writer is not None:
         final = next((h for h in reversed(s.history) if "test_acc" in h), {})
         s.writer.finish(s.model, {
             "dataset": s.data.describe(), "training": s.config.to_dict(), "seed": s.config.engine.seed,

@@ -45,16 +45,9 @@ def add_train_arguments(parser: argparse.ArgumentParser, *, many: bool) -> None:
 def _config(args: argparse.Namespace, head: str, extra: list[str]):
     from hseval.train.config import default_recipe, load_config  # yaml: only the training commands read recipes
 
-    overrides = [f"data.dataset={args.dataset}"] if args.dataset else []  # else the recipe's
-    if args.data_root:
-        overrides.append(f"data.root={args.data_root}")
-    if args.backbone:
-        overrides.append(f"model.backbone={args.backbone}")
-    if args.device:
-        overrides.append(f"engine.device={args.device}")
-    if args.quiet:
-        overrides.append("engine.progress=false")
-    overrides += [f"model.head={head}", *args.set, *extra]
+    given = {"data.dataset": args.dataset, "data.root": args.data_root, "model.backbone": args.backbone,
+             "engine.device": args.device, "engine.progress": "false" if args.quiet else None}  # None: the recipe's
+    overrides = [f"{key}={value}" for key, value in given.items() if value] + [f"model.head={head}", *args.set, *extra]
     recipe = args.recipe or default_recipe(args.dataset or "fashion-mnist", args.backbone)
     return load_config(recipe, overrides)
 
