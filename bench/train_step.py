@@ -110,7 +110,7 @@ def readme_text(ratios: dict[str, float], batch: int) -> str:
 def compile_vs_eager(device: torch.device, steps: int, batch: int, heads=("plain", "riemann")) -> None:
     """3. images/s of a full step under engine.compile (and, on CUDA, engine.cuda_graphs) against eager."""
     from hseval.train.config import EngineConfig
-    from hseval.train.engine import TrainStep, compiled
+    from hseval.train.step import TrainStep, compiled
 
     tree = fashion_mnist_hierarchy()
     backbone, size, channels = ("small-cnn", 28, 1) if device.type == "cpu" else ("resnet18", 32, 3)
@@ -127,7 +127,7 @@ def compile_vs_eager(device: torch.device, steps: int, batch: int, heads=("plain
                     "head": {"name": head, "config": {}}}
             model = build_model(spec, tree).to(device)
             optimizers = build_optimizers(model, OptimConfig(lr=0.01))
-            step = compiled(TrainStep(model), engine, device)
+            step = compiled(TrainStep(model), engine)
             rates[label] = step_rate(amp_loss(step, device), optimizers, x, y, steps, device)
         text = ", ".join(f"{label} {rate:.0f} img/s ({rate / rates['eager']:.2f}×)" for label, rate in rates.items())
         print(f"3. {backbone} + {head}, batch {batch}, {device}: {text}")
@@ -138,8 +138,9 @@ def engine_vs_bare(steps: int) -> None:
     from torchvision.transforms import v2
 
     from hseval.data import TensorImages, TensorPreprocess
-    from hseval.train.engine import Context, TrainStep, train_one_epoch
+    from hseval.train.engine import train_one_epoch
     from hseval.train.loader import train_batches
+    from hseval.train.step import Context, TrainStep
 
     device = torch.device("cuda")
     tree = fashion_mnist_hierarchy()

@@ -30,13 +30,8 @@ sys.meta_path.insert(0, _InstalledNamesOnly())
 
 @pytest.fixture(autouse=True)
 def _seed():
-    """Seeded RNGs; torch's thread count restored after each test (a run trained with
-    ``engine.threads=1`` sets it for the whole process, which would slow every later test)."""
     torch.manual_seed(0)
     np.random.seed(0)
-    threads = torch.get_num_threads()
-    yield
-    torch.set_num_threads(threads)
 
 
 @pytest.fixture(params=["appendix_a", "fashion", "unbalanced"])

@@ -67,6 +67,22 @@ def test_user_errors_are_one_line_exit_2(capsys, argv, message):
     assert len(err.strip().splitlines()) == 1 and re.search(message, err.strip())
 
 
+def test_help_builds_every_parser_without_a_heavy_package():
+    heavy = {"torch", "torchvision", "geoopt", "sklearn", "pandas", "plotly", "safetensors", "PIL", "yaml", "streamlit"}
+    code = ("import sys; from hseval.cli.main import build_parser; build_parser().format_help(); "
+            "print(*sorted({m.split('.')[0] for m in sys.modules}), sep='\\n')")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    assert not heavy & set(done.stdout.split())
+
+
+def test_only_the_commands_that_run_a_model_tune_the_allocator(monkeypatch, capsys, tmp_path):
+    calls = []
+    monkeypatch.setattr("hseval.cli.main.tune_malloc", lambda: calls.append(True))
+    assert main(["hierarchy", "stats", FASHION]) == 0 and not calls
+    assert main(["evaluate", "--out", str(tmp_path / "eval")]) == 2 and calls == [True]  # no run: refused after it
+
+
 def test_console_script_entry_point_runs(tmp_path):
     result = subprocess.run([sys.executable, "-m", "hseval", "hierarchy", "stats", "nothing.txt"],
                             capture_output=True, text=True, cwd=tmp_path)

@@ -14,19 +14,15 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from hseval.cli.main import main
+from hseval.core.device import resolve_device
 from hseval.core.errors import HsevalWarning
 from hseval.io.results import load_evaluation
+from hseval.nn.model import build_model
 from hseval.nn.radius_guard import check_metrics, check_scale, scale_range
 from hseval.reporting.report import render
-from hseval.train.engine import (
-    Context,
-    build_model,
-    check_recipe_backbone,
-    initial_logit_scale,
-    load_data,
-    model_spec,
-    resolve_device,
-)
+from hseval.train.checks import check_recipe_backbone, initial_logit_scale
+from hseval.train.engine import load_data
+from hseval.train.step import Context, model_spec
 from tests.helpers import image_folder, quick
 
 

@@ -42,8 +42,9 @@ def test_every_head_learns(fashion_like, tmp_path, head):
 
 def test_optimizers_split_manifold_parameters(fashion_like):
     from hseval.nn.model import build_model
-    from hseval.train.engine import load_data, model_spec
+    from hseval.train.engine import load_data
     from hseval.train.optim import build_optimizers
+    from hseval.train.step import model_spec
 
     config = quick(fashion_like, "riemann")
     data = load_data(config)
@@ -52,6 +53,15 @@ def test_optimizers_split_manifold_parameters(fashion_like):
     assert set(optimizers) == {"sgd", "riemannian_sgd"}
     assert optimizers["riemannian_sgd"].param_groups[0]["params"] == [model.head.delta]
     assert optimizers["sgd"].param_groups[0]["weight_decay"] == 1e-4
+
+
+def test_a_thread_count_applies_to_the_training_alone(fashion_like, tmp_path):
+    before = torch.get_num_threads()
+    threads = 1 if before > 1 else 2
+    config = quick(fashion_like, "plain", "optim.epochs=1", "data.train_subset=100", f"engine.threads={threads}")
+    out = train(config, tmp_path / "run", log=lambda _: None)
+    assert load_run(out).meta["device"]["threads"] == threads
+    assert torch.get_num_threads() == before
 
 
 def test_run_folder_rules(fashion_like, tmp_path):
@@ -214,8 +224,9 @@ def test_compiled_training_gives_the_eager_losses(fashion_like, tmp_path, monkey
     after step, and a whole run trains. The backend is AOTAutograd without code generation here
     (inductor's C++ build takes a minute per model on 2 cores): it traces what inductor would
     compile, the custom autograd functions of the heads included; inductor's numerics are torch's."""
-    from hseval.train.engine import TrainStep, compiled, load_data, model_spec
+    from hseval.train.engine import load_data
     from hseval.train.optim import build_optimizers
+    from hseval.train.step import TrainStep, compiled, model_spec
 
     real = torch.compile
     monkeypatch.setattr(torch, "compile", lambda model, mode=None: real(model, mode=mode, backend="aot_eager"))
@@ -231,7 +242,7 @@ def test_compiled_training_gives_the_eager_losses(fashion_like, tmp_path, monkey
 
         model = build_model(model_spec(config, data), data.hierarchy)
         optimizers = build_optimizers(model, config.optim)
-        step = compiled(TrainStep(model), type(config.engine)(compile=mode), torch.device("cpu"))
+        step = compiled(TrainStep(model), type(config.engine)(compile=mode))
         losses[mode] = []
         for _ in range(4):
             loss, _ = step(x, y)

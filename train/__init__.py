@@ -1,2 +1,2 @@
-"""The training package: typed configs and YAML recipes, the training engine (CPU, GPU, DDP,
-resume) and the ``train`` / ``train-all`` commands. It depends on :mod:`hseval`, never the reverse."""
+"""The training layer (installed as ``hseval.train``): typed configs and YAML recipes, the engine
+(CPU, GPU, DDP, resume) and many runs into one folder; the commands are :mod:`hseval.cli.train`'s."""

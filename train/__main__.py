@@ -1,5 +1,5 @@
-"""``python -m train train|train-all ...``: the hseval training commands, e.g. under
-``torchrun --nproc_per_node N -m train train ...``."""
+"""``python -m hseval.train train|train-all ...``: the hseval training commands, e.g. under
+``torchrun --nproc_per_node N -m hseval.train train ...``."""
 
 import sys
 

@@ -73,8 +73,7 @@ class EngineConfig(_Section):
     channels_last: bool = True           # on CUDA
     gpu_dataset: bool = True             # keep in-memory datasets on the GPU, augment there
     eval_every: Positive = 1             # evaluate on the test split every N epochs (and at the end)
-    threads: Positive | None = None      # torch CPU threads (None: torch's default)
-    tune_malloc: bool = True             # CPU: keep big blocks in glibc's heap (no page faults per step)
+    threads: Positive | None = None      # torch CPU threads while training (None: as they are)
     progress: bool = True
     tensorboard: bool = False
     compile: bool = False                # torch.compile of the training step (forward, loss, backward)

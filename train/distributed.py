@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 import os
 from dataclasses import dataclass
 
@@ -38,8 +39,6 @@ def setup() -> Dist:
 
 def same_on_all_ranks(dist: Dist, model: torch.nn.Module) -> bool:
     """Whether every rank holds bit-identical weights (a SHA-256 of the state dict, gathered)."""
-    import hashlib
-
     if dist.world == 1:
         return True
     digest = hashlib.sha256()

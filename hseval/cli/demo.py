@@ -9,11 +9,16 @@ per head and the command that opens the dashboard. Finished runs and up-to-date 
 from __future__ import annotations
 
 import argparse
+import datetime
+import platform
 import time
 from pathlib import Path
 
 from pydantic import Field
 
+from hseval.cli.train import planned_configs
+from hseval.core.perf import cpu_model
+from hseval.io.output import OutputFolder
 from hseval.io.records import NonNegative, Record, write_record
 
 QUICK = ["data.train_subset=3000", "optim.epochs=1", "optim.milestones=[1]"]
@@ -56,12 +61,11 @@ def _table(rows: list[dict], levels: list[str]) -> str:
 
 
 def cmd_demo(args: argparse.Namespace) -> int:
-    from hseval.cli.train import planned_configs, train_planned
-    from hseval.evaluation.runs import evaluate_runs
-    from hseval.io.output import OutputFolder
-    from hseval.io.results import read_run
-    from hseval.reporting.report import write_report
-    from hseval.train.engine import load_data
+    from hseval.evaluation.runs import evaluate_runs  # torch: for this command only
+    from hseval.io.results import read_run  # pandas: for this command only
+    from hseval.reporting.report import write_report  # plotly: for this command only
+    from hseval.train.engine import load_data  # torch: for this command only
+    from hseval.train.runs import train_runs  # torch: for this command only
 
     start = time.perf_counter()
     out = Path(args.out)
@@ -75,7 +79,7 @@ def cmd_demo(args: argparse.Namespace) -> int:
     with folder:
         print(f"hseval demo: {len(configs)} heads on Fashion-MNIST ({data.root}), "
               f"{'quick' if args.quick else 'CPU recipe'}; output in {out}")
-        seconds = train_planned(configs, runs, resume=not args.force, force=args.force, hierarchy=None, data=data,
+        seconds = train_runs(configs, runs, resume=not args.force, force=args.force, hierarchy=None, data=data,
                                 replace_stale=True)
         print("evaluating")
         projections = ["pca"] if args.quick else ["pca", "tsne"]
@@ -107,12 +111,7 @@ def cmd_demo(args: argparse.Namespace) -> int:
 
 def _record(out: Path, total: float, seconds: dict[str, float], *, quick: bool) -> None:
     """Write ``demo.json`` (:class:`DemoRecord`)."""
-    import datetime
-    import platform
-
-    import torch
-
-    from hseval.core.perf import cpu_model
+    import torch  # for this command only (hseval --help stays light)
 
     gpu = torch.cuda.get_device_name(0) if torch.cuda.is_available() else None
     write_record(out / DEMO_FILE, DemoRecord(

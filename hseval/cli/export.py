@@ -5,10 +5,10 @@ from __future__ import annotations
 
 import argparse
 
+from hseval.reporting.tensorboard import FORMATS, export_evaluation
+
 
 def cmd_export(args: argparse.Namespace) -> int:
-    from hseval.reporting.tensorboard import export_evaluation
-
     result = export_evaluation(args.dir, args.out, to=args.to)
     runs = ", ".join(f"{name} ({samples} samples" + (f" + {vectors} class vectors)" if vectors else ")")
                      for name, (samples, vectors) in result.runs.items())
@@ -18,8 +18,6 @@ def cmd_export(args: argparse.Namespace) -> int:
 
 
 def register(commands: argparse._SubParsersAction) -> None:
-    from hseval.reporting.tensorboard import FORMATS
-
     export = commands.add_parser("export", help="export an evaluation folder (embeddings for TensorBoard's projector)")
     export.add_argument("dir", metavar="EVAL_DIR", help="a folder written by 'hseval evaluate'")
     export.add_argument("out", metavar="OUT", help="the folder to write (new, empty, or an earlier export)")

@@ -1,7 +1,9 @@
 """The ``hseval`` command line: the composition root of the product.
 
 Each group of subcommands lives in :mod:`hseval.cli` and registers its parsers here.
-``train`` and ``app`` are imported lazily, inside the commands that need them.
+``hseval.train`` and ``hseval.app`` are imported lazily, inside the commands that need them. The
+process-wide settings are made here, once: glibc's allocator is tuned for the commands that run
+a model (:func:`~hseval.core.perf.tune_malloc`), HsevalWarnings become one line each.
 
 What reaches the user is always one line on stderr:
 
@@ -24,8 +26,12 @@ from collections.abc import Iterator, Sequence
 from hseval.cli import dashboard, data, demo, evaluate, export, hierarchy, importing, train
 from hseval.core import __version__
 from hseval.core.errors import HsevalError, HsevalWarning, first_line, write_crash_log
+from hseval.core.perf import tune_malloc
 
 __all__ = ["main", "build_parser"]
+
+TENSOR_COMMANDS = frozenset({"train", "train-all", "evaluate", "demo", "import"})
+"""The commands that run a model, whose big tensors glibc then keeps in its heap."""
 
 
 class UsageError(HsevalError):
@@ -56,6 +62,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     with _warnings_as_lines():
         try:
             args = build_parser().parse_args(argv)
+            if args.command in TENSOR_COMMANDS:
+                tune_malloc()
             return int(args.func(args) or 0)
         except HsevalError as exc:
             print(f"hseval: error: {first_line(exc)}", file=sys.stderr)

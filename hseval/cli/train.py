@@ -1,6 +1,7 @@
-"""``hseval train`` and ``hseval train-all`` (also ``python -m train``, e.g. under torchrun).
+"""``hseval train`` and ``hseval train-all`` (also ``python -m hseval.train``, e.g. under torchrun).
 
-The parsers live here; the :mod:`train` package is imported inside the commands.
+The parsers and the grid of runs live here; :mod:`hseval.train` (torch) is imported inside the
+commands, so that ``hseval --help`` stays light.
 
 ``train-all`` trains one run per (head, seed, sweep value) with the same data order and backbone
 initialisation for every head of a seed, so the heads compare fairly; the dataset is loaded once.
@@ -9,7 +10,6 @@ initialisation for every head of a seed, so the heads compare fairly; the datase
 from __future__ import annotations
 
 import argparse
-import contextlib
 import itertools
 import time
 from pathlib import Path
@@ -17,7 +17,7 @@ from typing import Any
 
 from hseval.core.errors import ConfigError
 
-__all__ = ["add_train_arguments", "cmd_train", "cmd_train_all", "plan_runs"]
+__all__ = ["add_train_arguments", "cmd_train", "cmd_train_all", "plan_runs", "planned_configs"]
 
 
 def add_train_arguments(parser: argparse.ArgumentParser, *, many: bool) -> None:
@@ -43,18 +43,11 @@ def add_train_arguments(parser: argparse.ArgumentParser, *, many: bool) -> None:
 
 
 def _config(args: argparse.Namespace, head: str, extra: list[str]):
-    from hseval.train.config import default_recipe, load_config
+    from hseval.train.config import default_recipe, load_config  # yaml: only the training commands read recipes
 
-    overrides = [f"data.dataset={args.dataset}"] if args.dataset else []  # else the recipe's
-    if args.data_root:
-        overrides.append(f"data.root={args.data_root}")
-    if args.backbone:
-        overrides.append(f"model.backbone={args.backbone}")
-    if args.device:
-        overrides.append(f"engine.device={args.device}")
-    if args.quiet:
-        overrides.append("engine.progress=false")
-    overrides += [f"model.head={head}", *args.set, *extra]
+    given = {"data.dataset": args.dataset, "data.root": args.data_root, "model.backbone": args.backbone,
+             "engine.device": args.device, "engine.progress": "false" if args.quiet else None}  # None: the recipe's
+    overrides = [f"{key}={value}" for key, value in given.items() if value] + [f"model.head={head}", *args.set, *extra]
     recipe = args.recipe or default_recipe(args.dataset or "fashion-mnist", args.backbone)
     return load_config(recipe, overrides)
 
@@ -71,7 +64,7 @@ def plan_runs(args: argparse.Namespace, *, note=print) -> list[tuple[str, list[s
 
     A sweep of a head option (``model.head_options.X``) applies to the heads that take X; the
     others are trained once (``note`` says so). Two runs with one folder name are refused."""
-    from hseval.nn.heads import head_class, head_options, list_heads
+    from hseval.nn.heads import head_class, head_options, list_heads  # torch: only the training commands plan runs
 
     heads = list_heads() if args.heads == "all" else _split(args.heads, "--heads")
     for head in heads:
@@ -112,7 +105,7 @@ def plan_runs(args: argparse.Namespace, *, note=print) -> list[tuple[str, list[s
 
 
 def cmd_train(args: argparse.Namespace) -> int:
-    from hseval.train.engine import train
+    from hseval.train.engine import train  # torch: only for the commands that train
 
     config = _config(args, args.head, [])
     start = time.perf_counter()
@@ -126,56 +119,12 @@ def planned_configs(args: argparse.Namespace) -> list[tuple[Any, str]]:
     return [(_config(args, head, overrides), name) for head, overrides, name in plan_runs(args)]
 
 
-def train_planned(configs: list[tuple[Any, str]], root: Path, *, resume: bool, force: bool, hierarchy: str | None,
-                  data=None, replace_stale: bool = False, log=print) -> dict[str, float]:
-    """Train the runs of ``configs`` in the folder of runs ``root``: every folder and setting
-    checked before the first run trains, the dataset loaded once.
-
-    With ``resume``, a finished run trained with these settings is kept and an interrupted one
-    continued. A finished run that does not serve (other settings, or a run.json that does not
-    verify) is refused, naming what differs, unless ``force`` or ``replace_stale`` (``hseval
-    demo``, which owns its folder) trains it again. ``data``: the dataset when the caller has
-    loaded it. Returns the training seconds of each run in plan order, read from ``run.json`` for
-    the kept ones."""
-    from hseval.io.output import OutputFolder
-    from hseval.train import distributed
-    from hseval.train.engine import check_before_training, load_data, train
-    from hseval.train.run_folder import check_run_folder, existing_run
-
-    writer = distributed.setup().rank == 0  # under torchrun every rank trains, rank 0 writes
-    with OutputFolder(root, "runs") if writer else contextlib.nullcontext() as runs:
-        todo, seconds = [], {}
-        for config, name in configs:
-            out = root / name
-            state, meta, why = existing_run(out, config)
-            seconds[name] = float(meta.get("train_seconds") or 0.0)
-            if resume and state == "finished":
-                log(f"{out} is finished with these settings; reusing it")
-                continue
-            if resume and state == "stale" and not force:
-                if not replace_stale:
-                    raise ConfigError(f"{out}: a finished run that --resume cannot reuse: {why}; train it again with "
-                                      "--force, or choose another --out")
-                log(f"{out}: cannot reuse it ({why}); training it again")
-            again = resume and state == "unfinished"
-            replace = force or (resume and state == "stale")
-            folder = check_run_folder(out, resume=again, force=replace, parent=runs) if writer else None
-            todo.append((config, out, again, replace, folder))
-        data = data or load_data(configs[0][0], hierarchy)
-        for config, *_ in todo:
-            check_before_training(config, data)
-        for k, (config, out, again, replace, folder) in enumerate(todo, start=1):
-            log(f"[{k}/{len(todo)}] {'continuing' if again else 'training'} {out.name}")
-            start = time.perf_counter()
-            train(config, out, resume=again, force=replace, data=data, folder=folder)
-            seconds[out.name] = time.perf_counter() - start
-    return seconds
-
-
 def cmd_train_all(args: argparse.Namespace) -> int:
+    from hseval.train.runs import train_runs  # torch: only for the commands that train
+
     configs = planned_configs(args)
     root = Path(args.out)
-    seconds = train_planned(configs, root, resume=args.resume, force=args.force, hierarchy=args.hierarchy)
+    seconds = train_runs(configs, root, resume=args.resume, force=args.force, hierarchy=args.hierarchy)
     for name, value in seconds.items():
         print(f"  {name}: {value:.0f} s")
     print(f"wrote {len(configs)} runs under {root}; evaluate them with: hseval evaluate {root} --out EVAL_DIR")

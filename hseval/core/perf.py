@@ -4,7 +4,8 @@
 with its dynamic threshold) with a fresh ``mmap`` and returns it with ``munmap`` on free. A CPU
 training step allocates several such blocks (a 20,000-class layer's gradient is 40 MB), so every
 step pays the kernel to fault each of their pages in again, which can cost as much as the
-arithmetic. Raising the thresholds keeps freed blocks in the heap for the next step.
+arithmetic. Raising the thresholds keeps freed blocks in the heap for the next step. It changes
+the whole process, so only the command line calls it, once, for the commands that run a model.
 
 :func:`cpu_model`: the CPU's name, which every measured figure (the demo's, the benchmarks') carries.
 """

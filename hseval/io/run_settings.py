@@ -7,8 +7,7 @@ from typing import Any
 
 __all__ = ["RESULT_NEUTRAL", "result_settings"]
 
-RESULT_NEUTRAL = {"engine": ("progress", "tensorboard", "eval_every", "device", "threads", "tune_malloc", "compile",
-                             "cuda_graphs"),
+RESULT_NEUTRAL = {"engine": ("progress", "tensorboard", "eval_every", "device", "threads", "compile", "cuda_graphs"),
                   "data": ("root", "workers")}
 """Display, logging, where and how fast a run ran, where its data lies."""
 

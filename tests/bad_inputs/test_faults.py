@@ -79,13 +79,6 @@ def tensors_equal(a: Path, b: Path) -> bool:
     return x.keys() == y.keys() and all(torch.equal(x[k], y[k]) for k in x)
 
 
-@pytest.fixture
-def keep_torch_threads():
-    threads = torch.get_num_threads()
-    yield
-    torch.set_num_threads(threads)
-
-
 def train_args(fashion: Path, out: Path, *extra: str) -> list[str]:
     return ["train", "--head", "riemann", "--data-root", str(fashion), "--quiet", "--set", f"optim.epochs={EPOCHS}",
             "--set", "optim.milestones=[2]", "--set", "data.train_subset=null", "--set", "data.batch_size=32",
@@ -93,8 +86,7 @@ def train_args(fashion: Path, out: Path, *extra: str) -> list[str]:
 
 
 # ====================================================================== train
-def test_kill_9_at_random_points_then_resume_gives_the_uninterrupted_weights(fashion_like, tmp_path,
-                                                                             keep_torch_threads, capsys):
+def test_kill_9_at_random_points_then_resume_gives_the_uninterrupted_weights(fashion_like, tmp_path, capsys):
     full = tmp_path / "full"
     assert main(train_args(fashion_like, full)) == 0
     epoch_seconds = sum(h["seconds"] for h in json.loads((full / "run.json").read_text())["history"]) / EPOCHS
@@ -226,8 +218,7 @@ def one_error_line(capsys) -> str:
 
 
 @pytest.mark.parametrize("call", ["fsync", "replace"])
-def test_full_disk_during_training_keeps_the_last_checkpoint(fashion_like, tmp_path, monkeypatch, keep_torch_threads,
-                                                             capsys, call):
+def test_full_disk_during_training_keeps_the_last_checkpoint(fashion_like, tmp_path, monkeypatch, capsys, call):
     args = ["train", "--head", "plain", "--data-root", str(fashion_like), "--quiet", "--set", "optim.epochs=2",
             "--set", "data.train_subset=200", "--set", "data.batch_size=32", "--set", "engine.threads=1"]
     full = tmp_path / "full"

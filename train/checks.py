@@ -1,0 +1,125 @@
+"""What a training checks: everything about its configuration that can fail, before anything is
+written or trained (:func:`check_before_training`), and the radius guard's readings of a sphere
+head's logit scale, before the first step and after the first epoch."""
+
+from __future__ import annotations
+
+import warnings
+from typing import Any
+
+import numpy as np
+import torch
+
+from hseval.core.device import resolve_device
+from hseval.core.errors import ConfigError, HsevalWarning
+from hseval.data import LoadedDataset
+from hseval.nn import radius_guard
+from hseval.nn.backbones import create_backbone
+from hseval.nn.heads import create_head, head_class, head_options, list_heads
+from hseval.nn.model import HierarchicalClassifier
+from hseval.train import loader
+from hseval.train.config import TrainConfig, load_config
+from hseval.train.step import Context, model_spec
+from hseval.tree.hierarchy import Hierarchy
+
+__all__ = ["check_before_training", "check_recipe_backbone", "initial_logit_scale", "guard_before_training",
+           "guard_after_epoch"]
+
+_PROBE_TREE = Hierarchy(["a", "b", "s"], [2, 2, -1], 2)  # a tiny tree to build a head on before training
+
+
+def check_before_training(config: TrainConfig, data: LoadedDataset, *, world: int = 1) -> np.ndarray:
+    """Everything about ``config`` that can fail, checked before anything is written or trained:
+    the device, the head and its options (types and values), the training subset and that an
+    epoch has at least one full batch. Returns the indices of the training images."""
+    device = resolve_device(config.engine.device, option="engine.device")
+    if config.engine.cuda_graphs and device.type != "cuda":
+        raise ConfigError("engine.cuda_graphs=true needs a CUDA device; keep engine.compile=true alone on the CPU")
+    unknown = sorted(set(config.model.head_options) - set().union(*(head_options(h) for h in list_heads())))
+    if unknown:
+        raise ConfigError(f"model.head_options.{unknown[0]} is not an option of any head")
+    head_class(config.model.head)
+    spec = model_spec(config, data)
+    with torch.device("meta"):  # the backbone's name and options, without allocating its weights
+        create_backbone(spec["backbone"]["name"], **spec["backbone"]["config"])
+    create_head(config.model.head, _PROBE_TREE, 2, **spec["head"]["config"])
+    indices = loader.stratified_subset(data.train.labels, config.data.train_subset, config.engine.seed)
+    if loader.num_train_batches(len(indices), config.data.batch_size, world) == 0:
+        per_rank = -(-len(indices) // world)
+        who = "each process has" if world > 1 else "there are"
+        raise ConfigError(f"data.batch_size={config.data.batch_size} but {who} only {per_rank} training "
+                          "images: an epoch would train no step (the last incomplete batch is dropped)"
+                          f"; lower data.batch_size to at most {per_rank}")
+    if len(data.test) == 0:
+        raise ConfigError(f"{data.root}: the test split of {data.name!r} is empty; there is nothing to evaluate on")
+    return indices
+
+
+def check_recipe_backbone(config: TrainConfig) -> None:
+    """Warn when a sphere head trains a backbone other than the one its recipe (and so its radius)
+    was written for, with the radius left as the recipe set it."""
+    if not config.recipe or not radius_guard.takes_radius(config.model.head):
+        return
+    written = load_config(config.recipe).model
+    radius = written.head_options.get("radius")
+    if written.backbone != config.model.backbone and config.model.head_options.get("radius") == radius:
+        warnings.warn(f"recipe {config.recipe} is written for {written.backbone} (radius R0 = {radius}); with "
+                      f"backbone {config.model.backbone} check the radius: README, Recipes, gives each backbone's "
+                      f"R0 (--set model.head_options.radius=R0)", HsevalWarning, stacklevel=2)
+
+
+def _class_norm(model: HierarchicalClassifier) -> float | None:
+    weights = model.head.class_weights()  # (d, |L|)
+    return None if weights is None else float(torch.linalg.vector_norm(weights.detach().float(), dim=0).mean())
+
+
+def initial_logit_scale(model: HierarchicalClassifier, x: torch.Tensor, ctx: Context) -> dict[str, float]:
+    """Mean feature and class-vector norms before the first step, the features as training sees
+    them (train mode) on one batch; nothing of the model or the random streams is changed."""
+    class_norm = _class_norm(model)
+    if class_norm is None:
+        return {}
+    saved = {name: buffer.clone() for name, buffer in model.named_buffers()}  # batch-norm statistics
+    with torch.no_grad(), ctx.fork_rng(), ctx.autocast():
+        model.train()
+        z = model.embed(ctx.prepare(x)).float()
+    with torch.no_grad():
+        for name, buffer in model.named_buffers():
+            buffer.copy_(saved[name])
+    return {"initial_feature_norm": float(torch.linalg.vector_norm(z, dim=1).mean()),
+            "initial_class_norm": class_norm}
+
+
+def _warn_on_scale(model: HierarchicalClassifier, head: str, *, feature_norm: float | None,
+                   class_norm: float | None, when: str, at_start: bool) -> None:
+    """Warn (one line, the numbers and the fix) when the logit scale is far outside what the
+    features allow."""
+    if feature_norm is None or class_norm is None:
+        return
+    check = radius_guard.check_scale(head=head, feature_norm=feature_norm, class_norm=class_norm,
+                                     classes=model.hierarchy.num_leaves, radius=model.head.config().get("radius"),
+                                     at_start=at_start)
+    if check is not None and check.verdict:
+        warnings.warn(check.message(f"{head}, {when}"), HsevalWarning, stacklevel=2)
+
+
+def guard_before_training(config: TrainConfig, model: HierarchicalClassifier, data: LoadedDataset, ctx: Context, *,
+                          test_images: torch.Tensor | None) -> dict[str, Any]:
+    """The radius guard's first reading (sphere heads), on the first test batch: a warning when the
+    scale is off, and the norms it found, for the first epoch's record."""
+    if not radius_guard.takes_radius(config.model.head):
+        return {}
+    check_recipe_backbone(config)
+    with ctx.fork_rng():  # a DataLoader draws its seed from the global stream
+        first = next(iter(loader.eval_batches(data.test, batch_size=config.data.batch_size, device=ctx.device,
+                                              device_images=test_images)))[0]
+    initial = initial_logit_scale(model, first, ctx)
+    _warn_on_scale(model, config.model.head, feature_norm=initial.get("initial_feature_norm"),
+                   class_norm=initial.get("initial_class_norm"), when="before training", at_start=True)
+    return initial
+
+
+def guard_after_epoch(model: HierarchicalClassifier, head: str, record: dict[str, Any]) -> None:
+    """The radius guard's reading after an epoch, from the test features' norm in ``record``."""
+    _warn_on_scale(model, head, feature_norm=record.get("feature_norm"), class_norm=_class_norm(model),
+                   when=f"after epoch {record['epoch']}", at_start=False)

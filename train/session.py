@@ -1,0 +1,93 @@
+"""What the epochs of one training share (:class:`Session`): the model and its optimisers, seeded
+or loaded from the training state when resuming, the (DDP-wrapped, compiled) step, the data where
+the device holds it, the history so far and the writer of the outputs; and the thread count a
+configuration asks for, applied for the training alone (:func:`torch_threads`)."""
+
+from __future__ import annotations
+
+import contextlib
+import random
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import torch
+from torch import nn
+
+from hseval.core.errors import RunFormatError, first_line
+from hseval.data import LoadedDataset
+from hseval.io import run_format
+from hseval.nn.model import HierarchicalClassifier, build_model
+from hseval.train import loader
+from hseval.train.config import TrainConfig
+from hseval.train.distributed import Dist
+from hseval.train.history import RunWriter
+from hseval.train.optim import Optimizers, build_optimizers
+from hseval.train.step import Context, TrainStep, compiled, model_spec
+
+__all__ = ["Session", "open_session", "torch_threads"]
+
+
+@dataclass
+class Session:
+    config: TrainConfig
+    data: LoadedDataset
+    indices: np.ndarray  # the training images
+    ctx: Context
+    dist: Dist
+    model: HierarchicalClassifier
+    optimizers: Optimizers
+    step: nn.Module
+    train_images: torch.Tensor | None  # the split on the device, when it holds it
+    test_images: torch.Tensor | None
+    start_epoch: int  # the first epoch this process trains
+    history: list[dict[str, Any]]
+    writer: RunWriter | None  # rank 0 writes, the other ranks only train
+
+
+def open_session(config: TrainConfig, out: Path, data: LoadedDataset, indices: np.ndarray, ctx: Context, dist: Dist, *,
+                 state: dict[str, Any] | None, log: Callable[[str], None]) -> Session:
+    """Seeds, the model and its optimisers (loaded from ``state`` when resuming), the training
+    step and the data on the device."""
+    seed = config.engine.seed
+    torch.manual_seed(seed)
+    np.random.seed(seed)
+    random.seed(seed)
+    model = build_model(model_spec(config, data), data.hierarchy).to(ctx.device)
+    if ctx.channels_last:
+        model = model.to(memory_format=torch.channels_last)
+    optimizers = build_optimizers(model, config.optim)
+    start_epoch, history = 0, []
+    if state is not None:
+        try:
+            model.load_state_dict(state["model"])
+            optimizers.load_state_dict(state["optimizers"])
+        except (KeyError, RuntimeError, ValueError, TypeError) as exc:
+            raise RunFormatError(f"{out / run_format.STATE_FILE}: does not match the model "
+                                 f"({first_line(exc, limit=200)})") from None
+        start_epoch, history = int(state["epoch"]), list(state["history"])
+        log(f"resuming {out} at epoch {start_epoch + 1}/{config.optim.epochs}")
+    step: nn.Module = TrainStep(model)
+    if dist.world > 1:
+        step = nn.parallel.DistributedDataParallel(step, device_ids=[ctx.device.index] if ctx.device.type == "cuda"
+                                                   else None)
+    step = compiled(step, config.engine)
+    on_device = [loader.to_device_dataset(split, ctx.device, allowed=config.engine.gpu_dataset)
+                 for split in (data.train, data.test)]
+    return Session(config, data, indices, ctx, dist, model, optimizers, step, *on_device,
+                   start_epoch, history, RunWriter(out, config, log) if dist.rank == 0 else None)
+
+
+@contextlib.contextmanager
+def torch_threads(count: int | None) -> Iterator[None]:
+    """torch's CPU thread count set to ``count`` (None: left as it is) inside the block, and put
+    back on leaving: a library call changes nothing process-wide."""
+    previous = torch.get_num_threads()
+    if count:
+        torch.set_num_threads(count)
+    try:
+        yield
+    finally:
+        torch.set_num_threads(previous)
