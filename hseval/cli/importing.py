@@ -8,7 +8,7 @@ from hseval.cli import positive_int
 
 
 def cmd_import(args: argparse.Namespace) -> int:
-    from hseval.io.checkpoint_import import import_checkpoint
+    from hseval.io.checkpoint_import import import_checkpoint  # torch: only when importing
 
     out = import_checkpoint(args.checkpoint, args.out, backbone=args.backbone, head=args.head,
                             hierarchy=args.hierarchy, dataset=args.dataset, data_root=args.data_root,
