@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import argparse
 
+from hseval.core.errors import ConfigError
+
 
 def _methods(text: str) -> list[str]:
     return [m.strip() for m in text.split(",") if m.strip()] if text.strip().lower() != "none" else []
@@ -17,9 +19,8 @@ def _int(text: str) -> int:
 
 
 def cmd_evaluate(args: argparse.Namespace) -> int:
-    from hseval.core.errors import ConfigError
-    from hseval.evaluation.predictions import evaluate_predictions
-    from hseval.evaluation.runs import evaluate_runs
+    from hseval.evaluation.predictions import evaluate_predictions  # torch, scikit-learn: only when evaluating
+    from hseval.evaluation.runs import evaluate_runs  # (and not for 'hseval --help')
 
     foreign = {"--hierarchy": args.hierarchy, "--classes": args.classes, "--name": args.name,
                "--dataset": args.dataset, "--head": args.head}
@@ -49,7 +50,7 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
 
 
 def cmd_report(args: argparse.Namespace) -> int:
-    from hseval.reporting.report import write_report
+    from hseval.reporting.report import write_report  # plotly: only when reporting
 
     paths = write_report(args.dir, out=args.out, baseline=args.baseline)
     for path in paths:
