@@ -11,7 +11,7 @@ import numpy as np
 import pandas as pd
 
 from hseval.cli.main import main
-from hseval.evaluation.runs import EVAL_FILES
+from hseval.io.evaluation_format import FILES as EVAL_FILES
 from hseval.io.run_format import load_run, load_train_state
 from hseval.nn.heads import list_heads
 

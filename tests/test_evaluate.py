@@ -14,7 +14,8 @@ import torch
 from safetensors.torch import load_file
 
 from hseval.cli.main import main
-from hseval.evaluation.runs import EVAL_FILES, find_runs
+from hseval.evaluation.runs import find_runs
+from hseval.io.evaluation_format import FILES as EVAL_FILES
 from hseval.io.results import load_evaluation
 from hseval.tree.hierarchy import Hierarchy
 from tests.helpers import reseal

@@ -2,7 +2,7 @@
 projector config parsed by protobuf into ``ProjectorConfig``, the tensors by the projector plugin's
 TSV reader; the metadata checked row by row against the run's tree.
 
-Most tests export a small evaluation written through :func:`hseval.evaluation.runs.write_evaluation`
+Most tests export a small evaluation written through :func:`hseval.evaluation.writer.write_evaluation`
 (the writer ``hseval evaluate`` uses, every file checked on the way), which takes milliseconds and
 lets a test choose odd names and empty embeddings; one exports the real pipeline's ``evaluated``.
 """
@@ -19,7 +19,8 @@ import pytest
 
 from hseval.cli.main import main
 from hseval.core.errors import HsevalWarning
-from hseval.evaluation.runs import write_evaluation
+from hseval.evaluation.stages import Evaluation
+from hseval.evaluation.writer import write_evaluation
 from hseval.io import evaluation_format as eval_format
 from hseval.io import folders as ownership
 from hseval.io.output import OutputFolder
@@ -64,13 +65,13 @@ def write_evaluated_run(folder: Path, tree: Hierarchy, *, samples: int = 12, dim
     metrics = {"top1": float((topk[:, 0] == targets).mean()) if samples else 0.0, "head": "riemann",
                "dataset": "toy", "samples": samples, "hierarchy": tree.to_dict()}
     with OutputFolder(folder.parent, "evaluations") as root:
-        write_evaluation(root, folder.name, source="elsewhere", inputs={}, metrics=metrics, tables={
+        write_evaluation(root, Evaluation(folder.name, "elsewhere", {}, tree, metrics=metrics, tables={
             eval_format.PER_NODE: per_node, eval_format.GEOMETRY: geometry, eval_format.PAIRS: pairs,
             eval_format.PROJECTIONS: projections}, arrays={
             eval_format.EMBEDDINGS: {"embeddings": emb, "labels": targets, "predictions": topk[:, 0],
                                      "indices": np.arange(samples), "node_vectors": node_vectors},
             eval_format.PREDICTIONS: {"targets": targets, "topk": topk,
-                                      "levels": np.full((samples, tree.max_depth - 1), -1, np.int64)}})
+                                      "levels": np.full((samples, tree.max_depth - 1), -1, np.int64)}}))
     return folder
 
 

@@ -6,7 +6,9 @@ import numpy as np
 import pytest
 import torch
 
-from hseval.evaluation.projections import project, stratified_sample
+from hseval.core.errors import ConfigError
+from hseval.data.sampling import stratified_subset
+from hseval.evaluation.projections import project
 from hseval.metrics import geometry
 from hseval.nn.heads import create_head
 from tests.helpers import appendix_a, fashion_tree
@@ -69,14 +71,26 @@ def test_tree_agreement_is_perfect_for_vectors_built_from_the_tree():
     assert shuffled["cophenetic_correlation"] < result["cophenetic_correlation"]
 
 
-def test_stratified_sample_keeps_class_proportions():
+def test_stratified_subset_keeps_class_proportions():
     labels = np.repeat(np.arange(10), [100, 50, 50, 50, 50, 50, 50, 50, 50, 500])
-    idx = stratified_sample(labels, 200, seed=1)
+    idx = stratified_subset(labels, 200, seed=1)
     assert len(idx) == 200 and np.all(np.diff(idx) > 0)
     counts = np.bincount(labels[idx], minlength=10)
     assert counts[9] == pytest.approx(100, abs=2) and counts.min() >= 9
-    assert np.array_equal(stratified_sample(labels, 10_000), np.arange(len(labels)))
-    assert np.array_equal(idx, stratified_sample(labels, 200, seed=1))
+    assert np.array_equal(stratified_subset(labels, 10_000), np.arange(len(labels)))
+    assert np.array_equal(idx, stratified_subset(labels, 200, seed=1))
+
+
+def test_stratified_subset_that_cannot_be_drawn():
+    """A sample to look at falls back to a uniform one; a subset a setting asked for is refused
+    in one line naming the setting."""
+    labels = np.array([0] * 50 + [1] * 50 + [2])  # class 2 has a single sample
+    idx = stratified_subset(labels, 20, seed=0)
+    assert len(idx) == 20 and np.all(np.diff(idx) > 0)
+    assert np.array_equal(stratified_subset(labels, 99, seed=0), stratified_subset(labels, 99, seed=0))
+    for size in (2, 20, 99):  # fewer than the classes, a single sample, fewer left out than the classes
+        with pytest.raises(ConfigError, match=f"data.train_subset={size}"):
+            stratified_subset(labels, size, seed=0, setting="data.train_subset")
 
 
 def test_pca_projection_matches_sklearn_and_places_class_vectors():

@@ -17,8 +17,9 @@ from torch import nn
 
 from hseval.cli.main import main
 from hseval.core.errors import HsevalError, HsevalWarning
-from hseval.io.checkpoint_import import import_checkpoint, read_checkpoint
+from hseval.io.checkpoint_import import import_checkpoint
 from hseval.io.run_format import load_run, verify_run
+from hseval.io.state_dict import read_state_dict
 from hseval.nn.heads import list_heads
 from hseval.nn.model import build_model
 from hseval.tree import write_hierarchy
@@ -258,7 +259,7 @@ def test_tree_in_another_class_order_is_refused(tmp_path, fashion_like, capsys):
     assert not (tmp_path / "run").exists()
 
 
-def test_read_checkpoint_refuses_what_is_not_a_state_dict(tmp_path):
+def test_read_state_dict_refuses_what_is_not_a_state_dict(tmp_path):
     torch.save([torch.zeros(2)], tmp_path / "list.pt")
     torch.save({"w": torch.zeros(2), "step": 3}, tmp_path / "mixed.pt")
     (tmp_path / "text.pt").write_text("not a checkpoint")
@@ -269,7 +270,7 @@ def test_read_checkpoint_refuses_what_is_not_a_state_dict(tmp_path):
                            ("a.npz", "unknown checkpoint type '.npz'"),
                            ("missing.pt", "no such checkpoint file")):
         with pytest.raises(HsevalError, match=None) as info:
-            read_checkpoint(tmp_path / name)
+            read_state_dict(tmp_path / name)
         assert expected in str(info.value), (name, str(info.value))
 
 
@@ -278,7 +279,7 @@ def test_planted_pickle_is_refused_and_never_runs(tmp_path):
 
     (tmp_path / "evil.pt").write_bytes(planted_pickle(tmp_path / MARKER_NAME))
     with pytest.raises(HsevalError, match="holds Python objects that a weights-only load refuses"):
-        read_checkpoint(tmp_path / "evil.pt")
+        read_state_dict(tmp_path / "evil.pt")
     assert not (tmp_path / MARKER_NAME).exists()
 
 

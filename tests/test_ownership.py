@@ -22,7 +22,7 @@ from hypothesis import strategies as st
 
 from hseval.cli.main import main
 from hseval.core.errors import RunFormatError
-from hseval.evaluation.runs import evaluation_names
+from hseval.evaluation.writer import evaluation_names
 from hseval.io import folders as ownership
 from hseval.io.folders import LOCK, MARKER, OwnershipError
 from hseval.io.output import OutputFolder

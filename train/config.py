@@ -16,6 +16,7 @@ import yaml
 from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, ValidationError
 
 from hseval.core.errors import ConfigError, problem_text
+from hseval.core.overrides import parse_override
 
 __all__ = ["DataConfig", "ModelConfig", "OptimConfig", "EngineConfig", "TrainConfig", "load_config",
            "list_recipes", "default_recipe", "apply_overrides", "flatten_settings"]
@@ -146,14 +147,8 @@ def apply_overrides(config: TrainConfig, overrides: list[str]) -> TrainConfig:
     """``config`` with ``key=value`` strings (values parsed as YAML scalars) applied, checked."""
     settings = config.to_dict()
     for item in overrides:
-        key, sep, text = item.partition("=")
-        if not sep or not key.strip():
-            raise ConfigError(f"--set expects key=value, got {item!r}")
-        try:
-            value = yaml.safe_load(text) if text.strip() else None
-        except (yaml.YAMLError, RecursionError):
-            value = text
-        settings = _merge(settings, dict([(key.strip(), value)]))
+        key, value = parse_override(item)
+        settings = _merge(settings, {key: value})
     return TrainConfig.from_dict(settings, source="--set")
 
 

@@ -4,7 +4,8 @@ In-memory splits (:class:`~hseval.data.TensorImages`) skip ``DataLoader`` altoge
 an index into one uint8 tensor (kept on the GPU when it fits), augmented where it lies. File
 splits go through a ``DataLoader`` with workers. Under DDP each rank takes every world-th index of
 the same permutation. Training drops the last incomplete batch (BatchNorm cannot learn from a
-batch of one); evaluation never drops a sample.
+batch of one); evaluation never drops a sample (:func:`hseval.data.sampling.eval_batches`, which
+``hseval evaluate`` uses too, as it uses the stratified subset).
 """
 
 from __future__ import annotations
@@ -15,8 +16,9 @@ import numpy as np
 import torch
 from torch.utils.data import DataLoader, Dataset, Subset
 
-from hseval.data import TensorImages
+from hseval.data import TensorImages, sampling
 from hseval.data.base import worker_errors
+from hseval.data.sampling import eval_batches
 
 __all__ = ["epoch_generator", "stratified_subset", "train_batches", "eval_batches", "num_train_batches",
            "to_device_dataset"]
@@ -29,27 +31,7 @@ def epoch_generator(seed: int, epoch: int, stream: int = 0) -> torch.Generator:
 
 def stratified_subset(labels: np.ndarray, size: int | None, seed: int) -> np.ndarray:
     """Indices of a class-stratified random subset of ``size`` samples (all when None or too big)."""
-    n = len(labels)
-    if size is None or size >= n:
-        return np.arange(n)
-    from sklearn.model_selection import train_test_split
-
-    from hseval.core.errors import ConfigError, first_line
-
-    classes = np.unique(labels)
-    if size < len(classes):
-        raise ConfigError(f"data.train_subset={size} is smaller than the {len(classes)} classes; a stratified "
-                          f"subset needs at least one image per class: use data.train_subset >= {len(classes)}")
-    if n - size < len(classes):
-        raise ConfigError(f"data.train_subset={size} leaves out fewer images than there are classes "
-                          f"({len(classes)}), which a stratified split cannot do: use at most {n - len(classes)}, or "
-                          f"leave data.train_subset unset to train on all {n}")
-    try:
-        chosen, _ = train_test_split(np.arange(n), train_size=size, stratify=labels, random_state=seed)
-    except ValueError as exc:  # e.g. a class with a single image
-        raise ConfigError(f"data.train_subset={size}: a stratified subset of these {n} images cannot be drawn "
-                          f"({first_line(exc)}); leave data.train_subset unset") from None
-    return np.sort(chosen)
+    return sampling.stratified_subset(labels, size, seed=seed, setting="data.train_subset")
 
 
 def to_device_dataset(dataset: Dataset, device: torch.device, *, allowed: bool) -> torch.Tensor | None:
@@ -100,21 +82,5 @@ def train_batches(dataset: Dataset, indices: np.ndarray, *, batch_size: int, see
     loader = DataLoader(Subset(dataset, order.tolist()), batch_size=batch_size, shuffle=False, drop_last=True,
                         num_workers=workers, pin_memory=device.type == "cuda",
                         generator=epoch_generator(seed, epoch, stream=2), persistent_workers=False)
-    for x, y in worker_errors(loader):
-        yield x.to(device, non_blocking=True), y.to(device, non_blocking=True)
-
-
-def eval_batches(dataset: Dataset, *, batch_size: int, device: torch.device, device_images: torch.Tensor | None = None,
-                 workers: int = 0) -> Iterator[tuple[torch.Tensor, torch.Tensor]]:
-    """Every sample of the split, in order, without augmentation."""
-    if isinstance(dataset, TensorImages):
-        labels = torch.as_tensor(dataset.labels)
-        source = device_images if device_images is not None else dataset.images
-        for start in range(0, len(dataset), batch_size):
-            images = source[start: start + batch_size].to(device, non_blocking=True)
-            yield dataset.preprocess(images, train=False), labels[start: start + batch_size].to(device)
-        return
-    loader = DataLoader(dataset, batch_size=batch_size, shuffle=False, drop_last=False, num_workers=workers,
-                        pin_memory=device.type == "cuda")
     for x, y in worker_errors(loader):
         yield x.to(device, non_blocking=True), y.to(device, non_blocking=True)

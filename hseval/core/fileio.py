@@ -8,6 +8,7 @@ A reader never sees a half-written file, and an interrupted write leaves the pre
 from __future__ import annotations
 
 import contextlib
+import hashlib
 import json
 import os
 import tempfile
@@ -18,7 +19,7 @@ from typing import IO, Any
 from hseval.core.errors import HsevalError, RunFormatError, first_line
 
 __all__ = ["atomic_path", "write_text", "write_bytes", "write_json", "read_text", "read_json", "check_output_folder",
-           "remove_stale_temporaries", "json_ready"]
+           "remove_stale_temporaries", "json_ready", "sha256"]
 
 
 @contextlib.contextmanager
@@ -129,6 +130,22 @@ def read_json(path: str | Path, *, what: str = "JSON file") -> Any:
         raise RunFormatError(f"{path}, line {exc.lineno}: {what} is not valid JSON ({exc.msg})") from None
     except (ValueError, RecursionError) as exc:  # a number too long to convert, nesting too deep
         raise RunFormatError(f"{path}: {what} is not valid JSON ({first_line(exc, clause=True)})") from None
+
+
+def sha256(source: bytes | Path, *, error: type[HsevalError] = HsevalError) -> str:
+    """The SHA-256 (hex) of ``source``: bytes, or the content of the file at that path, read in
+    chunks (one line ``error`` naming the file when it cannot be read)."""
+    digest = hashlib.sha256()
+    if isinstance(source, bytes):
+        digest.update(source)
+        return digest.hexdigest()
+    try:
+        with open(source, "rb") as fh:
+            for chunk in iter(lambda: fh.read(1 << 20), b""):
+                digest.update(chunk)
+    except OSError as exc:
+        raise error(f"{source}: cannot read ({exc.strerror or exc})") from None
+    return digest.hexdigest()
 
 
 def json_ready(obj: Any) -> Any:

@@ -13,29 +13,12 @@ from collections.abc import Callable
 
 import numpy as np
 from sklearn.decomposition import PCA
-from sklearn.model_selection import train_test_split
 
 from hseval.core.errors import ConfigError
 from hseval.core.extras import check_installed, require
 from hseval.core.registry import Registry
 
-__all__ = ["PROJECTIONS", "stratified_sample", "project", "check_available"]
-
-
-def stratified_sample(labels: np.ndarray, max_points: int, *, seed: int = 0) -> np.ndarray:
-    """Sorted indices of at most ``max_points`` samples, every class in proportion (and at least
-    one sample of each class while the budget allows)."""
-    labels = np.asarray(labels)
-    n = len(labels)
-    if max_points < 1:
-        raise ConfigError(f"max_points must be a positive integer, got {max_points}")
-    if n <= max_points:
-        return np.arange(n)
-    classes, counts = np.unique(labels, return_counts=True)
-    if max_points >= len(classes) and counts.min() >= 2:
-        chosen, _ = train_test_split(np.arange(n), train_size=max_points, stratify=labels, random_state=seed)
-        return np.sort(chosen)
-    return np.sort(np.random.default_rng(seed).choice(n, max_points, replace=False))
+__all__ = ["PROJECTIONS", "project", "check_available"]
 
 
 def _scaled(class_vectors: np.ndarray | None, embeddings: np.ndarray) -> np.ndarray | None:

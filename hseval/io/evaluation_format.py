@@ -19,7 +19,6 @@ of all runs: ``index.json`` (:class:`IndexRecord`).
 
 from __future__ import annotations
 
-import hashlib
 import io
 import json
 import zipfile
@@ -272,7 +271,7 @@ def verified_bytes(folder: Path, name: str, recorded: dict[str, str]) -> bytes:
         raise RunFormatError(f"{path}: missing; {RERUN}") from None
     except OSError as exc:
         raise RunFormatError(f"{path}: cannot read ({exc.strerror or exc})") from None
-    if hashlib.sha256(data).hexdigest() != recorded.get(name):
+    if fileio.sha256(data) != recorded.get(name):
         raise RunFormatError(f"{path}: was changed after 'hseval evaluate' wrote it (checksum mismatch); {RERUN}")
     return data
 

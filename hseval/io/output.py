@@ -12,7 +12,6 @@ the next one (:func:`hseval.io.folders.recover`).
 from __future__ import annotations
 
 import contextlib
-import hashlib
 import os
 import shutil
 from collections.abc import Collection
@@ -48,11 +47,6 @@ _OURS = (MARKER, LOCK)
 def _settled(names: list[str]) -> list[str]:
     """``names`` without the temporary files of a writer, which come and go."""
     return [n for n in names if not (n.startswith(".") and n.endswith(".tmp"))]
-
-
-def _sha256(path: Path) -> str:
-    with open(path, "rb") as fh:
-        return hashlib.file_digest(fh, "sha256").hexdigest()
 
 
 class OutputFolder:
@@ -162,7 +156,7 @@ class OutputFolder:
         staging = self.staging
         details = dict(self.details)
         if "files" in MARKERS[self.kind].model_fields:
-            details["files"] = {str(p.relative_to(staging)): _sha256(p) for p in sorted(staging.rglob("*"))
+            details["files"] = {str(p.relative_to(staging)): fileio.sha256(p) for p in sorted(staging.rglob("*"))
                                 if p.is_file() and p.name not in _OURS}
         write_record(staging / MARKER, new_marker(self.kind, **details))
         old = None

@@ -26,7 +26,6 @@ permuted into the tree's order.
 from __future__ import annotations
 
 import difflib
-import hashlib
 import io
 import re
 import zipfile
@@ -36,7 +35,7 @@ from pathlib import Path
 import numpy as np
 
 from hseval.core.errors import DataError
-from hseval.core.fileio import read_text
+from hseval.core.fileio import read_text, sha256
 from hseval.io.tables import Column, failure, parse_column, read_cells
 from hseval.tree.hierarchy import Hierarchy
 
@@ -120,7 +119,7 @@ def read_predictions(path: str | Path, tree: Hierarchy, *, classes: np.ndarray |
         raise _fail(path, "no such file") from None
     except IsADirectoryError:
         raise _fail(path, "is a folder; give a .npz, .safetensors or .csv file") from None
-    digest = hashlib.sha256(data).hexdigest()
+    digest = sha256(data)
     fmt = path.suffix.lower()[1:]
     if fmt == "csv":
         out = _read_csv(path, data, tree, classes)

@@ -21,7 +21,6 @@ edited tree, class list or head option is refused instead of silently relabellin
 from __future__ import annotations
 
 import datetime as _dt
-import hashlib
 import io
 import json
 import platform
@@ -189,24 +188,13 @@ def library_versions() -> dict[str, str]:
     return out
 
 
-def _sha256(path: Path) -> str:
-    digest = hashlib.sha256()
-    try:
-        with open(path, "rb") as fh:
-            for chunk in iter(lambda: fh.read(1 << 20), b""):
-                digest.update(chunk)
-    except OSError as exc:
-        raise RunFormatError(f"{path}: cannot read ({exc.strerror or exc})") from None
-    return digest.hexdigest()
-
-
 def meta_checksum(record: dict[str, Any]) -> str:
     """SHA-256 of ``record`` without its ``meta_sha256`` key, as canonical JSON (sorted keys, no
     spaces): what ``run.json`` parses to, so any edit of a value changes it."""
     body = {k: v for k, v in record.items() if k != "meta_sha256"}
     # allow_nan: hseval never writes NaN or Infinity, but an edited file may hold them
     text = json.dumps(body, sort_keys=True, separators=(",", ":"), ensure_ascii=False, allow_nan=True)
-    return hashlib.sha256(text.encode("utf-8")).hexdigest()
+    return fileio.sha256(text.encode("utf-8"))
 
 
 def save_run(run_dir: str | Path, model: HierarchicalClassifier, meta: dict[str, Any] | None = None) -> Path:
@@ -226,7 +214,7 @@ def save_run(run_dir: str | Path, model: HierarchicalClassifier, meta: dict[str,
         "schema_version": SCHEMA_VERSION,
         "model": model.spec(),
         "hierarchy": model.hierarchy.to_dict(),
-        "model_sha256": hashlib.sha256(data).hexdigest(),
+        "model_sha256": fileio.sha256(data),
         "versions": library_versions(),
         "saved_at": _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"),
     })
@@ -280,7 +268,7 @@ def verify_run(run_dir: str | Path) -> RunInfo:
     if not where.is_file():
         raise RunFormatError(f"{where}: missing; the run is incomplete (was training interrupted? "
                              "'hseval train --resume' finishes it)")
-    if _sha256(where) != meta["model_sha256"]:
+    if fileio.sha256(where, error=RunFormatError) != meta["model_sha256"]:
         raise RunFormatError(f"{where}: does not match the checksum in {META_FILE} (truncated, tampered with "
                              "or from another run)")
     return RunInfo(path=run_dir, meta=meta, hierarchy=record.hierarchy.tree)

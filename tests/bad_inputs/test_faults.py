@@ -29,7 +29,7 @@ from safetensors.torch import load_file
 
 from hseval.cli.main import main
 from hseval.core import fileio
-from hseval.evaluation.runs import EVAL_FILES
+from hseval.io.evaluation_format import FILES as EVAL_FILES
 from hseval.io.folders import LOCK, MARKER
 from hseval.io.run_format import load_train_state
 

@@ -1,0 +1,207 @@
+"""The stages every evaluation goes through, whatever its source (a run's forward pass or a
+prediction file): the scores' metrics (:class:`Scores`, then :func:`scores_stage`), the geometry of
+the class vectors (:func:`geometry_stage`) and the projections of a sample of embeddings
+(:func:`sample_stage`). Each fills in the one :class:`Evaluation` that
+:mod:`hseval.evaluation.writer` writes; each metric a source cannot give is recorded with the reason.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from hseval.core.errors import ConfigError
+from hseval.evaluation.projections import check_available, project
+from hseval.io import evaluation_format as eval_format
+from hseval.metrics import HierarchicalMetrics, geometry, level_prediction_matrix, level_predictions_from_logits
+from hseval.metrics.crm import CrmMetrics
+from hseval.metrics.streaming import NO_LEVEL_SCORES
+from hseval.tree.hierarchy import Hierarchy
+
+__all__ = ["KS", "Evaluation", "Scores", "check_sample_options", "norm_summary", "scores_stage", "geometry_stage",
+           "sample_stage"]
+
+KS = (1, 5, 20)
+"""The k of the top-k metrics that ``hseval evaluate`` reports."""
+
+
+def check_sample_options(projections: tuple[str, ...] | list[str], max_points: int) -> None:
+    """Refuse, before any work, a sample size below 1 or a projection that cannot run."""
+    if max_points < 1:
+        raise ConfigError(f"--max-points must be a positive integer, got {max_points}")
+    for method in projections:
+        check_available(method)  # unknown, or its optional package missing: one line
+
+
+@dataclass
+class Evaluation:
+    """One evaluation as the stages fill it in: metrics.json's content, the tables and the arrays.
+
+    Parameters
+    ----------
+    name : its folder's name in the evaluation folder.
+    source : what was evaluated (a run folder or a prediction file), recorded in its marker.
+    inputs : what the result depends on (checksums, settings), recorded in its marker.
+    tree : the class tree the scores are read against.
+    """
+
+    name: str
+    source: str
+    inputs: dict[str, Any]
+    tree: Hierarchy
+    metrics: dict[str, Any] = field(default_factory=dict)
+    tables: dict[str, pd.DataFrame] = field(default_factory=dict)
+    arrays: dict[str, dict[str, np.ndarray]] = field(default_factory=dict)
+    started: float = field(default_factory=time.perf_counter)
+
+    def describe(self, *, head: str, backbone: str | None, dataset: str, split: str, seed: int | None,
+                 training: dict[str, Any] | None = None, history: list[dict[str, Any]] | None = None,
+                 train_seconds: float | None = None, **more: Any) -> None:
+        """metrics.json's facts about what was evaluated (after :func:`scores_stage`, whose samples it counts)."""
+        self.metrics.update({"run": self.name, "run_path": self.source, "head": head, "backbone": backbone,
+                             "dataset": dataset, "split": split, "seed": seed,
+                             "samples": int(len(self.arrays[eval_format.PREDICTIONS]["targets"])),
+                             "training": {} if training is None else training, "history": history or [],
+                             "train_seconds": train_seconds, "hierarchy": self.tree.to_dict(), **more})
+
+
+def norm_summary(norms: np.ndarray) -> dict[str, float]:
+    """Mean, standard deviation and largest of the (N,) norms of feature vectors."""
+    return {"mean": float(norms.mean()), "std": float(norms.std()), "max": float(norms.max())}
+
+
+class Scores:
+    """A model's class scores, fed batch by batch: the streamed metrics, CRM's re-ranking, and the
+    per-sample arrays of predictions.npz (targets, top-k classes, own super-class predictions).
+
+    Parameters
+    ----------
+    tree : the class tree.
+    softmax : the probabilities of a batch of logits, for CRM's re-ranking; None: the scores are
+        probabilities.
+    """
+
+    def __init__(self, tree: Hierarchy, *, softmax: Callable[[Any], np.ndarray] | None) -> None:
+        self.tree, self.softmax = tree, softmax
+        self.metrics = HierarchicalMetrics(tree, topk=KS, scores="probs" if softmax is None else "logits")
+        self.crm = CrmMetrics(tree, topk=KS)
+        self.crm_skipped = self.crm.skipped
+        self.targets: list[np.ndarray] = []
+        self.topk: list[np.ndarray] = []
+        self.levels: list[np.ndarray] = []
+
+    def update(self, scores: Any, targets: np.ndarray, level_scores: dict[int, np.ndarray] | None = None) -> None:
+        """A batch: (B, |L|) scores (numpy or torch), (B,) targets and the model's own level scores
+        {level: (B, #nodes of that depth)} or None."""
+        self._add(self.metrics.update(scores, targets, level_scores), targets, level_scores)
+        if self.crm_skipped is None:
+            self.crm.update(scores if self.softmax is None else self.softmax(scores), targets)
+
+    def update_labels(self, predictions: np.ndarray, targets: np.ndarray) -> None:
+        """A batch of predicted classes without scores: only the top-1 metrics, no re-ranking."""
+        self.metrics.update_labels(predictions, targets)
+        self.crm_skipped = "the predictions give one class per sample, no scores to re-rank"
+        self._add(np.asarray(predictions)[:, None], targets, None)
+
+    def _add(self, topk: np.ndarray, targets: np.ndarray, level_scores: dict[int, np.ndarray] | None) -> None:
+        self.topk.append(topk)
+        self.targets.append(np.asarray(targets, dtype=np.int64))
+        levels = level_predictions_from_logits(level_scores or {}, self.tree)
+        self.levels.append(level_prediction_matrix(levels, self.tree, len(targets)))
+
+
+def scores_stage(evaluation: Evaluation, scores: Scores, *, no_level_scores: str) -> None:
+    """The metrics of ``scores`` (``no_level_scores``: why the model has no super-class scores of
+    its own, where it has none), per_node.csv and predictions.npz."""
+    tree, streamed = evaluation.tree, scores.metrics
+    metrics = streamed.compute()
+    metrics["unavailable"] = {k: no_level_scores if v == NO_LEVEL_SCORES else v
+                              for k, v in metrics["unavailable"].items()}
+    if scores.crm_skipped is None:
+        metrics["crm"] = scores.crm.compute()
+    else:
+        metrics["unavailable"]["crm"] = scores.crm_skipped
+    evaluation.metrics.update(metrics)
+    support, correct = streamed.per_node()
+    with np.errstate(invalid="ignore", divide="ignore"):
+        evaluation.tables[eval_format.PER_NODE] = pd.DataFrame({
+            "node": np.arange(tree.num_nodes), "name": tree.node_names, "depth": tree.depth,
+            "parent": [tree.node_names[p] if p >= 0 else tree.root_name for p in tree.parents.tolist()],
+            "is_leaf": np.arange(tree.num_nodes) < tree.num_leaves, "support": support, "correct": correct,
+            "accuracy": correct / support})
+    evaluation.arrays[eval_format.PREDICTIONS] = {"targets": np.concatenate(scores.targets),
+                                                  "topk": np.concatenate(scores.topk),
+                                                  "levels": np.concatenate(scores.levels)}
+
+
+def geometry_stage(evaluation: Evaluation, vectors: tuple[np.ndarray, str] | None, radii: np.ndarray | None, *,
+                   seed: int, skipped: str) -> np.ndarray | None:
+    """geometry.csv, pair_angles.csv and their metrics from the node vectors
+    (:func:`hseval.metrics.geometry.node_vectors`); without vectors the tables hold their header
+    only and the metrics say why (``skipped``). Returns the class vectors (or None)."""
+    tree, metrics = evaluation.tree, evaluation.metrics
+    if vectors is None:
+        evaluation.tables[eval_format.GEOMETRY] = pd.DataFrame(columns=[
+            "vectors", "node", "name", "depth", "is_leaf", "parent", "norm", "angle_to_parent", "delta_norm", "radius"])
+        evaluation.tables[eval_format.PAIRS] = pd.DataFrame(columns=["depth", "kind", "node_a", "node_b", "angle"])
+        metrics["geometry"] = {"skipped": skipped}
+        metrics["unavailable"].update({"geometry": skipped, "class_vector_norm": skipped})
+        return None
+    node_vec, kind = vectors
+    table = geometry.parent_child_table(tree, node_vec, radii)
+    table.insert(0, "vectors", kind)
+    pairs = geometry.pair_angles(tree, node_vec, seed=seed)
+    agreement = geometry.tree_agreement(tree, node_vec[: tree.num_leaves])
+    evaluation.tables[eval_format.GEOMETRY], evaluation.tables[eval_format.PAIRS] = table, pairs
+    metrics["geometry"] = geometry.geometry_summary(tree, table, pairs, kind, agreement)
+    metrics["class_vector_norm"] = {"mean": float(np.linalg.norm(node_vec[: tree.num_leaves], axis=1).mean())}
+    return node_vec
+
+
+def sample_stage(evaluation: Evaluation, embeddings: np.ndarray, sample: np.ndarray, class_vectors: np.ndarray | None,
+                 *, methods: tuple[str, ...] | list[str], seed: int) -> None:
+    """projections.csv and embeddings.npz: the ``embeddings`` of the samples ``sample`` (their
+    positions in the evaluated split, from :func:`hseval.data.sampling.stratified_subset`) with their
+    labels and predictions, and the class vectors, projected by each of ``methods``."""
+    predictions = evaluation.arrays[eval_format.PREDICTIONS]
+    labels, predicted = predictions["targets"][sample], predictions["topk"][sample, 0]
+    evaluation.tables[eval_format.PROJECTIONS] = _projection_table(
+        evaluation.tree, embeddings, labels, predicted, list(methods), class_vectors, seed, indices=sample)
+    evaluation.arrays[eval_format.EMBEDDINGS] = {
+        "embeddings": embeddings.astype(np.float32), "labels": labels, "predictions": predicted, "indices": sample,
+        "node_vectors": np.zeros((0, 0), np.float32) if class_vectors is None else class_vectors.astype(np.float32)}
+
+
+def _level_columns(tree: Hierarchy, nodes: np.ndarray) -> dict[str, list[str]]:
+    """The ancestor of each of ``nodes`` at each super-class depth (its own name at its depth)."""
+    return {f"level{depth}": [tree.node_names[a] if a >= 0 else "" for a in tree.ancestor_at_depth(nodes, depth)
+                              .tolist()] for depth in range(1, tree.max_depth)}
+
+
+def _projection_table(tree: Hierarchy, emb: np.ndarray, labels: np.ndarray, pred: np.ndarray, methods: list[str],
+                      vectors: np.ndarray | None, seed: int, *, indices: np.ndarray) -> pd.DataFrame:
+    """projections.csv: one block per method, of the sampled embeddings (labels, predictions, and
+    ``indices``, their positions in the evaluated split) and of the class vectors; the header only
+    with fewer than 4 samples."""
+    if len(emb) < 4 or not methods:
+        return pd.DataFrame(columns=["method", "kind", "x", "y", "label", *_level_columns(tree, labels), "correct",
+                                     "index"])
+    frames = []
+    for method in methods:
+        xy, cxy = project(emb, method, class_vectors=vectors, seed=seed)
+        frames.append(pd.DataFrame({"method": method, "kind": "sample", "x": xy[:, 0], "y": xy[:, 1],
+                                    "label": [tree.node_names[i] for i in labels.tolist()],
+                                    **_level_columns(tree, labels), "correct": pred == labels,
+                                    "index": pd.array(np.asarray(indices, dtype=np.int64), dtype="Int64")}))
+        if cxy is not None:  # a super-class vector belongs to its own ancestors
+            nodes = np.arange(len(cxy))
+            frames.append(pd.DataFrame({"method": method, "kind": "class_vector", "x": cxy[:, 0], "y": cxy[:, 1],
+                                        "label": [tree.node_names[i] for i in nodes.tolist()],
+                                        **_level_columns(tree, nodes), "correct": np.nan,
+                                        "index": pd.array([pd.NA] * len(nodes), dtype="Int64")}))
+    return pd.concat(frames, ignore_index=True)

@@ -1,0 +1,138 @@
+"""The one writer of evaluations: each :class:`~hseval.evaluation.stages.Evaluation` into its own
+folder of the evaluation folder (kind "evaluations"), staged and put in place whole through
+:mod:`hseval.io.evaluation_format`; ``index.json`` rebuilt from the folders; and the folders'
+names, one per evaluated source, kept across evaluations.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from collections import Counter
+from pathlib import Path
+from typing import Any
+
+from hseval.core.errors import ConfigError, HsevalError, RunFormatError
+from hseval.evaluation.stages import Evaluation
+from hseval.io import evaluation_format as eval_format
+from hseval.io.folders import EvaluationMarker, read_marker
+from hseval.io.output import OutputFolder
+from hseval.io.results import read_run
+
+__all__ = ["write_evaluation", "index_entry", "update_index", "evaluated_sources", "evaluation_names", "folder_name",
+           "up_to_date"]
+
+
+def write_evaluation(root: OutputFolder, evaluation: Evaluation) -> dict[str, Any]:
+    """Write ``evaluation`` into ``root / evaluation.name`` (``root``: the evaluation folder this
+    command holds) and return its index entry. It is staged, then put in place of the earlier
+    evaluation of the same source, which is replaced only when it holds nothing but what hseval
+    wrote; a reader never sees a partial one."""
+    evaluation.metrics["eval_seconds"] = time.perf_counter() - evaluation.started
+    with OutputFolder(root.path / evaluation.name, "evaluation", replace=True, staged=True, lock=False, parent=root,
+                      source=evaluation.source, inputs=evaluation.inputs,
+                      schema_version=eval_format.SCHEMA_VERSION) as folder:
+        eval_format.write_run(folder.target, metrics=evaluation.metrics, tables=evaluation.tables,
+                              arrays=evaluation.arrays)
+    return index_entry(evaluation.name, evaluation.metrics)
+
+
+def index_entry(name: str, metrics: dict[str, Any]) -> dict[str, Any]:
+    """The line of index.json for one evaluation."""
+    return {"run": name, "path": metrics.get("run_path"), "head": metrics["head"], "dataset": metrics["dataset"],
+            "backbone": metrics.get("backbone"), "seed": metrics.get("seed"), "split": metrics.get("split"),
+            "leaf_top1": metrics["top1"]}
+
+
+def update_index(out_dir: Path, entries: dict[str, dict[str, Any]]) -> None:
+    """index.json: the evaluations in ``out_dir``, rebuilt from its folders (so that no earlier
+    entry is lost and none outlives its folder); ``entries`` are the ones this command made."""
+    previous = {e.get("run"): e for e in eval_format.read_index(out_dir)}
+    rows = [entries.get(name) or previous.get(name) or {"run": name, "path": source}
+            for name, source in evaluated_sources(out_dir).items() if source is not None]
+    eval_format.write_index(out_dir, rows)
+
+
+def evaluated_sources(out_dir: Path) -> dict[str, str | None]:
+    """Name -> the source it evaluated, for every entry of ``out_dir``; None for an entry that is
+    not an evaluation hseval wrote (its name is taken, and it is kept)."""
+    out: dict[str, str | None] = {}
+    for entry in sorted(out_dir.iterdir()) if out_dir.is_dir() else []:
+        if entry.name.startswith("."):
+            continue
+        try:
+            marker = read_marker(entry) if entry.is_dir() else None
+        except HsevalError:
+            marker = None
+        out[entry.name] = marker.source if isinstance(marker, EvaluationMarker) else None
+    return out
+
+
+def up_to_date(folder: Path, source: str, inputs: dict[str, Any]) -> dict[str, Any] | None:
+    """The index entry of ``folder`` when it is a readable evaluation of ``source`` with these
+    ``inputs`` (so it can be kept instead of computed again), else None."""
+    try:
+        marker = read_marker(folder, error=RunFormatError)
+        if not isinstance(marker, EvaluationMarker) or marker.source != source or marker.inputs != inputs:
+            return None
+        metrics = read_run(folder).metrics
+    except HsevalError:
+        return None
+    return {**index_entry(folder.name, metrics), "path": source}
+
+
+def evaluation_names(runs: list[Path], taken: dict[str, str | None] | None = None) -> list[str]:
+    """Distinct folder names for ``runs`` (resolved paths): the folder name where it is unique, else
+    more of the path (``a__x`` for ``a/x``), else a numbered name (``x-2``).
+
+    ``taken`` maps the names already used in the output folder to the run each evaluated (None:
+    not an evaluation, or of an unknown run): a run evaluated there before keeps its name, so
+    re-evaluating replaces a run's evaluation, and a name is never reused for another run."""
+    taken = dict(taken or {})
+    paths = [str(r) for r in runs]
+    before = {run: name for name, run in sorted(taken.items()) if run is not None}
+    fixed = {before[p] for p in paths if p in before}
+    parts = [[p for p in r.parts if p != r.anchor] or [r.name] for r in runs]
+    common = Path(os.path.commonpath(paths)) if len(runs) > 1 else None
+    # a name may take in the path below the runs' common folder, and at least the parent folder
+    limit = [min(len(parts[i]), max(2, len(r.relative_to(common).parts) if common else 0))
+             for i, r in enumerate(runs)]
+    depth = [1] * len(runs)
+    while True:
+        names = ["__".join(parts[i][-depth[i]:]) for i in range(len(runs))]
+        counts = Counter(names)
+        clash = [i for i, n in enumerate(names) if counts[n] > 1 or taken.get(n, paths[i]) != paths[i]]
+        grow = [i for i in clash if depth[i] < limit[i]]
+        if not grow:
+            break
+        for i in grow:
+            depth[i] += 1
+    used = {n for n, run in taken.items() if run not in paths} | fixed
+    out = []
+    for i, n in enumerate(names):
+        if paths[i] in before:
+            out.append(before[paths[i]])
+            continue
+        candidate, k = n, 1
+        while candidate in used or taken.get(candidate, paths[i]) != paths[i]:
+            k += 1
+            candidate = f"{n}-{k}"
+        used.add(candidate)
+        out.append(candidate)
+    return out
+
+
+def folder_name(name: str, out_dir: Path, source: str) -> str:
+    """``name`` (``--name``) checked to name a folder of ``out_dir`` that is free or holds the
+    evaluation of ``source`` already (evaluating it again replaces it)."""
+    if not name or name.startswith(".") or "/" in name or "\\" in name or any(ord(c) < 32 for c in name) or \
+            len(name) > 200:
+        raise ConfigError(f"--name {name!r} cannot name a folder; use letters, digits, '-', '_' or '.' "
+                          "(not first), e.g. --name resnet50-imagenet")
+    if name == eval_format.INDEX_FILE:
+        raise ConfigError(f"--name {name!r} is the name of the evaluation folder's own index; choose another --name")
+    owner = evaluated_sources(out_dir).get(name, source)
+    if owner != source:
+        raise ConfigError(f"{out_dir / name} already holds the evaluation of {owner or 'something else'}; "
+                          "choose another --name")
+    return name
