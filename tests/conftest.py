@@ -28,6 +28,17 @@ class _InstalledNamesOnly(importlib.abc.MetaPathFinder):
 sys.meta_path.insert(0, _InstalledNamesOnly())
 
 
+TRAINED = {"fashion_like", "evaluated"}
+"""Fixtures that mean a test trains or evaluates real runs: such a test is ``slow``, and
+``pytest -m "not slow"`` is the fast lane of units and contracts."""
+
+
+def pytest_collection_modifyitems(items):
+    for item in items:
+        if TRAINED & set(getattr(item, "fixturenames", ())):
+            item.add_marker(pytest.mark.slow)
+
+
 @pytest.fixture(autouse=True)
 def _seed():
     torch.manual_seed(0)
