@@ -70,6 +70,7 @@ class TreeRecord(Record):
     num_leaves: int
     names: list[str]
     parents: list[int]
+    labels: dict[str, str] | None = None  # display labels (NBDT's), only where a node has one
     _tree: Hierarchy = PrivateAttr()
 
     @model_validator(mode="after")

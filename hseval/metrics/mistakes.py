@@ -4,6 +4,14 @@ The hierarchical distance between a predicted and a true class is the height of 
 common ancestor, counted as in the authors' code: ``d(a, b) = H - depth(LCA(a, b))`` with ``H`` the
 tree's height (``hierarchy.max_depth``) and the root at depth 0, and ``d(a, a) = 0``.
 
+Any two nodes: the authors' distance files (``*_ilsvrc_distances.pkl.xz``) hold every pair of
+nodes, super-classes included, and where one node is an ancestor of the other they count from the
+ancestor's parent: ``d(a, b) = H - depth(parent(a)) = H - depth(a) + 1`` for a strict ancestor
+``a`` of ``b``. So ``d(a, b) = H - depth(c)`` with ``c`` the lowest common *strict* ancestor of
+``a`` and ``b`` (the root where there is none), which is their LCA for any two classes. This
+module follows it, so that every pair of nodes agrees with those files (tests check all 355,746
+pairs of tieredImageNet's tree).
+
 Leaves at different depths: the formula measures from the deepest level ``H`` whatever the leaves'
 own depths, so a mistake always costs at least 1 (a strict ancestor of both classes is at most at
 depth ``H - 1``) and one up to the root costs ``H``; a correct prediction costs 0 even for a leaf
@@ -30,7 +38,13 @@ __all__ = ["hierarchical_distance", "mistake_severity", "avg_hierarchical_distan
 
 
 def hierarchical_distance(pred: np.ndarray, target: np.ndarray, hierarchy: Hierarchy) -> np.ndarray:
-    """``H - depth(LCA(pred, target))``, 0 where ``pred == target``.
+    """``H - depth(LCA(pred, target))``, 0 where ``pred == target``: Making Better Mistakes' distance.
+
+    Between two classes (leaves) it is the height of their LCA. Between any two non-root nodes it
+    is counted as in the authors' shipped distance files: where one node is a strict ancestor of
+    the other, from that ancestor's parent, i.e. ``H - depth(ancestor) + 1`` (see the module
+    docstring), so a super-class predicted for one of its classes costs one more than the height
+    of the super-class itself.
 
     Parameters
     ----------
@@ -61,6 +75,9 @@ def hierarchical_distance(pred: np.ndarray, target: np.ndarray, hierarchy: Hiera
     >>> topk = np.array([[1, 2], [3, 2]])  # top-2 predictions of two samples
     >>> hierarchical_distance(topk, np.array([0, 3])[:, None], tree).tolist()
     [[1, 2], [0, 1]]
+    >>> animal = tree.index("animal")  # depth 1, the parent of cat: counted from the root
+    >>> hierarchical_distance(np.array([animal]), np.array([0]), tree).tolist()
+    [2]
     """
     pred = _checks.indices(pred, "pred", num=hierarchy.num_nodes, what="node", ndim=None)
     target = _checks.indices(target, "target", num=hierarchy.num_nodes, what="node", ndim=None)
@@ -74,7 +91,10 @@ def hierarchical_distance(pred: np.ndarray, target: np.ndarray, hierarchy: Hiera
 
 def _distance(pred: np.ndarray, target: np.ndarray, hierarchy: Hierarchy) -> np.ndarray:
     """:func:`hierarchical_distance` of checked node indices."""
-    return np.where(pred == target, 0, hierarchy.max_depth - hierarchy.lca_depth(pred, target)).astype(np.int64)
+    depth = hierarchy.depth
+    # the lowest common strict ancestor: the LCA, or the parent of the LCA where it is one of the two
+    common = np.minimum(hierarchy.lca_depth(pred, target), np.minimum(depth[pred], depth[target]) - 1)
+    return np.where(pred == target, 0, hierarchy.max_depth - common).astype(np.int64)
 
 
 def mistake_severity(pred_top1: np.ndarray, target: np.ndarray, hierarchy: Hierarchy) -> float:

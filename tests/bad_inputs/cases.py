@@ -72,15 +72,15 @@ def hierarchy(id: str, input: str, expect: str, text: str | bytes, name: str = "
 
 
 hierarchy("empty-file", "an empty file", "tree.txt: is empty; expected a hierarchy in one of the formats pairs, "
-          "isa, nbdt, paths", "")
+          "isa, nbdt, paths, child-parent", "")
 hierarchy("binary-file", "random binary bytes (with NUL)", "tree.txt: is a binary file, not a hierarchy (expected "
-          "text: one of pairs, isa, nbdt, paths)", bytes(range(256)) * 4)
+          "text: one of pairs, isa, nbdt, paths, child-parent)", bytes(range(256)) * 4)
 hierarchy("latin-1-file", "Latin-1 text (`caf\\xe9/x`)", "tree.txt: is not UTF-8 text (byte 3); save it as UTF-8",
           b"caf\xe9/x\n")
 hierarchy("only-comments", "only `#` comments", "tree.txt: holds only comments; expected a hierarchy",
           "# a tree\n# to come\n")
 hierarchy("undetectable", "three names on a line", "tree.txt: cannot tell the hierarchy format; pass --format "
-          "(pairs, isa, nbdt, paths)", "a b c\n")
+          "(pairs, isa, nbdt, paths, child-parent)", "a b c\n")
 hierarchy("pairs-cycle", "pairs: 2 → 3 → 2, no root", "tree.txt: every node has a parent, so the pairs contain a "
           "cycle", "4\n0 2\n1 2\n2 3\n3 2\n")
 hierarchy("pairs-self-parent", "pairs: a node its own parent", "tree.txt, line 2: node 0 is its own parent (a cycle)",
@@ -1017,6 +1017,18 @@ def _(tmp, good):
     out = Path(shutil.copytree(good.evaluation, tmp / "ev"))
     taken = next(p.name for p in sorted(out.iterdir()) if p.is_dir() and not p.name.startswith("."))
     return predictions(tmp, good, npz(tmp), "--name", taken)
+
+
+# ====================================================================== issue 24: interoperability
+hierarchy("isa-columns-swapped", "`child parent` name pairs (cvjena's NAB `hierarchy.txt`) read as isa",
+          "tree.txt: node 'root' has two parents ('x' and 'y'); a hierarchy must be a tree; the columns look swapped "
+          "(child parent): pass --format child-parent", "x root\ny root\n")
+hierarchy("child-parent-columns-swapped", "`--format child-parent` on `parent child` name pairs",
+          "tree.txt: node 'root' has two parents ('x' and 'y'); a hierarchy must be a tree; the columns look swapped "
+          "(parent child): pass --format isa", "root x\nroot y\n", "tree.txt", "--format", "child-parent")
+hierarchy("pairs-columns-swapped", "pairs: `parent child` index lines", "tree.txt, line 3: node 2 has two parents "
+          "(0 on line 2 and 1); a hierarchy must be a tree; the columns look swapped (parent child): swap them, as "
+          "pairs lines are 'child parent'", "2\n2 0\n2 1\n")
 
 
 # ====================================================================== the README table
