@@ -110,7 +110,7 @@ def _decode(path: Path, data: bytes) -> str:
         raise HierarchyError(f"{path}: is a binary file, not a hierarchy (expected text: "
                              f"one of {', '.join(FORMATS)})")
     try:
-        text = data.decode("utf-8-sig")
+        text = fileio.decode(data)
     except UnicodeDecodeError as exc:
         raise HierarchyError(f"{path}: is not UTF-8 text (byte {exc.start}); save it as UTF-8") from None
     if not text.strip():
