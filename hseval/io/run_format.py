@@ -35,7 +35,7 @@ from pydantic import ConfigDict, Field, field_validator, model_validator
 from safetensors import SafetensorError
 from safetensors.torch import load_file, save
 
-from hseval.core import fileio
+from hseval.core import arguments, fileio
 from hseval.core.errors import HsevalError, RunFormatError, first_line
 from hseval.io.records import Count, HistoryEntry, NonNegative, Record, Sha256, TestScores, TreeRecord, parse_record
 from hseval.io.state_dict import value_problem
@@ -287,6 +287,8 @@ def write_history(run_dir: str | Path, history: list[dict[str, Any]]) -> None:
     fileio.write_bytes(Path(run_dir) / HISTORY_FILE, render(frame, HISTORY))
 
 
+@arguments.checked(run_dir=arguments.path, device=arguments.instance((str, torch.device),
+                                                                      what="device name or torch.device"))
 def load_run(run_dir: str | Path, *, device: str | torch.device = "cpu") -> Run:
     """Rebuild the model of ``run_dir`` from ``run.json`` and load its tensors onto ``device``.
 
