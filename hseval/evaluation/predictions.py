@@ -80,7 +80,7 @@ def evaluate_predictions(file: str | Path, out_dir: str | Path, *, hierarchy: st
             emb = emb[sample]
         else:
             unavailable["feature_norm"] = unavailable["projections"] = MISSING.format("'embeddings' (N, d)")
-            emb, sample = np.zeros((0, 0)), np.zeros(0, np.int64)
+            sample = np.zeros(0, np.int64)
         sample_stage(evaluation, emb, sample, class_vectors, methods=projections, seed=seed)
         entry = write_evaluation(root, evaluation)
         update_index(out_dir, {name: entry})

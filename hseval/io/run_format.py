@@ -35,9 +35,10 @@ from pydantic import ConfigDict, Field, field_validator, model_validator
 from safetensors import SafetensorError
 from safetensors.torch import load_file, save
 
-from hseval.core import fileio
+from hseval.core import arguments, fileio
 from hseval.core.errors import HsevalError, RunFormatError, first_line
 from hseval.io.records import Count, HistoryEntry, NonNegative, Record, Sha256, TestScores, TreeRecord, parse_record
+from hseval.io.state_dict import value_problem
 from hseval.io.tables import HISTORY, render
 from hseval.nn.model import HierarchicalClassifier, build_model
 from hseval.tree.hierarchy import Hierarchy
@@ -286,6 +287,8 @@ def write_history(run_dir: str | Path, history: list[dict[str, Any]]) -> None:
     fileio.write_bytes(Path(run_dir) / HISTORY_FILE, render(frame, HISTORY))
 
 
+@arguments.checked(run_dir=arguments.path, device=arguments.instance((str, torch.device),
+                                                                      what="device name or torch.device"))
 def load_run(run_dir: str | Path, *, device: str | torch.device = "cpu") -> Run:
     """Rebuild the model of ``run_dir`` from ``run.json`` and load its tensors onto ``device``.
 
@@ -343,8 +346,9 @@ def _check_tensors(model: torch.nn.Module, tensors: dict[str, torch.Tensor], whe
                                  f"needs {tuple(want.shape)}")
         if tensor.dtype != want.dtype:
             raise RunFormatError(f"{where}: tensor {name!r} is {tensor.dtype}, expected {want.dtype}")
-        if tensor.is_floating_point() and not torch.isfinite(tensor).all():
-            raise RunFormatError(f"{where}: tensor {name!r} holds NaN or infinite values; the run diverged")
+        problem = value_problem(name, tensor)
+        if problem:
+            raise RunFormatError(f"{where}: tensor {name!r} {problem}; the run diverged or the file is damaged")
 
 
 def save_train_state(run_dir: str | Path, state: dict[str, Any]) -> None:

@@ -37,6 +37,7 @@ __all__ = ["hierarchical_distance", "mistake_severity", "avg_hierarchical_distan
            "best_hierarchical_distance_at_k", "mistake_metrics", "mistake_metrics_from_topk"]
 
 
+@_checks.checked(hierarchy=_checks.HIERARCHY)
 def hierarchical_distance(pred: np.ndarray, target: np.ndarray, hierarchy: Hierarchy) -> np.ndarray:
     """``H - depth(LCA(pred, target))``, 0 where ``pred == target``: Making Better Mistakes' distance.
 
@@ -97,6 +98,7 @@ def _distance(pred: np.ndarray, target: np.ndarray, hierarchy: Hierarchy) -> np.
     return np.where(pred == target, 0, hierarchy.max_depth - common).astype(np.int64)
 
 
+@_checks.checked(hierarchy=_checks.HIERARCHY)
 def mistake_severity(pred_top1: np.ndarray, target: np.ndarray, hierarchy: Hierarchy) -> float:
     """Mean hierarchical distance over the wrong top-1 predictions; ``pred_top1``, ``target`` (N,)
     class indices. NaN when no prediction is wrong (or N = 0).
@@ -147,6 +149,7 @@ def _severity_compute(pairs: Pairs, hierarchy: Hierarchy) -> float:
     return _checks.ratio(pairs.total(values=distance), pairs.total(pairs.pred != pairs.target))
 
 
+@_checks.checked(hierarchy=_checks.HIERARCHY, k=_checks.K)
 def avg_hierarchical_distance_at_k(topk_pred: np.ndarray, target: np.ndarray, hierarchy: Hierarchy, k: int) -> float:
     """Mean over samples of the mean distance of the ``k`` best predictions (a correct one counts 0).
 
@@ -188,6 +191,7 @@ def avg_hierarchical_distance_at_k(topk_pred: np.ndarray, target: np.ndarray, hi
     return _topk_distance_compute(_topk_distance_update(topk_pred, target, hierarchy, (k,)), len(target), (k,))[0][0]
 
 
+@_checks.checked(hierarchy=_checks.HIERARCHY, k=_checks.K)
 def best_hierarchical_distance_at_k(topk_pred: np.ndarray, target: np.ndarray, hierarchy: Hierarchy, k: int) -> float:
     """Mean over samples of the smallest distance among the ``k`` best predictions (0 when the
     target is among them); arguments as :func:`avg_hierarchical_distance_at_k`. NaN for N = 0.
@@ -230,6 +234,7 @@ def best_hierarchical_distance_at_k(topk_pred: np.ndarray, target: np.ndarray, h
     return _topk_distance_compute(_topk_distance_update(topk_pred, target, hierarchy, (k,)), len(target), (k,))[1][0]
 
 
+@_checks.checked(hierarchy=_checks.HIERARCHY, ks=_checks.KS)
 def mistake_metrics_from_topk(topk_pred: np.ndarray, target: np.ndarray, hierarchy: Hierarchy, *,
                               ks: Sequence[int] = (1, 5, 20)) -> dict[str, float]:
     """``mistake_severity`` and ``avg_hdist@k``, ``best_hdist@k`` for each ``k`` of ``ks``.
@@ -284,6 +289,7 @@ def mistake_metrics_from_topk(topk_pred: np.ndarray, target: np.ndarray, hierarc
     return out
 
 
+@_checks.checked(hierarchy=_checks.HIERARCHY, ks=_checks.KS)
 def mistake_metrics(scores: np.ndarray, target: np.ndarray, hierarchy: Hierarchy, *,
                     ks: Sequence[int] = (1, 5, 20)) -> dict[str, float]:
     """Every Making-Better-Mistakes metric from ``scores`` (N, L) logits or probabilities and

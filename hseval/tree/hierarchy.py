@@ -9,18 +9,39 @@ root, whose children have depth 1. Files are read and written by :mod:`hseval.tr
 
 from __future__ import annotations
 
+import os
 from collections.abc import Iterable, Mapping, Sequence
 from functools import cached_property
+from typing import Any
 
 import numpy as np
 import scipy.sparse as sp
 
 import hseval.tree.ancestry as ancestry
+from hseval.core.arguments import checked, instance, integer, optional, sequence, shown, text
 from hseval.core.errors import HierarchyError
 from hseval.tree.naming import check_names, checked_labels
 from hseval.tree.node_lists import lists_from_edges, lists_from_groups, lists_from_paths
 
-__all__ = ["Hierarchy"]
+__all__ = ["Hierarchy", "HIERARCHY"]
+
+
+def _parent_indices(name: str, value: Any) -> np.ndarray:
+    """Node indices: integers (a float would be cut to one silently)."""
+    try:
+        array = np.asarray(value)
+    except (TypeError, ValueError):
+        array = np.asarray(None)
+    if array.ndim != 1 or (array.size and not np.issubdtype(array.dtype, np.integer)):
+        raise TypeError(f"{name} must be a sequence of integer node indices, got {shown(value)}")
+    return array.astype(np.int64)
+
+
+def _edge(name: str, value: Any) -> tuple:
+    pair = sequence(what="a (parent, child) pair of names")(name, value)
+    if len(pair) != 2:
+        raise ValueError(f"{name} must be a (parent, child) pair of names, got {len(pair)} items")
+    return tuple(pair)
 
 
 class Hierarchy:
@@ -60,10 +81,12 @@ class Hierarchy:
 
     __slots__ = ("_names", "_parents", "_depth", "_num_leaves", "_root_name", "_index", "_labels", "__dict__")
 
+    @checked(names=sequence(what="a sequence of node names"), parents=_parent_indices, num_leaves=integer(),
+             root_name=text, source=optional(text))
     def __init__(self, names: Sequence[str], parents: Sequence[int], num_leaves: int, *,
                  root_name: str = "root", source: str | None = None, labels: Mapping[str, str] | None = None) -> None:
         try:
-            self._build(list(map(str, names)), np.asarray(parents, dtype=np.int64).reshape(-1), num_leaves, root_name)
+            self._build(list(map(str, names)), parents, num_leaves, root_name)
             self._labels = checked_labels(labels, self._names, root_name)
         except HierarchyError as exc:
             if source is None:
@@ -73,7 +96,7 @@ class Hierarchy:
     def _build(self, names: list[str], parents: np.ndarray, num_leaves: int, root_name: str) -> None:
         n = len(names)
         if len(parents) != n:
-            raise HierarchyError(f"{n} node names but {len(parents)} parent indices; give one parent per node")
+            raise HierarchyError(f"{n} node names but {len(parents)} parents; give one parent index per node")
         if not 1 <= num_leaves <= n:
             raise HierarchyError(f"num_leaves={num_leaves} must be between 1 and the number of nodes ({n})")
         check_names([*names, root_name])
@@ -107,6 +130,8 @@ class Hierarchy:
 
     # ----------------------------------------------------------------- constructors
     @classmethod
+    @checked(edges=sequence(_edge, what="a sequence of (parent, child) pairs of names"),
+             classes=optional(sequence(what="a sequence of class names")), source=text)
     def from_edges(cls, edges: Iterable[tuple[str, str]], *, classes: Sequence[str] | None = None,
                    source: str = "edges", labels: Mapping[str, str] | None = None) -> Hierarchy:
         """Build a tree from ``(parent, child)`` name pairs.
@@ -119,6 +144,8 @@ class Hierarchy:
         return cls(**lists_from_edges(edges, classes=classes, source=source)._asdict(), source=source, labels=labels)
 
     @classmethod
+    @checked(paths=sequence(sequence(what="a path: a sequence of names from the top"), what="a sequence of paths"),
+             root_name=text, source=text)
     def from_paths(cls, paths: Sequence[Sequence[str]], *, root_name: str = "root",
                    source: str = "paths") -> Hierarchy:
         """Build a tree from one label path per class (``("animal", "dog", "husky")``), in class order.
@@ -342,6 +369,7 @@ class Hierarchy:
                 "names": list(self._names), "parents": self._parents.tolist(), **labels}
 
     @classmethod
+    @checked(data=instance(Mapping, what="mapping (as Hierarchy.to_dict() gives)"))
     def from_dict(cls, data: dict) -> Hierarchy:
         try:
             return cls(data["names"], data["parents"], int(data["num_leaves"]), root_name=str(data["root"]),
@@ -374,3 +402,13 @@ class Hierarchy:
         return (f"Hierarchy(num_leaves={self.num_leaves}, num_nodes={self.num_nodes}, "
                 f"max_depth={self.max_depth}, root={self._root_name!r})")
 
+
+
+def _how_to_get_one(value: Any) -> str:
+    if isinstance(value, (str, os.PathLike)):
+        return f"read the file first: hseval.read_hierarchy({str(value)!r})"
+    return "build one with hseval.read_hierarchy(FILE) or Hierarchy.from_paths"
+
+
+HIERARCHY = instance(Hierarchy, hint=_how_to_get_one)
+"""The check of a function's argument that must be a :class:`Hierarchy` (:func:`hseval.core.arguments.checked`)."""

@@ -1031,6 +1031,25 @@ hierarchy("pairs-columns-swapped", "pairs: `parent child` index lines", "tree.tx
           "pairs lines are 'child parent'", "2\n2 0\n2 1\n")
 
 
+# ====================================================================== issue 24: tensor values, exports
+import_case("import-negative-variance", "`hseval import` of a state dict whose BatchNorm `running_var` is below 0",
+            "ckpt.pt: '1.running_var' holds a negative running variance (-0.5; a variance is never below 0); the "
+            "model diverged or the file is damaged", lambda s: s["1.running_var"].__setitem__(0, -0.5))
+run_case("negative-variance", "a BatchNorm running variance below 0, checksum updated", "run/model.safetensors: "
+         "tensor 'backbone.body.1.running_var' holds a negative running variance (-0.5; a variance is never below 0); "
+         "the run diverged or the file is damaged",
+         lambda p: resave_tensors(p, lambda t: t["backbone.body.1.running_var"].__setitem__(0, -0.5)))
+
+
+@case("export-nothing-to-export", "export", "`hseval export` of an evaluation whose one run has no embeddings",
+      "ev: no evaluated run has embeddings to export (p: it holds no sampled embeddings (0 samples))")
+def _(tmp, good):
+    from hseval.cli.main import main
+
+    assert main(predictions(tmp, good, npz(tmp), "--quiet")) == 0
+    return ["export", str(tmp / "ev"), str(tmp / "tb"), "--to", "tensorboard"]
+
+
 # ====================================================================== the README table
 def _cell(text: str) -> str:
     return text.replace("|", "\\|").replace("\n", " ")

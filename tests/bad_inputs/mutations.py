@@ -3,7 +3,8 @@
 Each mutation takes a file's bytes and returns damaged bytes (or None to delete the file). They
 are the damage a careless or hostile user does: a column dropped or renamed, a cell of the wrong
 type, a row duplicated or removed, two names swapped, a JSON value edited or removed, a file cut
-short, an array of another type or shape. :func:`mutations_of` draws them from a seeded RNG, so a
+short, an array of another type or shape, a tensor holding NaN, infinity, a negative variance or a
+row too few. :func:`mutations_of` draws them from a seeded RNG, so a
 failure names a reproducible mutation.
 """
 
@@ -164,14 +165,52 @@ def _npz_mutations(name: str, data: bytes, rng: np.random.Generator) -> list[Mut
     ]
 
 
+# ------------------------------------------------------------------ .safetensors
+def _tensors(data: bytes, change: Callable[[dict], None]) -> bytes:
+    from safetensors.torch import load, save  # torch: only for the tensor files
+
+    tensors = load(data)
+    change(tensors)
+    return save(tensors)
+
+
+def _set_first(tensors: dict, key: str, value: float) -> None:
+    tensors[key] = tensors[key].clone()
+    tensors[key].view(-1)[0] = value
+
+
+def _tensor_mutations(name: str, data: bytes, rng: np.random.Generator) -> list[Mutation]:
+    from safetensors.torch import load  # torch: only for the tensor files
+
+    tensors = load(data)
+    floats = sorted(k for k, v in tensors.items() if v.is_floating_point() and v.numel())
+    key = floats[int(rng.integers(len(floats)))]
+    out = [Mutation(name, f"'{key}' holds a NaN", lambda d, k=key: _tensors(d, lambda t: _set_first(t, k, np.nan))),
+           Mutation(name, f"'{key}' holds infinity", lambda d, k=key: _tensors(d, lambda t: _set_first(t, k, np.inf))),
+           Mutation(name, f"'{key}' negated", lambda d, k=key: _tensors(d, lambda t: t.update({k: -t[k]}))),
+           Mutation(name, f"'{key}' one row shorter", lambda d, k=key: _tensors(d, lambda t: t.update({k: t[k][:-1]}))),
+           Mutation(name, f"'{key}' removed", lambda d, k=key: _tensors(d, lambda t: t.pop(k)))]
+    variances = sorted(k for k in tensors if k.endswith("running_var"))
+    if variances:
+        var = variances[int(rng.integers(len(variances)))]
+        out.append(Mutation(name, f"'{var}' below 0", lambda d, k=var: _tensors(d, lambda t: _set_first(t, k, -0.5))))
+    return out
+
+
 def mutations_of(name: str, data: bytes, rng: np.random.Generator, *, json_edits: int = 8) -> list[Mutation]:
     """The mutations of a file called ``name`` holding ``data``."""
+    if name.endswith(".safetensors"):
+        return _tensor_mutations(name, data, rng) + _byte_mutations(name, data, rng)
     if name.endswith(".csv"):
         return _csv_mutations(name, data, rng)
     if name.endswith(".json"):
         return _json_mutations(name, data, rng, json_edits)
     if name.endswith(".npz"):
         return _npz_mutations(name, data, rng)
+    return _byte_mutations(name, data, rng)
+
+
+def _byte_mutations(name: str, data: bytes, rng: np.random.Generator) -> list[Mutation]:
     flip = int(rng.integers(len(data)))
     return [Mutation(name, "cut in the middle", lambda d: d[: len(d) // 2]),
             Mutation(name, f"byte {flip} changed", lambda d, k=flip: d[:k] + bytes([d[k] ^ 0x5A]) + d[k + 1:]),

@@ -31,10 +31,10 @@ from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from hseval.core import fileio
+from hseval.core import arguments, fileio
 from hseval.core.errors import HierarchyError
 from hseval.core.registry import Registry
-from hseval.tree.hierarchy import Hierarchy
+from hseval.tree.hierarchy import HIERARCHY, Hierarchy
 
 __all__ = ["FORMATS", "Format", "Source", "read_hierarchy", "write_hierarchy", "detect_format"]
 
@@ -113,7 +113,7 @@ def _decode(path: Path, data: bytes) -> str:
         raise HierarchyError(f"{path}: is a binary file, not a hierarchy (expected text: "
                              f"one of {', '.join(FORMATS)})")
     try:
-        text = data.decode("utf-8-sig")
+        text = fileio.decode(data)
     except UnicodeDecodeError as exc:
         raise HierarchyError(f"{path}: is not UTF-8 text (byte {exc.start}); save it as UTF-8") from None
     if not text.strip():
@@ -226,6 +226,8 @@ def _detect(path: Path, rows: list[str], header: dict) -> str:
     raise HierarchyError(f"{path}: cannot tell the hierarchy format; pass --format ({', '.join(FORMATS)})")
 
 
+@arguments.checked(path=arguments.path, format=arguments.optional(arguments.text),
+                   classes=arguments.optional(arguments.sequence(what="a sequence of class names")))
 def read_hierarchy(path: str | Path, *, format: str | None = None,
                    classes: Sequence[str] | None = None) -> Hierarchy:
     """Read a tree from a hierarchy file.
@@ -278,6 +280,7 @@ def _parse(path: Path, text: str, format: str | None, classes: Sequence[str] | N
 
 
 # --------------------------------------------------------------------- writing
+@arguments.checked(hierarchy=HIERARCHY, path=arguments.path, format=arguments.optional(arguments.text))
 def write_hierarchy(hierarchy: Hierarchy, path: str | Path, *, format: str | None = None) -> None:
     """Write a tree to a hierarchy file atomically, in a file that reads back as an equal tree.
 
