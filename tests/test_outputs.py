@@ -21,6 +21,7 @@ happens before any training, so the cases take a second each.
 
 from __future__ import annotations
 
+import argparse
 import shutil
 from dataclasses import dataclass
 from pathlib import Path
@@ -30,6 +31,7 @@ import pytest
 from safetensors.torch import save_file
 
 from hseval.cli.main import main
+from hseval.cli.train import plan_runs
 from hseval.io.evaluation_format import FILES as EVALUATED_FILES
 from hseval.io.evaluation_format import FOLDER_FILES
 from hseval.io.folders import LOCK, MARKER, STAGING
@@ -250,3 +252,61 @@ def test_a_hidden_file_name_is_written(inputs, tmp_path, capsys):
     assert main(["hierarchy", "convert", str(inputs.tree), str(out), "--to", "nbdt"]) == 0
     assert out.read_bytes() == inputs.tree.read_bytes()
     assert sorted(p.name for p in out.parent.iterdir()) == [".tree.json"]
+
+
+# ---------------------------------------------------------------------------------- refused before writing
+def test_hseval_files_of_an_input_run_are_never_a_tree_output(inputs, tmp_path, capsys):
+    """``hierarchy induce RUN --out RUN/run.json``, the run with or without its marker: refused, the
+    run still loads."""
+    for run in (inputs.run, inputs.bare_run):
+        before = snapshot(run)
+        assert "run.json: lies inside" in refused(["hierarchy", "induce", str(run), "--out", str(run / "run.json")],
+                                                  capsys)
+        assert snapshot(run) == before
+        load_run(run)
+
+
+def test_a_tree_is_never_written_over_its_own_input_or_a_folder(inputs, tmp_path, capsys):
+    """``hierarchy convert TREE DIR`` where DIR is a folder, and ``convert TREE TREE.names.tsv`` (the
+    input's own names): refused before anything is written, ``DIR.names.tsv`` included."""
+    folder = tmp_path / "trees"
+    folder.mkdir()
+    before = snapshot(tmp_path)
+    assert "trees: is a folder; OUTPUT names the file to write" in refused(
+        ["hierarchy", "convert", str(inputs.pairs), str(folder), "--to", "pairs"], capsys)
+    assert "tree.txt.names.tsv: is an input of this command" in refused(
+        ["hierarchy", "convert", str(inputs.pairs), f"{inputs.pairs}.names.tsv", "--to", "nbdt"], capsys)
+    assert snapshot(tmp_path) == before
+
+
+def test_a_report_into_its_own_folder_writes_nothing(inputs, capsys):
+    before = snapshot(inputs.evaluation)
+    assert "eval: is a folder; --out names the file to write" in refused(
+        ["report", str(inputs.evaluation), "--out", str(inputs.evaluation)], capsys)
+    assert snapshot(inputs.evaluation) == before
+
+
+def test_no_evaluation_takes_the_name_of_a_file_of_its_folder(inputs, tmp_path, capsys):
+    """``--name index.json`` or ``--name report.md`` used to make a folder where the index or the
+    report is written, breaking every later evaluate or report; a run in a folder named like one
+    of those files gets a name of its own."""
+    out = tmp_path / "ev"
+    argv = ["evaluate", "--predictions", str(inputs.predictions), "--hierarchy", str(inputs.tree), "--projections",
+            "none", "--out", str(out)]
+    for name in ("index.json", "report.md", "summary.csv"):
+        assert f"--name '{name}' is the name of one of the evaluation folder's own files" in refused(
+            [*argv, "--name", name], capsys)
+        assert not out.exists()
+    runs = tmp_path / "runs"
+    for name in ("index.json", "report.html"):
+        shutil.copytree(inputs.run, runs / name)
+    assert main(["evaluate", str(runs / "index.json"), str(runs / "report.html"), "--data-root", str(inputs.fashion),
+                 "--projections", "none", "--quiet", "--out", str(out)]) == 0
+    assert main([*argv, "--name", "p"]) == 0 and main(["report", str(out)]) == 0
+    evaluated = sorted(p.name for p in out.iterdir() if p.is_dir())
+    assert evaluated == ["p", "runs__index.json", "runs__report.html"]
+
+
+def test_a_sweep_value_that_holds_a_path_names_one_folder(tmp_path):
+    plan = plan_runs(argparse.Namespace(heads="plain", seeds=None, sweep=["data.hierarchy=trees/a.txt,b\\c.txt"]))
+    assert [name for _, _, name in plan] == ["plain-hierarchy=trees_a.txt", "plain-hierarchy=b_c.txt"]
