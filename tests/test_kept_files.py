@@ -38,8 +38,6 @@ def test_train_keeps_a_users_tensorboard_logs(fashion_like, tmp_path, capsys):
     assert tree_bytes(exp1) == before and sorted(os.listdir(exp1)) == ["tensorboard"]
     run = tmp_path / "run"
     assert train(run, fashion_like) == 0
-    assert set(ownership.read_marker(run).files) == {"run.json", "model.safetensors", "train_state.pt",
-                                                     "history.csv"}  # what it wrote, not what it might have
     shutil.copytree(exp1 / "tensorboard", run / "tensorboard")
     capsys.readouterr()
     before = tree_bytes(run)
@@ -47,6 +45,8 @@ def test_train_keeps_a_users_tensorboard_logs(fashion_like, tmp_path, capsys):
     assert "run: holds 'tensorboard', which hseval did not write there, so it will not replace the folder" in \
         err_line(capsys)
     assert tree_bytes(run) == before
+    assert set(ownership.read_marker(run).files) == {"run.json", "model.safetensors", "train_state.pt",
+                                                     "history.csv"}  # what it wrote, not what it might have
 
 
 def test_report_keeps_a_users_report(tmp_path, capsys):
@@ -85,28 +85,27 @@ def test_import_never_replaces_its_own_checkpoint(evaluated, tmp_path, capsys):
     tree, runs = tmp_path / "tree.json", evaluated.parent / "runs"
     write_hierarchy(fashion_tree(), tree)
     hf = tmp_path / "hf"
-    hf.mkdir()
-    shutil.copy(runs / "plain" / "model.safetensors", hf / "model.safetensors")
-    (hf / "config.json").write_text("{}")
 
     def imported(*extra: str) -> int:
         return main(["import", str(hf / "model.safetensors"), "--backbone", "small-cnn", "--head", "plain",
                      "--hierarchy", str(tree), "--dataset", "fashion-mnist", *extra, "--out", str(hf)])
 
-    before = tree_bytes(hf)
-    for extra in ((), ("--force",)):
-        assert imported(*extra) == 2
-        assert "model.safetensors, an input of this command, which writing the output would remove" in \
-            err_line(capsys)
-    assert tree_bytes(hf) == before
-    (hf / "config.json").unlink()
-    (hf / "model.safetensors").unlink()
     assert main(["import", str(runs / "plain" / "model.safetensors"), "--backbone", "small-cnn", "--head", "plain",
                  "--hierarchy", str(tree), "--dataset", "fashion-mnist", "--out", str(hf)]) == 0
     capsys.readouterr()
     before = tree_bytes(hf)
     assert imported("--force") == 2
     assert "model.safetensors, an input of this command, which writing the output would remove" in err_line(capsys)
+    assert tree_bytes(hf) == before
+    shutil.rmtree(hf)
+    hf.mkdir()  # the user's folder of a checkpoint from elsewhere
+    shutil.copy(runs / "plain" / "model.safetensors", hf / "model.safetensors")
+    (hf / "config.json").write_text("{}")
+    before = tree_bytes(hf)
+    for extra in ((), ("--force",)):
+        assert imported(*extra) == 2
+        assert "model.safetensors, an input of this command, which writing the output would remove" in \
+            err_line(capsys)
     assert tree_bytes(hf) == before
 
 

@@ -293,9 +293,8 @@ def test_no_evaluation_takes_the_name_of_a_file_of_its_folder(inputs, tmp_path, 
     out = tmp_path / "ev"
     argv = ["evaluate", "--predictions", str(inputs.predictions), "--hierarchy", str(inputs.tree), "--projections",
             "none", "--out", str(out)]
-    for name in ("index.json", "report.md", "summary.csv"):
-        assert f"--name '{name}' is the name of one of the evaluation folder's own files" in refused(
-            [*argv, "--name", name], capsys)
+    for name in ("report.md", "summary.csv", "index.json"):
+        assert f"--name '{name}' is the name of" in refused([*argv, "--name", name], capsys)
         assert not out.exists()
     runs = tmp_path / "runs"
     for name in ("index.json", "report.html"):
