@@ -34,7 +34,7 @@ from hseval.train import distributed, loader
 from hseval.train.checks import check_before_training, guard_after_epoch, guard_before_training
 from hseval.train.config import TrainConfig
 from hseval.train.optim import Optimizers
-from hseval.train.run_folder import check_run_folder, resume_state
+from hseval.train.run_folder import check_run_folder, resume_state, resumes
 from hseval.train.session import Session, open_session, torch_threads
 from hseval.train.step import Context
 from hseval.tree import read_hierarchy
@@ -122,7 +122,8 @@ def train(config: TrainConfig, out: str | Path, *, resume: bool = False, force: 
     config : the recipe with its overrides (:func:`hseval.train.config.load_config`).
     out : the run folder to write.
     resume : continue from ``train_state.pt`` (bit-identical to an uninterrupted run).
-    force : replace a finished or unfinished run in ``out``.
+    force : replace a finished or unfinished run in ``out``; with ``resume``, an unfinished run is
+        continued and a finished one trained again (:func:`~hseval.train.run_folder.resumes`).
     data : the dataset, already loaded (``train-all`` loads it once for every run).
     hierarchy_file : a tree that replaces the dataset's own.
     log : where the per-epoch lines go.
@@ -141,6 +142,7 @@ def train(config: TrainConfig, out: str | Path, *, resume: bool = False, force: 
     out = Path(out)
     dist = distributed.setup()
     writes = dist.rank == 0  # the other ranks only train
+    resume = resumes(out, resume=resume, force=force)
     if writes and folder is None:
         folder = check_run_folder(out, resume=resume, force=force)
     ctx = Context.create(config.engine, dist)

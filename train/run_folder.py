@@ -18,7 +18,14 @@ from hseval.io.output import OutputFolder
 from hseval.io.run_settings import result_settings
 from hseval.train.config import TrainConfig, flatten_settings
 
-__all__ = ["check_run_folder", "existing_run", "resume_state", "comparable_config"]
+__all__ = ["resumes", "check_run_folder", "existing_run", "resume_state", "comparable_config"]
+
+
+def resumes(out: Path, *, resume: bool, force: bool) -> bool:
+    """Whether a training into ``out`` continues from its state. ``--resume`` continues an
+    unfinished run; ``--force`` trains anew over what is there; both: continue the run if it is
+    unfinished, else train it anew (a finished run is trained again)."""
+    return resume and (not force or checkpoint.run_folder_state(out) == "unfinished")
 
 
 def check_run_folder(out: Path, *, resume: bool, force: bool, parent: OutputFolder | None = None) -> OutputFolder:
@@ -26,7 +33,7 @@ def check_run_folder(out: Path, *, resume: bool, force: bool, parent: OutputFold
     run folder hseval wrote (``parent``: the folder of runs of this command it lies in), whose
     state fits --resume/--force. A run trained anew where one was is staged: the previous run
     stays whole until the new one is complete."""
-    folder = OutputFolder(out, "run", replace=not resume, parent=parent, own=checkpoint.RUN_ENTRIES)
+    folder = OutputFolder(out, "run", replace=not resume, parent=parent, writes=checkpoint.RUN_ENTRIES)
     state = checkpoint.run_folder_state(out)
     if resume:
         if state == "finished":

@@ -28,9 +28,9 @@ def train_runs(configs: list[tuple[TrainConfig, str]], root: Path, *, resume: bo
     With ``resume``, a finished run trained with these settings is kept and an interrupted one
     continued. A finished run that does not serve (other settings, or a run.json that does not
     verify) is refused, naming what differs, unless ``force`` or ``replace_stale`` (``hseval
-    demo``, which owns its folder) trains it again. ``data``: the dataset when the caller has
-    loaded it. Returns the training seconds of each run in plan order, read from ``run.json`` for
-    the kept ones."""
+    demo``, which owns its folder) trains it again; with ``force``, every finished run is. ``data``:
+    the dataset when the caller has loaded it. Returns the training seconds of each run in plan
+    order, read from ``run.json`` for the kept ones."""
     writer = distributed.setup().rank == 0  # under torchrun every rank trains, rank 0 writes
     with OutputFolder(root, "runs") if writer else contextlib.nullcontext() as runs:
         todo, seconds = [], {}
@@ -38,7 +38,7 @@ def train_runs(configs: list[tuple[TrainConfig, str]], root: Path, *, resume: bo
             out = root / name
             state, meta, why = existing_run(out, config)
             seconds[name] = float(meta.get("train_seconds") or 0.0)
-            if resume and state == "finished":
+            if resume and state == "finished" and not force:
                 log(f"{out} is finished with these settings; reusing it")
                 continue
             if resume and state == "stale" and not force:

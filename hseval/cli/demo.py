@@ -74,7 +74,7 @@ def cmd_demo(args: argparse.Namespace) -> int:
         dataset=None, recipe="fashion-mnist", backbone=None, data_root=args.data_root, device=args.device,
         quiet=args.quiet, set=QUICK if args.quick else [], heads="all", seeds=None, sweep=[])
     configs = planned_configs(plan)
-    folder = OutputFolder(out, "demo")  # the runs, the evaluation and demo.json
+    folder = OutputFolder(out, "demo", writes=[DEMO_FILE])  # and the runs and the evaluation, in folders of their own
     data = load_data(configs[0][0])
     with folder:
         print(f"hseval demo: {len(configs)} heads on Fashion-MNIST ({data.root}), "

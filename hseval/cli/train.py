@@ -29,8 +29,10 @@ def add_train_arguments(parser: argparse.ArgumentParser, *, many: bool) -> None:
                         help="override a setting, e.g. --set optim.lr=0.05 (repeatable)")
     parser.add_argument("--hierarchy", help="a hierarchy file that replaces the dataset's tree")
     parser.add_argument("--device", help="auto, cpu, cuda or cuda:N (default: auto)")
-    parser.add_argument("--force", action="store_true", help="overwrite a finished or unfinished run")
-    parser.add_argument("--resume", action="store_true", help="continue an interrupted run")
+    parser.add_argument("--force", action="store_true", help="train anew over a finished or unfinished run")
+    parser.add_argument("--resume", action="store_true",
+                        help="continue an interrupted run" + (" and keep the finished ones" if many else "") +
+                        "; with --force: continue an unfinished run, train a finished one again")
     parser.add_argument("--quiet", action="store_true", help="no progress bars")
     parser.add_argument("--out", required=True, help="run folder" + (" root (one sub-folder per run)" if many else ""))
     if many:
@@ -91,7 +93,9 @@ def plan_runs(args: argparse.Namespace, *, note=print) -> list[tuple[str, list[s
         for combo in itertools.product(*grid):
             for seed in seeds:
                 overrides = [f"{k}={v}" for k, v in combo]
-                name = head + "".join(f"-{k.split('.')[-1]}={v}" for k, v in combo)
+                # a value's path separators would make a folder below the root: '_' in the name
+                name = head + "".join(f"-{k.split('.')[-1]}={v.replace('/', '_').replace(chr(92), '_')}"
+                                      for k, v in combo)
                 if seed is not None:
                     overrides.append(f"engine.seed={seed}")
                     if len(seeds) > 1:

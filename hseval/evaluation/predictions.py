@@ -26,8 +26,7 @@ from hseval.evaluation.stages import (
     sample_stage,
     scores_stage,
 )
-from hseval.evaluation.writer import folder_name, update_index, write_evaluation
-from hseval.io.output import OutputFolder
+from hseval.evaluation.writer import evaluation_folder, folder_name, update_index, write_evaluation
 from hseval.io.prediction_format import Predictions, read_class_list, read_predictions
 from hseval.metrics.geometry import vectors_from
 from hseval.tree import read_hierarchy
@@ -56,7 +55,7 @@ def evaluate_predictions(file: str | Path, out_dir: str | Path, *, hierarchy: st
     evaluation = Evaluation(name, source, fileio.json_ready({"sha256": preds.sha256, "hierarchy": tree.to_dict(),
                                                              "projections": list(projections),
                                                              "max_points": max_points, "seed": seed}), tree)
-    root = OutputFolder(out_dir, "evaluations")
+    root = evaluation_folder(out_dir, inputs=[p for p in (file, hierarchy, classes) if p is not None])
     with root:
         log(f"evaluating {file} ({len(preds.targets)} samples; {', '.join(preds.members)}) -> {out_dir / name}")
         scores_stage(evaluation, _scores(preds, tree),

@@ -40,7 +40,14 @@ from hseval.evaluation.stages import (
     sample_stage,
     scores_stage,
 )
-from hseval.evaluation.writer import evaluated_sources, evaluation_names, up_to_date, update_index, write_evaluation
+from hseval.evaluation.writer import (
+    evaluated_sources,
+    evaluation_folder,
+    evaluation_names,
+    up_to_date,
+    update_index,
+    write_evaluation,
+)
 from hseval.io.output import OutputFolder
 from hseval.io.run_format import META_FILE, Run, is_run_dir, load_run
 from hseval.metrics.geometry import node_vectors
@@ -193,7 +200,7 @@ def evaluate_run(run_dir: Path, out_dir: Path, *, name: str, options: EvalOption
     RunFormatError, DataError, ConfigError, OwnershipError
         one line naming the file or argument; nothing is written then.
     """
-    root = OutputFolder(out_dir, "evaluations")
+    root = evaluation_folder(out_dir, inputs=[run_dir])
     run = load_run(run_dir)
     with root:
         entry = _stages(run, root, name=name, options=options, data_cache=data_cache)()
@@ -254,7 +261,7 @@ def evaluate_runs(patterns: list[str], out_dir: str | Path, *, data_root: str | 
     if workers is not None and workers < 1:
         raise ConfigError(f"--workers must be a positive integer, got {workers}")
     runs = find_runs(patterns)
-    root = OutputFolder(out_dir, "evaluations")
+    root = evaluation_folder(out_dir, inputs=runs)
     cache: dict = {}
     loaded = {}
     for run_dir in runs:  # every run whole (checksums, tensors, model) and its data, before writing anything

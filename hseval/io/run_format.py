@@ -55,8 +55,8 @@ HISTORY_FILE = "history.csv"
 RUN_FILES = (META_FILE, MODEL_FILE, STATE_FILE, HISTORY_FILE)
 """The files of a run folder."""
 RUN_ENTRIES = (*RUN_FILES, "tensorboard")
-"""Everything hseval writes in a run folder (``tensorboard/``: the training's event files): what
-``--force`` replaces; a run folder holding anything else is not replaced."""
+"""Everything a training may write in a run folder (``tensorboard/``: the training's event files),
+recorded in the folder's marker as it writes them; ``--force`` replaces only what is recorded."""
 
 
 class Component(Record):

@@ -18,6 +18,7 @@ import pandas as pd
 from hseval.core import fileio
 from hseval.core.errors import HsevalWarning, RunFormatError
 from hseval.io import tables as csv_tables
+from hseval.io.evaluation_format import REPORT_FILES
 from hseval.io.output import OutputFile, OutputFolder
 from hseval.io.results import Evaluation, load_evaluation
 from hseval.nn import radius_guard as logit_scale
@@ -173,8 +174,9 @@ def write_report(root: str | Path, *, out: str | Path | None = None, baseline: s
         raise RunFormatError(f"{root}: no readable evaluated run ({'; '.join(evaluation.problems)})")
     for problem in evaluation.problems:
         warnings.warn(f"left out of the report: {problem}", HsevalWarning, stacklevel=2)
-    folder = OutputFolder(root, "evaluations")
-    page_file = OutputFile(out, option="--out") if out else None
+    folder = OutputFolder(root, "evaluations", option="DIR", writes=REPORT_FILES if out is None else
+                          [n for n in REPORT_FILES if n != "report.html"])
+    page_file = OutputFile(out, option="--out", reads=[root]) if out else None
     texts = render(evaluation, root, baseline=baseline)
     page_text = texts.pop("report.html")
     with folder:

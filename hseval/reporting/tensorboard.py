@@ -170,8 +170,8 @@ def export_evaluation(eval_dir: str | Path, out: str | Path, *, to: str = "tenso
     if to not in FORMATS:
         raise ConfigError(f"--to {to!r}: unknown export format; choose from {', '.join(FORMATS)}")
     eval_dir, out = Path(eval_dir), Path(out)
-    folder = OutputFolder(out, KIND, option="OUT", replace=True, staged=True, source=str(eval_dir.resolve()),
-                          format=to)
+    folder = OutputFolder(out, KIND, option="OUT", replace=True, staged=True, reads=[eval_dir],
+                          source=str(eval_dir.resolve()), format=to)
     evaluation = load_evaluation(eval_dir)
     result = Exported(out=out)
     runs, left_out = [], [f"left out of the export: {problem}" for problem in evaluation.problems]

@@ -620,8 +620,8 @@ def _(tmp, good):
 
 
 @case("import-into-the-checkpoints-folder", "ownership", "`import hf/model.safetensors … --out hf` (used to overwrite "
-      "the checkpoint being imported)", "hf: is not empty and was not written by hseval as a training run (it holds "
-      "'model.safetensors'); choose a new or empty --out")
+      "the checkpoint being imported)", "hf: holds …hf/model.safetensors, an input of this command, which writing the "
+      "output would remove; choose another --out")
 def _(tmp, good):
     import shutil
 
@@ -648,8 +648,8 @@ def _(tmp, good):
 
 
 @case("induce-into-the-run", "ownership", "`hierarchy induce RUN --out RUN/run.json` (used to replace run.json, "
-      "exit 0; the run no longer loaded)", "run/run.json: lies inside …/run, which holds a training run that hseval "
-      "writes itself; write a file outside it (choose another --out)")
+      "exit 0; the run no longer loaded)", "run/run.json: lies inside …/run, an input of this command; write the "
+      "output outside it (choose another --out)")
 def _(tmp, good):
     run = copy_run(good, tmp)
     return ["hierarchy", "induce", str(run), "--out", str(run / "run.json")]
@@ -1048,6 +1048,91 @@ def _(tmp, good):
 
     assert main(predictions(tmp, good, npz(tmp), "--quiet")) == 0
     return ["export", str(tmp / "ev"), str(tmp / "tb"), "--to", "tensorboard"]
+
+
+# ====================================================================== outputs planned before work (issue 24)
+def fashion_tree_file(path: Path) -> Path:
+    from tests.helpers import fashion_tree
+
+    write_hierarchy(fashion_tree(), path)
+    return path
+
+
+def unmarked_run(tmp: Path, good: Good) -> Path:
+    """The good run without hseval's marker (copied without its hidden files, say)."""
+    run = copy_run(good, tmp)
+    (run / ".hseval-folder.json").unlink()
+    return run
+
+
+@case("output-in-input-run", "outputs", "`hseval hierarchy induce RUN --out RUN/run.json`, RUN without its marker",
+      "run/run.json: lies inside …run, an input of this command; write the output outside it (choose another --out)")
+def _(tmp, good):
+    run = unmarked_run(tmp, good)
+    return ["hierarchy", "induce", str(run), "--out", str(run / "run.json")]
+
+
+@case("evaluate-into-input-run", "outputs", "`hseval evaluate RUN --out RUN/eval`, RUN without its marker",
+      "run/eval: lies inside …run, an input of this command; write the output outside it (choose another --out)")
+def _(tmp, good):
+    run = unmarked_run(tmp, good)
+    return ["evaluate", str(run), "--data-root", str(good.fashion), "--out", str(run / "eval")]
+
+
+@case("output-is-input-names", "outputs", "`hseval hierarchy convert tree.txt tree.txt.names.tsv` (its own names)",
+      "tree.txt.names.tsv: is an input of this command; write the output to another OUTPUT")
+def _(tmp, good):
+    tree = fashion_tree_file(tmp / "tree.txt")
+    return ["hierarchy", "convert", str(tree), f"{tree}.names.tsv", "--to", "nbdt"]
+
+
+@case("output-names-are-a-folder", "outputs", "`hseval hierarchy convert … out.txt --to pairs` where "
+      "`out.txt.names.tsv` is a folder", "out.txt.names.tsv: is a folder, where hseval writes a file beside out.txt; "
+      "choose another OUTPUT")
+def _(tmp, good):
+    (tmp / "out.txt.names.tsv").mkdir()
+    return ["hierarchy", "convert", str(fashion_tree_file(tmp / "tree.json")), str(tmp / "out.txt"), "--to", "pairs"]
+
+
+@case("output-named-like-marker", "outputs", "an output file named `.hseval-folder.json`",
+      "'.hseval-folder.json' is the name of hseval's own bookkeeping files; choose another OUTPUT")
+def _(tmp, good):
+    return ["hierarchy", "convert", str(fashion_tree_file(tmp / "tree.json")), str(tmp / "x" / ".hseval-folder.json"),
+            "--to", "nbdt"]
+
+
+@case("import-over-own-checkpoint", "ownership", "`hseval import RUN/model.safetensors --out RUN --force`",
+      "run: holds …run/model.safetensors, an input of this command, which writing the output would remove; choose "
+      "another --out")
+def _(tmp, good):
+    run = copy_run(good, tmp)
+    return ["import", str(run / "model.safetensors"), "--backbone", "small-cnn", "--head", "plain", "--hierarchy",
+            str(fashion_tree_file(tmp / "tree.json")), "--dataset", "fashion-mnist", "--force", "--out", str(run)]
+
+
+@case("train-force-over-user-logs", "ownership", "`hseval train --force` into a run holding the user's "
+      "`tensorboard/` logs", "run: holds 'tensorboard', which hseval did not write there, so it will not replace the "
+      "folder; move it out or choose another --out")
+def _(tmp, good):
+    run = copy_run(good, tmp)
+    write(run / "tensorboard" / "events.out.tfevents.1", "my logs")
+    return ["train", "--data-root", str(good.fashion), "--quiet", "--force", "--out", str(run)]
+
+
+@case("report-over-user-report", "ownership", "`hseval report EVAL` where EVAL holds the user's `report.md`",
+      "eval: holds 'report.md', which hseval did not write there, so it will not write over it; move it out or "
+      "choose another DIR")
+def _(tmp, good):
+    evaluation = Path(shutil.copytree(good.evaluation, tmp / "eval"))
+    write(evaluation / "report.md", "# my notes")
+    return ["report", str(evaluation)]
+
+
+@case("evaluate-name-of-report", "outputs", "`--predictions` with `--name report.html`",
+      "--name 'report.html' is the name of one of the evaluation folder's own files (index.json, …); choose another "
+      "--name")
+def _(tmp, good):
+    return predictions(tmp, good, npz(tmp), "--name", "report.html")
 
 
 # ====================================================================== the README table
