@@ -160,13 +160,13 @@ def test_csv_scores_names_and_indices_read_alike(tmp_path):
     rng = np.random.default_rng(1)
     targets = rng.integers(0, 10, 20)
     probs = rng.dirichlet(np.ones(10), 20)
-    header = "target," + ",".join(f"score_{i}" for i in range(10)) + "\n"
+    header = "target," + ",".join(f"prob_{i}" for i in range(10)) + "\n"
     rows = ["{},{}\n".format(t, ",".join(repr(float(p)) for p in row)) for t, row in zip(targets, probs)]
     (tmp_path / "idx.csv").write_text(header + "".join(rows))
     (tmp_path / "names.csv").write_text(header + "".join(f"{tree.leaf_names[t]}{r[r.index(','):]}"
                                                          for t, r in zip(targets, rows)))
     a, b = read_predictions(tmp_path / "idx.csv", tree), read_predictions(tmp_path / "names.csv", tree)
-    assert a.kind == b.kind == "probs"  # every row a probability vector
+    assert a.kind == b.kind == "probs"  # the columns say so
     np.testing.assert_array_equal(a.targets, targets)
     np.testing.assert_array_equal(b.targets, targets)
     np.testing.assert_allclose(a.scores, probs)

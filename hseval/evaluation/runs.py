@@ -241,7 +241,7 @@ def _stages(run: Run, root: OutputFolder, *, name: str, options: EvalOptions,
 
 def evaluate_runs(patterns: list[str], out_dir: str | Path, *, data_root: str | None = None, split: str = "test",
                   projections: list[str] = ("pca",), max_points: int = 5000, device: str = "auto",
-                  progress: bool = True, reuse: bool = False, workers: int | None = None,
+                  batch_size: int = 512, progress: bool = True, reuse: bool = False, workers: int | None = None,
                   log=print) -> list[dict[str, Any]]:
     """Evaluate every run matched by ``patterns`` into ``out_dir``; returns the index entries.
 
@@ -257,7 +257,7 @@ def evaluate_runs(patterns: list[str], out_dir: str | Path, *, data_root: str | 
     arguments, the device, every run (its files and checksums) and its data. Then the folder is
     claimed (created with its marker, or checked to be an evaluation folder) and locked."""
     options = EvalOptions(data_root=data_root, split=split, projections=tuple(projections), max_points=max_points,
-                          device=device, progress=progress)
+                          device=device, batch_size=batch_size, progress=progress)
     if workers is not None and workers < 1:
         raise ConfigError(f"--workers must be a positive integer, got {workers}")
     runs = find_runs(patterns)

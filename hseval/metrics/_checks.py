@@ -111,14 +111,31 @@ def ratio(numerator: Any, denominator: Any) -> float:
     return float(numerator) / float(denominator) if denominator else float("nan")
 
 
+PROBABILITY_TOLERANCE = 0.01
+"""How far a row of probabilities may sum from 1, here and in prediction files: softmax outputs
+rounded to 4 decimals over 1,000 classes, or computed in float16, stay within it."""
+
+
+def probability_problem(probs: np.ndarray) -> tuple[int, str] | None:
+    """The first row of ``probs`` (N, classes) that is not probabilities (a value outside [0, 1], or
+    a sum off 1 by more than :data:`PROBABILITY_TOLERANCE`) and why; None when every row is."""
+    outside = (probs < 0).any(axis=1) | (probs > 1).any(axis=1)
+    sums = probs.sum(axis=1)
+    bad = np.flatnonzero(outside | (np.abs(sums - 1) > PROBABILITY_TOLERANCE))
+    if not len(bad):
+        return None
+    row = int(bad[0])
+    return row, ("holds values outside [0, 1]" if outside[row] else
+                 f"sums to {sums[row]:.4g}, not 1 (within {PROBABILITY_TOLERANCE:g})")
+
+
 def probabilities(probs: np.ndarray, *, fix: str, rows_sum_to_one: bool = False) -> None:
     """Refuse values outside [0, 1] (logits, say) and, with ``rows_sum_to_one``, rows that are no
-    distribution; ``fix`` says what to pass instead."""
+    distribution (:func:`probability_problem`); ``fix`` says what to pass instead."""
     if not probs.size:
         return
-    if probs.min() < 0 or probs.max() > 1 + 1e-6:
+    if probs.min() < 0 or probs.max() > 1:
         raise ValueError(f"probs must lie in [0, 1], got values in [{probs.min():.3g}, {probs.max():.3g}]; {fix}")
-    sums = probs.sum(axis=1) if rows_sum_to_one else np.ones(0)
-    bad = np.flatnonzero(np.abs(sums - 1) > 1e-3)
-    if len(bad):
-        raise ValueError(f"probs row {int(bad[0])} sums to {sums[bad[0]]:.4g}, not 1; {fix}")
+    problem = probability_problem(probs) if rows_sum_to_one else None
+    if problem is not None:
+        raise ValueError(f"probs row {problem[0]} {problem[1]}; {fix}")

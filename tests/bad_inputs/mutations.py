@@ -73,7 +73,7 @@ def _csv_mutations(name: str, data: bytes, rng: np.random.Generator) -> list[Mut
             Mutation(name, f"line {row + 1} cut short", lambda d, r=row: csv_bytes([x[:-1] if i == r else x
                                                                                for i, x in enumerate(csv_rows(d))])),
         ]
-    return out
+    return out + _score_column_mutations(name, header)
 
 
 def _swap_cells(rows: list[list[str]], a: int, b: int, col: int) -> list[list[str]]:
@@ -162,6 +162,7 @@ def _npz_mutations(name: str, data: bytes, rng: np.random.Generator) -> list[Mut
         Mutation(name, f"'{member}' as float", lambda d, m=member: _npz(d, lambda a: a.update({m: a[m] * 1.5}))),
         Mutation(name, f"'{member}' one row shorter", lambda d, m=member: _npz(d, lambda a: a.update({m: a[m][:-1]}))),
         Mutation(name, f"'{member}' negated", lambda d, m=member: _npz(d, lambda a: a.update({m: -a[m] - 1}))),
+        *_score_mutations(name, members, rng),
     ]
 
 
@@ -194,6 +195,45 @@ def _tensor_mutations(name: str, data: bytes, rng: np.random.Generator) -> list[
     if variances:
         var = variances[int(rng.integers(len(variances)))]
         out.append(Mutation(name, f"'{var}' below 0", lambda d, k=var: _tensors(d, lambda t: _set_first(t, k, -0.5))))
+    return out
+
+
+# ------------------------------------------------------------------ what a prediction file's scores are
+def _softmax(x: np.ndarray) -> np.ndarray:
+    e = np.exp(x - x.max(axis=1, keepdims=True))
+    return e / e.sum(axis=1, keepdims=True)
+
+
+def _score_mutations(name: str, members: list[str], rng: np.random.Generator) -> list[Mutation]:
+    """A prediction file's scores said to be the other kind, or turned into it, or probabilities a
+    little off (rounded, or one row scaled)."""
+    kind = next((m for m in ("logits", "probs") if m in members), None)
+    if kind is None:
+        return []
+    other = "probs" if kind == "logits" else "logits"
+    row = int(rng.integers(4))
+    scale = float(rng.choice([0.995, 1.02, 1.2]))
+    return [
+        Mutation(name, f"'{kind}' renamed '{other}'", lambda d: _npz(d, lambda a: a.update({other: a.pop(kind)}))),
+        Mutation(name, f"'{kind}' replaced by {'its softmax' if kind == 'logits' else 'their log'}",
+                 lambda d: _npz(d, lambda a: a.update({kind: _softmax(a[kind]) if kind == "logits" else
+                                                       np.log(np.maximum(a[kind], 1e-12))}))),
+        Mutation(name, f"'{kind}' rounded to 2 decimals",
+                 lambda d: _npz(d, lambda a: a.update({kind: a[kind].round(2)}))),
+        Mutation(name, f"'{kind}' row {row} scaled by {scale}",
+                 lambda d: _npz(d, lambda a: a[kind].__setitem__(row, a[kind][row] * scale))),
+    ]
+
+
+def _score_column_mutations(name: str, header: list[str]) -> list[Mutation]:
+    """A prediction CSV's score columns renamed to another kind (prob_ to logit_, or to score_)."""
+    prefixes = {h.split("_")[0] for h in header if h.startswith(("logit_", "prob_", "score_"))}
+    out = []
+    for old in prefixes:
+        for new in ("logit", "prob", "score"):
+            if new != old:
+                out.append(Mutation(name, f"columns {old}_<i> renamed {new}_<i>",
+                                    lambda d, o=old, n=new: d.replace(f"{o}_".encode(), f"{n}_".encode())))
     return out
 
 
