@@ -258,3 +258,12 @@ def test_writing_does_not_import_tensorboard(odd_eval, tmp_path):
     with warnings.catch_warnings():
         warnings.simplefilter("error", HsevalWarning)
         assert len(read_export(tmp_path / "tb")) == 2
+
+
+def test_the_export_help_names_every_format():
+    """The CLI names the formats without importing their module (pandas): its help must follow them."""
+    from hseval.cli.main import build_parser
+    from hseval.reporting.tensorboard import FORMATS
+
+    export = build_parser()._subparsers._group_actions[0].choices["export"]
+    assert all(name in export.format_help() for name in FORMATS)

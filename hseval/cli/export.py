@@ -5,10 +5,10 @@ from __future__ import annotations
 
 import argparse
 
-from hseval.reporting.tensorboard import FORMATS, export_evaluation
-
 
 def cmd_export(args: argparse.Namespace) -> int:
+    from hseval.reporting.tensorboard import export_evaluation  # pandas: for this command only
+
     result = export_evaluation(args.dir, args.out, to=args.to)
     runs = ", ".join(f"{name} ({samples} samples" + (f" + {vectors} class vectors)" if vectors else ")")
                      for name, (samples, vectors) in result.runs.items())
@@ -22,5 +22,6 @@ def register(commands: argparse._SubParsersAction) -> None:
     export.add_argument("dir", metavar="EVAL_DIR", help="a folder written by 'hseval evaluate'")
     export.add_argument("out", metavar="OUT", help="the folder to write (new, empty, or an earlier export)")
     export.add_argument("--to", required=True, metavar="FORMAT",
-                        help=f"the format: {', '.join(FORMATS)} (TensorBoard's Embedding Projector)")
+                        help="the format: tensorboard (TensorBoard's Embedding Projector); "
+                             "hseval.reporting.tensorboard.FORMATS lists them")
     export.set_defaults(func=cmd_export)
