@@ -71,6 +71,12 @@ def valid_calls(folder: Path) -> dict[str, tuple[object, dict]]:
         "mistake_metrics_from_topk": (m.mistake_metrics_from_topk, dict(topk_pred=TOPK, target=TARGET, hierarchy=TREE,
                                                                         ks=(1, 2))),
         "mistake_metrics": (m.mistake_metrics, dict(scores=SCORES, target=TARGET, hierarchy=TREE, ks=(1, 2))),
+        "HierarchicalMetrics.update": (lambda **kw: m.HierarchicalMetrics(TREE).update(**kw),
+                                       dict(logits=SCORES, targets=TARGET, level_scores=LEVEL1_LOGITS)),
+        "HierarchicalMetrics.update_labels": (lambda **kw: m.HierarchicalMetrics(TREE).update_labels(**kw),
+                                              dict(predictions=PRED, targets=TARGET, level_predictions=LEVEL1)),
+        "HierarchicalMetrics.merge": (lambda **kw: m.HierarchicalMetrics(TREE).merge(**kw),
+                                      dict(other=m.HierarchicalMetrics(TREE))),
         "create_head": (create_head, dict(name="plain", hierarchy=TREE, in_features=4)),
         "Hierarchy": (Hierarchy, dict(names=["a", "b", "s"], parents=[2, 2, -1], num_leaves=2, root_name="root",
                                       source="mine")),
@@ -106,6 +112,7 @@ BAD_BY_KIND = {  # the kind of a valid value -> values of the wrong kind
     tuple: [5, "12", (1, 2.5), STRANGER],
     list: [5, "abc", STRANGER],
     dict: [[1, 2], "x", 5, STRANGER],
+    metrics.HierarchicalMetrics: [TREE, "metrics", None, STRANGER],
 }
 BAD_VALUES = {  # wrong values that an argument's own rule refuses (beyond its kind)
     "k": [0, -1], "n_bins": [0, -3], "in_features": [0, -1], "topk": [(0, 1)], "ks": [(1, -2)], "n": [-1],
@@ -113,13 +120,15 @@ BAD_VALUES = {  # wrong values that an argument's own rule refuses (beyond its k
     "num_leaves": [0, 99], "parents": [[0.5, 2.0, -1.0], [2, 2]], "edges": [[("r", "s", "t")], [("r",)]],
     "paths": [["s", "a"]], "level_pred": [{"one": LEVEL1[1]}], "levels": [{"one": LEVEL1[1]}],
     "level_logits": [{0: LEVEL1_LOGITS[1]}, {5: LEVEL1_LOGITS[1]}], "classes": [["a", "nope"]],
+    "level_scores": [{0: LEVEL1_LOGITS[1]}, {"1": LEVEL1_LOGITS[1]}], "level_predictions": [{"one": LEVEL1[1]}],
+    "logits": [SCORES[:, :3], SCORES[:2]], "targets": [TARGET[:2], TARGET + 10],
 }
 """(A value that fits the argument but not the rest of the call may be named instead of the argument.)"""
 NOT_CHECKED = {("write_hierarchy", "format")}  # None picks the format by the suffix: every str is a choice
 
 
 def _kind(value: object) -> type:
-    for kind in (Hierarchy, bool, int, str, Path, np.ndarray, tuple, list, dict):
+    for kind in (Hierarchy, bool, int, str, Path, np.ndarray, tuple, list, dict, metrics.HierarchicalMetrics):
         if isinstance(value, kind):
             return kind
     raise AssertionError(f"no wrong values for {type(value).__name__}")
@@ -130,7 +139,8 @@ def walk(calls: dict[str, tuple[object, dict]]) -> list[tuple[str, str, object]]
     for name, (_, kwargs) in calls.items():
         for argument, value in kwargs.items():
             for bad in BAD_BY_KIND[_kind(value)] + BAD_VALUES.get(argument, []):
-                if bad is None and argument in ("depth", "format", "classes", "source"):
+                if bad is None and argument in ("depth", "format", "classes", "source", "level_scores",
+                                                "level_predictions"):
                     continue  # None is a valid choice there
                 cases.append((name, argument, bad))
     return cases

@@ -18,7 +18,8 @@ import numpy as np
 from hseval.core.arguments import checked, choice, flag, integer, integers, optional, shown
 from hseval.tree.hierarchy import HIERARCHY, Hierarchy
 
-__all__ = ["checked", "choice", "flag", "integer", "optional", "HIERARCHY", "K", "KS", "BINS", "DEPTH", "levels"]
+__all__ = ["checked", "choice", "flag", "integer", "optional", "shown", "HIERARCHY", "K", "KS", "BINS", "DEPTH",
+           "levels"]
 
 K = integer(minimum=1)
 """The k of a top-k metric."""

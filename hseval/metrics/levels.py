@@ -251,7 +251,8 @@ def _level_scores_update(level_scores: Mapping[int, Any] | None, hierarchy: Hier
     tensor, ``n`` rows each), checked; None without level scores."""
     if level_scores is None:
         return None
-    converted = {int(k): _checks.to_numpy(v, f"level_scores[{k}]", floating=True) for k, v in level_scores.items()}
+    converted = {k: _checks.to_numpy(v, f"level_scores[{k}]", floating=True)
+                 for k, v in _checks.levels("level_scores", level_scores).items()}
     _check_superclass_levels(converted, hierarchy)
     levels = level_predictions_from_logits(converted, hierarchy)
     for k, nodes in levels.items():

@@ -205,7 +205,8 @@ class HierarchicalMetrics:
         _checks.same_length(pred, targets, "predictions and targets")
         levels = None
         if level_predictions is not None:
-            levels = {int(k): _checks.level_nodes(v, int(k), tree, len(targets)) for k, v in level_predictions.items()}
+            levels = {k: _checks.level_nodes(v, k, tree, len(targets))
+                      for k, v in _checks.levels("level_predictions", level_predictions).items()}
             _check_superclass_levels(levels, tree)
         self._set_mode("labels", None if levels is None else tuple(sorted(levels)))
         self._accumulate(statistics.batch_update(pred[:, None], targets, tree, self._capped, levels=levels))
@@ -239,7 +240,7 @@ class HierarchicalMetrics:
             the other predicted classes or other levels.
         """
         if not isinstance(other, HierarchicalMetrics):
-            raise TypeError(f"can only merge another HierarchicalMetrics, got {type(other).__name__}")
+            raise TypeError(f"merge(): other must be a HierarchicalMetrics, got {_checks.shown(other)}")
         if not _same_tree(self.hierarchy, other.hierarchy) or (self.ks, self.n_bins, self.scores) != \
                 (other.ks, other.n_bins, other.scores):
             raise ValueError("can only merge metrics of the same tree with the same topk, n_bins and scores")
