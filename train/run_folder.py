@@ -12,7 +12,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from hseval.core.errors import ConfigError, HsevalError, RunFormatError, first_line
+from hseval.core.errors import ConfigError, HsevalError, first_line
 from hseval.io import run_format as checkpoint
 from hseval.io.output import OutputFolder
 from hseval.io.run_settings import result_settings
@@ -78,12 +78,7 @@ def existing_run(out: Path, config: TrainConfig) -> tuple[str, dict[str, Any], s
 def resume_state(out: Path, config: TrainConfig) -> dict[str, Any]:
     """The training state to continue from, checked to be hseval's and of the same configuration."""
     state = checkpoint.load_train_state(out)
-    if not isinstance(state, dict) or not isinstance(state.get("epoch"), int) or \
-            not isinstance(state.get("history"), list):
-        raise RunFormatError(f"{out / checkpoint.STATE_FILE}: not a training state written by hseval (no "
-                             "'epoch' and 'history'); remove it to restart training from the beginning")
-    saved = state.get("config")
-    if not isinstance(saved, dict) or comparable_config(saved) != comparable_config(config.to_dict()):
+    if comparable_config(state["config"]) != comparable_config(config.to_dict()):
         raise ConfigError(f"{out}: the configuration differs from the one the run was started with; resume with "
                           "the same recipe and --set options (only optim.epochs may grow)")
     return state

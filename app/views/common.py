@@ -12,6 +12,7 @@ from hseval.app.state import KEY_BASELINE, KEY_DATASET, KEY_GROUPS, KEY_RUNS, Co
 from hseval.core.errors import HsevalError
 from hseval.io.results import Evaluation, RunResult
 from hseval.reporting import charts
+from hseval.reporting.escape import markdown
 from hseval.reporting.significance import seed_groups
 
 __all__ = ["sidebar", "pick", "pick_run", "shows_problems", "needs_runs", "number", "PLOT"]
@@ -68,7 +69,7 @@ def sidebar(evaluation: Evaluation, folder: str | None = None) -> Context:
                                  "No runs here differ only by their seed.")
         if evaluation.problems:
             st.warning(f"{len(evaluation.problems)} run(s) could not be read; see the Overview page.")
-        st.caption(f"Folder: `{folder or evaluation.root}`")
+        st.caption(f"Folder: {markdown(folder or evaluation.root)}")
     runs = [r for r in available if r.name in chosen]
     colours = charts.run_colours(names)
     colours.update({g.name: colours[g.runs[0].name] for g in groups if g.name not in colours})  # its first run's

@@ -9,6 +9,7 @@ from hseval.app import loading, tables
 from hseval.app.state import Context, context
 from hseval.app.views.common import PLOT, needs_runs, number, pick, pick_run, shows_problems
 from hseval.reporting import charts
+from hseval.reporting.escape import markdown
 
 
 def render(ctx: Context) -> None:
@@ -30,7 +31,7 @@ def render(ctx: Context) -> None:
         empty = tables.empty_rows(matrix, labels, run.hierarchy)
         notes = ["Lines separate the super-classes one level up; hover a cell for its count."]
         if empty:
-            notes.append(f"Rows without samples left out: {', '.join(empty)} (no test sample's class is there"
+            notes.append(f"Rows without samples left out: {markdown(', '.join(empty))} (no test sample's class is there"
                          + (", or is shallower than this level" if "(shallower class)" in empty else "") + ").")
         st.caption(" ".join(notes))
 

@@ -13,6 +13,7 @@ from hseval.app.views.common import PLOT, needs_runs, pick, pick_run, shows_prob
 from hseval.io import evaluation_format as eval_format
 from hseval.io.results import RunResult
 from hseval.reporting import charts
+from hseval.reporting.escape import markdown
 
 # one precision per kind of column: angles in degrees to 0.1°, norms and steps to 4 decimals
 FORMATS = {"angle": "%.1f", "norm": "%.4f", "count": "%d", "score": "%.3f"}
@@ -74,7 +75,7 @@ def _drill_down(runs: list[RunResult], colours: dict[str, str]) -> None:
                      column_config=formats(children[columns]))
         pairs = tables.child_pair_angles(loading.table(run, eval_format.PAIRS), run.hierarchy, node)
         if not pairs.empty:
-            st.caption(f"Angles between children of {name} (sampled pairs)")
+            st.caption(f"Angles between children of {markdown(name)} (sampled pairs)")
             st.dataframe(pairs, hide_index=True, key="geometry_child_pairs", column_config=formats(pairs))
 
 

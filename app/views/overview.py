@@ -11,6 +11,7 @@ from hseval.app import tables
 from hseval.app.state import Context, context
 from hseval.app.views.common import PLOT, needs_runs
 from hseval.reporting import charts
+from hseval.reporting.escape import markdown
 from hseval.reporting.significance import versus
 from hseval.reporting.summary import level_table, summary_table, unavailable_table
 
@@ -35,7 +36,7 @@ def column_config(frame: pd.DataFrame, reasons: dict[str, str]) -> dict:
 
 def render(ctx: Context) -> None:
     st.title("Overview")
-    st.caption(f"{len(ctx.available)} evaluated run(s) of **{ctx.dataset}** in `{ctx.folder}`; "
+    st.caption(f"{len(ctx.available)} evaluated run(s) of **{markdown(ctx.dataset)}** in {markdown(ctx.folder)}; "
                f"{len(ctx.runs)} selected in the sidebar.")
     for problem in ctx.evaluation.problems:
         st.error(f"Skipped a run: {problem}")
@@ -48,9 +49,9 @@ def render(ctx: Context) -> None:
     reasons = tables.missing_reasons(summary, ctx.available)
     st.dataframe(summary, hide_index=True, column_config=column_config(summary, reasons), key="overview_table")
     if ctx.baseline is not None and len(ctx.available) > 1:
-        st.caption(f"'{column}': leaf accuracy minus {ctx.baseline.name}'s on the same test samples, with a 95 % "
-                   "paired bootstrap interval and the exact McNemar test's p-value (choose the baseline in the "
-                   "sidebar; the Compare page has every level).")
+        st.caption(f"'{markdown(column)}': leaf accuracy minus {markdown(ctx.baseline.name)}'s on the same test "
+                   "samples, with a 95 % paired bootstrap interval and the exact McNemar test's p-value (choose the "
+                   "baseline in the sidebar; the Compare page has every level).")
     _not_available(ctx.available)
     if not needs_runs(ctx):
         return

@@ -97,12 +97,16 @@ def cmd_induce(args: argparse.Namespace) -> int:
 
 
 def render_tree(hierarchy, max_depth: int | None = None) -> str:
-    """The tree as text, one node per line, super-classes with their number of classes.
+    """The tree as text, one node per line (a node's display label in brackets after its name),
+    super-classes with their number of classes.
 
     Iterative (a tree may be MAX_DEPTH levels deep) and linear in the size of the output."""
     names, depth, children = hierarchy.node_names, hierarchy.depth.tolist(), hierarchy.children
+    if hierarchy.labels:  # an NBDT tree: its ids with their words
+        names = [f"{name} [{hierarchy.labels[name]}]" if name in hierarchy.labels else name for name in names]
     classes = _classes_below(hierarchy)
-    lines = [hierarchy.root_name]
+    root = hierarchy.root_name
+    lines = [f"{root} [{hierarchy.labels[root]}]" if root in hierarchy.labels else root]
     stack = [(child, "", k == len(children[-1]) - 1) for k, child in enumerate(children[-1])][::-1]
     while stack:
         node, prefix, last = stack.pop()

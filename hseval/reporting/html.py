@@ -12,13 +12,14 @@ from __future__ import annotations
 
 import base64
 import gzip
-import html
 import re
 from dataclasses import dataclass, field
 from functools import cache
 
 import pandas as pd
 from plotly.offline import get_plotlyjs
+
+from hseval.reporting.escape import html
 
 __all__ = ["Chart", "Section", "Detail", "page", "anchor"]
 
@@ -118,8 +119,8 @@ class _Figures:
     def __call__(self, chart: Chart) -> str:
         self.count += 1
         name = f"fig{self.count}"
-        data = chart.figure.to_json().replace("</", "<\\/")  # nothing in the JSON may close the script
-        return (f"<h3>{html.escape(chart.title)}</h3><p class='guide'>{html.escape(chart.guide)}</p>"
+        data = chart.figure.to_json().replace("<", "\\u003c")  # no tag in the JSON: nothing closes the script
+        return (f"<h3>{html(chart.title)}</h3><p class='guide'>{html(chart.guide)}</p>"
                 f"<div class='chart' id='{name}'></div>"
                 f"<script type='application/json' id='{name}-json'>{data}</script>")
 
@@ -127,31 +128,32 @@ class _Figures:
 def _table(frame: pd.DataFrame) -> str:
     if frame.empty:
         return "<p><em>(none)</em></p>"
-    return frame.to_html(index=False, float_format=lambda v: f"{v:.4f}", na_rep="", border=0)
+    shown = pd.DataFrame({html(c): frame[c].map(lambda v: html(v) if isinstance(v, str) else v) for c in frame})
+    return shown.to_html(index=False, escape=False, float_format=lambda v: f"{v:.4f}", na_rep="", border=0)
 
 
 def page(title: str, lead: str, problems: list[str], sections: list[Section], details: list[Detail]) -> str:
-    """The whole self-contained page."""
+    """The whole self-contained page; every text given is plain text (escaped here)."""
     figure = _Figures()
-    toc = [f"<li><a href='#{anchor(s.title)}'>{html.escape(s.title)}</a></li>" for s in [*sections, *details]]
-    body = [f"<h1>{html.escape(title)}</h1><p>{lead}</p>", "<p id='loading'>Loading the charts…</p>",
-            *(f"<p class='problem'>Skipped: {html.escape(p)}</p>" for p in problems),
+    toc = [f"<li><a href='#{anchor(s.title)}'>{html(s.title)}</a></li>" for s in [*sections, *details]]
+    body = [f"<h1>{html(title)}</h1><p>{html(lead)}</p>", "<p id='loading'>Loading the charts…</p>",
+            *(f"<p class='problem'>Skipped: {html(p)}</p>" for p in problems),
             f"<nav><h2 id='contents'>Contents</h2><ol>{''.join(toc)}</ol></nav>"]
     for section in sections:
-        body.append(f"<h2 id='{anchor(section.title)}'>{html.escape(section.title)}</h2>")
+        body.append(f"<h2 id='{anchor(section.title)}'>{html(section.title)}</h2>")
         if section.intro:
-            body.append(f"<p class='guide'>{section.intro}</p>")
+            body.append(f"<p class='guide'>{html(section.intro)}</p>")
         body += [_table(t) for t in section.tables]
         body += [figure(c) for c in section.charts]
     for k, detail in enumerate(details):
-        body.append(f"<h2 id='{anchor(detail.title)}'>{html.escape(detail.title)}</h2>"
-                    f"<p class='guide'>{detail.intro}</p>")
-        options = "".join(f"<option value='{html.escape(name, quote=True)}'>{html.escape(name)}</option>"
+        body.append(f"<h2 id='{anchor(detail.title)}'>{html(detail.title)}</h2>"
+                    f"<p class='guide'>{html(detail.intro)}</p>")
+        options = "".join(f"<option value='{html(name)}'>{html(name)}</option>"
                           for name in detail.entries)
         body.append(f"<label>Show: <select class='detail-choice' data-group='d{k}'>{options}</select></label>")
         for name, charts in detail.entries.items():
-            body.append(f"<div class='detail' data-group='d{k}' data-entry='{html.escape(name, quote=True)}'>"
+            body.append(f"<div class='detail' data-group='d{k}' data-entry='{html(name)}'>"
                         + "".join(figure(c) for c in charts) + "</div>")
     return "\n".join(["<!DOCTYPE html><html><head><meta charset='utf-8'>",
-                      f"<title>{html.escape(title)}</title><style>{STYLE}</style>{_plotly_js()}</head><body>",
+                      f"<title>{html(title)}</title><style>{STYLE}</style>{_plotly_js()}</head><body>",
                       *body, _LOADER, "</body></html>"])

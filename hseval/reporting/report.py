@@ -9,7 +9,6 @@ guides, charts per seed group; it loads nothing from the network, see :mod:`hsev
 
 from __future__ import annotations
 
-import html
 import warnings
 from pathlib import Path
 
@@ -23,6 +22,7 @@ from hseval.io.evaluation_format import REPORT_FILES
 from hseval.io.output import OutputFile, OutputFolder
 from hseval.io.results import Evaluation, load_evaluation
 from hseval.nn import radius_guard as logit_scale
+from hseval.reporting import escape
 from hseval.reporting import sections as report_charts
 from hseval.reporting.html import Detail, Section, anchor, page
 from hseval.reporting.paper_tables import paper_table, to_latex, to_markdown
@@ -39,9 +39,9 @@ def _markdown(frame: pd.DataFrame, digits: int = 4) -> str:
     def cell(v) -> str:
         if isinstance(v, float):
             return "" if np.isnan(v) else f"{v:.{digits}f}"
-        return str(v).replace("|", "\\|")
+        return escape.markdown(v)
 
-    lines = ["| " + " | ".join(cols) + " |", "|" + "---|" * len(cols)]
+    lines = ["| " + " | ".join(map(escape.markdown, cols)) + " |", "|" + "---|" * len(cols)]
     lines += ["| " + " | ".join(cell(v) for v in row) + " |" for row in frame.itertuples(index=False)]
     return "\n".join(lines) + "\n"
 
@@ -61,10 +61,10 @@ def _mean_std(grouped: pd.DataFrame) -> pd.DataFrame:
 
 
 def _markdown_sections(root: Path, sections: list[tuple[str, str, pd.DataFrame]]) -> str:
-    toc = [f"- [{title}](#{anchor(title)})" for title, _, _ in sections]
-    md = ["# hseval report", "", f"Evaluation folder `{root}`.", "", "## Contents", "", *toc, ""]
+    toc = [f"- [{escape.markdown(title)}](#{anchor(title)})" for title, _, _ in sections]
+    md = ["# hseval report", "", f"Evaluation folder {escape.markdown(root)}.", "", "## Contents", "", *toc, ""]
     for title, intro, frame in sections:
-        md += [f"## {title}", "", *([intro, ""] if intro else []), _markdown(frame)]
+        md += [f"## {escape.markdown(title)}", "", *([escape.markdown(intro), ""] if intro else []), _markdown(frame)]
     return "\n".join(md)
 
 
@@ -153,9 +153,8 @@ def render(evaluation: Evaluation, root: Path, *, baseline: str | None = None) -
     detail = Detail("Per run" if not seeds else "Per seed group",
                     "Accuracy per node, the embeddings and the confusion matrix of one entry at a time.",
                     {e.name: report_charts.detail_charts(e) for e in drawn})
-    lead = (f"{len(runs)} run(s){f' in {len(drawn)} seed groups' if seeds else ''} from "
-            f"{html.escape(str(root))}; dataset(s): {html.escape(', '.join(evaluation.datasets))}; "
-            f"baseline {html.escape(base.name)}.")
+    lead = (f"{len(runs)} run(s){f' in {len(drawn)} seed groups' if seeds else ''} from {root}; dataset(s): "
+            f"{', '.join(evaluation.datasets)}; baseline {base.name}.")
     files["report.html"] = page("hseval report", lead, evaluation.problems, sections, [detail])
     return files
 

@@ -9,7 +9,7 @@ import plotly.express as px
 import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
-from hseval.reporting.charts.common import TEMPLATE, _colour_args, _empty, _zoomed, run_colours
+from hseval.reporting.charts.common import TEMPLATE, _colour_args, _empty, _shown, _text, _zoomed, run_colours
 from hseval.tree.hierarchy import Hierarchy
 
 
@@ -42,15 +42,15 @@ def accuracy_by_level(levels: pd.DataFrame, *, title: str = "Accuracy per level"
             text = [f"{a:.4f}" + (f" ± {s:.4f} (std over {int(n)} seeds)" if s == s else "")
                     for a, s, n in zip(cell["accuracy"], err, seeds[cell.index])]
             fig.add_trace(go.Scatter(
-                x=cell["way"], y=cell["accuracy"], mode="markers", name=run, legendgroup=run, showlegend=i == 0,
+                x=cell["way"], y=cell["accuracy"], mode="markers", name=_text(run), legendgroup=run, showlegend=i == 0,
                 offsetgroup=run, marker=dict(size=11, color=palette[run], line=dict(width=1, color="white")),
                 error_y=dict(type="data", array=np.nan_to_num(err), visible=bool(np.isfinite(err).any())),
-                text=text, hovertemplate=f"<b>{run}</b><br>%{{x}}: %{{text}}<extra></extra>"), row=row, col=col)
+                text=text, hovertemplate=f"<b>{_text(run)}</b><br>%{{x}}: %{{text}}<extra></extra>"), row=row, col=col)
         low_high = np.concatenate([part["accuracy"] - spread[part.index].fillna(0),
                                    part["accuracy"] + spread[part.index].fillna(0)])
         fig.update_yaxes(range=_zoomed(low_high), tickformat=".3f", row=row, col=col)
-    fig.update_layout(title=title, template=TEMPLATE, scattermode="group", scattergap=0.4, legend_title_text="run",
-                      height=330 * rows + 40, font=dict(size=13), margin=dict(t=90))
+    fig.update_layout(title=_text(title), template=TEMPLATE, scattermode="group", scattergap=0.4,
+                      legend_title_text="run", height=330 * rows + 40, font=dict(size=13), margin=dict(t=90))
     return fig
 
 
@@ -65,12 +65,12 @@ def node_sunburst(hierarchy: Hierarchy, per_node: pd.DataFrame, *, value: str = 
         raise ValueError(f"kind must be 'sunburst' or 'treemap', got {kind!r}")
     if per_node.empty or not {"node", "support", value} <= set(per_node.columns):
         return _empty(title, f"no per-node {value} to show")
-    names = [*hierarchy.node_names]
+    names = [*hierarchy.node_names]  # the sectors' ids; their labels are the names as drawn
     parents = ["" if p < 0 else names[p] for p in hierarchy.parents.tolist()]
     frame = per_node.set_index("node").reindex(range(hierarchy.num_nodes))
     support = frame["support"].fillna(0).to_numpy(dtype=float)
     colour = frame[value].to_numpy(dtype=float)
-    hover = [f"{' / '.join(hierarchy.path_names(i))}<br>{value}: {c:.3f}<br>samples: {int(s)}"
+    hover = [f"{_text(' / '.join(hierarchy.path_names(i)))}<br>{value}: {c:.3f}<br>samples: {int(s)}"
              for i, (c, s) in enumerate(zip(colour, support))]
     scale = "RdBu" if diverging else "Viridis"
     finite = np.isfinite(colour)
@@ -84,10 +84,10 @@ def node_sunburst(hierarchy: Hierarchy, per_node: pd.DataFrame, *, value: str = 
                   cmin=-limit if limit else (None if diverging else low),
                   cmax=limit if limit else (None if diverging else high))
     trace = go.Sunburst if kind == "sunburst" else go.Treemap
-    fig = go.Figure(trace(ids=names, labels=names, parents=parents, values=np.maximum(support, 0),
+    fig = go.Figure(trace(ids=names, labels=[_text(n) for n in names], parents=parents, values=np.maximum(support, 0),
                           branchvalues="total", marker=marker, hovertext=hover, hoverinfo="text",
                           customdata=np.arange(hierarchy.num_nodes)))
-    fig.update_layout(title=title, template=TEMPLATE, margin=dict(t=50, l=0, r=0, b=0), height=560)
+    fig.update_layout(title=_text(title), template=TEMPLATE, margin=dict(t=50, l=0, r=0, b=0), height=560)
     return fig
 
 
@@ -102,14 +102,14 @@ def confusion_heatmap(matrix: np.ndarray, nodes: np.ndarray, hierarchy: Hierarch
     if counts.size == 0:
         return _empty(title, "no samples")
     nodes = np.asarray(nodes, dtype=np.int64)
-    names = [hierarchy.node_names[n] if n >= 0 else "(shallower class)" for n in nodes.tolist()]
+    names = [_text(hierarchy.node_names[n]) if n >= 0 else "(shallower class)" for n in nodes.tolist()]
     sums = counts.sum(axis=1, keepdims=True)
     share = np.divide(counts, sums, out=np.zeros_like(counts), where=sums > 0)
     rows = np.flatnonzero(sums[:, 0] > 0)
     dropped = [names[i] for i in range(len(names)) if i not in set(rows.tolist())]
     depth = int(hierarchy.depth[nodes[nodes >= 0]].max()) if (nodes >= 0).any() else 0
     block_depth = depth - 1 if depth > 1 else 0
-    groups = [hierarchy.node_names[a] if n >= 0 and a >= 0 else "–" for n, a in
+    groups = [_text(hierarchy.node_names[a]) if n >= 0 and a >= 0 else "–" for n, a in
               zip(nodes.tolist(), (hierarchy.ancestor_at_depth(np.maximum(nodes, 0), block_depth).tolist()
                                    if block_depth else [-1] * len(nodes)))]
     row_names = [names[i] for i in rows]
@@ -130,7 +130,7 @@ def confusion_heatmap(matrix: np.ndarray, nodes: np.ndarray, hierarchy: Hierarch
         fig.update_layout(shapes=shapes)
     note = f"<br><sup>left out, no samples: {', '.join(dropped)}</sup>" if dropped else ""
     size = max(420, 16 * len(names) + 160)
-    fig.update_layout(title=title + note, template=TEMPLATE, yaxis_autorange="reversed", height=size,
+    fig.update_layout(title=_text(title) + note, template=TEMPLATE, yaxis_autorange="reversed", height=size,
                       xaxis_title="predicted", yaxis_title="true", xaxis_tickangle=-45)
     return fig
 
@@ -141,7 +141,8 @@ def history_curves(history: pd.DataFrame, *, title: str = "Training history",
     data = history.dropna(subset=["test_acc"]) if "test_acc" in history else pd.DataFrame()
     if data.empty:
         return _empty(title, "no history")
-    fig = px.line(data, x="epoch", y="test_acc", markers=True, template=TEMPLATE, title=title,
+    data = _shown(data, "run")
+    fig = px.line(data, x="epoch", y="test_acc", markers=True, template=TEMPLATE, title=_text(title),
                   labels={"test_acc": "test accuracy"}, **_colour_args(data, colours))
     epochs = int(data["epoch"].max())
     fig.update_xaxes(tickmode="linear", tick0=0, dtick=max(1, -(-epochs // 10)), tickformat="d")
@@ -153,7 +154,8 @@ def reliability_diagram(bins: pd.DataFrame, *, title: str = "Reliability",
     """Accuracy against confidence per bin (columns run, confidence, accuracy, count)."""
     if bins.empty:
         return _empty(title, "no calibration bins")
-    fig = px.line(bins, x="confidence", y="accuracy", markers=True, template=TEMPLATE, title=title,
+    bins = _shown(bins, "run")
+    fig = px.line(bins, x="confidence", y="accuracy", markers=True, template=TEMPLATE, title=_text(title),
                   **_colour_args(bins, colours))
     fig.add_trace(go.Scatter(x=[0, 1], y=[0, 1], mode="lines", name="perfect", line=dict(dash="dot", color="grey")))
     return fig
@@ -167,10 +169,10 @@ def node_deltas(deltas: pd.DataFrame, *, title: str = "Per-node accuracy differe
         return _empty(title, "no nodes to compare")
     data = data.reindex(data["delta"].abs().sort_values(ascending=False).index).head(top).iloc[::-1]
     limit = float(data["delta"].abs().max()) or 1.0
-    fig = go.Figure(go.Bar(x=data["delta"], y=data["path"], orientation="h",
+    fig = go.Figure(go.Bar(x=data["delta"], y=data["path"].map(_text), orientation="h",
                            marker=dict(color=data["delta"], colorscale="RdBu", cmin=-limit, cmax=limit, cmid=0),
                            hovertemplate="%{y}<br>Δ %{x:+.3f}<extra></extra>"))
-    fig.update_layout(title=title, template=TEMPLATE, height=max(300, 22 * len(data) + 120),
+    fig.update_layout(title=_text(title), template=TEMPLATE, height=max(300, 22 * len(data) + 120),
                       xaxis_title="difference", yaxis_title=None)
     return fig
 
@@ -191,17 +193,17 @@ def difference_intervals(frame: pd.DataFrame, *, title: str = "Difference from t
         part = data[data["run"] == run]
         real = ((part["low"] > 0) | (part["high"] < 0)).to_numpy()
         fig.add_trace(go.Scatter(
-            x=part["delta"], y=part["metric"], mode="markers", name=run, offsetgroup=run,
+            x=part["delta"], y=part["metric"], mode="markers", name=_text(run), offsetgroup=run,
             marker=dict(size=11, color=palette[run], symbol=np.where(real, "circle", "circle-open"),
                         line=dict(width=2, color=palette[run])),
             error_x=dict(type="data", symmetric=False, array=part["high"] - part["delta"],
                          arrayminus=part["delta"] - part["low"], color=palette[run]),
             customdata=np.stack([part["low"], part["high"], part["p_value"]], axis=1),
-            hovertemplate=f"<b>{run}</b> − baseline<br>%{{y}}: %{{x:+.4f}}<br>95 % interval "
+            hovertemplate=f"<b>{_text(run)}</b> − baseline<br>%{{y}}: %{{x:+.4f}}<br>95 % interval "
                           "[%{customdata[0]:+.4f}, %{customdata[1]:+.4f}]<br>McNemar p = %{customdata[2]:.3g}"
                           "<extra></extra>"))
     fig.add_vline(x=0, line=dict(color="#444", dash="dot"))
-    fig.update_layout(title=title, template=TEMPLATE, scattermode="group", height=140 + 46 * len(metrics) *
+    fig.update_layout(title=_text(title), template=TEMPLATE, scattermode="group", height=140 + 46 * len(metrics) *
                       max(1, min(len(runs), 4)) ** 0.5, xaxis_title="accuracy difference (run − baseline)",
                       yaxis=dict(categoryorder="array", categoryarray=metrics[::-1], title=None),
                       legend_title_text="run", xaxis_tickformat="+.3f")

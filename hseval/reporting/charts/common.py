@@ -1,4 +1,6 @@
-"""What every chart shares: the template, one colour per run, zoomed axes, the empty figure."""
+"""What every chart shares: the template, one colour per run, zoomed axes, the empty figure, and
+names as plotly draws them literally (:func:`_shown`: a chart's title and every name a user chose,
+a run's, a class's or a node's, pass through :func:`hseval.reporting.escape.plotly`)."""
 
 from __future__ import annotations
 
@@ -6,6 +8,8 @@ import numpy as np
 import pandas as pd
 import plotly.express as px
 import plotly.graph_objects as go
+
+from hseval.reporting.escape import plotly as _text
 
 TEMPLATE = "plotly_white"
 
@@ -20,11 +24,19 @@ def run_colours(names: list[str]) -> dict[str, str]:
     return {name: PALETTE[i % len(PALETTE)] for i, name in enumerate(names)}
 
 
+def _shown(frame: pd.DataFrame, *columns: str) -> pd.DataFrame:
+    """``frame`` with the names in ``columns`` as plotly draws them literally (legend entries, hover
+    names and ticks come from the data)."""
+    return frame.assign(**{c: frame[c].map(_text) for c in columns if c in frame})
+
+
 def _colour_args(frame: pd.DataFrame, colours: dict[str, str] | None) -> dict:
+    """The colour arguments of a plotly express chart of ``frame``, whose ``run`` column is
+    :func:`_shown` already (``colours`` is keyed by the runs' names)."""
     if "run" not in frame:
         return {}
     runs = list(dict.fromkeys(frame["run"]))
-    mapping = {**run_colours(runs), **(colours or {})}
+    mapping = {**run_colours(runs), **{_text(k): v for k, v in (colours or {}).items()}}
     return {"color": "run", "color_discrete_map": mapping, "category_orders": {"run": runs}}
 
 
@@ -42,8 +54,8 @@ def _zoomed(values: np.ndarray, *, low: float = 0.0, high: float = 1.0, pad: flo
 
 def _empty(title: str, message: str) -> go.Figure:
     fig = go.Figure()
-    fig.add_annotation(text=message, showarrow=False, x=0.5, y=0.5, xref="paper", yref="paper")
-    fig.update_layout(title=title, template=TEMPLATE, xaxis_visible=False, yaxis_visible=False, height=300)
+    fig.add_annotation(text=_text(message), showarrow=False, x=0.5, y=0.5, xref="paper", yref="paper")
+    fig.update_layout(title=_text(title), template=TEMPLATE, xaxis_visible=False, yaxis_visible=False, height=300)
     return fig
 
 

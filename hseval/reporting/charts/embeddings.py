@@ -9,7 +9,7 @@ import plotly.express as px
 import plotly.graph_objects as go
 
 from hseval.reporting import colours
-from hseval.reporting.charts.common import TEMPLATE, _empty
+from hseval.reporting.charts.common import TEMPLATE, _empty, _shown, _text
 from hseval.tree.hierarchy import Hierarchy
 
 
@@ -41,18 +41,19 @@ def projection_scatter(points: pd.DataFrame, *, color: str = "level1", title: st
     samples = samples.sort_values("marked", kind="stable")  # highlighted samples drawn last, on top
     vectors = data[data["kind"] == "class_vector"]
     palette = colours.category_colours(tree, color) if tree is not None else colours.by_name(samples["colour"], color)
+    samples, palette = _shown(samples, "colour", "path"), {_text(k): v for k, v in palette.items()}
     present = set(samples["colour"])
     hover = {"x": False, "y": False, "row": False, "colour": False}
     hover.update({c: True for c in ("correct", "index") if c in samples})
-    fig = px.scatter(samples, x="x", y="y", color="colour", hover_name="path", template=TEMPLATE, title=title,
+    fig = px.scatter(samples, x="x", y="y", color="colour", hover_name="path", template=TEMPLATE, title=_text(title),
                      custom_data=["row"], hover_data=hover, render_mode="webgl", opacity=0.6,
                      color_discrete_map=palette, category_orders={"colour": [c for c in palette if c in present]})
     fig.update_traces(marker=dict(size=4))
     if highlight:
         colours.fade_unmarked(fig, marked)
     if show_vectors and not vectors.empty:
-        fig.add_trace(go.Scatter(x=vectors["x"], y=vectors["y"], mode="markers+text", text=vectors["label"],
-                                 textposition="top center", name="class vectors", hovertext=vectors["path"],
+        fig.add_trace(go.Scatter(x=vectors["x"], y=vectors["y"], mode="markers+text", text=vectors["label"].map(_text),
+                                 textposition="top center", name="class vectors", hovertext=vectors["path"].map(_text),
                                  marker=dict(symbol="diamond", size=11, color="black", line=dict(width=1,
                                                                                                   color="white"))))
     fig.update_layout(showlegend=samples["colour"].nunique() <= max_legend, height=600, xaxis_title=None,

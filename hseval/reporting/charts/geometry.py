@@ -8,7 +8,7 @@ import pandas as pd
 import plotly.express as px
 import plotly.graph_objects as go
 
-from hseval.reporting.charts.common import TEMPLATE, _colour_args, _empty, _merge_orders
+from hseval.reporting.charts.common import TEMPLATE, _colour_args, _empty, _merge_orders, _shown, _text
 
 ROOT_NOTE = "depth 1 has no angle to its parent: the parent is the root, whose vector is w = 0"
 
@@ -22,8 +22,9 @@ def angle_to_parent(geometry: pd.DataFrame, *, title: str = "Angle between each 
     if data.empty:
         return _empty(title, f"no parent/child angles ({ROOT_NOTE})")
     depths = sorted({int(d) for d in geometry["depth"]})
+    data = _shown(data, "run")
     fig = px.box(data.assign(depth=data["depth"].astype(int).astype(str)), x="depth", y="angle_to_parent",
-                 points=False, template=TEMPLATE, title=title, labels={"angle_to_parent": "angle to parent (°)"},
+                 points=False, template=TEMPLATE, title=_text(title), labels={"angle_to_parent": "angle to parent (°)"},
                  **_merge_orders(_colour_args(data, colours), {"depth": [str(d) for d in depths]}))
     fig.update_xaxes(type="category", categoryorder="array", categoryarray=[str(d) for d in depths])
     fig.update_yaxes(range=[0, 180], dtick=30)
@@ -42,15 +43,16 @@ def sibling_angles(pairs: pd.DataFrame, *, title: str = "Angles between siblings
     or past 180°)."""
     if pairs.empty:
         return _empty(title, "no pairs of nodes to compare")
+    pairs = _shown(pairs, "run")
     runs = list(dict.fromkeys(pairs["run"])) if "run" in pairs else []
     fig = px.violin(pairs, x="depth", y="angle", color="kind", facet_col="run" if runs else None, box=True,
-                    points=False, template=TEMPLATE, title=title, labels={"angle": "angle (°)"},
+                    points=False, template=TEMPLATE, title=_text(title), labels={"angle": "angle (°)"},
                     color_discrete_map={"sibling": "#1f77b4", "non-sibling": "#b0b0b0"},
                     category_orders={"kind": ["sibling", "non-sibling"], "run": runs}, facet_col_spacing=0.03)
     fig.update_traces(spanmode="hard")
     fig.update_yaxes(range=[0, 180], dtick=30)
     fig.update_xaxes(dtick=1)
-    fig.for_each_annotation(lambda a: a.update(text=a.text.split("=")[-1]))
+    fig.for_each_annotation(lambda a: a.update(text=a.text.partition("=")[2]))  # "run=NAME": the name
     return fig
 
 
@@ -68,11 +70,12 @@ def delta_vs_radius(geometry: pd.DataFrame, *, title: str = "‖w_p − w_parent
     without = [r for r in runs if r not in set(with_radius["run"])]
     if with_radius.empty:
         return _empty(title, "no radii R_p: these heads have no radius per node (see the step per depth)")
+    with_radius = _shown(with_radius, "run", "name")
     fig = px.scatter(with_radius, x="radius", y="delta_norm", hover_name="name" if "name" in data else None,
-                     hover_data={"depth": True} if "depth" in data else None, template=TEMPLATE, title=title,
+                     hover_data={"depth": True} if "depth" in data else None, template=TEMPLATE, title=_text(title),
                      labels={"delta_norm": "‖w_p − w_parent‖", "radius": "R_p"}, **_colour_args(with_radius, colours))
     if without:
-        fig.add_annotation(text=f"not drawn (no radius R_p): {', '.join(without)}", showarrow=False, x=0,
+        fig.add_annotation(text=_text(f"not drawn (no radius R_p): {', '.join(without)}"), showarrow=False, x=0,
                            xanchor="left", y=1.06, yanchor="bottom", xref="paper", yref="paper",
                            font=dict(size=12, color="#555"))
     return fig
@@ -85,8 +88,9 @@ def step_by_depth(geometry: pd.DataFrame, *, title: str = "Step ‖w_p − w_par
     if geometry.empty or "delta_norm" not in geometry:
         return _empty(title, "no class vectors")
     depths = [str(d) for d in sorted({int(d) for d in geometry["depth"]})]
+    geometry = _shown(geometry, "run")
     fig = px.box(geometry.assign(depth=geometry["depth"].astype(int).astype(str)), x="depth", y="delta_norm",
-                 points=False, template=TEMPLATE, title=title, labels={"delta_norm": "‖w_p − w_parent‖"},
+                 points=False, template=TEMPLATE, title=_text(title), labels={"delta_norm": "‖w_p − w_parent‖"},
                  **_merge_orders(_colour_args(geometry, colours), {"depth": depths}))
     fig.update_xaxes(type="category", categoryorder="array", categoryarray=depths)
     return fig
@@ -100,7 +104,8 @@ def child_angles(children: pd.DataFrame, *, title: str = "Children: angle to the
     if data.empty:
         return _empty(title, f"no child angles ({ROOT_NOTE})")
     hover = [c for c in ("delta_norm", "radius", "norm") if c in data]
+    data = _shown(data, "run", "name")
     fig = px.bar(data, x="name", y="angle_to_parent", barmode="group", hover_data=hover, template=TEMPLATE,
-                 title=title, labels={"angle_to_parent": "angle to parent (°)", "name": "child"},
+                 title=_text(title), labels={"angle_to_parent": "angle to parent (°)", "name": "child"},
                  **_colour_args(data, colours))
     return fig
