@@ -77,7 +77,8 @@ def test_the_command_on_a_run_and_on_an_evaluated_run(evaluated, tmp_path, capsy
                  "--clusters", "2,4"]) == 0
     b = read_hierarchy(tmp_path / "b.json")
     assert b.num_leaves == 10 and len(b.nodes_at_depth(1)) == 2
-    assert main(["hierarchy", "induce", str(tmp_path), "--out", str(tmp_path / "c.txt")]) == 2
+    (tmp_path / "notes").mkdir()
+    assert main(["hierarchy", "induce", str(tmp_path / "notes"), "--out", str(tmp_path / "c.txt")]) == 2
     assert "neither a run" in capsys.readouterr().err
     assert main(["hierarchy", "induce", str(run), "--out", str(tmp_path / "d.txt"), "--clusters", "x"]) == 2
 
