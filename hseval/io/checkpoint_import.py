@@ -18,8 +18,9 @@ tensor of the checkpoint:
   the tree or the head's options (the tree index, fixed radii, the curvature) are hseval's own
   unless mapped.
 
-A missing, unused or misshapen tensor, a non-float tensor, NaN or infinity is a one-line error
-naming the key and the shape hseval needs. The run's classes are the leaves of the tree; when the
+A missing, unused or misshapen tensor, a non-float tensor, NaN, infinity or a negative BatchNorm
+running variance (checked as a trained run's tensors are) is a one-line error naming the key and
+the shape hseval needs, before anything is written. The run's classes are the leaves of the tree; when the
 dataset is at hand, its classes must be those, in that order, and its images must have the
 backbone's channels; when it is not, the run records the dataset and ``hseval evaluate`` checks it.
 """
