@@ -681,6 +681,7 @@ def _(tmp, good):
 def garbage_folder(tmp: Path) -> Path:
     """Random files at the top, and evaluated runs of garbage (their markers, recording the
     garbage's checksums, say they are: only then is a folder read as an evaluation)."""
+    from hseval.io.folders import new_marker
     from tests.helpers import reseal as seal_evaluation
 
     rng = np.random.default_rng(0)
@@ -694,6 +695,7 @@ def garbage_folder(tmp: Path) -> Path:
     write(root / "multitask" / "metrics.json", "[" * 50_000)
     for run in ("plain", "riemann", "multitask"):
         seal_evaluation(root / run)
+    write(root / ".hseval-folder.json", new_marker("evaluations").model_dump_json())  # so that report reads it
     return root
 
 
