@@ -71,7 +71,7 @@ def cmd_demo(args: argparse.Namespace) -> int:
     runs, eval_dir = out / "runs", out / "eval"
     plan = argparse.Namespace(  # train-all's plan: every head, the CPU recipe, one seed
         dataset=None, recipe="fashion-mnist", backbone=None, data_root=args.data_root, device=args.device,
-        quiet=args.quiet, set=QUICK if args.quick else [], heads="all", seeds=None, sweep=[])
+        quiet=args.quiet, set=QUICK if args.quick else [], heads="all", seeds=None, sweep=[], hierarchy=None)
     configs = planned_configs(plan)
     folder = OutputFolder(out, "demo", writes=[DEMO_FILE])  # and the runs and the evaluation, in folders of their own
     datasets = Datasets()

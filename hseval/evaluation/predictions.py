@@ -51,13 +51,13 @@ def evaluate_predictions(file: str | Path, out_dir: str | Path, *, hierarchy: st
     source = str(file.resolve())
     name = folder_name(name if name is not None else file.stem, out_dir, source)
     check_sample_options(projections, max_points)
+    root = evaluation_folder(out_dir, inputs=[p for p in (file, hierarchy, classes) if p is not None])
     tree = read_hierarchy(hierarchy)
     preds = read_predictions(file, tree, classes=None if classes is None else read_class_list(classes, tree),
                              scores=scores)
     evaluation = Evaluation(name, source, fileio.json_ready({"sha256": preds.sha256, "hierarchy": tree.to_dict(),
                                                              "projections": list(projections),
                                                              "max_points": max_points, "seed": seed}), tree)
-    root = evaluation_folder(out_dir, inputs=[p for p in (file, hierarchy, classes) if p is not None])
     with root:
         log(f"evaluating {file} ({len(preds.targets)} samples; {', '.join(preds.members)}) -> {out_dir / name}")
         scores_stage(evaluation, _scores(preds, tree),

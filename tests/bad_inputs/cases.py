@@ -294,7 +294,8 @@ run_case("num-leaves-infinity", "run.json: `num_leaves: Infinity`, checksum upda
          lambda p: (write(p / "run.json", (p / "run.json").read_text().replace(
              '"num_leaves": 10', '"num_leaves": Infinity')), reseal(p)))
 run_case("huge-parent-index", "run.json: a parent index of 10^30, checksum updated (used to crash: OverflowError)",
-         "run/run.json: 'hierarchy': hierarchy record is malformed (OverflowError: …)",
+         "run/run.json: 'hierarchy': hierarchy record is malformed (TypeError: Hierarchy(): parents must be a "
+         "sequence of integer node indices, got list [1000000000000000000000000000000, …)",
          lambda p: edit_meta(p, lambda m: m["hierarchy"]["parents"].__setitem__(0, 10**30)))
 run_case("head-option-wrong-type", "run.json: head option `radius: \"big\"`, checksum updated (used to crash: "
          "TypeError)", "run/run.json: cannot rebuild the model: head 'riemann': option 'radius' must be a number, got "
@@ -680,6 +681,7 @@ def _(tmp, good):
 def garbage_folder(tmp: Path) -> Path:
     """Random files at the top, and evaluated runs of garbage (their markers, recording the
     garbage's checksums, say they are: only then is a folder read as an evaluation)."""
+    from hseval.io.folders import new_marker
     from tests.helpers import reseal as seal_evaluation
 
     rng = np.random.default_rng(0)
@@ -693,6 +695,7 @@ def garbage_folder(tmp: Path) -> Path:
     write(root / "multitask" / "metrics.json", "[" * 50_000)
     for run in ("plain", "riemann", "multitask"):
         seal_evaluation(root / run)
+    write(root / ".hseval-folder.json", new_marker("evaluations").model_dump_json())  # so that report reads it
     return root
 
 
@@ -1047,7 +1050,7 @@ run_case("negative-variance", "a BatchNorm running variance below 0, checksum up
 def _(tmp, good):
     from hseval.cli.main import main
 
-    assert main(predictions(tmp, good, npz(tmp), "--quiet")) == 0
+    assert main(predictions(tmp, good, npz(tmp))) == 0
     return ["export", str(tmp / "ev"), str(tmp / "tb"), "--to", "tensorboard"]
 
 
