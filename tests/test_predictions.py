@@ -336,7 +336,7 @@ def test_every_documented_combination_is_evaluated_reported_and_exported(tmp_pat
         np.savez(tmp_path / f"c{k}.npz", targets=arrays["targets"], **{m: arrays[m] for m in members})
         capsys.readouterr()
         code = main(["evaluate", "--predictions", str(tmp_path / f"c{k}.npz"), "--hierarchy",
-                     str(tmp_path / "tree.json"), "--out", str(out), "--projections", "none", "--quiet"])
+                     str(tmp_path / "tree.json"), "--out", str(out), "--projections", "none"])
         assert code == 0, (members, capsys.readouterr().err)
     assert len(load_evaluation(out).runs) == len(_combinations()) == 24
     assert main(["report", str(out)]) == 0

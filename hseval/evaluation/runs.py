@@ -260,6 +260,7 @@ def evaluate_runs(patterns: list[str], out_dir: str | Path, *, data_root: str | 
                           device=device, batch_size=batch_size, progress=progress)
     if workers is not None and workers < 1:
         raise ConfigError(f"--workers must be a positive integer, got {workers}")
+    resolve_device(device)  # a device this machine lacks: refused before anything is read
     runs = find_runs(patterns)
     root = evaluation_folder(out_dir, inputs=runs)
     cache: dict = {}
