@@ -100,7 +100,7 @@ def test_a_setting_given_twice_is_refused(tmp_path, capsys, argv, message):
     import re
 
     os.chdir(tmp_path)
-    assert main([*argv, "--out", "x"]) == 2
+    assert main([*argv, "--data-root", "no-data", "--out", "x"]) == 2  # were it not refused: no data, no training
     err = capsys.readouterr().err.strip()
     assert len(err.splitlines()) == 1 and re.search(message, err) and "give each setting once" in err, err
     assert not (tmp_path / "x").exists()

@@ -643,7 +643,7 @@ def _(tmp, good):
 
     write(tmp / "notes" / "report.md", "# my notes")
     write_hierarchy(fashion_tree(), tmp / "tree.json")
-    np.savez(tmp / "p.npz", targets=np.arange(10), logits=np.eye(10))
+    np.savez(tmp / "p.npz", targets=np.arange(10), logits=np.eye(10) * 4)  # logits: one-hot rows would be probabilities
     return ["evaluate", "--predictions", str(tmp / "p.npz"), "--hierarchy", str(tmp / "tree.json"), "--projections",
             "none", "--out", str(tmp / "notes")]
 
