@@ -117,8 +117,8 @@ def test_hierarchy_starts_on_a_super_class(at):
 def test_the_folder_is_shown_as_given(evaluated, monkeypatch):
     monkeypatch.chdir(evaluated.parent)
     at = app(evaluated.name, monkeypatch).run()
-    assert any(f"`{evaluated.name}`" in c.value for c in at.sidebar.caption)
-    assert any(f"in `{evaluated.name}`" in c.value for c in at.caption)
+    assert any(c.value == f"Folder: {evaluated.name}" for c in at.sidebar.caption)  # as given, not made absolute
+    assert any(f" in {evaluated.name};" in c.value for c in at.caption)
 
 
 def test_compare_per_node_run_is_chosen_against_the_baseline(at):

@@ -22,6 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from hseval.core import fileio
+from hseval.core.errors import HsevalError
 from hseval.io.folders import (
     HOLDS,
     KINDS,
@@ -222,7 +223,7 @@ class OutputFolder:
                     if ours:
                         with contextlib.suppress(FileNotFoundError):
                             (self.path / name).unlink()
-        with contextlib.suppress(OSError, OwnershipError):
+        with contextlib.suppress(OSError, HsevalError):  # the error that led here is the one to report
             self._settle()
         self._close()
         if not existed:

@@ -229,7 +229,7 @@ def test_full_disk_during_training_keeps_the_last_checkpoint(fashion_like, tmp_p
     assert main([*args, "--out", str(out)]) == 2
     line = one_error_line(capsys)
     assert f"cannot write {out / 'train_state.pt'}: No space left on device" in line
-    assert disk.calls == 4
+    assert disk.calls >= 4  # the undo may try to settle the marker's record; its own failure is not reported
     assert load_train_state(out)["epoch"] == 1 and not (out / "run.json").exists()
     assert leftovers(out) == []
     monkeypatch.undo()
