@@ -100,7 +100,7 @@ def test_a_classes_list_with_a_byte_order_mark_is_evaluated(tmp_path, capsys):
     for classes in (path, with_bom(path)):
         out = tmp_path / f"ev-{classes.stem}"
         assert main(["evaluate", "--predictions", str(tmp_path / "p.npz"), "--hierarchy", str(tmp_path / "tree.json"),
-                     "--classes", str(classes), "--projections", "none", "--quiet", "--out", str(out)]) == 0, \
+                     "--classes", str(classes), "--projections", "none", "--out", str(out)]) == 0, \
             capsys.readouterr().err
         outs.append(json.loads((out / "p" / "metrics.json").read_text())["top1"])
     assert outs[0] == outs[1]

@@ -169,12 +169,12 @@ def write_report(root: str | Path, *, out: str | Path | None = None, baseline: s
     The report is written into the evaluation folder (an output folder of kind "evaluations",
     locked meanwhile); ``out``, the page's path elsewhere, must not lie in any hseval folder."""
     root = Path(root)
+    evaluation = load_evaluation(root)  # first: a folder that holds no evaluation is named as such
+    if not evaluation.runs:
+        raise RunFormatError(f"{root}: no readable evaluated run ({'; '.join(evaluation.problems)})")
     folder = OutputFolder(root, "evaluations", option="DIR", writes=REPORT_FILES if out is None else
                           [n for n in REPORT_FILES if n != "report.html"])
     page_file = OutputFile(out, option="--out", reads=[root]) if out else None
-    evaluation = load_evaluation(root)
-    if not evaluation.runs:
-        raise RunFormatError(f"{root}: no readable evaluated run ({'; '.join(evaluation.problems)})")
     for problem in evaluation.problems:
         warnings.warn(f"left out of the report: {problem}", HsevalWarning, stacklevel=2)
     texts = render(evaluation, root, baseline=baseline)

@@ -207,7 +207,7 @@ def test_mutated_checkpoint_to_import(good, tmp_path, capsys):
     save_file(state, str(intact))
     mutations = mutations_of(intact.name, intact.read_bytes(), np.random.default_rng(SEED + 2))
     assert any("below 0" in m.what for m in mutations)
-    refused = 0
+    refused, accepted = 0, []
     for k, mutation in enumerate(mutations):
         folder = tmp_path / str(k)
         folder.mkdir()
@@ -224,9 +224,15 @@ def test_mutated_checkpoint_to_import(good, tmp_path, capsys):
             assert len(lines) == 1 and intact.name in lines[0], (mutation.id, lines)
             assert not (folder / "r").exists(), f"{mutation.id}: refused, but a run was written"
         else:
+            accepted.append(mutation.what)
             load_run(folder / "r")
     print(f"\n{intact.name}: {len(mutations)} mutations tried; {refused} refused with one line")
-    assert refused >= len(mutations) - 1  # all but the negated weights (a valid checkpoint)
+    # a valid checkpoint may load: negated weights, or a byte changed inside the tensor data into a finite value
+    # (safetensors has no checksum); a change in the header or any damage the checks name may not
+    data_starts = 8 + int.from_bytes(intact.read_bytes()[:8], "little")
+    valid = [w for w in accepted if w.endswith("negated") or
+             (w.startswith("byte ") and int(w.split()[1]) >= data_starts)]
+    assert accepted == valid and refused >= len(mutations) - 2, accepted
 
 
 def test_mutated_export_files(two_runs, tmp_path, capsys):
