@@ -27,7 +27,8 @@ STYLE = ("body{font-family:system-ui,sans-serif;margin:2em auto;max-width:1300px
          "td,th{border:1px solid #ccc;padding:3px 6px;text-align:right;white-space:nowrap}th{background:#f3f3f3}"
          "td:first-child,th:first-child{text-align:left;position:sticky;left:0;background:#fafafa}"
          "h2{margin-top:2.2em;border-bottom:1px solid #ddd}.guide{color:#555;margin:.2em 0 .6em}"
-         ".problem{color:#a00}nav ol{columns:2}.chart{min-height:120px}"
+         ".problem{color:#a00}nav ol{columns:2}.chart{min-height:300px}details.columns{font-size:13px;color:#444}"
+         "details.columns dt{font-weight:600}details.columns dd{margin:0 0 .4em 1.2em}th[title]{cursor:help}"
          "select{font-size:15px;padding:3px}#loading{color:#888}")
 
 
@@ -72,6 +73,8 @@ def _plotly_js() -> str:
 
 _LOADER = """<script>
 (async () => {
+  const folder = decodeURIComponent(location.pathname).replace(/[\\/][^\\/]*$/, '');  // where the page is now
+  document.querySelectorAll('.here').forEach(span => { span.textContent = folder; });
   const status = document.getElementById('loading');
   try {
     const packed = document.getElementById('plotly-gz').textContent;
@@ -124,14 +127,25 @@ class _Figures:
                 f"<script type='application/json' id='{name}-json'>{data}</script>")
 
 
-def _table(frame: pd.DataFrame) -> str:
+def _table(frame: pd.DataFrame, helps: dict[str, str]) -> str:
+    """The table, each column's help in its header's hover and listed below it."""
     if frame.empty:
         return "<p><em>(none)</em></p>"
-    return frame.to_html(index=False, float_format=lambda v: f"{v:.4f}", na_rep="", border=0)
+    text = frame.to_html(index=False, float_format=lambda v: f"{v:.4f}", na_rep="", border=0)
+    shown = [c for c in frame.columns if c in helps]
+    for column in shown:
+        name = html.escape(str(column))
+        text = text.replace(f"<th>{name}</th>", f"<th title='{html.escape(helps[column], quote=True)}'>{name}</th>", 1)
+    if shown:
+        text += ("<details class='columns'><summary>What the columns mean</summary><dl>"
+                 + "".join(f"<dt>{html.escape(str(c))}</dt><dd>{html.escape(helps[c])}</dd>" for c in shown)
+                 + "</dl></details>")
+    return text
 
 
-def page(title: str, lead: str, problems: list[str], sections: list[Section], details: list[Detail]) -> str:
-    """The whole self-contained page."""
+def page(title: str, lead: str, problems: list[str], sections: list[Section], details: list[Detail], *,
+         helps: dict[str, str] | None = None) -> str:
+    """The whole self-contained page; ``helps``: the help of each column name of its tables."""
     figure = _Figures()
     toc = [f"<li><a href='#{anchor(s.title)}'>{html.escape(s.title)}</a></li>" for s in [*sections, *details]]
     body = [f"<h1>{html.escape(title)}</h1><p>{lead}</p>", "<p id='loading'>Loading the charts…</p>",
@@ -141,7 +155,7 @@ def page(title: str, lead: str, problems: list[str], sections: list[Section], de
         body.append(f"<h2 id='{anchor(section.title)}'>{html.escape(section.title)}</h2>")
         if section.intro:
             body.append(f"<p class='guide'>{section.intro}</p>")
-        body += [_table(t) for t in section.tables]
+        body += [_table(t, helps or {}) for t in section.tables]
         body += [figure(c) for c in section.charts]
     for k, detail in enumerate(details):
         body.append(f"<h2 id='{anchor(detail.title)}'>{html.escape(detail.title)}</h2>"
