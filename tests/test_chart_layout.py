@@ -12,7 +12,7 @@ from hseval.io import evaluation_format
 from hseval.reporting import charts, sections
 from hseval.reporting.charts.common import MIN_HEIGHT, legend_entries
 from hseval.reporting.charts.embeddings import _label_spots
-from hseval.reporting.columns import column_help, display_name, key_name, level_label, not_available
+from hseval.reporting.columns import column_help, display_name, key_name, level_label, metric_help, not_available
 from tests.helpers import appendix_a, fashion_tree
 
 RUNS = ["plain", "multitask", "hierarchy", "manifold", "riemann", "manifold-learnable-radius",
@@ -201,5 +201,5 @@ def test_every_score_of_metrics_json_has_its_help_where_it_is_defined():
               if k not in ("hierarchy", "training", "history", "source", "unavailable", "run_path", "split",
                            "dataset", "train_seconds", "eval_seconds", "reliability")]
     for key in [*scores, "top1", "top5", "avg_hdist@1", "best_hdist@3"]:
-        assert evaluation_format.metric_help(key), key
-    assert evaluation_format.metric_help("crm", "hierarchical_f1") == evaluation_format.metric_help("hierarchical_f1")
+        assert metric_help(key), key
+    assert metric_help("crm", "hierarchical_f1") == metric_help("hierarchical_f1")

@@ -21,8 +21,6 @@ from __future__ import annotations
 
 import io
 import json
-import re
-import typing
 import zipfile
 from pathlib import Path
 from typing import Annotated, Any, Literal
@@ -53,7 +51,7 @@ from hseval.io.tables import EVALUATION_TABLES, RERUN, render
 from hseval.tree.hierarchy import Hierarchy
 
 __all__ = ["SCHEMA_VERSION", "METRICS", "PER_NODE", "GEOMETRY", "PAIRS", "PROJECTIONS", "EMBEDDINGS", "PREDICTIONS",
-           "FILES", "TABLES", "ARRAYS", "MetricsRecord", "metric_help", "PATTERN_HELP", "IndexRecord", "write_run",
+           "FILES", "TABLES", "ARRAYS", "MetricsRecord", "PATTERN_HELP", "IndexRecord", "write_run",
            "read_metrics", "read_arrays",
            "verified_bytes", "checksums", "INDEX_FILE", "read_index", "write_index"]
 
@@ -77,10 +75,8 @@ PATTERN_HELP = {
     r"best_hdist@([0-9]+)": "Tree distance from the true class to {the nearest of the top k}, averaged over the "
                             "samples; lower is better.",
 }
-"""Help of the scores whose keys follow a pattern (``top5``, ``avg_hdist@1`` ...), for k = the number."""
-_TOP_K = {"{the top k}": ("the head's highest-scored class", "among the head's {k} highest-scored classes"),
-          "{each of the top k}": ("the highest-scored class", "each of the {k} highest-scored classes"),
-          "{the nearest of the top k}": ("the highest-scored class", "the nearest of the {k} highest-scored classes")}
+"""Help of the scores whose keys follow a pattern (``top5``, ``avg_hdist@1`` ...), for k = the number
+(:func:`hseval.reporting.columns.metric_help` words the braces for k = 1 and for k > 1)."""
 _DISTANCE = " Tree distance d(a, b) = tree height − depth of their lowest common ancestor (0 for the same class)."
 
 
@@ -92,7 +88,7 @@ class Scores(Record):
     """Predictions scored: leaf top-k (``top1``, ``top5`` ...), super-class accuracy, mistake
     severity, hierarchical distance@k (``avg_hdist@5`` ...) and hierarchical precision/recall/F1.
     Each field's description (and :data:`PATTERN_HELP`) is the help every table, the report and
-    README show for it (:func:`metric_help`)."""
+    README show for it (:func:`hseval.reporting.columns.metric_help`)."""
 
     model_config = keys_like(_SCORE)
     __pydantic_extra__: dict[Annotated[str, StringConstraints(pattern=_SCORE)], NonNegative | None]
@@ -224,32 +220,6 @@ class MetricsRecord(Scores):
             level_keys(key, getattr(self, key), tree)
         level_keys("crm.superclass_acc", self.crm and self.crm.superclass_acc, tree)
         return self
-
-
-def _pattern_help(key: str) -> str | None:
-    for pattern, text in PATTERN_HELP.items():
-        match = re.fullmatch(pattern, key)
-        if match:
-            k = int(match.group(1))
-            for slot, (one, many) in _TOP_K.items():
-                text = text.replace(slot, one if k == 1 else many)
-            return text.replace("{k}", str(k))
-    return None
-
-
-def metric_help(*path: str) -> str | None:
-    """The help of a metrics.json key, written once where the key is defined: a field's description
-    (``metric_help("crm", "top1")`` walks into nested records) or the help of its pattern
-    (:data:`PATTERN_HELP`); None for a key without one."""
-    record: Any = MetricsRecord
-    field = None
-    for key in path:
-        field = getattr(record, "model_fields", {}).get(key)
-        if field is None:
-            break
-        record = next((a for a in typing.get_args(field.annotation) if isinstance(a, type)
-                       and issubclass(a, Record)), field.annotation)
-    return field.description if field is not None and field.description else _pattern_help(path[-1])
 
 
 def read_metrics(path: Path, data: bytes) -> tuple[dict[str, Any], Hierarchy]:

@@ -2,22 +2,56 @@
 names beside "level k", and "n/a — reason" wherever a value is missing.
 
 A metric's help is written once, where its key is defined (the field descriptions of
-:class:`hseval.io.evaluation_format.MetricsRecord`, read by :func:`~hseval.io.evaluation_format.metric_help`);
-this module only maps a column of a table to that key and names it. The report's tables, the
-dashboard's headers and README's metrics list all read it from there.
+:class:`hseval.io.evaluation_format.MetricsRecord` and its ``PATTERN_HELP``, read by
+:func:`metric_help`); this module only maps a column of a table to that key and names it. The
+report's tables, the dashboard's headers and README's metrics list all read it from there.
 """
 
 from __future__ import annotations
 
 import re
+import typing
+from typing import Any
 
 import pandas as pd
 
-from hseval.io.evaluation_format import metric_help
+from hseval.io.evaluation_format import PATTERN_HELP, MetricsRecord
+from hseval.io.records import Record
 from hseval.tree.hierarchy import Hierarchy
 
-__all__ = ["level_names", "level_label", "display_name", "column_help", "not_available", "key_name", "identity",
-           "level_legend"]
+__all__ = ["metric_help", "level_names", "level_label", "display_name", "column_help", "not_available", "key_name",
+           "identity", "level_legend"]
+
+_TOP_K = {"{the top k}": ("the head's highest-scored class", "among the head's {k} highest-scored classes"),
+          "{each of the top k}": ("the highest-scored class", "each of the {k} highest-scored classes"),
+          "{the nearest of the top k}": ("the highest-scored class", "the nearest of the {k} highest-scored classes")}
+
+
+def _pattern_help(key: str) -> str | None:
+    for pattern, text in PATTERN_HELP.items():
+        match = re.fullmatch(pattern, key)
+        if match:
+            k = int(match.group(1))
+            for slot, (one, many) in _TOP_K.items():
+                text = text.replace(slot, one if k == 1 else many)
+            return text.replace("{k}", str(k))
+    return None
+
+
+def metric_help(*path: str) -> str | None:
+    """The help of a metrics.json key, written once where the key is defined: a field's description
+    (``metric_help("crm", "top1")`` walks into nested records) or the help of its pattern
+    (:data:`PATTERN_HELP`); None for a key without one."""
+    record: Any = MetricsRecord
+    field = None
+    for key in path:
+        field = getattr(record, "model_fields", {}).get(key)
+        if field is None:
+            break
+        record = next((a for a in typing.get_args(field.annotation) if isinstance(a, type)
+                       and issubclass(a, Record)), field.annotation)
+    return field.description if field is not None and field.description else _pattern_help(path[-1])
+
 
 _LEVEL = re.compile(r"level ?([0-9]+)(?:_(from_leaf|own_scores|agreement)| \((from leaf|own scores)\))")
 _WAY_KEYS = {"from_leaf": "superclass_acc", "from leaf": "superclass_acc", "own_scores": "superclass_acc_from_levels",
