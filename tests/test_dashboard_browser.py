@@ -10,6 +10,7 @@ binary) and the ``playwright`` package; never ``playwright install`` (it downloa
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import signal
@@ -23,7 +24,9 @@ from pathlib import Path
 
 import pytest
 
+from hseval.core import fileio
 from tests.dashboard_helpers import copy_runs
+from tests.helpers import reseal
 
 sync_api = pytest.importorskip("playwright.sync_api", reason="playwright is not installed: pip install playwright "
                                                              "(the browser comes from the system, not playwright)")
@@ -120,9 +123,16 @@ bounding boxes), and the colour of each named trace."""
 
 @pytest.fixture(scope="module")
 def nine_runs(evaluated, tmp_path_factory) -> Path:
-    """Three copies of each run: nine runs, as many as the demo's, and equal values in every chart
-    (what stacked marks on one point)."""
-    return copy_runs(evaluated, tmp_path_factory.mktemp("nine") / "eval", copies=3)
+    """Three copies of each run: nine runs, as many as the demo's eight, with equal values in every
+    chart (what stacked marks on one point); each copy is told trained with another learning rate,
+    so that every run is drawn on its own, not as a seed group."""
+    folder = copy_runs(evaluated, tmp_path_factory.mktemp("nine") / "eval", copies=3)
+    for run in (p for p in folder.iterdir() if p.name[-2:] in ("-2", "-3")):
+        metrics = json.loads((run / "metrics.json").read_text())
+        metrics["training"]["optim"]["lr"] = metrics["training"]["optim"]["lr"] * int(run.name[-1])
+        fileio.write_json(run / "metrics.json", metrics)
+        reseal(run)
+    return folder
 
 
 class Look:
