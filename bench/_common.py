@@ -11,9 +11,9 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from hseval.tree.hierarchy import Hierarchy  # noqa: E402
-from scripts.readme_blocks import cpu_model, stamp, write_block  # noqa: E402,F401  (the benchmarks' one import)
+from scripts.readme_blocks import cpu_model, require_quiet, stamp, write_block  # noqa: E402,F401  (the benchmarks' one import)
 
-__all__ = ["random_tree", "cpu_model", "stamp", "write_block"]
+__all__ = ["random_tree", "cpu_model", "require_quiet", "stamp", "write_block"]
 
 
 def random_tree(num_leaves: int, seed: int = 0, *, max_depth: int = 4, branching: float = 0.5) -> Hierarchy:

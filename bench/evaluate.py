@@ -39,7 +39,7 @@ from hseval.nn.heads import create_head  # noqa: E402
 from hseval.tree.builders.fashion_mnist import fashion_mnist_hierarchy  # noqa: E402
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from _common import cpu_model, stamp, write_block  # noqa: E402
+from _common import cpu_model, require_quiet, stamp, write_block  # noqa: E402
 
 
 def timed(fn):
@@ -171,6 +171,8 @@ def main() -> int:
     parser.add_argument("--data-root", help="Fashion-MNIST folder of the --runs comparison (default: usual places)")
     parser.add_argument("--readme", action="store_true", help="write 1–3 into README.md (its bench-evaluate block)")
     args = parser.parse_args()
+    if args.readme:
+        require_quiet("python bench/evaluate.py --readme")  # a README figure: only on a quiet machine
     if args.readme and args.only_runs:
         parser.error("--readme writes 1–3, which --only-runs skips")
     print(f"torch {torch.__version__}, {torch.get_num_threads()} threads, {cpu_model()}")

@@ -44,7 +44,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from hseval.nn.heads import create_head, list_heads  # noqa: E402
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from _common import cpu_model, random_tree, stamp, write_block  # noqa: E402
+from _common import cpu_model, random_tree, require_quiet, stamp, write_block  # noqa: E402
 
 BATCH, DIM = 256, 512
 
@@ -182,6 +182,8 @@ def main(argv: list[str] | None = None) -> None:
                         help="write the tune_malloc table into README.md (its bench-heads-cpu block; CPU only)")
     parser.add_argument("--json", action="store_true", help=argparse.SUPPRESS)  # child-process mode
     args = parser.parse_args(argv)
+    if args.readme:
+        require_quiet("python bench/heads.py --readme")  # a README figure: only on a quiet machine
     if args.readme and (args.device != "cpu" or args.malloc == "default"):
         parser.error("--readme writes the CPU table with tune_malloc: use --device cpu with --malloc tuned or both")
     sizes = [int(s) for s in args.sizes.split(",") if s.strip()]

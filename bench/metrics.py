@@ -59,7 +59,7 @@ from hseval.metrics.hierarchical import hierarchical_prf  # noqa: E402
 from hseval.tree.hierarchy import Hierarchy  # noqa: E402
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from _common import cpu_model, random_tree, stamp, write_block  # noqa: E402
+from _common import cpu_model, random_tree, require_quiet, stamp, write_block  # noqa: E402
 
 TOLERANCE = 1e-12
 
@@ -363,6 +363,8 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--reference", help="with --stream: a git revision whose HierarchicalMetrics is 'today'")
     parser.add_argument("--device", default="cpu", help="with --stream: where the logits (and torchmetrics' state) are")
     args = parser.parse_args(argv)
+    if args.readme:
+        require_quiet("python bench/metrics.py --readme")  # a README figure: only on a quiet machine
     if args.stream:
         if len(args.batches) != len(args.stream_classes):
             parser.error("give one --batches entry per --stream-classes entry")

@@ -36,7 +36,7 @@ from hseval.train.optim import build_optimizers  # noqa: E402
 from hseval.tree.builders.fashion_mnist import fashion_mnist_hierarchy  # noqa: E402
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from _common import stamp, write_block  # noqa: E402
+from _common import require_quiet, stamp, write_block  # noqa: E402
 
 
 def amp_loss(step, device: torch.device):
@@ -209,6 +209,8 @@ def main() -> int:
     parser.add_argument("--readme", action="store_true",
                         help="write 1 on the CPU into README.md (its bench-train-step block)")
     args = parser.parse_args()
+    if args.readme:
+        require_quiet("python bench/train_step.py --readme")  # a README figure: only on a quiet machine
     print(f"torch {torch.__version__}, {torch.get_num_threads()} CPU threads, "
           f"CUDA: {torch.cuda.get_device_name(0) if torch.cuda.is_available() else 'none'}")
     if args.device == "auto":

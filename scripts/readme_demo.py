@@ -1,9 +1,11 @@
 """Regenerate the README's demo table and its picture from a real demo run.
 
-    python scripts/readme_demo.py [--out DIR] [--reuse] [--picture-only]
+    python scripts/readme_demo.py [--out DIR] [--repeat N] [--reuse] [--picture-only]
 
-Runs ``hseval demo --out DIR`` (unless ``--reuse`` and DIR already holds a finished demo), then
-writes the table of leaf and super-class accuracy per head, with the machine, the versions and the
+On a quiet machine only (``scripts/readme_blocks.require_quiet``): runs ``hseval demo --force --out
+DIR`` N times (2 by default; the runs are bit-identical, the times are not) and keeps the fastest
+(unless ``--reuse`` and DIR already holds a finished demo), then writes the
+table of leaf and super-class accuracy per head, with the machine, the versions and the
 wall time, into README.md's ``demo-table`` block (and the demo's minutes and its report's size into
 the ``demo-time`` and ``demo-report-size`` blocks), and saves a screenshot of the dashboard
 on that evaluation to docs/dashboard.png (headless Chromium, when playwright and /usr/bin/chromium
@@ -13,9 +15,9 @@ are there).
 from __future__ import annotations
 
 import argparse
+import shutil
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -24,7 +26,7 @@ sys.path.insert(0, str(ROOT))
 from hseval.cli.demo import DEMO_FILE, DemoRecord  # noqa: E402
 from hseval.io.records import read_record  # noqa: E402
 from hseval.io.results import read_run  # noqa: E402
-from scripts.readme_blocks import write_block  # noqa: E402
+from scripts.readme_blocks import require_quiet, stamp, write_block  # noqa: E402
 
 CHROMIUM = "/usr/bin/chromium"
 
@@ -46,9 +48,9 @@ def table(demo: Path) -> str:
               "| hF1 | train s |\n"
               "|---|---|---|---|---|---|---|---|---|")
     machine = info.machine
-    note = (f"Test split of Fashion-MNIST (10,000 images), seed 0, `hseval demo` on {machine.cpu} "
-            f"({machine.threads} threads, no GPU), torch {machine.torch}, {info.date}: "
-            f"{info.seconds / 60:.1f} minutes in all. Regenerate with `python scripts/readme_demo.py`.")
+    note = (f"Test split of Fashion-MNIST (10,000 images), seed 0, `hseval demo`, no GPU: "
+            f"{info.seconds / 60:.1f} minutes in all; "
+            f"{stamp('python scripts/readme_demo.py', threads=machine.threads, versions={'torch': machine.torch})}.")
     return f"{header}\n" + "\n".join(rows) + f"\n\n{note}\n"
 
 
@@ -96,20 +98,34 @@ def screenshot(demo: Path, target: Path) -> bool:
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--out", default=str(ROOT / "hseval-demo"))
+    parser.add_argument("--repeat", type=int, default=2, help="demos to run; the fastest is kept (default 2)")
     parser.add_argument("--reuse", action="store_true", help="use DIR's finished demo instead of running it")
     parser.add_argument("--picture-only", action="store_true", help="only the picture, from DIR's finished demo")
     args = parser.parse_args()
     demo = Path(args.out)
     if args.picture_only:
         return 0 if screenshot(demo, ROOT / "docs" / "dashboard.png") else 1
+    require_quiet("python scripts/readme_demo.py")
     if not (args.reuse and (demo / DEMO_FILE).is_file()):
-        start = time.perf_counter()
-        subprocess.run([sys.executable, "-m", "hseval", "demo", "--force", "--out", str(demo)], cwd=ROOT, check=True)
-        print(f"demo took {time.perf_counter() - start:.0f} s")
+        best = None
+        for k in range(args.repeat):
+            attempt = demo.with_name(f"{demo.name}.{k}")
+            subprocess.run([sys.executable, "-m", "hseval", "demo", "--force", "--quiet", "--out", str(attempt)],
+                           cwd=ROOT, check=True)
+            seconds = read_record(DemoRecord, attempt / DEMO_FILE, what=DEMO_FILE).seconds
+            print(f"demo {k + 1}/{args.repeat}: {seconds:.0f} s")
+            if best is None or seconds < best[0]:
+                best = (seconds, attempt)
+        shutil.rmtree(demo, ignore_errors=True)
+        best[1].rename(demo)
+        for k in range(args.repeat):
+            shutil.rmtree(demo.with_name(f"{demo.name}.{k}"), ignore_errors=True)
     write_block("demo-table", table(demo))
     info = read_record(DemoRecord, demo / DEMO_FILE, what=DEMO_FILE)
-    where = f"on {info.machine.cpu} ({info.machine.threads} threads), {info.date}"
-    write_block("demo-time", f"{info.seconds / 60:.1f} minutes {where}, measured by `python scripts/readme_demo.py`")
+    threads = info.machine.threads
+    fastest = "" if args.reuse else f", the fastest of {args.repeat}"
+    write_block("demo-time", f"{info.seconds / 60:.1f} minutes{fastest}; "
+                             f"{stamp('python scripts/readme_demo.py', threads=threads)}")
     write_block("demo-report-size", f"{(demo / 'eval' / 'report.html').stat().st_size / 1e6:.1f} MB")
     if screenshot(demo, ROOT / "docs" / "dashboard.png"):
         print("docs/dashboard.png updated")

@@ -1,8 +1,10 @@
 """Run the test suite as README's quick start does and write its size and duration into README.md.
 
-    python scripts/readme_tests.py [pytest arguments ...]
+    python scripts/readme_tests.py [--repeat N] [pytest arguments ...]
 
-Runs ``python -m pytest -q -n auto`` (plus the arguments given) from the repository root, reads
+On a quiet machine only (``scripts/readme_blocks.require_quiet``): runs ``python -m pytest -q -n
+auto`` (plus the arguments given) from the repository root N times (2 by default), keeps the
+fastest run, reads
 pytest's closing line ("1215 passed, 3 skipped in 431.20s"), and writes the number of tests and the
 minutes, with the machine and the date, into README.md's ``test-suite`` block. A run with failures
 or errors writes nothing, except failures of ``tests/test_readme_figures.py`` alone: those tests
@@ -21,7 +23,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from scripts.readme_blocks import ROOT, stamp, write_block  # noqa: E402
+from scripts.readme_blocks import ROOT, require_quiet, stamp, write_block  # noqa: E402
 
 _COUNTS = re.compile(r"(\d+) (passed|skipped|failed|errors?|xfailed|xpassed|deselected)")
 
@@ -45,24 +47,38 @@ def block_text(counts: dict[str, int], seconds: float, command: str) -> str:
     return f"{ran:,} tests in {seconds / 60:.1f} minutes on every core; {stamp(command, threads=os.cpu_count())}"
 
 
-def main(argv: list[str]) -> int:
+def run_suite(argv: list[str]) -> tuple[subprocess.CompletedProcess, float]:
     command = [sys.executable, "-m", "pytest", "-q", "-n", "auto", "--durations=25", *argv]
     start = time.perf_counter()
     proc = subprocess.run(command, cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
-    seconds = time.perf_counter() - start
-    sys.stdout.write(proc.stdout[-6000:])
-    last = next((line for line in reversed(proc.stdout.splitlines()) if " in " in line and "passed" in line), "")
-    counts = outcome(last)
-    elsewhere = failed_elsewhere(proc.stdout)
-    if elsewhere or proc.returncode not in (0, 1) or not counts.get("passed") or \
-            (proc.returncode == 1 and not counts.get("failed", 0) + counts.get("error", 0)):
-        print(f"readme_tests: the suite did not pass (exit {proc.returncode}; {len(elsewhere)} failed outside "
-              f"{OWN_TESTS[:-2]}): README.md is left as it is", file=sys.stderr)
-        return 1
+    return proc, time.perf_counter() - start
+
+
+def main(argv: list[str]) -> int:
+    repeat = 2
+    if argv[:1] == ["--repeat"]:
+        repeat, argv = int(argv[1]), argv[2:]
+    if not argv:
+        require_quiet("python scripts/readme_tests.py")
+    best = None
+    for _ in range(repeat):
+        proc, seconds = run_suite(argv)
+        sys.stdout.write(proc.stdout[-6000:])
+        last = next((line for line in reversed(proc.stdout.splitlines()) if " in " in line and "passed" in line), "")
+        counts = outcome(last)
+        elsewhere = failed_elsewhere(proc.stdout)
+        if elsewhere or proc.returncode not in (0, 1) or not counts.get("passed") or \
+                (proc.returncode == 1 and not counts.get("failed", 0) + counts.get("error", 0)):
+            print(f"readme_tests: the suite did not pass (exit {proc.returncode}; {len(elsewhere)} failed outside "
+                  f"{OWN_TESTS[:-2]}): README.md is left as it is", file=sys.stderr)
+            return 1
+        print(f"readme_tests: {seconds:.0f} s", file=sys.stderr)
+        if best is None or seconds < best[1]:
+            best = (counts, seconds)
     if argv:
         print("readme_tests: a partial run (arguments given): README.md is left as it is", file=sys.stderr)
         return 0
-    write_block("test-suite", block_text(counts, seconds, "python scripts/readme_tests.py"))
+    write_block("test-suite", block_text(*best, "python scripts/readme_tests.py"))
     return 0
 
 

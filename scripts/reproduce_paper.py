@@ -19,10 +19,12 @@ put the paper's numbers beside the runs (``paper_tables.md``).
 from __future__ import annotations
 
 import argparse
+import math
 import shlex
 import subprocess
 import sys
 from dataclasses import dataclass, field
+from typing import NoReturn
 
 FINE, OBJECTS = ("cub200", "stanford-cars", "stanford-dogs"), ("cifar100", "tiny-imagenet")
 BACKBONES = ("resnet18", "resnet50", "densenet121", "densenet161")
@@ -36,6 +38,7 @@ SIDE = {"cifar100": 32}  # the paper feeds every other dataset at 224 × 224 (Ti
 MEASURED = {("resnet18", 32): 14_000}
 """Training images per second in the engine, batch 128, one H200 (2026-11-26)."""
 TABLES = ("1", "2", "3", "4", "5", "6", "8")
+PROG = "reproduce_paper.py"
 
 
 @dataclass
@@ -108,14 +111,31 @@ def _throughput(text: str) -> tuple[tuple[str, int], float]:
     try:
         key, value = text.split("=")
         backbone, side = key.split("@")
-        return (backbone, int(side)), float(value)
+        measured = (backbone, int(side)), float(value)
     except ValueError:
         raise argparse.ArgumentTypeError(f"expected BACKBONE@SIDE=IMAGES_PER_S, e.g. resnet18@32=14000; got {text!r}") \
             from None
+    if not (measured[0][1] > 0 and 0 < measured[1] < math.inf):
+        raise argparse.ArgumentTypeError(f"expected a positive image side and a positive, finite number of images per "
+                                         f"second, e.g. resnet18@32=14000; got {text!r}")
+    return measured
+
+
+class _Parser(argparse.ArgumentParser):
+    def error(self, message: str) -> NoReturn:  # one line, no usage dump
+        self.exit(2, f"{self.prog}: error: {message}\n")
+
+
+def _run(command: list[str]) -> tuple[int, str]:
+    """Run one step: its exit code and, when it could not start, why (code 127, as a shell says)."""
+    try:
+        return subprocess.run(command).returncode, ""
+    except OSError as exc:
+        return 127, f" ({command[0]}: {exc.strerror or exc}; install hseval in this environment)"
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = _Parser(prog=PROG, description=__doc__.splitlines()[0])
     parser.add_argument("table", choices=[*TABLES, "all"])
     parser.add_argument("--data-root", default="data", help="holds one folder per dataset")
     parser.add_argument("--dry-run", action="store_true", help="print the commands and estimates only")
@@ -136,7 +156,11 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     for step in steps:
         for command in step.commands:
-            subprocess.run(command, check=True)
+            code, why = _run(command)
+            if code:
+                print(f"{PROG}: error: step of Table {step.table} ({step.dataset} / {step.backbone}) failed with exit "
+                      f"code {code}{why}: {shlex.join(command)}", file=sys.stderr)
+                return code
     return 0
 
 

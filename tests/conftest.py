@@ -11,7 +11,7 @@ import pytest
 import torch
 
 from hseval.tree.hierarchy import Hierarchy
-from tests.helpers import appendix_a, fashion_tree, unbalanced, write_fashion_like
+from tests.helpers import appendix_a, built_once, fashion_tree, unbalanced, write_fashion_like
 
 
 class _InstalledNamesOnly(importlib.abc.MetaPathFinder):
@@ -28,6 +28,17 @@ class _InstalledNamesOnly(importlib.abc.MetaPathFinder):
 sys.meta_path.insert(0, _InstalledNamesOnly())
 
 
+TRAINED = {"fashion_like", "evaluated"}
+"""Fixtures that mean a test trains or evaluates real runs: such a test is ``slow``, and
+``pytest -m "not slow"`` is the fast lane of units and contracts."""
+
+
+def pytest_collection_modifyitems(items):
+    for item in items:
+        if TRAINED & set(getattr(item, "fixturenames", ())):
+            item.add_marker(pytest.mark.slow)
+
+
 @pytest.fixture(autouse=True)
 def _seed():
     torch.manual_seed(0)
@@ -41,22 +52,24 @@ def small_tree(request) -> Hierarchy:
 
 @pytest.fixture(scope="session")
 def fashion_like(tmp_path_factory) -> Path:
-    return write_fashion_like(tmp_path_factory.mktemp("fashion-like"))
+    return built_once(tmp_path_factory, "fashion-like", write_fashion_like)
 
 
 @pytest.fixture(scope="session")
 def evaluated(tmp_path_factory, fashion_like) -> Path:
-    """An evaluation folder written by the real pipeline: three heads trained for one epoch on the
-    small Fashion-MNIST-like set, then ``hseval evaluate`` with PCA (seconds, not minutes)."""
+    """An evaluation folder written by the real pipeline: three heads trained for two epochs on the
+    small Fashion-MNIST-like set, then ``hseval evaluate`` with PCA; built once per test run (see
+    :func:`~tests.helpers.built_once`), its runs beside it in ``../runs``."""
     from hseval.cli.main import main
 
-    root = tmp_path_factory.mktemp("evaluated")
-    runs, out = root / "runs", root / "eval"
-    assert main(["train-all", "--data-root", str(fashion_like), "--heads", "plain,multitask,riemann", "--quiet",
-                 "--set", "optim.epochs=2", "--set", "data.train_subset=300", "--set", "data.batch_size=32",
-                 "--out", str(runs)]) == 0
-    assert main(["evaluate", str(runs), "--data-root", str(fashion_like), "--projections", "pca", "--quiet",
-                 "--out", str(out)]) == 0
-    return out
+    def build(root: Path) -> None:
+        runs, out = root / "runs", root / "eval"
+        assert main(["train-all", "--data-root", str(fashion_like), "--heads", "plain,multitask,riemann", "--quiet",
+                     "--set", "optim.epochs=2", "--set", "data.train_subset=300", "--set", "data.batch_size=32",
+                     "--out", str(runs)]) == 0
+        assert main(["evaluate", str(runs), "--data-root", str(fashion_like), "--projections", "pca", "--quiet",
+                     "--out", str(out)]) == 0
+
+    return built_once(tmp_path_factory, "evaluated", build) / "eval"
 
 

@@ -5,6 +5,9 @@ real file format, and ``reseal`` for mutation tests of evaluated runs. Fixtures 
 
 from __future__ import annotations
 
+import fcntl
+import shutil
+from collections.abc import Callable
 from pathlib import Path
 
 import numpy as np
@@ -93,6 +96,23 @@ def write_fashion_like(folder: Path, *, n_train: int = 600, n_test: int = 200, s
                                    ("labels-idx1", labels, b"\x00\x00\x08\x01")):
             header = magic + b"".join(int(s).to_bytes(4, "big") for s in array.shape)
             (folder / f"{split}-{kind}-ubyte.gz").write_bytes(gzip.compress(header + array.tobytes()))
+    return folder
+
+
+def built_once(tmp_path_factory, name: str, build: Callable[[Path], None]) -> Path:
+    """``name``'s folder, built by ``build(folder)`` once per test run and shared by every xdist
+    worker: the workers' temporary folders share a parent, where the first worker to take the lock
+    builds and the others wait, then read (pytest-xdist's recipe for session fixtures). A build
+    that failed leaves no ``.built`` stamp, so the next worker tries again. Tests treat the folder
+    as read-only: copy it to change it."""
+    shared = tmp_path_factory.getbasetemp().parent
+    folder = shared / name
+    with open(shared / f"{name}.lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        if not (shared / f"{name}.built").exists():
+            shutil.rmtree(folder, ignore_errors=True)
+            build(folder)
+            (shared / f"{name}.built").touch()
     return folder
 
 

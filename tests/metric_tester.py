@@ -37,10 +37,11 @@ KS = (1, 5, 20)
 
 # ------------------------------------------------------------------ brute forces (no hseval code)
 def brute_distance(tree, a, b):
-    """Making Better Mistakes' distance by walking the two paths: H - length of their common prefix."""
+    """Making Better Mistakes' distance by walking the two paths of strict ancestors: H - the length
+    of their common prefix (the two full paths' common prefix for any two classes)."""
     if a == b:
         return 0
-    pa, pb = path(tree, a), path(tree, b)
+    pa, pb = path(tree, a)[:-1], path(tree, b)[:-1]
     common = 0
     while common < min(len(pa), len(pb)) and pa[common] == pb[common]:
         common += 1

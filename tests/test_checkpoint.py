@@ -214,10 +214,11 @@ def test_read_run_meta_checks_without_tensors(run_dir, tmp_path):
 
 
 def test_train_state_round_trip_and_planted_pickle(tmp_path):
-    state = {"epoch": 3, "optimizer": {"lr": 0.1}, "rng": torch.get_rng_state()}
+    state = {"epoch": 3, "history": [{"epoch": k, "train_loss": 1.0 / k} for k in (1, 2, 3)], "config": {},
+             "model": {"w": torch.ones(2)}, "optimizers": {"sgd": {"lr": 0.1}}, "rng": {"torch": torch.get_rng_state()}}
     save_train_state(tmp_path, state)
     loaded = load_train_state(tmp_path)
-    assert loaded["epoch"] == 3 and torch.equal(loaded["rng"], state["rng"])
+    assert loaded["epoch"] == 3 and torch.equal(loaded["rng"]["torch"], state["rng"]["torch"])
 
     class Evil:
         def __reduce__(self):

@@ -31,12 +31,18 @@ def test_public_trees_read_with_their_published_sizes(name, leaves, nodes, depth
     assert (tree.num_leaves, tree.num_nodes, tree.max_depth) == (leaves, nodes, depth)
 
 
-def test_nbdt_names_follow_the_class_list():
+def test_nbdt_names_are_the_ids_unless_the_class_list_names_the_labels():
+    """NBDT's id is a node's name (issue 24: the labels were the names, and the ids were lost); a
+    class list of labels still names the nodes by their labels."""
     wnids = (PUBLIC / "wnids_CIFAR100.txt").read_text().split()
     by_id = read_hierarchy(PUBLIC / "CIFAR100_graph-wordnet.json", classes=wnids)
     assert by_id.leaf_names == tuple(wnids)
-    by_label = read_hierarchy(PUBLIC / "CIFAR100_graph-wordnet.json")
-    assert "apple" in by_label.leaf_names and by_label.root_name == "entity"
+    assert read_hierarchy(PUBLIC / "CIFAR100_graph-wordnet.json") == by_id
+    assert by_id.labels["n07739125"] == "apple" and by_id.root_name == "n00001740"
+    assert by_id.labels[by_id.root_name] == "entity"
+    words = [by_id.labels[w] for w in wnids]
+    by_label = read_hierarchy(PUBLIC / "CIFAR100_graph-wordnet.json", classes=words)
+    assert by_label.leaf_names == tuple(words) and by_label.root_name == "entity" and not by_label.labels
 
 
 def test_cvjena_tree_with_cifar_class_order():
@@ -50,7 +56,7 @@ def test_cvjena_tree_with_cifar_class_order():
 @pytest.mark.parametrize("fmt", FORMATS.names())
 def test_every_format_round_trips(tmp_path, small_tree, fmt):
     path = tmp_path / ("tree.json" if fmt == "nbdt" else "tree.txt")
-    if fmt == "isa" and any(" " in n for n in small_tree.node_names):
+    if fmt in ("isa", "child-parent") and any(" " in n for n in small_tree.node_names):
         # isa separates names by whitespace: such a tree is refused, not written wrongly
         with pytest.raises(HierarchyError, match=r"contains whitespace; use --to pairs"):
             write_hierarchy(small_tree, path, format=fmt)
@@ -133,7 +139,7 @@ def test_bad_hierarchy_files_have_clear_errors(tmp_path, text, fmt, message):
 
 def test_an_unknown_format_is_refused_by_the_registry(tmp_path):
     path = _write(tmp_path, "2\n0 2\n1 2\n")
-    message = r"^unknown hierarchy format 'nope'; choose one of pairs, isa, nbdt, paths$"
+    message = r"^unknown hierarchy format 'nope'; choose one of pairs, isa, nbdt, paths, child-parent$"
     with pytest.raises(ConfigError, match=message):
         read_hierarchy(path, format="nope")
     with pytest.raises(ConfigError, match=message):
@@ -228,8 +234,8 @@ def test_only_cr_and_lf_end_lines(tmp_path, newline):
     ("# hseval hierarchy: {paths}", r"t.txt, line 1: the '# hseval hierarchy:' line is not valid JSON \(Expecting "
                                     r"property name enclosed in double quotes\); fix it or delete the line"),
     ('# hseval hierarchy: {"format": "nbdt"}', r"line 1: the '# hseval hierarchy:' line needs a \"format\" of pairs, "
-                                               r"isa, paths; fix it or delete the line"),
-    ('# hseval hierarchy: ["paths"]', r"needs a \"format\" of pairs, isa, paths"),
+                                               r"isa, paths, child-parent; fix it or delete the line"),
+    ('# hseval hierarchy: ["paths"]', r"needs a \"format\" of pairs, isa, paths, child-parent"),
     ('# hseval hierarchy: {"format": "paths", "colour": 1}', r"has the key 'colour', which paths files do not take"),
     ('# hseval hierarchy: {"format": "paths", "leaf_order": "file"}', r"has the key 'leaf_order', which paths files"),
     ('# hseval hierarchy: {"format": "paths", "root": ""}', r"line 1: the '# hseval hierarchy:' line has a malformed "

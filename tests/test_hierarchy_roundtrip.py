@@ -49,27 +49,33 @@ def named_trees(draw, max_leaves: int = 12) -> Hierarchy:
         return Hierarchy(tree.node_names, tree.parents, tree.num_leaves, root_name=root)
     strategy = token_names if style == "tokens" else nasty_names
     names = draw(st.lists(strategy, min_size=tree.num_nodes + 1, max_size=tree.num_nodes + 1, unique=True))
-    return Hierarchy(names[:-1], tree.parents, tree.num_leaves, root_name=names[-1])
+    labelled = draw(st.lists(st.booleans(), min_size=len(names), max_size=len(names)))  # NBDT's labels
+    labels = {name: draw(nasty_names) for name, keep in zip(names, labelled) if keep}
+    return Hierarchy(names[:-1], tree.parents, tree.num_leaves, root_name=names[-1], labels=labels)
 
 
 def cannot_hold(tree: Hierarchy, fmt: str) -> bool:
     """The rules, stated independently of the writers: JSON strings (pairs' sidecar, nbdt) hold any
     text; text files hold no NUL; isa separates names by whitespace and skips '#' lines."""
     names = [*tree.node_names, tree.root_name]
-    if any(0xD800 <= ord(ch) <= 0xDFFF for name in names for ch in name):
+    labels = list(tree.labels.values()) if fmt == "nbdt" else []  # only nbdt holds the labels
+    if any(0xD800 <= ord(ch) <= 0xDFFF for name in names + labels for ch in name):
         return True
     if fmt in ("pairs", "nbdt"):
         return False
     if any("\x00" in name for name in names):
         return True
     parents = {names[p] for p in tree.parents.tolist()}  # names[-1] is the root
+    if fmt == "child-parent":  # lines start with the children: every node but the root
+        return any(n.split() != [n] for n in names) or any(n[0] == "#" for n in names[:-1])
     return fmt == "isa" and (any(n.split() != [n] for n in names) or any(n[0] == "#" for n in parents))
 
 
 def one_line_naming_a_node(message: str, tree: Hierarchy, fmt: str) -> None:
     assert "\n" not in message and "\r" not in message
     names = [*tree.node_names, tree.root_name]
-    assert any(message.startswith(f"cannot write {fmt} format: node name {n!r} ") for n in names), message
+    assert any(message.startswith((f"cannot write {fmt} format: node name {n!r} ",
+                                   f"cannot write {fmt} format: the label of node {n!r} ")) for n in names), message
     assert "use --to" in message or "rename the node" in message
 
 
@@ -87,9 +93,10 @@ def test_every_writer_round_trips_or_refuses(tmp_path_factory, fmt, tree, suffix
         return
     assert not cannot_hold(tree, fmt)
     assert detect_format(path) == fmt
-    assert read_hierarchy(path) == tree
-    assert read_hierarchy(path, format=fmt) == tree
-    assert read_hierarchy(path, classes=tree.leaf_names) == tree
+    written = tree if fmt == "nbdt" else tree.with_labels(None)  # the others leave NBDT's labels out
+    assert read_hierarchy(path) == written
+    assert read_hierarchy(path, format=fmt) == written
+    assert read_hierarchy(path, classes=tree.leaf_names) == written
 
 
 # ------------------------------------------------------------------ byte for byte as before
@@ -103,6 +110,8 @@ def old_layout(tree: Hierarchy, fmt: str) -> dict[str, str]:
                 "tree.txt": "\n".join(lines) + "\n"}
     if fmt == "isa":
         return {"tree.txt": "\n".join(f"{names[p]} {names[c]}" for c, p in enumerate(parents)) + "\n"}
+    if fmt == "child-parent":
+        return {"tree.txt": "\n".join(f"{names[c]} {names[p]}" for c, p in enumerate(parents)) + "\n"}
     if fmt == "nbdt":
         data = {"directed": True, "multigraph": False, "graph": {}, "nodes": [{"id": n, "label": n} for n in names],
                 "links": [{"source": names[p], "target": names[c]} for c, p in enumerate(parents)]}
@@ -160,9 +169,9 @@ def test_line_separators_in_names_survive_convert(tmp_path, capsys, separator, f
     out = tmp_path / ("out.json" if fmt == "nbdt" else "out.txt")
     code = main(["hierarchy", "convert", str(src), str(out), "--to", fmt])
     err = capsys.readouterr().err
-    if fmt == "isa":  # these separators are whitespace to str.split, which separates isa's names
-        assert code == 2 and err == f"hseval: error: cannot write isa format: node name {f'big{separator}cat'!r} " \
-                                    "contains whitespace; use --to pairs, paths or nbdt\n"
+    if fmt in ("isa", "child-parent"):  # these separators are whitespace to str.split, which separates the names
+        assert code == 2 and err == f"hseval: error: cannot write {fmt} format: node name " \
+                                    f"{f'big{separator}cat'!r} contains whitespace; use --to pairs, paths or nbdt\n"
         assert not out.exists()
     else:
         assert code == 0 and err == ""

@@ -341,3 +341,77 @@ def test_damaged_checkpoint_is_one_line_naming_the_key(damage, tree_file, fashio
         assert not out.exists()
     finally:
         shutil.rmtree(folder, ignore_errors=True)
+
+
+# ------------------------------------------------------------------ every tensor, every bad value
+def _bad_values(kind: str) -> list[tuple[str, torch.Tensor]]:
+    """(key, damaged tensor) for every tensor of ``GOOD`` that ``kind`` applies to."""
+    out = []
+    for key, tensor in GOOD.items():
+        if kind in ("nan", "inf") and tensor.is_floating_point():
+            value = tensor.clone()
+            value.view(-1)[-1] = float(kind)
+        elif kind == "negative variance" and key.endswith("running_var"):
+            value = tensor.clone()
+            value[0] = -0.25
+        elif kind == "wrong shape":
+            value = tensor.reshape(1) if tensor.dim() == 0 else torch.cat([tensor, tensor[:1]])
+        else:
+            continue
+        out.append((key, value))
+    return out
+
+
+@pytest.mark.parametrize("kind, fragment", [
+    ("nan", "holds NaN or infinite values"), ("inf", "holds NaN or infinite values"),
+    ("negative variance", "holds a negative running variance (-0.25"), ("wrong shape", "has shape")])
+def test_every_tensor_with_a_bad_value_is_refused_in_one_line(kind, fragment, tree_file, fashion_like, tmp_path,
+                                                              capsys):
+    """Each tensor of a real checkpoint damaged in turn: import refuses it before writing, in one
+    line naming the tensor, as a trained run's tensors are refused when loaded."""
+    damaged = _bad_values(kind)
+    assert len(damaged) >= (4 if kind == "negative variance" else 21)
+    for key, value in damaged:
+        folder = tmp_path / f"{kind}-{key}"
+        folder.mkdir()
+        torch.save({**GOOD, key: value}, folder / "ckpt.pt")
+        capsys.readouterr()
+        assert main(cli_import(folder / "ckpt.pt", tree_file, fashion_like, folder / "run")) == 2, key
+        line = one_error_line(capsys)
+        assert repr(key) in line and fragment in line, (key, line)
+        assert sorted(p.name for p in folder.iterdir()) == ["ckpt.pt"], key
+
+
+def test_a_run_with_a_negative_variance_is_refused_when_loaded(tmp_path, tree_file, fashion_like):
+    """The same check guards a run's own tensors (an edited model.safetensors, checksum updated)."""
+    from tests.bad_inputs.builders import resave_tensors
+
+    path, _ = small_cnn_checkpoint(tmp_path)
+    out = tmp_path / "run"
+    assert main(cli_import(path, tree_file, fashion_like, out)) == 0
+    resave_tensors(out, lambda t: t["backbone.body.1.running_var"].mul_(-1))
+    with pytest.raises(HsevalError, match=r"tensor 'backbone.body.1.running_var' holds a negative running variance"):
+        load_run(out)
+
+
+def test_the_readmes_import_example_is_evaluated_and_reported(tmp_path, tree_file, fashion_like, capsys):
+    """README: ``hseval import model.safetensors --backbone resnet18 --head riemann ... --map
+    head.delta=hc.delta --set head.radius_decay=0.7``, then evaluate and report. The imported run
+    has no training settings; the paper's tables show "n/a" where they need one (the report once
+    failed with an internal TypeError there)."""
+    spec = {"backbone": {"name": "resnet18", "config": {"in_channels": 1, "image_size": 28, "small_stem": True}},
+            "head": {"name": "riemann", "config": {"radius_decay": 0.7}}}
+    original = build_model(spec, fashion_tree())
+    state = original.state_dict()
+    foreign = {k.removeprefix("backbone.body."): v for k, v in state.items() if k.startswith("backbone.")}
+    foreign["hc.delta"] = state["head.delta"]
+    save_file(foreign, str(tmp_path / "model.safetensors"))
+    run, evaluation = tmp_path / "runs" / "imported-riemann", tmp_path / "eval"
+    assert main(["import", str(tmp_path / "model.safetensors"), "--backbone", "resnet18", "--head", "riemann",
+                 "--hierarchy", str(tree_file), "--dataset", "fashion-mnist", "--data-root", str(fashion_like),
+                 "--map", "head.delta=hc.delta", "--set", "head.radius_decay=0.7", "--out", str(run)]) == 0
+    assert main(["evaluate", str(run), "--out", str(evaluation), "--projections", "none", "--quiet"]) == 0
+    capsys.readouterr()
+    assert main(["report", str(evaluation)]) == 0, capsys.readouterr().err
+    tables = (evaluation / "paper_tables.md").read_text()
+    assert "| n/a |" in tables and "n/a: the radius decay is not recorded" in tables

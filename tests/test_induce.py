@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from hseval.cli.main import main
 from hseval.core.errors import ConfigError
@@ -12,6 +14,11 @@ from hseval.tree import read_hierarchy
 from hseval.tree.hierarchy import Hierarchy
 from hseval.tree.induce import default_clusters, induce_tree
 from tests.helpers import fashion_tree, random_tree
+
+# names like those induce generates (g<level>.<cluster>, the root, their suffixed forms) among others
+GENERATED_LOOKING = ["g1.1", "g1.2", "g1.3", "g2.1", "g2.2", "g2.3", "g3.1", "root", "root_1", "g1.1_1", "g2.1_1"]
+class_lists = st.lists(st.one_of(st.sampled_from(GENERATED_LOOKING), st.from_regex(r"[a-z0-9_.]{1,5}", fullmatch=True)),
+                       min_size=3, max_size=12, unique=True)
 
 
 def planted_vectors(tree: Hierarchy, seed: int, dim: int = 64) -> np.ndarray:
@@ -73,3 +80,22 @@ def test_the_command_on_a_run_and_on_an_evaluated_run(evaluated, tmp_path, capsy
     assert main(["hierarchy", "induce", str(tmp_path), "--out", str(tmp_path / "c.txt")]) == 2
     assert "neither a run" in capsys.readouterr().err
     assert main(["hierarchy", "induce", str(run), "--out", str(tmp_path / "d.txt"), "--clusters", "x"]) == 2
+
+
+def test_classes_named_like_the_generated_groups_keep_their_names(tmp_path):
+    """Issue 24: classes g1.1 ... g2.3 came back as 'g1.2/g2.2/g1.1' and so on, 5 of 6 renamed."""
+    classes = ["g1.1", "g1.2", "g1.3", "g2.1", "g2.2", "g2.3"]
+    tree = Hierarchy.from_paths([("a", "x", c) for c in classes[:3]] + [("b", "y", c) for c in classes[3:]])
+    induced = induce_tree(planted_vectors(tree, 0), classes, clusters=[2, 4])
+    assert induced.leaf_names == tuple(classes)
+    assert set(induced.node_names[induced.num_leaves:]).isdisjoint(classes) and induced.root_name not in classes
+
+
+@settings(max_examples=60, deadline=None)
+@given(classes=class_lists, seed=st.integers(0, 2**16), two_levels=st.booleans())
+def test_the_induced_leaves_are_the_classes_in_order(classes, seed, two_levels):
+    vectors = np.random.default_rng(seed).normal(size=(len(classes), 8))
+    clusters = [2, len(classes) - 1] if two_levels and len(classes) > 3 else [2]
+    induced = induce_tree(vectors, classes, clusters=clusters)
+    assert induced.leaf_names == tuple(classes)
+    assert set(induced.node_names[induced.num_leaves:]).isdisjoint(classes) and induced.root_name not in classes

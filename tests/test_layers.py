@@ -152,3 +152,22 @@ def test_imports_inside_functions_keep_heavy_packages_out_and_say_why():
                 if "#" not in lines[stmt.lineno - 1]:
                     wrong.append(f"{where}: no comment saying why the import is delayed")
     assert not wrong, "\n".join(wrong)
+
+
+def test_process_wide_settings_are_applied_only_by_the_command_line():
+    """A library call changes nothing process-wide: the allocator (``tune_malloc``) and the global
+    warnings filters are the CLI's front door's alone (``hseval.cli``), never a library module's."""
+    offenders = []
+    for name, path in MODULES.items():
+        if name.startswith(("hseval.cli", "hseval.core.perf")):
+            continue
+        tree = ast.parse(path.read_text(encoding="utf-8"))
+        for node in ast.walk(tree):
+            if isinstance(node, ast.Call):
+                called = ast.unparse(node.func)
+                if called.endswith("tune_malloc") or called in ("warnings.filterwarnings", "warnings.simplefilter"):
+                    inside_catch = any(isinstance(w, ast.With) and "catch_warnings" in ast.unparse(w)
+                                       and node in ast.walk(w) for w in ast.walk(tree))
+                    if not inside_catch:
+                        offenders.append(f"{path.relative_to(ROOT)}:{node.lineno}: {called}")
+    assert not offenders, offenders

@@ -3,6 +3,8 @@ examples by hand; top-k averages against direct loops."""
 
 from __future__ import annotations
 
+import lzma
+
 import numpy as np
 import pytest
 from hypothesis import given, settings
@@ -16,7 +18,8 @@ from hseval.metrics import (
     mistake_severity,
     topk_predictions,
 )
-from tests.helpers import fashion_tree, flat_tree, random_tree, trees, unbalanced
+from hseval.tree import read_hierarchy
+from tests.helpers import FIXTURES, fashion_tree, flat_tree, random_tree, trees, unbalanced
 from tests.metric_tester import brute_distance
 
 
@@ -29,10 +32,27 @@ def test_hierarchical_distance_matches_a_walk_of_the_paths(tree, seed):
     assert got.tolist() == [brute_distance(tree, x, y) for x, y in zip(a, b)]
     lca = tree.lca(a, b)
     depth_of_lca = np.where(lca >= 0, tree.depth[np.maximum(lca, 0)], 0)
-    np.testing.assert_array_equal(got, np.where(a == b, 0, tree.max_depth - depth_of_lca))
+    one_above_the_other = (lca == a) | (lca == b)  # counted from the upper one's parent
+    np.testing.assert_array_equal(got, np.where(a == b, 0, tree.max_depth - depth_of_lca + one_above_the_other))
     leaves = rng.integers(0, tree.num_leaves, (2, 25))
     wrong = leaves[0] != leaves[1]
     assert np.all(hierarchical_distance(*leaves, tree)[wrong] >= 1)
+
+
+def test_every_pair_of_nodes_agrees_with_making_better_mistakes_distance_file():
+    """The authors' tieredImageNet distances, all 355,746 pairs of its 843 nodes (issue 24: a node
+    and one of its ancestors came out one less, 11 against 12)."""
+    tree = read_hierarchy(FIXTURES / "hierarchies" / "tiered_imagenet_isa.txt")
+    with lzma.open(FIXTURES / "hierarchies" / "tiered_imagenet_ilsvrc_distances.txt.xz", "rt") as f:
+        rows = np.array(f.read().split()).reshape(-1, 3)
+    assert len(rows) == 843 * 844 // 2
+    at_root = (rows[:, 0] == tree.root_name) | (rows[:, 1] == tree.root_name)  # hseval's nodes exclude the root
+    assert set(rows[at_root & (rows[:, 0] != rows[:, 1]), 2].tolist()) == {str(tree.max_depth)}
+    a, b = (np.array([tree.index(n) for n in rows[~at_root, k]]) for k in (0, 1))
+    got = hierarchical_distance(a, b, tree)
+    np.testing.assert_array_equal(got, rows[~at_root, 2].astype(int))
+    ancestor = tree.index("n00002684")  # object, depth 1, above the class n01440764 (tench)
+    assert hierarchical_distance([ancestor], [tree.index("n01440764")], tree).tolist() == [12]
 
 
 @pytest.mark.parametrize(("pred", "target", "distance"), [

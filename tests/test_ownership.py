@@ -290,3 +290,48 @@ def test_the_lock_is_reentrant_within_a_process_and_released_on_exit(tmp_path):
     code = subprocess.run([sys.executable, "-c", "from hseval.io import folders as ownership; import sys\n"
                            "with ownership.locked(sys.argv[1]): pass", str(tmp_path)], capture_output=True, text=True)
     assert code.returncode == 0, code.stderr
+
+
+def test_a_folder_records_what_hseval_writes_in_place_and_writes_over_nothing_else(tmp_path):
+    """``writes``: the names a command writes in place, refused where they are not hseval's, recorded
+    before the first byte (a killed writer's files stay hseval's) and kept in the record only where
+    they were written."""
+    folder = tmp_path / "eval"
+    with OutputFolder(folder, "evaluations", writes=["index.json", "report.md"]) as out:
+        assert set(ownership.read_marker(folder).files) == {"index.json", "report.md"}
+        (out.target / "index.json").write_text("{}")
+    assert ownership.read_marker(folder).files == {"index.json": None}  # report.md was not written
+    (folder / "report.md").write_text("mine")
+    with pytest.raises(OwnershipError, match=r"eval: holds 'report.md', which hseval did not write there, so it will "
+                                             r"not write over it; move it out or choose another --out"):
+        OutputFolder(folder, "evaluations", writes=["report.md"])
+    OutputFolder(folder, "evaluations", writes=["index.json"])  # what it wrote, it writes again
+    OutputFolder(folder, "evaluations")  # and a command that writes neither name leaves both alone
+    (folder / "report.md").unlink()
+    with pytest.raises(RuntimeError), OutputFolder(folder, "evaluations", writes=["report.md"]) as out:
+        (out.target / "report.md").write_text("half")
+        raise RuntimeError("killed")
+    assert set(ownership.read_marker(folder).files) == {"index.json", "report.md"}
+
+
+def test_a_sub_folder_is_named_apart_from_its_folders_files(tmp_path):
+    with OutputFolder(tmp_path / "eval", "evaluations", writes=["index.json"]) as root:
+        for name in ("index.json", "group/x"):
+            with pytest.raises(OwnershipError, match=r"an evaluation folder .* holds the evaluation of one run in a "
+                                                     r"sub-folder of its own, named apart from its files "
+                                                     r"\(index.json\)"):
+                OutputFolder(root.path / name, "evaluation", lock=False, parent=root, replace=True, source="s",
+                             inputs={}, schema_version=2)
+    assert sorted(os.listdir(tmp_path / "eval")) == [MARKER, LOCK]
+
+
+def test_an_input_is_recognised_through_a_link(tmp_path):
+    run = tmp_path / "run"
+    run.mkdir()
+    (tmp_path / "link").symlink_to(run)
+    for path in (tmp_path / "link", tmp_path / "link" / "x"):
+        with pytest.raises(OwnershipError, match=r"an input of this command"):
+            OutputFolder(path, "evaluations", reads=[run])
+    with pytest.raises(OwnershipError, match=r"holds .*ckpt.pt, an input of this command, which writing the output "
+                                             r"would remove"):
+        OutputFolder(tmp_path, "export", replace=True, reads=[tmp_path / "link" / "ckpt.pt"])

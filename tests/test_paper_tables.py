@@ -182,3 +182,25 @@ def test_every_planned_command_is_one_hseval_accepts():
                 runs += len(planned)
         assert runs == step.runs, (step.table, step.dataset)
     assert sum(s.runs for s in steps if s.table == "8") == 5 * 11
+
+
+def test_runs_without_training_settings_are_shown_with_n_a(evaluated):
+    """Imported runs and prediction files record no training settings (lr, epochs, batch, radius
+    decay): a table keyed by one shows "n/a" with the reason, and no cell is compared with the
+    paper's. (A radius decay or lr of None once failed with an internal TypeError.)"""
+    runs = {r.name: r for r in load_evaluation(evaluated).runs}
+
+    def untrained(run, head, name):
+        metrics = {**run.metrics, "dataset": "cifar100", "backbone": "resnet18", "head": head, "training": {}}
+        return dataclasses.replace(run, name=name, metrics=metrics)
+
+    table = paper_table([untrained(runs["riemann"], "riemann", "r"), untrained(runs["plain"], "hyperbolic", "h")])
+    cell = table.set_index(["table", "row", "column"])
+    decay = cell.loc[("Table 8", "n/a", "cifar100")]
+    assert decay["note"] == ("n/a: the radius decay is not recorded (imported runs and prediction files record no "
+                             "training settings)")
+    assert decay["ours"] == pytest.approx(100 * runs["riemann"].metrics["top1"])
+    assert cell.loc[("Table 3", "cifar100", "Hyperbolic (lr n/a)"), "note"].startswith("n/a: the learning rate")
+    main = cell.loc[("Tables 1–2", "cifar100 / resnet18", "+Riemann")]
+    assert main["difference"] != main["difference"] and "epochs, batch, lr, radius decay not recorded" in main["note"]
+    assert "| n/a |" in to_markdown(table) and r"n/a & " in to_latex(table)

@@ -160,13 +160,13 @@ def test_csv_scores_names_and_indices_read_alike(tmp_path):
     rng = np.random.default_rng(1)
     targets = rng.integers(0, 10, 20)
     probs = rng.dirichlet(np.ones(10), 20)
-    header = "target," + ",".join(f"score_{i}" for i in range(10)) + "\n"
+    header = "target," + ",".join(f"prob_{i}" for i in range(10)) + "\n"
     rows = ["{},{}\n".format(t, ",".join(repr(float(p)) for p in row)) for t, row in zip(targets, probs)]
     (tmp_path / "idx.csv").write_text(header + "".join(rows))
     (tmp_path / "names.csv").write_text(header + "".join(f"{tree.leaf_names[t]}{r[r.index(','):]}"
                                                          for t, r in zip(targets, rows)))
     a, b = read_predictions(tmp_path / "idx.csv", tree), read_predictions(tmp_path / "names.csv", tree)
-    assert a.kind == b.kind == "probs"  # every row a probability vector
+    assert a.kind == b.kind == "probs"  # the columns say so
     np.testing.assert_array_equal(a.targets, targets)
     np.testing.assert_array_equal(b.targets, targets)
     np.testing.assert_allclose(a.scores, probs)
@@ -303,3 +303,43 @@ def test_damaged_safetensors_is_one_line_or_a_consistent_read(tmp_path, position
         assert "\n" not in str(exc) and str(exc).startswith(str(path)), str(exc)
         return
     assert got.scores.shape == (len(got.targets), 10) and np.isfinite(got.scores).all()
+
+
+# ---------------------------------------------------------------------- every combination of members
+def _combinations() -> list[tuple[str, ...]]:
+    """Every set of members a prediction file may hold: logits or probabilities, with or without
+    the model's own level scores, embeddings, and class or node weights (the README's list)."""
+    out = []
+    for scores in ("logits", "probs"):
+        for levels in ((), ("level_scores_1",)):
+            for embeddings in ((), ("embeddings",)):
+                for weights in ((), ("class_weights",), ("node_weights",)):
+                    out.append((scores, *levels, *embeddings, *weights))
+    return out
+
+
+def test_every_documented_combination_is_evaluated_reported_and_exported(tmp_path, capsys):
+    """None is refused by evaluate's own checks (``targets`` + ``logits`` + ``class_weights``
+    without embeddings once was); the report and the export take the folder they make."""
+    tree = fashion_tree()
+    write_hierarchy(tree, tmp_path / "tree.json")
+    rng = np.random.default_rng(0)
+    n, dim = 30, 6
+    logits = rng.normal(size=(n, 10))
+    arrays = {"targets": np.arange(n) % 10, "logits": logits,
+              "probs": np.exp(logits) / np.exp(logits).sum(axis=1, keepdims=True),
+              "level_scores_1": rng.normal(size=(n, len(tree.nodes_at_depth(1)))),
+              "embeddings": rng.normal(size=(n, dim)), "class_weights": rng.normal(size=(10, dim)),
+              "node_weights": rng.normal(size=(tree.num_nodes, dim))}
+    out = tmp_path / "ev"
+    for k, members in enumerate(_combinations()):
+        np.savez(tmp_path / f"c{k}.npz", targets=arrays["targets"], **{m: arrays[m] for m in members})
+        capsys.readouterr()
+        code = main(["evaluate", "--predictions", str(tmp_path / f"c{k}.npz"), "--hierarchy",
+                     str(tmp_path / "tree.json"), "--out", str(out), "--projections", "none", "--quiet"])
+        assert code == 0, (members, capsys.readouterr().err)
+    assert len(load_evaluation(out).runs) == len(_combinations()) == 24
+    assert main(["report", str(out)]) == 0
+    assert main(["export", str(out), str(tmp_path / "tb"), "--to", "tensorboard"]) == 0
+    err = capsys.readouterr().err.splitlines()
+    assert len(err) == 12 and all("left out of the export: it holds no sampled embeddings" in e for e in err), err

@@ -7,6 +7,7 @@ when and how it was measured, that counted figures equal what they count, and th
 
 from __future__ import annotations
 
+import os
 import re
 from pathlib import Path
 
@@ -95,12 +96,50 @@ def test_write_block_replaces_only_the_block(tmp_path):
     assert [p.name for p in tmp_path.iterdir()] == ["README.md"]  # and leaves no temporary behind
 
 
-def test_the_test_suite_line_is_read_from_pytest():
+def test_the_test_suite_line_is_read_from_pytest(monkeypatch):
+    monkeypatch.setattr(readme_blocks, "_quiet_loads", [0.12])  # as after a quiet measurement
+    monkeypatch.setattr(readme_blocks, "busy", lambda: None)
+    monkeypatch.setattr(readme_blocks.os, "getloadavg", lambda: (0.1, 0.0, 0.0))
     counts = outcome("===== 1210 passed, 5 skipped, 2 xfailed, 3 warnings in 431.20s (0:07:11) =====")
     assert counts == {"passed": 1210, "skipped": 5, "xfailed": 2}
     assert outcome("1 failed, 9 passed, 2 errors in 3.1s") == {"failed": 1, "passed": 9, "error": 2}
     text = block_text(counts, 431.2, "python scripts/readme_tests.py")
-    assert text.startswith("1,217 tests in 7.2 minutes") and DATE.search(text)
+    assert text.startswith("1,217 tests in 7.2 minutes") and DATE.search(text) and "load 0.12" in text
+
+
+def test_a_figure_is_dated_only_after_a_quiet_measurement(monkeypatch):
+    """No stamp without a quiet check first; a machine busy before the measurement, or when its
+    figure is stamped (after it), refuses the figure; the stamp gives the highest load seen."""
+    monkeypatch.setattr(readme_blocks, "_quiet_loads", [])
+    with pytest.raises(SystemExit, match="call require_quiet"):
+        readme_blocks.stamp("python x.py")
+    monkeypatch.setattr(readme_blocks, "busy", lambda: "another process runs pytest (pid 7: pytest -q)")
+    with pytest.raises(SystemExit, match="busy before the measurement .another process runs pytest"):
+        readme_blocks.require_quiet("python x.py")
+    states = iter([None, "load average 1.50 on 2 cores (a README figure needs below 0.60)"])
+    monkeypatch.setattr(readme_blocks, "busy", lambda: next(states))
+    readme_blocks.require_quiet("python x.py")
+    with pytest.raises(SystemExit, match="busy after the measurement .load average 1.50"):
+        readme_blocks.stamp("python x.py")
+    loads = iter([0.05, 0.21])
+    monkeypatch.setattr(readme_blocks, "_quiet_loads", [])
+    monkeypatch.setattr(readme_blocks, "busy", lambda: None)
+    monkeypatch.setattr(readme_blocks.os, "getloadavg", lambda: (next(loads), 0.0, 0.0))
+    readme_blocks.require_quiet("python x.py")
+    assert "load 0.21, " in readme_blocks.stamp("python x.py")
+
+
+def test_other_processes_are_seen_but_not_this_one_or_its_parents():
+    import subprocess
+    import sys
+
+    other = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)", "hseval-readme-marker"])
+    try:
+        assert other.pid in [pid for pid, _ in readme_blocks._processes_running(("hseval-readme-marker",))]
+    finally:
+        other.kill()
+        other.wait()
+    assert os.getpid() not in [pid for pid, _ in readme_blocks._processes_running(("pytest", "python"))]
 
 
 def test_only_its_own_figure_tests_may_fail_before_the_count_is_written():

@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Annotated, Any
 
 import yaml
-from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, ValidationError
+from pydantic import AfterValidator, BaseModel, BeforeValidator, ConfigDict, Field, ValidationError
 
 from hseval.core.errors import ConfigError, problem_text
 from hseval.core.overrides import parse_override
@@ -30,12 +30,28 @@ def _scalar_as_list(value: Any) -> Any:
     return [value] if isinstance(value, (int, float, str)) and not isinstance(value, bool) else value
 
 
+# Every number has bounds: those of its meaning (a momentum, a seed), else those of what it is used
+# as, so that no value reaches torch or numpy to overflow there (2**70 threads, a learning rate that
+# is infinite in float32).
+FLOAT32_MAX = 3.4028234663852886e38  # the largest finite float32: heads and optimisers compute in float32
+COUNT_MAX = 2**31 - 1                # sizes and counts as torch's C ints take them
+THREADS_MAX = 1024                   # threads or loader processes; far more crash torch (100,000 threads: SIGSEGV)
+
 Text = Annotated[str, BeforeValidator(_number_as_text)]  # YAML reads "--set engine.device=0" as a number
-Positive = Annotated[int, Field(ge=1)]
+Positive = Annotated[int, Field(ge=1, le=COUNT_MAX)]
+Threads = Annotated[int, Field(ge=1, le=THREADS_MAX)]
+Width = Annotated[int, Field(ge=1, le=2**16)]
+
+
+def _finite(value: Any) -> Any:
+    if isinstance(value, (int, float)) and not isinstance(value, bool) and not abs(value) <= FLOAT32_MAX:
+        raise ValueError(f"must be a finite number of at most {FLOAT32_MAX:.3g} in size")
+    return value
 
 
 class _Section(BaseModel):
-    """No unknown setting, no coercion (a bool is not a number), no NaN or infinity."""
+    """No unknown setting, no coercion (a bool is not a number), no NaN or infinity, every number
+    within bounds."""
 
     model_config = ConfigDict(strict=True, extra="forbid", allow_inf_nan=False)
 
@@ -47,34 +63,35 @@ class DataConfig(_Section):
     train_subset: Positive | None = None  # a stratified random subset of the training split (CPU budgets)
     batch_size: Positive = 64
     eval_batch_size: Positive = 512
-    workers: int = Field(4, ge=0)        # loader processes for datasets read from files
+    workers: int = Field(4, ge=0, le=THREADS_MAX)  # loader processes for datasets read from files
 
 
 class ModelConfig(_Section):
     backbone: Text = "resnet18"
     head: Text = "plain"
-    embedding_dim: int | None = None     # a linear bottleneck (2 for the paper's 2-D figure)
+    embedding_dim: Width | None = None   # a linear bottleneck (2 for the paper's 2-D figure)
     small_stem: bool | None = None       # None: the CIFAR stem below 100 pixels
-    head_options: dict[str, Any] = Field(default_factory=dict)  # each head takes the ones it knows
+    # each head takes the ones it knows and checks their meaning; here, that numbers are finite
+    head_options: dict[str, Annotated[Any, AfterValidator(_finite)]] = Field(default_factory=dict)
 
 
 class OptimConfig(_Section):
-    lr: float = Field(0.1, gt=0)
-    momentum: float = Field(0.9, ge=0)
-    weight_decay: float = Field(1e-4, ge=0)
+    lr: float = Field(0.1, gt=0, le=FLOAT32_MAX)
+    momentum: float = Field(0.9, ge=0, le=1)
+    weight_decay: float = Field(1e-4, ge=0, le=FLOAT32_MAX)
     epochs: Positive = 300
     milestones: Annotated[list[Positive], BeforeValidator(_scalar_as_list)] = Field(default_factory=lambda: [150, 225])
-    lr_decay: float = 0.1
+    lr_decay: float = Field(0.1, gt=0, le=FLOAT32_MAX)
 
 
 class EngineConfig(_Section):
     device: Text = "auto"                # auto | cpu | cuda | cuda:N
-    seed: int = 0
+    seed: int = Field(0, ge=0, le=2**32 - 1)  # numpy's seeds are 32-bit
     amp: bool = True                     # bf16 autocast on CUDA (heads keep their maths in float32)
     channels_last: bool = True           # on CUDA
     gpu_dataset: bool = True             # keep in-memory datasets on the GPU, augment there
     eval_every: Positive = 1             # evaluate on the test split every N epochs (and at the end)
-    threads: Positive | None = None      # torch CPU threads while training (None: as they are)
+    threads: Threads | None = None       # torch CPU threads while training (None: as they are)
     progress: bool = True
     tensorboard: bool = False
     compile: bool = False                # torch.compile of the training step (forward, loss, backward)

@@ -34,22 +34,27 @@ from hseval.train import distributed, loader
 from hseval.train.checks import check_before_training, guard_after_epoch, guard_before_training
 from hseval.train.config import TrainConfig
 from hseval.train.optim import Optimizers
-from hseval.train.run_folder import check_run_folder, resume_state
+from hseval.train.run_folder import check_run_folder, resume_state, resumes
 from hseval.train.session import Session, open_session, torch_threads
 from hseval.train.step import Context
 from hseval.tree import read_hierarchy
 
-__all__ = ["train", "train_one_epoch", "evaluate", "load_data"]
+__all__ = ["train", "train_one_epoch", "evaluate", "load_data", "data_settings"]
 
 Batches = Iterable[tuple[torch.Tensor, torch.Tensor]]
 
 
-def load_data(config: TrainConfig, hierarchy_file: str | None = None) -> LoadedDataset:
-    """The dataset of ``config`` with, optionally, its tree replaced by a hierarchy file."""
-    path = hierarchy_file or config.data.hierarchy
-    if "hierarchy" in dataset_options(config.data.dataset):  # a user's image folders take their tree here
-        return load_dataset(config.data.dataset, config.data.root, hierarchy=path)
-    data = load_dataset(config.data.dataset, config.data.root)
+def data_settings(config: TrainConfig) -> tuple[str, str | None, str | None]:
+    """What :func:`load_data` reads of ``config``: runs whose settings are equal train on the same data."""
+    return config.data.dataset, config.data.root, config.data.hierarchy
+
+
+def load_data(config: TrainConfig) -> LoadedDataset:
+    """The dataset of ``config`` with, when ``data.hierarchy`` names a file, that tree in place of its own."""
+    name, root, path = data_settings(config)
+    if "hierarchy" in dataset_options(name):  # a user's image folders take their tree here
+        return load_dataset(name, root, hierarchy=path)
+    data = load_dataset(name, root)
     if path:
         data.hierarchy = read_hierarchy(path, classes=data.class_names)
     return data
@@ -107,8 +112,8 @@ def evaluate(model: HierarchicalClassifier, batches: Batches, ctx: Context) -> d
 
 
 def train(config: TrainConfig, out: str | Path, *, resume: bool = False, force: bool = False,
-          data: LoadedDataset | None = None, hierarchy_file: str | None = None,
-          log: Callable[[str], None] = print, folder: OutputFolder | None = None) -> Path:
+          data: LoadedDataset | None = None, log: Callable[[str], None] = print,
+          folder: OutputFolder | None = None) -> Path:
     """Train ``config`` into the run folder ``out`` and return it.
 
     Everything that can be checked is checked before ``out`` is touched (the folder, the device,
@@ -122,9 +127,9 @@ def train(config: TrainConfig, out: str | Path, *, resume: bool = False, force: 
     config : the recipe with its overrides (:func:`hseval.train.config.load_config`).
     out : the run folder to write.
     resume : continue from ``train_state.pt`` (bit-identical to an uninterrupted run).
-    force : replace a finished or unfinished run in ``out``.
-    data : the dataset, already loaded (``train-all`` loads it once for every run).
-    hierarchy_file : a tree that replaces the dataset's own.
+    force : replace a finished or unfinished run in ``out``; with ``resume``, an unfinished run is
+        continued and a finished one trained again (:func:`~hseval.train.run_folder.resumes`).
+    data : the dataset of ``config``, already loaded (``train-all`` loads it once per data setting).
     log : where the per-epoch lines go.
     folder : ``out`` already checked by :func:`check_run_folder` (``train-all`` checks every run first).
 
@@ -141,10 +146,11 @@ def train(config: TrainConfig, out: str | Path, *, resume: bool = False, force: 
     out = Path(out)
     dist = distributed.setup()
     writes = dist.rank == 0  # the other ranks only train
+    resume = resumes(out, resume=resume, force=force)
     if writes and folder is None:
         folder = check_run_folder(out, resume=resume, force=force)
     ctx = Context.create(config.engine, dist)
-    data = data or load_data(config, hierarchy_file)
+    data = data or load_data(config)
     indices = check_before_training(config, data, world=dist.world)
     state = resume_state(out, config) if resume else None
     with folder if writes else contextlib.nullcontext(), torch_threads(config.engine.threads):

@@ -12,13 +12,20 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from hseval.core.errors import ConfigError, HsevalError, RunFormatError, first_line
+from hseval.core.errors import ConfigError, HsevalError, first_line
 from hseval.io import run_format as checkpoint
 from hseval.io.output import OutputFolder
 from hseval.io.run_settings import result_settings
 from hseval.train.config import TrainConfig, flatten_settings
 
-__all__ = ["check_run_folder", "existing_run", "resume_state", "comparable_config"]
+__all__ = ["resumes", "check_run_folder", "existing_run", "resume_state", "comparable_config"]
+
+
+def resumes(out: Path, *, resume: bool, force: bool) -> bool:
+    """Whether a training into ``out`` continues from its state. ``--resume`` continues an
+    unfinished run; ``--force`` trains anew over what is there; both: continue the run if it is
+    unfinished, else train it anew (a finished run is trained again)."""
+    return resume and (not force or checkpoint.run_folder_state(out) == "unfinished")
 
 
 def check_run_folder(out: Path, *, resume: bool, force: bool, parent: OutputFolder | None = None) -> OutputFolder:
@@ -26,7 +33,7 @@ def check_run_folder(out: Path, *, resume: bool, force: bool, parent: OutputFold
     run folder hseval wrote (``parent``: the folder of runs of this command it lies in), whose
     state fits --resume/--force. A run trained anew where one was is staged: the previous run
     stays whole until the new one is complete."""
-    folder = OutputFolder(out, "run", replace=not resume, parent=parent, own=checkpoint.RUN_ENTRIES)
+    folder = OutputFolder(out, "run", replace=not resume, parent=parent, writes=checkpoint.RUN_ENTRIES)
     state = checkpoint.run_folder_state(out)
     if resume:
         if state == "finished":
@@ -71,12 +78,7 @@ def existing_run(out: Path, config: TrainConfig) -> tuple[str, dict[str, Any], s
 def resume_state(out: Path, config: TrainConfig) -> dict[str, Any]:
     """The training state to continue from, checked to be hseval's and of the same configuration."""
     state = checkpoint.load_train_state(out)
-    if not isinstance(state, dict) or not isinstance(state.get("epoch"), int) or \
-            not isinstance(state.get("history"), list):
-        raise RunFormatError(f"{out / checkpoint.STATE_FILE}: not a training state written by hseval (no "
-                             "'epoch' and 'history'); remove it to restart training from the beginning")
-    saved = state.get("config")
-    if not isinstance(saved, dict) or comparable_config(saved) != comparable_config(config.to_dict()):
+    if comparable_config(state["config"]) != comparable_config(config.to_dict()):
         raise ConfigError(f"{out}: the configuration differs from the one the run was started with; resume with "
                           "the same recipe and --set options (only optim.epochs may grow)")
     return state

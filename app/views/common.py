@@ -14,6 +14,7 @@ from hseval.app.state import KEY_BASELINE, KEY_DATASET, KEY_GROUPS, KEY_RUNS, Co
 from hseval.core.errors import HsevalError
 from hseval.io.results import Evaluation, RunResult
 from hseval.reporting.columns import column_help, display_name
+from hseval.reporting.escape import markdown
 from hseval.reporting.sections import baseline as default_baseline
 from hseval.reporting.sections import colours as run_colours
 from hseval.reporting.significance import seed_groups
@@ -71,16 +72,16 @@ def _baseline(available: list[RunResult], names: list[str], unreadable: set[str]
     before = st.session_state.get(KEY_BASELINE)
     if before is not None and before not in names:
         gone = "could not be read" if before in unreadable else "is not a run of this dataset"
-        st.warning(f"The baseline {before} {gone}: comparing with {run.name} instead.")
+        st.warning(f"The baseline {markdown(before)} {gone}: comparing with {markdown(run.name)} instead.")
 
     def changed() -> None:
-        st.toast(f"Baseline: {st.session_state[KEY_BASELINE]}. Every comparison now uses it.")
+        st.toast(f"Baseline: {markdown(st.session_state[KEY_BASELINE])}. Every comparison now uses it.")
 
     _keep_valid(KEY_BASELINE, names)
     chosen = st.selectbox("Baseline", names, index=names.index(run.name), key=KEY_BASELINE, on_change=changed,
                           help="The run every other is compared with, on every page.")
     if chosen == run.name:
-        (st.warning if run.head != "plain" else st.caption)(f"Baseline: {why}.")
+        (st.warning if run.head != "plain" else st.caption)(f"Baseline: {markdown(why)}.")
     return next(r for r in available if r.name == chosen)
 
 
@@ -114,7 +115,7 @@ def sidebar(evaluation: Evaluation, folder: str | None = None) -> Context:
                                  "No runs here differ only by their seed.")
         if evaluation.problems:
             st.warning(f"{len(evaluation.problems)} run(s) could not be read; see the Overview page.")
-        st.caption(f"Folder: `{folder or evaluation.root}`")
+        st.caption(f"Folder: {markdown(folder or evaluation.root)}")
     runs = [r for r in available if r.name in chosen]
     return Context(root=evaluation.root, evaluation=evaluation, dataset=dataset, available=available, runs=runs,
                    folder=folder or str(evaluation.root), baseline=baseline, group_seeds=bool(grouped and repeated),

@@ -15,6 +15,7 @@ from hseval.io import evaluation_format as eval_format
 from hseval.io.results import RunResult
 from hseval.reporting import charts
 from hseval.reporting.columns import display_name
+from hseval.reporting.escape import markdown
 from hseval.reporting.sections import GUIDES, one_tree, seed_group_table
 from hseval.reporting.significance import format_p, not_paired, seed_groups
 from hseval.reporting.summary import level_table
@@ -116,8 +117,8 @@ def render(ctx: Context) -> None:
         return
     baseline = ctx.baseline
     runs = [baseline, *(r for r in ctx.runs if r.name != baseline.name)]
-    st.caption(f"{len(runs) - 1} run(s) against the baseline **{baseline.name}**; choose the runs and the baseline "
-               "in the sidebar (they hold on every page).")
+    st.caption(f"{len(runs) - 1} run(s) against the baseline **{markdown(baseline.name)}**; choose the runs and the "
+               "baseline in the sidebar (they hold on every page).")
     levels = tables.level_frame(runs, group_seeds=ctx.group_seeds)
     chart(charts.accuracy_by_level(levels, colours=ctx.colours, tree=one_tree(runs)), key="compare_levels")
     _significance(runs, baseline, ctx)

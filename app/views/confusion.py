@@ -11,6 +11,7 @@ from hseval.app.state import Context, context
 from hseval.app.views.common import chart, needs_runs, number, pick, pick_run, shows_problems
 from hseval.reporting import charts
 from hseval.reporting.columns import level_label
+from hseval.reporting.escape import markdown
 
 
 def render(ctx: Context) -> None:
@@ -31,7 +32,7 @@ def render(ctx: Context) -> None:
         left_out = charts.shallower_samples(run.targets, tree, depth)
         chart(charts.confusion_heatmap(matrix, labels, tree, normalize=normalize, left_out=left_out,
                                        title=f"{run.name}: confusion at {shown}, tree order"), key="confusion_heatmap")
-        st.caption(charts.confusion_guide(tree, depth))
+        st.caption(markdown(charts.confusion_guide(tree, depth)))
 
 
 render(context())

@@ -19,6 +19,7 @@ from hseval.io.results import RunResult
 from hseval.reporting import charts
 from hseval.reporting import colours as projection_colours
 from hseval.reporting.columns import level_label
+from hseval.reporting.escape import markdown
 
 COLOURS = {"label": "class", "correct": "correct / wrong"}
 NONE = "(none)"
@@ -89,7 +90,7 @@ def _neighbours(run: RunResult, highlighted: str | None, paths: dict[str, int]) 
         return
     path = highlighted or pick("Nearest to", list(paths), key="embeddings_neighbours_of")
     table = nearest_nodes(run.hierarchy, vectors, paths[path], k=NEIGHBOURS)
-    st.caption(f"The {len(table)} nodes whose vectors point closest to {path}'s (cosine similarity); "
+    st.caption(f"The {len(table)} nodes whose vectors point closest to {markdown(path)}'s (cosine similarity); "
                "tree distance is the number of edges between the two nodes."
                + (" Choose 'Highlight (none)' to pick another node." if highlighted else ""))
     st.dataframe(table.drop(columns="node"), hide_index=True,

@@ -12,6 +12,7 @@ from hseval.app.views.common import chart, needs_runs, pick, pick_run, shows_pro
 from hseval.io import evaluation_format as eval_format
 from hseval.io.results import RunResult
 from hseval.reporting import charts
+from hseval.reporting.escape import markdown
 from hseval.reporting.sections import GUIDES
 
 
@@ -53,7 +54,7 @@ def _drill_down(runs: list[RunResult], colours: dict[str, str]) -> None:
                      column_config=table_config(children[columns]))
         pairs = tables.child_pair_angles(loading.table(run, eval_format.PAIRS), run.hierarchy, node)
         if not pairs.empty:
-            st.caption(f"Angles between children of {name} (sampled pairs)")
+            st.caption(f"Angles between children of {markdown(name)} (sampled pairs)")
             st.dataframe(pairs, hide_index=True, key="geometry_child_pairs", column_config=table_config(pairs))
 
 

@@ -11,6 +11,7 @@ from hseval.app.views.common import chart, needs_runs, pick, pick_run, shows_pro
 from hseval.io import evaluation_format as eval_format
 from hseval.io.results import RunResult
 from hseval.reporting import charts
+from hseval.reporting.escape import markdown
 from hseval.reporting.sections import sunburst_guide
 
 NONE = "(none)"
@@ -37,7 +38,7 @@ def _tree_chart(ctx: Context, run: RunResult, kind: str) -> int | None:
                                        title=f"Accuracy of {run.name} minus {baseline} (blue: {run.name} better)")
     event = chart(fig, key="hierarchy_tree", on_select="rerun", selection_mode="points")
     if baseline == NONE:
-        st.caption(sunburst_guide(run.hierarchy, per_node) + " Click a sector to see it in detail below.")
+        st.caption(markdown(sunburst_guide(run.hierarchy, per_node)) + " Click a sector to see it in detail below.")
     clicked = tables.clicked_node(event, run.hierarchy)
     if clicked is None or st.session_state.get(_LAST_CLICK) == clicked:
         return None

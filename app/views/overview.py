@@ -13,6 +13,7 @@ from hseval.app.state import Context, context
 from hseval.app.views.common import chart, needs_runs, table_config
 from hseval.reporting import charts
 from hseval.reporting.columns import identity, level_legend
+from hseval.reporting.escape import markdown
 from hseval.reporting.sections import history_guide, levels_guide, one_tree
 from hseval.reporting.significance import versus
 from hseval.reporting.summary import level_table, mark_unavailable, summary_table, unavailable_table
@@ -30,7 +31,7 @@ def shown(frame: pd.DataFrame, runs) -> pd.DataFrame:
 
 def render(ctx: Context) -> None:
     st.title("Overview")
-    st.caption(f"{len(ctx.available)} evaluated run(s) of **{ctx.dataset}** in `{ctx.folder}`; "
+    st.caption(f"{len(ctx.available)} evaluated run(s) of **{markdown(ctx.dataset)}** in {markdown(ctx.folder)}; "
                f"{len(ctx.runs)} selected in the sidebar.")
     for problem in ctx.evaluation.problems:
         st.error(f"Skipped a run: {problem}")
@@ -50,11 +51,11 @@ def render(ctx: Context) -> None:
     st.dataframe(table, hide_index=True, key="overview_table", column_config=config)
     notes = ["Hover a column's name for what it measures."]
     if ctx.baseline is not None and len(ctx.available) > 1:
-        notes.append(f"'{column}': leaf accuracy minus {ctx.baseline.name}'s on the same test samples, with a 95 % "
-                     "paired bootstrap interval and the exact McNemar test's p-value (the baseline is chosen in the "
-                     "sidebar; the Compare page has every level).")
+        notes.append(f"'{markdown(column)}': leaf accuracy minus {markdown(ctx.baseline.name)}'s on the same test "
+                     "samples, with a 95 % paired bootstrap interval and the exact McNemar test's p-value (the "
+                     "baseline is chosen in the sidebar; the Compare page has every level).")
     if tree is not None and tree.max_depth > 1:
-        notes.append(f"Levels: {level_legend(tree)}.")
+        notes.append(f"Levels: {markdown(level_legend(tree))}.")
     st.caption(" ".join(notes))
     _not_available(ctx.available)
     if not needs_runs(ctx):
@@ -70,7 +71,7 @@ def render(ctx: Context) -> None:
     history = tables.grouped_history(ctx.runs, group_seeds=ctx.group_seeds)
     if not history.empty and "test_acc" in history:
         chart(charts.history_curves(history, colours=ctx.colours), key="overview_history")
-        st.caption(history_guide(history))
+        st.caption(markdown(history_guide(history)))
 
 
 def _not_available(runs) -> None:

@@ -5,6 +5,9 @@ Heavy imports happen inside the command functions, so ``hseval --help`` stays fa
 from __future__ import annotations
 
 import argparse
+from collections.abc import Iterable
+
+from hseval.core.errors import ConfigError
 
 
 def _int_at_least(minimum: int, what: str):
@@ -24,3 +27,13 @@ positive_int = _int_at_least(1, "a positive integer")
 """argparse type: an integer >= 1."""
 non_negative_int = _int_at_least(0, "a non-negative integer")
 """argparse type: an integer >= 0 (seeds)."""
+
+
+def refuse_unused(args: argparse.Namespace, options: Iterable[str], *, why: str) -> None:
+    """Refuse, in one line, the first of ``options`` (argparse dests) given on the command line,
+    saying ``why`` the mode of the command chosen does not use it: an option ignored in silence is a
+    value the user believes was used. Such options default to None (a flag to False), so that one
+    given is told apart from one left out."""
+    for dest in options:
+        if getattr(args, dest) not in (None, False, []):
+            raise ConfigError(f"--{dest.replace('_', '-')} {why}")

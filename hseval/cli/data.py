@@ -13,8 +13,8 @@ import json
 import textwrap
 
 from hseval.cli import non_negative_int
+from hseval.cli.hierarchy import tree_output
 from hseval.core.errors import ConfigError
-from hseval.io.output import OutputFile
 from hseval.tree import FORMATS, read_hierarchy, write_hierarchy
 from hseval.tree.builders import build_hierarchy, builder_options, random_hierarchy
 from hseval.tree.formats.pairs import names_sidecar
@@ -37,7 +37,7 @@ def _options(args: argparse.Namespace, accepted: tuple[str, ...]) -> dict:
 
 
 def cmd_build(args: argparse.Namespace) -> int:
-    output = OutputFile(args.out, option="--out", inputs=[p for p in (args.hierarchy,) if p])
+    output = tree_output(args.out, "--out", trees=(args.hierarchy,))
     if args.data_root is None:
         tree = build_hierarchy(args.dataset, **_options(args, builder_options(args.dataset)))
     else:
@@ -53,7 +53,7 @@ def cmd_build(args: argparse.Namespace) -> int:
 
 
 def cmd_random(args: argparse.Namespace) -> int:
-    output = OutputFile(args.out, option="--out", inputs=[args.file])
+    output = tree_output(args.out, "--out", trees=(args.file,))
     tree = random_hierarchy(read_hierarchy(args.file, format=args.format), seed=args.seed)
     with output as path:
         write_hierarchy(tree, path, format=args.to)

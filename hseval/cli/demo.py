@@ -64,8 +64,7 @@ def cmd_demo(args: argparse.Namespace) -> int:
     from hseval.evaluation.runs import evaluate_runs  # torch: for this command only
     from hseval.io.results import read_run  # pandas: for this command only
     from hseval.reporting.report import write_report  # plotly: for this command only
-    from hseval.train.engine import load_data  # torch: for this command only
-    from hseval.train.runs import train_runs  # torch: for this command only
+    from hseval.train.runs import Datasets, train_runs  # torch: for this command only
 
     start = time.perf_counter()
     out = Path(args.out)
@@ -74,13 +73,14 @@ def cmd_demo(args: argparse.Namespace) -> int:
         dataset=None, recipe="fashion-mnist", backbone=None, data_root=args.data_root, device=args.device,
         quiet=args.quiet, set=QUICK if args.quick else [], heads="all", seeds=None, sweep=[])
     configs = planned_configs(plan)
-    folder = OutputFolder(out, "demo")  # the runs, the evaluation and demo.json
-    data = load_data(configs[0][0])
+    folder = OutputFolder(out, "demo", writes=[DEMO_FILE])  # and the runs and the evaluation, in folders of their own
+    datasets = Datasets()
+    data = datasets(configs[0][0])  # every head trains on it: the plan varies no data setting
     with folder:
         print(f"hseval demo: {len(configs)} heads on Fashion-MNIST ({data.root}), "
               f"{'quick' if args.quick else 'CPU recipe'}; output in {out}")
-        seconds = train_runs(configs, runs, resume=not args.force, force=args.force, hierarchy=None, data=data,
-                                replace_stale=True)
+        seconds = train_runs(configs, runs, resume=not args.force, force=args.force, datasets=datasets,
+                             replace_stale=True)
         print("evaluating")
         projections = ["pca"] if args.quick else ["pca", "tsne"]
         entries = evaluate_runs([str(runs / name) for _, name in configs], eval_dir, projections=projections,

@@ -4,7 +4,13 @@ from __future__ import annotations
 
 import argparse
 
+from hseval.cli import positive_int, refuse_unused
 from hseval.core.errors import ConfigError
+
+RUN_OPTIONS = ("data_root", "split", "device", "batch_size", "workers", "quiet")
+"""The options of evaluating run folders alone: the data, device and threads of their forward pass."""
+PREDICTION_OPTIONS = ("hierarchy", "classes", "name", "dataset", "head", "scores")
+"""The options of evaluating a prediction file alone: what the file does not say itself."""
 
 
 def _methods(text: str) -> list[str]:
@@ -22,29 +28,27 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
     from hseval.evaluation.predictions import evaluate_predictions  # torch: for this command only
     from hseval.evaluation.runs import evaluate_runs  # torch: for this command only
 
-    foreign = {"--hierarchy": args.hierarchy, "--classes": args.classes, "--name": args.name,
-               "--dataset": args.dataset, "--head": args.head}
     if args.predictions is not None:
         if args.runs:
             raise ConfigError(f"give run folders or --predictions, not both (got {args.runs[0]!r} and --predictions); "
                               "evaluate them in two commands with the same --out")
+        refuse_unused(args, RUN_OPTIONS, why="applies only to run folders; a prediction file holds the model's "
+                                             "outputs on its test set already")
         if args.hierarchy is None:
             raise ConfigError("--predictions needs --hierarchy TREE: the class tree the predictions are scored "
                               "against")
         entry = evaluate_predictions(args.predictions, args.out, hierarchy=args.hierarchy, classes=args.classes,
-                                     name=args.name, dataset=args.dataset, head=args.head,
+                                     name=args.name, dataset=args.dataset, head=args.head, scores=args.scores,
                                      projections=_methods(args.projections), max_points=args.max_points)
         print(f"evaluated {args.predictions} as {entry['run']!r} into {args.out}; next: hseval report {args.out}")
         return 0
     if not args.runs:
         raise ConfigError("give run folders to evaluate, or --predictions FILE --hierarchy TREE for a model trained "
                           "elsewhere")
-    given = [option for option, value in foreign.items() if value is not None]
-    if given:
-        raise ConfigError(f"{given[0]} applies only with --predictions; a run carries its own tree and names")
-    entries = evaluate_runs(args.runs, args.out, data_root=args.data_root, split=args.split,
-                            projections=_methods(args.projections), max_points=args.max_points, device=args.device,
-                            progress=not args.quiet, workers=args.workers)
+    refuse_unused(args, PREDICTION_OPTIONS, why="applies only with --predictions; a run carries its own tree and names")
+    given = {option: getattr(args, option) for option in ("data_root", "split", "device", "batch_size", "workers")}
+    entries = evaluate_runs(args.runs, args.out, projections=_methods(args.projections), max_points=args.max_points,
+                            progress=not args.quiet, **{k: v for k, v in given.items() if v is not None})
     print(f"evaluated {len(entries)} run(s) into {args.out}; next: hseval report {args.out}")
     return 0
 
@@ -72,17 +76,21 @@ def register(commands: argparse._SubParsersAction) -> None:
     foreign.add_argument("--dataset", help="dataset label in tables, to sit beside runs on the same data "
                          "(default: external)")
     foreign.add_argument("--head", help="model label in tables' head column (default: external)")
+    foreign.add_argument("--scores", choices=("logits", "probs"), help="what a CSV's score_<i> columns hold (a CSV's "
+                         "logit_<i> or prob_<i> columns, and a .npz's 'logits' or 'probs', say it themselves)")
     evaluate.add_argument("--out", required=True, help="evaluation folder (one sub-folder per run)")
-    evaluate.add_argument("--data-root", help="dataset folder (default: where the run was trained)")
-    evaluate.add_argument("--split", default="test", help="train or test (default: test)")
     evaluate.add_argument("--projections", default="pca,tsne", help="comma-separated from pca,tsne,umap, or none "
                                                                    "(default: pca,tsne)")
     evaluate.add_argument("--max-points", type=_int, default=5000, help="samples kept for projections (default 5000)")
-    evaluate.add_argument("--device", default="auto", help="auto, cpu, cuda or cuda:N")
-    evaluate.add_argument("--workers", type=_int, help="threads for the projections of finished runs while the next "
-                          "run is embedded (default: a quarter of the cores, at least 1)")
-    evaluate.add_argument("--quiet", action="store_true", help="no progress bars")
-    evaluate.set_defaults(func=cmd_evaluate)
+    runs = evaluate.add_argument_group("run folders only (their forward pass)")
+    runs.add_argument("--data-root", help="dataset folder (default: where the run was trained)")
+    runs.add_argument("--split", help="train or test (default: test)")
+    runs.add_argument("--device", help="auto, cpu, cuda or cuda:N (default: auto)")
+    runs.add_argument("--batch-size", type=positive_int, help="images per batch of the forward pass (default: 512)")
+    runs.add_argument("--workers", type=_int, help="threads for the projections of finished runs while the next "
+                      "run is embedded (default: a quarter of the cores, at least 1)")
+    runs.add_argument("--quiet", action="store_true", help="no progress bars")
+    evaluate.set_defaults(func=cmd_evaluate, memory_advice="with run folders, use a smaller --batch-size")
     report = commands.add_parser("report", help="tables and an offline HTML report of an evaluation folder")
     report.add_argument("dir", help="a folder written by 'hseval evaluate'")
     report.add_argument("--out", help="report.html path (default: DIR/report.html)")

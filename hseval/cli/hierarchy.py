@@ -13,6 +13,7 @@ from hseval.cli import positive_int
 from hseval.core.errors import ConfigError, RunFormatError
 from hseval.io.output import OutputFile
 from hseval.tree import FORMATS, Hierarchy, read_hierarchy, write_hierarchy
+from hseval.tree.formats import companions
 from hseval.tree.transforms import merge_single_child_chains
 
 
@@ -30,8 +31,15 @@ def cmd_stats(args: argparse.Namespace) -> int:
     return 0
 
 
+def tree_output(path: str, option: str, *inputs: str | None, trees: tuple[str | None, ...] = ()) -> OutputFile:
+    """The output of a command that writes the hierarchy file ``path``, planned with its companions;
+    ``inputs`` and the hierarchy files ``trees`` (with theirs) are what the command reads."""
+    given = [*(p for p in inputs if p), *(f for t in trees if t for f in (t, *companions(t)))]
+    return OutputFile(path, option=option, companions=companions(path), reads=given)
+
+
 def cmd_convert(args: argparse.Namespace) -> int:
-    output = OutputFile(args.output, option="OUTPUT", inputs=[args.input])
+    output = tree_output(args.output, "OUTPUT", trees=(args.input,))
     hierarchy = _read(args, args.input)
     if args.merge_chains:
         hierarchy = merge_single_child_chains(hierarchy)
@@ -77,7 +85,7 @@ def _class_vectors_of(source: str | Path) -> tuple[np.ndarray, Hierarchy]:
 def cmd_induce(args: argparse.Namespace) -> int:
     from hseval.tree.induce import default_clusters, induce_tree  # scipy.cluster (0.3 s): only for induce
 
-    output = OutputFile(args.out, option="--out", inputs=[args.source])
+    output = tree_output(args.out, "--out", args.source)
     vectors, given = _class_vectors_of(args.source)
     clusters = args.clusters or default_clusters(given)
     tree = induce_tree(vectors, given.leaf_names, clusters=clusters)
@@ -89,12 +97,16 @@ def cmd_induce(args: argparse.Namespace) -> int:
 
 
 def render_tree(hierarchy, max_depth: int | None = None) -> str:
-    """The tree as text, one node per line, super-classes with their number of classes.
+    """The tree as text, one node per line (a node's display label in brackets after its name),
+    super-classes with their number of classes.
 
     Iterative (a tree may be MAX_DEPTH levels deep) and linear in the size of the output."""
     names, depth, children = hierarchy.node_names, hierarchy.depth.tolist(), hierarchy.children
+    if hierarchy.labels:  # an NBDT tree: its ids with their words
+        names = [f"{name} [{hierarchy.labels[name]}]" if name in hierarchy.labels else name for name in names]
     classes = _classes_below(hierarchy)
-    lines = [hierarchy.root_name]
+    root = hierarchy.root_name
+    lines = [f"{root} [{hierarchy.labels[root]}]" if root in hierarchy.labels else root]
     stack = [(child, "", k == len(children[-1]) - 1) for k, child in enumerate(children[-1])][::-1]
     while stack:
         node, prefix, last = stack.pop()

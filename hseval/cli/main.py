@@ -8,8 +8,9 @@ a model (:func:`~hseval.core.perf.tune_malloc`), HsevalWarnings become one line 
 What reaches the user is always one line on stderr:
 
 - a user error (any :class:`HsevalError`, a bad argument) or a known failure of the machine (a full
-  disk, a missing permission: :class:`OSError`) is ``hseval: error: ...`` and exit code 2; every
-  file hseval writes is written atomically, so the last good state is kept;
+  disk, a missing permission: :class:`OSError`; no memory left, with the command's own
+  ``memory_advice``) is ``hseval: error: ...`` and exit code 2; every file hseval writes is
+  written atomically, so the last good state is kept;
 - anything else is a bug: ``hseval: internal error ...`` names the log file that holds the
   traceback, and the exit code is 1;
 - a :class:`~hseval.core.errors.HsevalWarning` is ``hseval: warning: ...``, once per message.
@@ -59,6 +60,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    args = None
     with _warnings_as_lines():
         try:
             args = build_parser().parse_args(argv)
@@ -78,15 +80,25 @@ def main(argv: Sequence[str] | None = None) -> int:
             print(f"hseval: error: {os_error_line(exc)}", file=sys.stderr)
             return 2
         except MemoryError:
-            print("hseval: error: out of memory; use a smaller batch (--set data.eval_batch_size=...) or fewer "
-                  "runs at once", file=sys.stderr)
+            print(f"hseval: error: {memory_line(args)}", file=sys.stderr)
             return 2
         except Exception as exc:  # a bug: one line for the user, the traceback for the report
+            torch = sys.modules.get("torch")  # imported by the commands that run a model, if this one did
+            if torch is not None and isinstance(exc, torch.OutOfMemoryError):
+                print(f"hseval: error: {memory_line(args, device=True)}", file=sys.stderr)
+                return 2
             log = write_crash_log(exc, argv)
             where = f"the traceback is in {log}" if log else "the traceback could not be written to a log file"
             print(f"hseval: internal error ({type(exc).__name__}: {first_line(exc, limit=300)}); this is a bug in "
                   f"hseval, {where}; please report it", file=sys.stderr)
             return 1
+
+
+def memory_line(args: argparse.Namespace | None, *, device: bool = False) -> str:
+    """Out of memory (the machine's, or the ``device``'s), and what the command can do about it:
+    its ``memory_advice``, which names its own options."""
+    advice = getattr(args, "memory_advice", None)
+    return f"out of memory{' on the device' if device else ''}" + (f"; {advice}" if advice else "")
 
 
 def os_error_line(exc: OSError) -> str:

@@ -4,13 +4,15 @@ The parsers and the grid of runs live here; :mod:`hseval.train` (torch) is impor
 commands, so that ``hseval --help`` stays light.
 
 ``train-all`` trains one run per (head, seed, sweep value) with the same data order and backbone
-initialisation for every head of a seed, so the heads compare fairly; the dataset is loaded once.
+initialisation for every head of a seed, so the heads compare fairly; each dataset is loaded once
+(per distinct data setting: a sweep may vary the tree, the folder or the dataset).
 """
 
 from __future__ import annotations
 
 import argparse
 import itertools
+import re
 import time
 from pathlib import Path
 from typing import Any
@@ -18,6 +20,9 @@ from typing import Any
 from hseval.core.errors import ConfigError
 
 __all__ = ["add_train_arguments", "cmd_train", "cmd_train_all", "plan_runs", "planned_configs"]
+
+MEMORY_ADVICE = "use smaller batches (--set data.batch_size=... and --set data.eval_batch_size=...)"
+_SEPARATORS = re.compile(r"[/\\]")  # in a sweep value that is a path (data.hierarchy=trees/a.txt): no nested folder
 
 
 def add_train_arguments(parser: argparse.ArgumentParser, *, many: bool) -> None:
@@ -29,8 +34,10 @@ def add_train_arguments(parser: argparse.ArgumentParser, *, many: bool) -> None:
                         help="override a setting, e.g. --set optim.lr=0.05 (repeatable)")
     parser.add_argument("--hierarchy", help="a hierarchy file that replaces the dataset's tree")
     parser.add_argument("--device", help="auto, cpu, cuda or cuda:N (default: auto)")
-    parser.add_argument("--force", action="store_true", help="overwrite a finished or unfinished run")
-    parser.add_argument("--resume", action="store_true", help="continue an interrupted run")
+    parser.add_argument("--force", action="store_true", help="train anew over a finished or unfinished run")
+    parser.add_argument("--resume", action="store_true",
+                        help="continue an interrupted run" + (" and keep the finished ones" if many else "") +
+                        "; with --force: continue an unfinished run, train a finished one again")
     parser.add_argument("--quiet", action="store_true", help="no progress bars")
     parser.add_argument("--out", required=True, help="run folder" + (" root (one sub-folder per run)" if many else ""))
     if many:
@@ -39,17 +46,41 @@ def add_train_arguments(parser: argparse.ArgumentParser, *, many: bool) -> None:
         parser.add_argument("--sweep", action="append", default=[], metavar="KEY=V1,V2,...",
                             help="repeat the grid for each value, e.g. model.head_options.radius_decay=0.5,0.7,0.9")
     else:
-        parser.add_argument("--head", default="plain", help="head (see the README's table)")
+        parser.add_argument("--head", help="head (see the README's table; default: the recipe's, plain)")
 
 
-def _config(args: argparse.Namespace, head: str, extra: list[str]):
+def _config(args: argparse.Namespace, head: str | None, extra: list[str]):
+    """The recipe with every setting the command line gives: its flags, ``--set``, and the grid's
+    ``extra`` (a run's sweep values and seed). A setting given twice is refused: one of the two would
+    be recorded or believed, and not used."""
     from hseval.train.config import default_recipe, load_config  # yaml: only the training commands read recipes
 
-    given = {"data.dataset": args.dataset, "data.root": args.data_root, "model.backbone": args.backbone,
-             "engine.device": args.device, "engine.progress": "false" if args.quiet else None}  # None: the recipe's
-    overrides = [f"{key}={value}" for key, value in given.items() if value] + [f"model.head={head}", *args.set, *extra]
+    flags = {"--dataset": ("data.dataset", args.dataset), "--data-root": ("data.root", args.data_root),
+             "--hierarchy": ("data.hierarchy", args.hierarchy), "--backbone": ("model.backbone", args.backbone),
+             "--device": ("engine.device", args.device),
+             "--quiet": ("engine.progress", "false" if args.quiet else None),
+             "--heads" if hasattr(args, "heads") else "--head": ("model.head", head)}
+    given = [(flag, f"{key}={value}") for flag, (key, value) in flags.items() if value is not None]
+    given += [("--set", item) for item in args.set]
+    seeds = getattr(args, "seeds", None) is not None  # plan_runs refuses --seeds with a sweep of engine.seed
+    given += [("--seeds" if seeds and item.startswith("engine.seed=") else "--sweep", item) for item in extra]
+    _refuse_repeated(given)
     recipe = args.recipe or default_recipe(args.dataset or "fashion-mnist", args.backbone)
-    return load_config(recipe, overrides)
+    return load_config(recipe, [item for _, item in given])
+
+
+def _refuse_repeated(given: list[tuple[str, str]]) -> None:
+    """One line when two of ``given`` (option, KEY=VALUE) set one setting, or one inside the other."""
+    from hseval.core.overrides import parse_override  # yaml: only the training commands read settings
+
+    seen: list[tuple[str, str]] = []
+    for option, item in given:
+        key = parse_override(item)[0]
+        for other, earlier in seen:
+            if key == earlier or key.startswith(earlier + ".") or earlier.startswith(key + "."):
+                both = f"{other} gives it twice" if other == option else f"{other} and {option} both set it"
+                raise ConfigError(f"{key}: {both}; give each setting once")
+        seen.append((option, key))
 
 
 def _split(text: str, what: str) -> list[str]:
@@ -79,6 +110,8 @@ def plan_runs(args: argparse.Namespace, *, note=print) -> list[tuple[str, list[s
         if not sep:
             raise ConfigError(f"--sweep expects KEY=V1,V2,..., got {item!r}")
         sweeps.append((key.strip(), _split(values, f"--sweep {key}")))
+    if seeds != [None] and "engine.seed" in dict(sweeps):
+        raise ConfigError("engine.seed: --seeds and --sweep both set it; give each setting once")
     plan, names = [], set()
     for head in heads:
         grid = []
@@ -91,7 +124,7 @@ def plan_runs(args: argparse.Namespace, *, note=print) -> list[tuple[str, list[s
         for combo in itertools.product(*grid):
             for seed in seeds:
                 overrides = [f"{k}={v}" for k, v in combo]
-                name = head + "".join(f"-{k.split('.')[-1]}={v}" for k, v in combo)
+                name = head + "".join(f"-{k.split('.')[-1]}={_SEPARATORS.sub('_', v)}" for k, v in combo)
                 if seed is not None:
                     overrides.append(f"engine.seed={seed}")
                     if len(seeds) > 1:
@@ -109,7 +142,7 @@ def cmd_train(args: argparse.Namespace) -> int:
 
     config = _config(args, args.head, [])
     start = time.perf_counter()
-    out = train(config, args.out, resume=args.resume, force=args.force, hierarchy_file=args.hierarchy)
+    out = train(config, args.out, resume=args.resume, force=args.force)
     print(f"wrote {out} ({time.perf_counter() - start:.0f} s); evaluate it with: hseval evaluate {out} --out EVAL_DIR")
     return 0
 
@@ -124,7 +157,7 @@ def cmd_train_all(args: argparse.Namespace) -> int:
 
     configs = planned_configs(args)
     root = Path(args.out)
-    seconds = train_runs(configs, root, resume=args.resume, force=args.force, hierarchy=args.hierarchy)
+    seconds = train_runs(configs, root, resume=args.resume, force=args.force)
     for name, value in seconds.items():
         print(f"  {name}: {value:.0f} s")
     print(f"wrote {len(configs)} runs under {root}; evaluate them with: hseval evaluate {root} --out EVAL_DIR")
@@ -134,7 +167,7 @@ def cmd_train_all(args: argparse.Namespace) -> int:
 def register(commands: argparse._SubParsersAction) -> None:
     train = commands.add_parser("train", help="train one run (backbone + head) into a run folder")
     add_train_arguments(train, many=False)
-    train.set_defaults(func=cmd_train)
+    train.set_defaults(func=cmd_train, memory_advice=MEMORY_ADVICE)
     train_all = commands.add_parser("train-all", help="train one run per head (and seed, sweep value)")
     add_train_arguments(train_all, many=True)
-    train_all.set_defaults(func=cmd_train_all)
+    train_all.set_defaults(func=cmd_train_all, memory_advice=MEMORY_ADVICE)

@@ -70,7 +70,8 @@ def problem_text(problem: Mapping[str, Any]) -> tuple[str, str]:
         return field, f"must be {_EXPECTED[kind]}"
     if kind in _BOUNDS:
         key, sign = _BOUNDS[kind]
-        return field, f"must be {sign} {context[key]:g}"
+        bound = context[key]
+        return field, f"must be {sign} {bound:g}" if isinstance(bound, float) else f"must be {sign} {bound}"
     if kind == "literal_error":
         return field, f"must be {context['expected']}"
     if kind == "string_pattern_mismatch":

@@ -3,6 +3,9 @@
 A reader never sees a half-written file, and an interrupted write leaves the previous version
 (or nothing) in place. Errors of the file system (full disk, no permission) become one-line
 :class:`~hseval.core.errors.HsevalError` messages that name the path.
+
+Every text file hseval reads is decoded by :func:`decode`: UTF-8, with the byte-order mark that
+Windows editors write in front dropped.
 """
 
 from __future__ import annotations
@@ -18,8 +21,8 @@ from typing import IO, Any
 
 from hseval.core.errors import HsevalError, RunFormatError, first_line
 
-__all__ = ["atomic_path", "write_text", "write_bytes", "write_json", "read_text", "read_json", "check_output_folder",
-           "remove_stale_temporaries", "json_ready", "sha256"]
+__all__ = ["atomic_path", "write_text", "write_bytes", "write_json", "decode", "read_text", "read_json",
+           "check_output_folder", "remove_stale_temporaries", "json_ready", "sha256"]
 
 
 @contextlib.contextmanager
@@ -109,13 +112,19 @@ def read_bytes(path: str | Path, *, what: str, error: type[HsevalError] = Hseval
         raise error(f"{path}: cannot read {what}: {exc.strerror or exc}") from None
 
 
+def decode(data: bytes, *, errors: str = "strict") -> str:
+    """The text of a file's bytes: UTF-8, a leading byte-order mark dropped (the one decoding of
+    every text file hseval reads); ``UnicodeDecodeError`` for other bytes (with ``errors="strict"``)."""
+    return data.decode("utf-8-sig", errors)
+
+
 def read_text(path: str | Path, *, what: str, error: type[HsevalError] = HsevalError,
               missing: str = "not found", damaged: str = "is not UTF-8 text") -> str:
-    """A UTF-8 text file, or one line ``error`` naming the file (``what`` names it for the user;
-    ``missing`` and ``damaged`` end the messages for a missing and a non-text file)."""
+    """A UTF-8 text file (:func:`decode`), or one line ``error`` naming the file (``what`` names it
+    for the user; ``missing`` and ``damaged`` end the messages for a missing and a non-text file)."""
     data = read_bytes(path, what=what, error=error, missing=f"{what} {missing}")
     try:
-        return data.decode("utf-8")
+        return decode(data)
     except UnicodeDecodeError:
         raise error(f"{path}: {what} {damaged}") from None
 

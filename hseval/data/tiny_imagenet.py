@@ -16,6 +16,7 @@ from pathlib import Path
 
 import numpy as np
 
+from hseval.core import fileio
 from hseval.core.errors import DataError
 from hseval.data.base import LoadedDataset, register_dataset
 from hseval.data.folders import (
@@ -54,9 +55,8 @@ def _words(folder: Path, wnids: list[str]) -> dict[str, str]:
     if not path.is_file():
         return {}
     wanted = set(wnids)
-    with open(path, encoding="utf-8", errors="replace") as fh:
-        pairs = (line.rstrip("\n").split("\t", 1) for line in fh)
-        return {p[0]: p[1] for p in pairs if len(p) == 2 and p[0] in wanted}
+    pairs = (line.split("\t", 1) for line in fileio.decode(path.read_bytes(), errors="replace").splitlines())
+    return {p[0]: p[1] for p in pairs if len(p) == 2 and p[0] in wanted}
 
 
 def _train(folder: Path, wnids: list[str]) -> tuple[list[Path], np.ndarray]:

@@ -26,8 +26,7 @@ from hseval.evaluation.stages import (
     sample_stage,
     scores_stage,
 )
-from hseval.evaluation.writer import folder_name, update_index, write_evaluation
-from hseval.io.output import OutputFolder
+from hseval.evaluation.writer import evaluation_folder, folder_name, update_index, write_evaluation
 from hseval.io.prediction_format import Predictions, read_class_list, read_predictions
 from hseval.metrics.geometry import vectors_from
 from hseval.tree import read_hierarchy
@@ -40,23 +39,25 @@ _BATCH = 8192
 
 def evaluate_predictions(file: str | Path, out_dir: str | Path, *, hierarchy: str | Path,
                          classes: str | Path | None = None, name: str | None = None, dataset: str | None = None,
-                         head: str | None = None, projections: list[str] = ("pca",), max_points: int = 5000,
-                         seed: int = 0, log=print) -> dict[str, Any]:
+                         head: str | None = None, scores: str | None = None, projections: list[str] = ("pca",),
+                         max_points: int = 5000, seed: int = 0, log=print) -> dict[str, Any]:
     """Evaluate a prediction file (:mod:`hseval.io.prediction_format`: a model trained anywhere) into
     ``out_dir / name``, beside hseval's own runs; returns its index entry.
 
     Every metric the file allows is computed; each one it does not allow is listed in
-    ``metrics.json``'s ``unavailable`` with the reason, which the report and the dashboard show."""
+    ``metrics.json``'s ``unavailable`` with the reason, which the report and the dashboard show.
+    ``scores`` ("logits" or "probs"): what a CSV's ``score_<i>`` columns hold."""
     file, out_dir = Path(file), Path(out_dir)
     source = str(file.resolve())
     name = folder_name(name if name is not None else file.stem, out_dir, source)
     check_sample_options(projections, max_points)
     tree = read_hierarchy(hierarchy)
-    preds = read_predictions(file, tree, classes=None if classes is None else read_class_list(classes, tree))
+    preds = read_predictions(file, tree, classes=None if classes is None else read_class_list(classes, tree),
+                             scores=scores)
     evaluation = Evaluation(name, source, fileio.json_ready({"sha256": preds.sha256, "hierarchy": tree.to_dict(),
                                                              "projections": list(projections),
                                                              "max_points": max_points, "seed": seed}), tree)
-    root = OutputFolder(out_dir, "evaluations")
+    root = evaluation_folder(out_dir, inputs=[p for p in (file, hierarchy, classes) if p is not None])
     with root:
         log(f"evaluating {file} ({len(preds.targets)} samples; {', '.join(preds.members)}) -> {out_dir / name}")
         scores_stage(evaluation, _scores(preds, tree),
@@ -80,7 +81,7 @@ def evaluate_predictions(file: str | Path, out_dir: str | Path, *, hierarchy: st
             emb = emb[sample]
         else:
             unavailable["feature_norm"] = unavailable["projections"] = MISSING.format("'embeddings' (N, d)")
-            emb, sample = np.zeros((0, 0)), np.zeros(0, np.int64)
+            sample = np.zeros(0, np.int64)
         sample_stage(evaluation, emb, sample, class_vectors, methods=projections, seed=seed)
         entry = write_evaluation(root, evaluation)
         update_index(out_dir, {name: entry})

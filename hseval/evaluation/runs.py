@@ -27,7 +27,6 @@ import torch
 from hseval.core import fileio
 from hseval.core.device import resolve_device
 from hseval.core.errors import ConfigError, DataError, HsevalWarning, RunFormatError
-from hseval.core.perf import tune_malloc
 from hseval.core.progress import bar as progress_bar
 from hseval.data import load_dataset
 from hseval.data.base import check_split, dataset_options
@@ -41,7 +40,14 @@ from hseval.evaluation.stages import (
     sample_stage,
     scores_stage,
 )
-from hseval.evaluation.writer import evaluated_sources, evaluation_names, up_to_date, update_index, write_evaluation
+from hseval.evaluation.writer import (
+    evaluated_sources,
+    evaluation_folder,
+    evaluation_names,
+    up_to_date,
+    update_index,
+    write_evaluation,
+)
 from hseval.io.output import OutputFolder
 from hseval.io.run_format import META_FILE, Run, is_run_dir, load_run
 from hseval.metrics.geometry import node_vectors
@@ -194,7 +200,7 @@ def evaluate_run(run_dir: Path, out_dir: Path, *, name: str, options: EvalOption
     RunFormatError, DataError, ConfigError, OwnershipError
         one line naming the file or argument; nothing is written then.
     """
-    root = OutputFolder(out_dir, "evaluations")
+    root = evaluation_folder(out_dir, inputs=[run_dir])
     run = load_run(run_dir)
     with root:
         entry = _stages(run, root, name=name, options=options, data_cache=data_cache)()
@@ -235,7 +241,7 @@ def _stages(run: Run, root: OutputFolder, *, name: str, options: EvalOptions,
 
 def evaluate_runs(patterns: list[str], out_dir: str | Path, *, data_root: str | None = None, split: str = "test",
                   projections: list[str] = ("pca",), max_points: int = 5000, device: str = "auto",
-                  progress: bool = True, reuse: bool = False, workers: int | None = None,
+                  batch_size: int = 512, progress: bool = True, reuse: bool = False, workers: int | None = None,
                   log=print) -> list[dict[str, Any]]:
     """Evaluate every run matched by ``patterns`` into ``out_dir``; returns the index entries.
 
@@ -251,13 +257,11 @@ def evaluate_runs(patterns: list[str], out_dir: str | Path, *, data_root: str | 
     arguments, the device, every run (its files and checksums) and its data. Then the folder is
     claimed (created with its marker, or checked to be an evaluation folder) and locked."""
     options = EvalOptions(data_root=data_root, split=split, projections=tuple(projections), max_points=max_points,
-                          device=device, progress=progress)
+                          device=device, batch_size=batch_size, progress=progress)
     if workers is not None and workers < 1:
         raise ConfigError(f"--workers must be a positive integer, got {workers}")
-    if resolve_device(device).type == "cpu":
-        tune_malloc()  # the large activations of each batch stay in the heap: 1.6x faster on 2 cores
     runs = find_runs(patterns)
-    root = OutputFolder(out_dir, "evaluations")
+    root = evaluation_folder(out_dir, inputs=runs)
     cache: dict = {}
     loaded = {}
     for run_dir in runs:  # every run whole (checksums, tensors, model) and its data, before writing anything

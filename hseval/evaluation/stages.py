@@ -163,11 +163,14 @@ def geometry_stage(evaluation: Evaluation, vectors: tuple[np.ndarray, str] | Non
     return node_vec
 
 
-def sample_stage(evaluation: Evaluation, embeddings: np.ndarray, sample: np.ndarray, class_vectors: np.ndarray | None,
-                 *, methods: tuple[str, ...] | list[str], seed: int) -> None:
+def sample_stage(evaluation: Evaluation, embeddings: np.ndarray | None, sample: np.ndarray,
+                 class_vectors: np.ndarray | None, *, methods: tuple[str, ...] | list[str], seed: int) -> None:
     """projections.csv and embeddings.npz: the ``embeddings`` of the samples ``sample`` (their
     positions in the evaluated split, from :func:`hseval.data.sampling.stratified_subset`) with their
-    labels and predictions, and the class vectors, projected by each of ``methods``."""
+    labels and predictions, and the class vectors, projected by each of ``methods``. Without
+    embeddings (None) the sample is empty, and as wide as the class vectors (the format's rule)."""
+    if embeddings is None:
+        embeddings = np.zeros((0, 0 if class_vectors is None else class_vectors.shape[1]), np.float32)
     predictions = evaluation.arrays[eval_format.PREDICTIONS]
     labels, predicted = predictions["targets"][sample], predictions["topk"][sample, 0]
     evaluation.tables[eval_format.PROJECTIONS] = _projection_table(

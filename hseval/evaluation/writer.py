@@ -19,8 +19,14 @@ from hseval.io.folders import EvaluationMarker, read_marker
 from hseval.io.output import OutputFolder
 from hseval.io.results import read_run
 
-__all__ = ["write_evaluation", "index_entry", "update_index", "evaluated_sources", "evaluation_names", "folder_name",
-           "up_to_date"]
+__all__ = ["evaluation_folder", "write_evaluation", "index_entry", "update_index", "evaluated_sources",
+           "evaluation_names", "folder_name", "up_to_date"]
+
+
+def evaluation_folder(out_dir: str | Path, *, inputs: list[str | Path]) -> OutputFolder:
+    """The evaluation folder ``out_dir`` as the output of a command that reads ``inputs`` (runs,
+    prediction and tree files), checked before any work; the command writes its index in place."""
+    return OutputFolder(out_dir, "evaluations", writes=[eval_format.INDEX_FILE], reads=inputs)
 
 
 def write_evaluation(root: OutputFolder, evaluation: Evaluation) -> dict[str, Any]:
@@ -55,8 +61,8 @@ def update_index(out_dir: Path, entries: dict[str, dict[str, Any]]) -> None:
 
 def evaluated_sources(out_dir: Path) -> dict[str, str | None]:
     """Name -> the source it evaluated, for every entry of ``out_dir``; None for an entry that is
-    not an evaluation hseval wrote (its name is taken, and it is kept)."""
-    out: dict[str, str | None] = {}
+    not an evaluation hseval wrote and for the folder's own files (those names are taken)."""
+    out: dict[str, str | None] = dict.fromkeys(eval_format.FOLDER_FILES)  # the folder's own files' names
     for entry in sorted(out_dir.iterdir()) if out_dir.is_dir() else []:
         if entry.name.startswith("."):
             continue
@@ -129,8 +135,9 @@ def folder_name(name: str, out_dir: Path, source: str) -> str:
             len(name) > 200:
         raise ConfigError(f"--name {name!r} cannot name a folder; use letters, digits, '-', '_' or '.' "
                           "(not first), e.g. --name resnet50-imagenet")
-    if name == eval_format.INDEX_FILE:
-        raise ConfigError(f"--name {name!r} is the name of the evaluation folder's own index; choose another --name")
+    if name in eval_format.FOLDER_FILES:
+        raise ConfigError(f"--name {name!r} is the name of one of the evaluation folder's own files "
+                          f"({', '.join(eval_format.FOLDER_FILES)}); choose another --name")
     owner = evaluated_sources(out_dir).get(name, source)
     if owner != source:
         raise ConfigError(f"{out_dir / name} already holds the evaluation of {owner or 'something else'}; "

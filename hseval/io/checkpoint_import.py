@@ -38,7 +38,7 @@ from hseval.core.overrides import parse_override
 from hseval.data import load_dataset
 from hseval.data.base import dataset_options
 from hseval.io.output import OutputFolder
-from hseval.io.run_format import RUN_ENTRIES, run_folder_state, save_run
+from hseval.io.run_format import run_folder_state, save_run
 from hseval.io.state_dict import (
     StateDict,
     StateDictError,
@@ -53,6 +53,7 @@ from hseval.nn.backbones import BACKBONES, create_backbone
 from hseval.nn.heads import head_class
 from hseval.nn.model import build_model
 from hseval.tree import read_hierarchy
+from hseval.tree.formats import companions
 from hseval.tree.hierarchy import Hierarchy
 
 __all__ = ["import_checkpoint", "RunTarget"]
@@ -207,7 +208,8 @@ def import_checkpoint(checkpoint: str | Path, out: str | Path, *, backbone: str,
     BACKBONES.get(backbone)  # an unknown name: the registry's one-line error
     head_class(head)
     dataset_options(dataset)
-    folder = _out_folder(out, force=force)
+    folder = _out_folder(out, force=force, inputs=[checkpoint] + ([] if isinstance(hierarchy, Hierarchy) else
+                                                                 [hierarchy, *companions(hierarchy)]))
 
     tree = hierarchy if isinstance(hierarchy, Hierarchy) else read_hierarchy(hierarchy)
     ckpt = read_state_dict(checkpoint, prefix=prefix)
@@ -244,9 +246,10 @@ def import_checkpoint(checkpoint: str | Path, out: str | Path, *, backbone: str,
     return out
 
 
-def _out_folder(out: Path, *, force: bool) -> OutputFolder:
-    """The run folder ``out`` as an output folder, checked: new, empty, or with ``force`` a run."""
-    folder = OutputFolder(out, "run", replace=True, staged=True, own=RUN_ENTRIES)
+def _out_folder(out: Path, *, force: bool, inputs: list[Path]) -> OutputFolder:
+    """The run folder ``out`` as an output folder, checked: new, empty, or with ``force`` a run;
+    never one that holds ``inputs`` (the checkpoint, the tree)."""
+    folder = OutputFolder(out, "run", replace=True, staged=True, reads=inputs)
     state = run_folder_state(out)
     if state != "new" and not force:
         what = "a run" if state == "finished" else "an unfinished run"

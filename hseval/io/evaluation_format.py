@@ -47,19 +47,24 @@ from hseval.io.records import (
     parse_record,
     write_record,
 )
-from hseval.io.tables import EVALUATION_TABLES, RERUN, render
+from hseval.io.tables import EVALUATION_TABLES, GROUPED, LEVELS, RERUN, SUMMARY, render
 from hseval.tree.hierarchy import Hierarchy
 
 __all__ = ["SCHEMA_VERSION", "METRICS", "PER_NODE", "GEOMETRY", "PAIRS", "PROJECTIONS", "EMBEDDINGS", "PREDICTIONS",
-           "FILES", "TABLES", "ARRAYS", "MetricsRecord", "PATTERN_HELP", "IndexRecord", "write_run",
-           "read_metrics", "read_arrays",
-           "verified_bytes", "checksums", "INDEX_FILE", "read_index", "write_index"]
+           "FILES", "TABLES", "ARRAYS", "MetricsRecord", "PATTERN_HELP", "IndexRecord", "write_run", "read_metrics",
+           "read_arrays", "verified_bytes", "checksums", "INDEX_FILE", "REPORT_FILES", "FOLDER_FILES", "read_index",
+           "write_index"]
 
 SCHEMA_VERSION = 2
 METRICS, EMBEDDINGS, PREDICTIONS, INDEX_FILE = "metrics.json", "embeddings.npz", "predictions.npz", "index.json"
 TABLES = EVALUATION_TABLES
 PER_NODE, GEOMETRY, PAIRS, PROJECTIONS = TABLES  # the file names, in the order of the tables
 FILES = (METRICS, *TABLES, EMBEDDINGS, PREDICTIONS)
+REPORT_FILES = (SUMMARY.file, GROUPED.file, LEVELS.file, "superclass_accuracy.md", "significance.csv",
+                "paper_tables.md", "paper_tables.tex", "report.md", "report.html")
+"""The files ``hseval report`` writes into an evaluation folder."""
+FOLDER_FILES = (INDEX_FILE, *REPORT_FILES)
+"""The files at the top of an evaluation folder, beside its evaluated runs: no run's evaluation takes these names."""
 
 
 # ====================================================================== metrics.json

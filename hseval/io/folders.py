@@ -1,16 +1,18 @@
 """Which folders are hseval's, of what kind, and who is writing into one now.
 
 Every folder hseval writes carries a marker, ``.hseval-folder.json``, a typed record
-(:class:`Marker`) that names its kind (:data:`KINDS`), who created it and when, and what the kind
-needs: an evaluation's source, inputs and the SHA-256 of each file it holds, an export's files.
+(:class:`Marker`) that names its kind (:data:`KINDS`), who created it and when, the files hseval
+wrote there, and what the kind needs (an evaluation's source and inputs, an export's runs).
 Ownership follows from the marker alone, never from the names of the files a folder holds:
 
 - a folder without hseval's marker is the user's: hseval writes into it only when it is empty;
 - a marked folder of another kind is refused;
-- a folder is replaced only when it holds nothing hseval did not write there
-  (:func:`foreign_entries`: not in the marker's ``files``, nor named by the kind's format);
+- hseval replaces or removes only what the marker records it wrote (:func:`foreign_entries`): a
+  folder that holds anything else is not replaced, and a file it did not write is not written over;
 - nothing is written inside another hseval folder unless that folder's kind holds the output's
-  kind (:data:`HOLDS`: a run in a folder of runs, an evaluation in an evaluation folder).
+  kind (:data:`HOLDS`: a run in a folder of runs, an evaluation in an evaluation folder);
+- no output is one of the command's inputs, lies inside one, or takes a name hseval keeps for
+  itself (:func:`check_planned`).
 
 A writer holds the folder's lock (:func:`locked`: ``flock`` on ``.hseval.lock``, released by the
 kernel when the process ends, so a killed writer leaves no stale lock). The transactions that
@@ -26,7 +28,7 @@ import os
 import shutil
 from collections.abc import Collection, Iterator
 from pathlib import Path
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any, ClassVar, Literal
 
 try:
     import fcntl
@@ -41,8 +43,8 @@ from hseval.core.errors import HsevalError
 from hseval.io.records import Record, parse_record
 
 __all__ = ["MARKER", "LOCK", "STAGING", "OLD", "KINDS", "HOLDS", "Marker", "EvaluationMarker", "ExportMarker",
-           "MARKERS", "OwnershipError", "read_marker", "kind_of", "new_marker", "listing", "foreign_entries", "shown",
-           "recover", "check_inside", "locked"]
+           "MARKERS", "OwnershipError", "read_marker", "kind_of", "new_marker", "listing", "recorded",
+           "foreign_entries", "shown", "recover", "check_inside", "check_planned", "locked"]
 
 MARKER = ".hseval-folder.json"
 LOCK = ".hseval.lock"
@@ -69,11 +71,18 @@ Sha256 = Annotated[str, StringConstraints(pattern=r"^[0-9a-f]{64}$")]
 
 
 class Marker(Record):
-    """A folder's marker: its kind, and who created it and when."""
+    """A folder's marker: its kind, who created it and when, and what hseval wrote there."""
 
     kind: Literal["run", "runs", "evaluations", "evaluation", "export", "demo"]
     created_by: str
     created_at: _dt.datetime
+    files: dict[str, Sha256 | None]
+    """Relative path -> SHA-256 of each file or folder hseval wrote here (a folder covers what it
+    holds); None where it is rewritten in place (a run's checkpoint, a folder's index and report).
+    hseval replaces or removes nothing else; the sub-folders of a folder of runs or evaluations
+    carry markers of their own."""
+    hashed: ClassVar[bool] = False
+    """Whether every file's SHA-256 is recorded (it is checked when the file is read)."""
 
 
 class RunMarker(Marker):
@@ -97,6 +106,7 @@ class EvaluationMarker(Marker):
     schema_version: int
     files: dict[str, Sha256]
     """Name -> SHA-256 of every file written: a file changed afterwards is refused when read."""
+    hashed: ClassVar[bool] = True
 
 
 class ExportMarker(Marker):
@@ -106,6 +116,7 @@ class ExportMarker(Marker):
     runs: list[str]
     files: dict[str, Sha256]
     """Relative path -> SHA-256 of every file written: a re-export replaces only these."""
+    hashed: ClassVar[bool] = True
 
 
 MARKERS: dict[str, type[Marker]] = {"run": RunMarker, "runs": CollectionMarker, "evaluations": CollectionMarker,
@@ -140,10 +151,11 @@ def kind_of(folder: str | Path, *, error: type[HsevalError] = OwnershipError) ->
 
 
 def new_marker(kind: str, **details: Any) -> Marker:
-    """A marker of ``kind`` created now by this hseval, with the kind's ``details``."""
+    """A marker of ``kind`` created now by this hseval, with the kind's ``details`` (``files``: none
+    unless given)."""
     now = _dt.datetime.now(_dt.timezone.utc).replace(microsecond=0)
     return MARKERS[kind].model_validate({"kind": kind, "created_by": f"hseval {__version__}", "created_at": now,
-                                         **details})
+                                         "files": {}, **details})
 
 
 # ====================================================================== what a folder holds
@@ -155,20 +167,29 @@ def listing(folder: Path) -> list[str]:
         raise OwnershipError(f"{folder}: cannot list it ({exc.strerror or exc})") from None
 
 
-def foreign_entries(folder: Path, marker: Marker, own: Collection[str]) -> list[str]:
-    """The entries of ``folder`` hseval did not write: neither in the marker's ``files`` nor named
-    as its format's own (``own``, top-level names), nor a writer's leftover."""
-    files = set(getattr(marker, "files", None) or ())
-    dirs = {str(p) for f in files for p in Path(f).parents}
+def recorded(rel: str, files: Collection[str]) -> bool:
+    """Whether the entry ``rel`` (a relative path) is one the marker's ``files`` records: itself, a
+    folder above it, or a folder that holds a recorded file."""
+    parts = Path(rel).parts
+    return any("/".join(parts[:k]) in files for k in range(1, len(parts) + 1)) or \
+        any(f.startswith(rel + "/") for f in files)
+
+
+def foreign_entries(folder: Path, marker: Marker, names: Collection[str] | None = None) -> list[str]:
+    """The entries of ``folder`` hseval did not write (not :func:`recorded` by its marker, nor a
+    writer's leftover); ``names``: only these top-level entries and what they hold (default: all)."""
     found = []
-    for path in sorted(folder.rglob("*")):
-        rel = path.relative_to(folder)
-        top = rel.parts[0]
-        if top in own or top in _OURS or top.startswith((STAGING, OLD)) or (top.startswith(".") and
-                                                                            top.endswith(".tmp")):
+    tops = sorted(folder.iterdir()) if names is None else [folder / n for n in names]
+    for top in tops:
+        if not (top.exists() or top.is_symlink()) or top.name in _OURS or \
+                top.name.startswith((STAGING, OLD)) or (top.name.startswith(".") and top.name.endswith(".tmp")):
             continue
-        if str(rel) not in files and not (path.is_dir() and not path.is_symlink() and str(rel) in dirs):
-            found.append(str(rel))
+        below = sorted(top.rglob("*")) if top.is_dir() and not top.is_symlink() else []
+        for path in (top, *below):
+            rel = path.relative_to(folder).as_posix()
+            if not recorded(rel, marker.files):
+                found.append(rel)
+                break  # a foreign folder is named once, not each file it holds
     return found
 
 
@@ -256,6 +277,26 @@ def _try_lock(fd: int) -> bool:
     except BlockingIOError:
         return False
     return True
+
+
+def check_planned(path: Path, inputs: Collection[Path], option: str, *, replaces: bool = False) -> None:
+    """Refuse the output ``path`` before any work where it takes a name hseval keeps for its own
+    files (a marker, a lock, a staging folder), is one of the command's ``inputs``, lies inside one
+    (a run folder, an evaluation), or holds one that writing it would remove (``replaces``)."""
+    if path.name in _OURS or path.name.startswith((STAGING, OLD)):
+        raise OwnershipError(f"{path}: {path.name!r} is the name of hseval's own bookkeeping files; choose another "
+                             f"{option}")
+    real = Path(os.path.realpath(path))
+    for given in inputs:
+        source = Path(os.path.realpath(given))
+        if real == source:
+            raise OwnershipError(f"{path}: is an input of this command; write the output to another {option}")
+        if source in real.parents:
+            raise OwnershipError(f"{path}: lies inside {given}, an input of this command; write the output outside it "
+                                 f"(choose another {option})")
+        if replaces and real in source.parents:
+            raise OwnershipError(f"{path}: holds {given}, an input of this command, which writing the output would "
+                                 f"remove; choose another {option}")
 
 
 def check_inside(path: Path, kind: str | None, option: str) -> None:

@@ -1,8 +1,11 @@
 """The output transactions: every hseval command writes through :class:`OutputFolder` (a folder)
 or :class:`OutputFile` (a file, such as a hierarchy), with the rules of :mod:`hseval.io.folders`.
 
-Each is checked when it is made, before any work and writing nothing; entered, it locks and claims
-its output; left, it commits; left by an exception, it undoes what it did, so a refused or failed
+A command makes them before any work, from every path it will write (a folder's files, a file's
+companions) and its inputs; that is where every path is checked, writing nothing, so a refused
+command has done no work and a command never fails for its output after writing. Entered, a
+transaction locks and claims its output and records in the folder's marker what it is about to
+write; left, it commits; left by an exception, it undoes what it did, so a refused or failed
 command leaves no trace and never loses the previous complete output. A replaced folder is written
 into a hidden sibling, ``.hseval-staging-NAME-PID``, that takes its place when complete; the old
 one is moved to ``.hseval-old-NAME-PID`` and removed. What a killed writer leaves is put right by
@@ -29,11 +32,13 @@ from hseval.io.folders import (
     STAGING,
     OwnershipError,
     check_inside,
+    check_planned,
     foreign_entries,
     listing,
     locked,
     new_marker,
     read_marker,
+    recorded,
     recover,
     shown,
 )
@@ -53,29 +58,32 @@ class OutputFolder:
     """Write the folder ``path`` as a ``kind`` folder: one transaction per command.
 
     Construction checks, writing nothing (but putting right what a killed hseval left there):
-    the path can be a folder there, it is new, empty or hseval's of this kind, and it does not
-    lie inside another hseval folder (``parent``: the folder of this command it lies in, checked
-    already). Entering locks it (unless ``lock`` is False: a parent holds the lock) and claims it;
-    :attr:`target` is where the command writes.
+    the path can be a folder there, it is new, empty or hseval's of this kind, it does not lie
+    inside another hseval folder (``parent``: the folder of this command it is a sub-folder of,
+    checked already; its name is none of the parent's ``writes``) and it is neither one of the
+    paths the command ``reads`` nor inside one. Entering locks it (unless ``lock`` is False: a parent
+    holds the lock) and claims it; :attr:`target` is where the command writes.
 
-    ``replace``: the output replaces what hseval wrote there before, only after checking the
-    folder holds nothing else (``own``: the top-level names its format writes, for kinds whose
-    marker does not list ``files``). ``staged``: write into a hidden sibling that takes the
-    folder's place on success (default: when replacing a folder that holds something), so the
-    previous complete folder stays until the new one is complete. On failure the staging is
-    removed, and a folder this command only claimed is left as it was found; what a command
-    wrote in place stays (a killed or failed training keeps its checkpoint for ``--resume``).
-    ``details`` go into the marker (the kind's fields; an export's and an evaluation's ``files``
-    are recorded when they are committed)."""
+    ``writes``: the top-level names the command writes in place; one that is there and that the
+    marker does not record (the user's ``report.md`` in an evaluation folder) is refused, the
+    others are recorded on entering, and those it did not write are dropped from the record on
+    leaving. ``replace``: the output replaces what hseval wrote there before, only after checking
+    the folder holds nothing else and no input. ``staged``: write into a hidden sibling that takes
+    the folder's place on success (default: when replacing a folder that holds something), so the
+    previous complete folder stays until the new one is complete; every file it holds is recorded
+    then. On failure the staging is removed, and a folder this command only claimed is left as it
+    was found; what a command wrote in place stays (a killed or failed training keeps its
+    checkpoint for ``--resume``). ``details`` go into the marker (the kind's fields)."""
 
     def __init__(self, path: str | Path, kind: str, *, option: str = "--out", replace: bool = False,
                  staged: bool | None = None, lock: bool = True, parent: OutputFolder | None = None,
-                 own: Collection[str] = (), **details: Any) -> None:
+                 writes: Collection[str] = (), reads: Collection[str | Path] = (), **details: Any) -> None:
         if kind not in KINDS:
             raise ValueError(f"unknown folder kind {kind!r}")
         self.path, self.kind, self.option = Path(os.path.abspath(path)), kind, option
-        self.lock, self.details, self.staging = lock, details, None
+        self.lock, self.details, self.staging, self.writes = lock, details, None, tuple(writes)
         fileio.check_output_folder(self.path, option=option)
+        check_planned(self.path, reads, option, replaces=replace)
         recover(self.path.parent, self.path.name)  # a killed replacement: the previous folder is put back
         self.marker = read_marker(self.path) if self.path.is_dir() else None
         entries = listing(self.path) if self.path.is_dir() else []
@@ -89,13 +97,18 @@ class OutputFolder:
             check_inside(self.path, kind, option)
         elif kind not in HOLDS.get(parent.kind, ()):
             raise OwnershipError(f"{self.path}: {KINDS[parent.kind]} holds no {KINDS[kind]}")
+        elif self.path.parent != parent.path or self.path.name in parent.writes:
+            raise OwnershipError(f"{self.path}: {KINDS[parent.kind]} holds {KINDS[kind]} in a sub-folder of its own, "
+                                 f"named apart from its files ({', '.join(parent.writes) or 'none'}); choose another "
+                                 "name")
         visible = [e for e in entries if not e.startswith(".")]
-        if replace and self.marker is not None and entries:
-            foreign = foreign_entries(self.path, self.marker, own)
+        if self.marker is not None and entries and (replace or self.writes):
+            foreign = foreign_entries(self.path, self.marker, None if replace else self.writes)
             if foreign:
+                what = "replace the folder" if replace else "write over it"
                 raise OwnershipError(f"{self.path}: holds {shown(foreign)}, which hseval did not write there, so it "
-                                     f"will not replace the folder; move {'it' if len(foreign) == 1 else 'them'} out "
-                                     f"or choose another {option}")
+                                     f"will not {what}; move {'it' if len(foreign) == 1 else 'them'} out or choose "
+                                     f"another {option}")
         self.staged = (replace and bool(visible)) if staged is None else staged
         self._found = (self.path.exists(), entries, self.marker, (self.path / LOCK).exists())
         self._stack: contextlib.ExitStack | None = None
@@ -124,10 +137,13 @@ class OutputFolder:
                 if self.path.is_dir():
                     recover(self.path)
                     fileio.remove_stale_temporaries(self.path)
+                planned = {name: None for name in self.writes}
                 if self.marker is None:
                     self._mkdir(self.path)
                     self._claimed = True
-                    write_record(self.path / MARKER, new_marker(self.kind, **self.details))
+                    write_record(self.path / MARKER, new_marker(self.kind, **self.details, files=planned))
+                elif not all(recorded(name, self.marker.files) for name in self.writes):
+                    self._record({**planned, **self.marker.files})
         except BaseException:
             self._undo()
             raise
@@ -143,6 +159,7 @@ class OutputFolder:
         elif exc is not None:
             self._undo()
         else:
+            self._settle()
             self._close()
 
     def _mkdir(self, path: Path) -> None:
@@ -151,14 +168,26 @@ class OutputFolder:
         except OSError as exc:
             raise OwnershipError(f"cannot write {path}: {exc.strerror or exc}; choose another {self.option}") from None
 
+    def _record(self, files: dict[str, str | None]) -> None:
+        self.marker = self.marker.model_copy(update={"files": files})
+        write_record(self.path / MARKER, self.marker)
+
+    def _settle(self) -> None:
+        """Drop from the marker's record the planned names this command did not write."""
+        marker = read_marker(self.path) if self.path.is_dir() else None
+        if marker is not None and self.writes:
+            kept = {k: v for k, v in marker.files.items() if k not in self.writes or (self.path / k).exists()}
+            if kept != marker.files:
+                self.marker = marker
+                self._record(kept)
+
     def _commit(self) -> None:
-        """Record the marker in the staging folder, then put it in the folder's place."""
+        """Record the marker (with every file written) in the staging folder, then put it in the folder's place."""
         staging = self.staging
-        details = dict(self.details)
-        if "files" in MARKERS[self.kind].model_fields:
-            details["files"] = {str(p.relative_to(staging)): fileio.sha256(p) for p in sorted(staging.rglob("*"))
-                                if p.is_file() and p.name not in _OURS}
-        write_record(staging / MARKER, new_marker(self.kind, **details))
+        hashed = MARKERS[self.kind].hashed
+        files = {p.relative_to(staging).as_posix(): fileio.sha256(p) if hashed else None
+                 for p in sorted(staging.rglob("*")) if p.is_file() and p.name not in _OURS}
+        write_record(staging / MARKER, new_marker(self.kind, **self.details, files=files))
         old = None
         try:
             if self.path.exists():
@@ -193,6 +222,8 @@ class OutputFolder:
                     if ours:
                         with contextlib.suppress(FileNotFoundError):
                             (self.path / name).unlink()
+        with contextlib.suppress(OSError, OwnershipError):
+            self._settle()
         self._close()
         if not existed:
             with contextlib.suppress(OSError):
@@ -200,28 +231,29 @@ class OutputFolder:
 
 
 class OutputFile:
-    """Write the file ``path`` (and the files a format writes beside it, such as a names sidecar):
-    checked before any work, written into a hidden staging folder beside it, moved into place
-    when every file is complete; nothing is left on failure.
+    """Write the file ``path`` (and its ``companions``, the files a format writes beside it, such as
+    a names sidecar): checked before any work, written into a hidden staging folder beside it,
+    moved into place when every file is complete; nothing is left on failure.
 
-    Refused before any work: a folder at ``path``, a place that cannot be written, a path inside
-    a folder hseval writes itself (a run, an evaluation...: ``RUN/run.json`` would break the run)
-    and one of the command's ``inputs``."""
+    Refused before any work, for ``path`` and each companion: a folder there, a place that cannot
+    be written, a name hseval keeps for itself, a path inside a folder hseval writes itself
+    (``RUN/run.json`` would break the run), and one of the paths the command ``reads`` or a path
+    inside one (an input run that has lost its marker)."""
 
-    def __init__(self, path: str | Path, *, option: str = "--out", inputs: Collection[str | Path] = ()) -> None:
+    def __init__(self, path: str | Path, *, option: str = "--out", companions: Collection[str | Path] = (),
+                 reads: Collection[str | Path] = ()) -> None:
         self.path, self.option = Path(os.path.abspath(path)), option
-        if self.path.is_dir():
-            raise OwnershipError(f"{self.path}: is a folder; {option} names the file to write")
-        fileio.check_output_folder(self.path.parent, option=option)
-        check_inside(self.path, None, option)
-        self._inputs = {Path(p).resolve() for p in inputs}
-        self._refuse_input(self.path)
+        for planned in (self.path, *(Path(os.path.abspath(c)) for c in companions)):
+            if planned.is_dir():
+                raise OwnershipError(f"{planned}: is a folder; {option} names the file to write" if planned == self.path
+                                     else f"{planned}: is a folder, where hseval writes a file beside "
+                                          f"{self.path.name}; choose another {option}")
+            fileio.check_output_folder(planned.parent, option=option)
+            check_planned(planned, reads, option)
+            check_inside(planned, None, option)
+        self._planned = [*(self.path.parent / Path(c).name for c in companions), self.path]  # the file itself last
         self.staging: Path | None = None
         self._made: list[Path] = []
-
-    def _refuse_input(self, path: Path) -> None:
-        if path.resolve() in self._inputs:
-            raise OwnershipError(f"{path}: is an input of this command; write the output to another {self.option}")
 
     def __enter__(self) -> Path:
         """The path to write the file to (in the staging folder, with the file's name)."""
@@ -242,13 +274,10 @@ class OutputFile:
             self._undo()
             return
         try:
-            written = sorted(p for p in self.staging.iterdir() if not p.name.startswith("."))
-            for path in written:
-                target = self.path.parent / path.name
-                self._refuse_input(target)
-                if target.is_dir():
-                    raise OwnershipError(f"{target}: is a folder, where hseval writes a file beside {self.path.name}; "
-                                         f"choose another {self.option}")
+            written = [self.staging / p.name for p in self._planned if (self.staging / p.name).exists()]
+            unplanned = [n for n in _settled(os.listdir(self.staging)) if self.path.parent / n not in self._planned]
+            if unplanned:  # a bug: every file is checked before any work
+                raise RuntimeError(f"{shown(unplanned)} written beside {self.path} without being planned")
             for path in written:
                 os.replace(path, self.path.parent / path.name)
         except OSError as exc:

@@ -4,8 +4,7 @@
 Arrays (``.npz`` read with ``allow_pickle=False``, or ``.safetensors``), N samples, |L| classes:
 
 - ``targets`` (N,) integer class indices — required;
-- ``logits`` or ``probs`` (N, |L|) — one of the two is required (probabilities: rows in [0, 1]
-  summing to 1);
+- ``logits`` or ``probs`` (N, |L|) — one of the two is required; its name says what it holds;
 - ``level_scores_<k>`` (N, nodes at depth k) — the model's own super-class scores at level k,
   columns in the order of ``hierarchy.nodes_at_depth(k)``;
 - ``embeddings`` (N, d) — the features before the last layer (projections, feature norms);
@@ -14,9 +13,15 @@ Arrays (``.npz`` read with ``allow_pickle=False``, or ``.safetensors``), N sampl
 
 A ``.csv`` with a header and one row per sample is accepted too: ``target,pred`` (predicted
 classes only: the metrics that need scores are then not available, and say so), or ``target``
-and one score column per class, ``score_0 … score_{|L|-1}`` (logits, or probabilities when every
-row is in [0, 1] and sums to 1), ``logit_i`` or ``prob_i``. Classes are given by index or by name
-(the names of the tree's leaves; a column holding only leaf names is read as names).
+and one score column per class, ``logit_0 … logit_{|L|-1}`` or ``prob_0 … prob_{|L|-1}``; columns
+named ``score_0 …`` hold either, so the reader is told which (``scores="logits"`` or ``"probs"``,
+``hseval evaluate --scores``). Classes are given by index or by name (the names of the tree's
+leaves; a column holding only leaf names is read as names).
+
+What scores are is never guessed from their values; the values are checked against what the file
+says, with one tolerance (:data:`PROBABILITY_TOLERANCE`): probabilities are rows of values in
+[0, 1] summing to 1 within it, and "logits" whose every row is such a vector are refused as the
+probabilities they are.
 
 Class indices follow the tree's leaf order, or the order of ``classes`` (one name per class, as
 the model numbers them) when it is given: the scores' columns and the class weights are then
@@ -37,14 +42,20 @@ import numpy as np
 from hseval.core.errors import DataError
 from hseval.core.fileio import read_text, sha256
 from hseval.io.tables import Column, failure, parse_column, read_cells
+from hseval.metrics._checks import PROBABILITY_TOLERANCE, probability_problem
 from hseval.tree.hierarchy import Hierarchy
 
-__all__ = ["Predictions", "read_predictions", "read_class_list", "SUFFIXES", "MEMBERS"]
+__all__ = ["Predictions", "read_predictions", "read_class_list", "SUFFIXES", "MEMBERS", "SCORE_KINDS",
+           "PROBABILITY_TOLERANCE"]
 
 SUFFIXES = (".npz", ".safetensors", ".csv")
 MEMBERS = ("targets", "logits", "probs", "level_scores_<k>", "embeddings", "class_weights", "node_weights")
+SCORE_KINDS = ("logits", "probs")
 _LEVEL = re.compile(r"level_scores_([1-9][0-9]{0,3})")
 _SCORE_COLUMN = re.compile(r"(score|logit|prob)_([0-9]+)")
+_COLUMN_KIND = {"logit": "logits", "prob": "probs", "score": None}
+_CSV_HINTS = {"logits": "name the columns logit_<i>", "probs": "name the columns prob_<i>"}
+_ARRAY_HINTS = {"logits": "save raw scores as 'logits'", "probs": "save softmax outputs as 'probs'"}
 
 
 @dataclass
@@ -106,10 +117,14 @@ def _unknown(name: str, tree: Hierarchy) -> str:
     return f"{name[:60]!r} is not a class of the hierarchy{hint}"
 
 
-def read_predictions(path: str | Path, tree: Hierarchy, *, classes: np.ndarray | None = None) -> Predictions:
+def read_predictions(path: str | Path, tree: Hierarchy, *, classes: np.ndarray | None = None,
+                     scores: str | None = None) -> Predictions:
     """Read and check a prediction file against ``tree``; ``classes`` is :func:`read_class_list`'s
-    result (None: indices follow the tree's leaf order)."""
+    result (None: indices follow the tree's leaf order); ``scores`` ("logits" or "probs") what a
+    CSV's ``score_<i>`` columns hold (a file that names its scores must agree with it)."""
     path = Path(path)
+    if scores not in (None, *SCORE_KINDS):
+        raise ValueError(f"scores must be one of {SCORE_KINDS} or None, got {scores!r}")
     if path.suffix.lower() not in SUFFIXES:
         raise _fail(path, f"unknown kind of prediction file {path.suffix or '(no suffix)'!r}; give a .npz, "
                           ".safetensors or .csv file (never a pickle)")
@@ -122,10 +137,10 @@ def read_predictions(path: str | Path, tree: Hierarchy, *, classes: np.ndarray |
     digest = sha256(data)
     fmt = path.suffix.lower()[1:]
     if fmt == "csv":
-        out = _read_csv(path, data, tree, classes)
+        out = _read_csv(path, data, tree, classes, scores)
     else:
         arrays = _read_npz(path, data) if fmt == "npz" else _read_safetensors(path, data)
-        out = _from_arrays(path, arrays, tree, classes)
+        out = _from_arrays(path, arrays, tree, classes, scores)
     out.format, out.sha256 = fmt, digest
     return out
 
@@ -171,7 +186,8 @@ def _read_safetensors(path: Path, data: bytes) -> dict[str, np.ndarray]:
     return out
 
 
-def _from_arrays(path: Path, arrays: dict[str, np.ndarray], tree: Hierarchy, classes: np.ndarray | None) -> Predictions:
+def _from_arrays(path: Path, arrays: dict[str, np.ndarray], tree: Hierarchy, classes: np.ndarray | None,
+                 declared: str | None) -> Predictions:
     known = {"targets", "logits", "probs", "embeddings", "class_weights", "node_weights"}
     for name in arrays:
         if name not in known and not _LEVEL.fullmatch(name):
@@ -183,12 +199,14 @@ def _from_arrays(path: Path, arrays: dict[str, np.ndarray], tree: Hierarchy, cla
         raise _fail(path, "holds both 'logits' and 'probs'; keep one" if scores else
                     "no 'logits' or 'probs' (N, classes); save the model's scores (or use a CSV target,pred)")
     kind = scores[0]
+    if declared not in (None, kind):
+        raise _fail(path, f"holds '{kind}', but {declared} were declared (--scores {declared}); the array's name "
+                          "says what it holds")
     targets = _class_indices(path, "targets", arrays["targets"], tree, classes)
     n = len(targets)
     out = Predictions(path=path, format="", sha256="", targets=targets, kind=kind)
     out.scores = _matrix(path, kind, arrays[kind], (n, tree.num_leaves), "class")
-    if kind == "probs":
-        _probabilities(path, kind, out.scores)
+    _check_kind(path, f"'{kind}'", out.scores, kind, _ARRAY_HINTS)
     if classes is not None:
         out.scores = _permuted(out.scores, classes)
     for name, values in arrays.items():
@@ -259,24 +277,29 @@ def _matrix(path: Path, name: str, values: np.ndarray, shape: tuple[int, int | N
     return values
 
 
-def _probabilities(path: Path, name: str, probs: np.ndarray) -> None:
-    if probs.min() < 0 or probs.max() > 1 + 1e-6:
-        row = int(np.flatnonzero((probs < 0).any(1) | (probs > 1 + 1e-6).any(1))[0])
-        raise _fail(path, f"'{name}' row {row} holds values outside [0, 1]; save softmax outputs as 'probs', "
-                          "or raw scores as 'logits'")
-    sums = probs.sum(axis=1)
-    bad = np.flatnonzero(np.abs(sums - 1) > 1e-3)
-    if len(bad):
-        raise _fail(path, f"'{name}' row {int(bad[0])} sums to {sums[bad[0]]:.4g}, not 1; save softmax outputs as "
-                          "'probs', or raw scores as 'logits'")
+def _check_kind(path: Path, what: str, scores: np.ndarray, kind: str, hints: dict[str, str], *,
+                csv: bool = False) -> None:
+    """Scores declared ``kind`` whose values say otherwise: probabilities that are not, or logits
+    that are probabilities in every row. ``what``: the array, or the CSV's columns (``csv``);
+    ``hints``: how this format declares each kind."""
+    problem = probability_problem(scores)
+    if kind == "probs" and problem is not None:
+        row, why = problem
+        if csv:
+            raise _fail(path, f"{why}, so the {what} columns are not probabilities; {hints['logits']}", row + 2)
+        raise _fail(path, f"{what} row {row} {why}, so these are not probabilities; {hints['logits']}")
+    if kind == "logits" and problem is None:
+        raise _fail(path, f"{f'the {what} columns' if csv else what} hold probabilities, not logits (every row in "
+                          f"[0, 1] sums to 1); {hints['probs']}")
 
 
 # ====================================================================== CSV
-def _read_csv(path: Path, data: bytes, tree: Hierarchy, classes: np.ndarray | None) -> Predictions:
+def _read_csv(path: Path, data: bytes, tree: Hierarchy, classes: np.ndarray | None,
+              declared: str | None) -> Predictions:
     header, cells = read_cells(path, data, error=DataError, hint="", lenient=True,
                                empty="is empty; expected a header line such as target,pred")
     if "target" not in header:
-        raise _fail(path, "no column 'target'; expected target,pred or target,score_0,...", 1)
+        raise _fail(path, "no column 'target'; expected target,pred or target,logit_0,... or target,prob_0,...", 1)
     if not len(cells):
         raise _fail(path, "has a header but no sample")
     column = {h: cells[:, i] for i, h in enumerate(header)}
@@ -284,30 +307,36 @@ def _read_csv(path: Path, data: bytes, tree: Hierarchy, classes: np.ndarray | No
     score_columns = {h: _SCORE_COLUMN.fullmatch(h) for h in header if h != "target"}
     out = Predictions(path=path, format="csv", sha256="", targets=targets)
     if list(score_columns) == ["pred"]:
+        if declared is not None:
+            raise _fail(path, f"holds predicted classes (target,pred), no scores, but {declared} were declared "
+                              f"(--scores {declared})")
         out.kind = "labels"
         out.predictions = _csv_classes(path, "pred", column["pred"], tree, classes)
         return out
     unknown = [h for h, m in score_columns.items() if m is None]
     if unknown:
-        raise _fail(path, f"unknown column {unknown[0]!r}; expected target,pred or target,score_0,...,"
-                         f"score_{tree.num_leaves - 1}", 1)
+        raise _fail(path, f"unknown column {unknown[0]!r}; expected target,pred or target,logit_0,...,"
+                         f"logit_{tree.num_leaves - 1} (or prob_0,...)", 1)
     prefixes = {m.group(1) for m in score_columns.values()}
     indices = sorted(int(m.group(2)) for m in score_columns.values())
     if len(prefixes) != 1 or indices != list(range(tree.num_leaves)):
         raise _fail(path, f"score columns must be one kind (score_, logit_ or prob_) numbered 0.."
                          f"{tree.num_leaves - 1}, one per class; got {len(indices)} columns", 1)
     prefix = prefixes.pop()
+    named = _COLUMN_KIND[prefix]
+    if named is None and declared is None:
+        raise _fail(path, f"{prefix}_<i> columns do not say whether they hold logits or probabilities; name them "
+                          "logit_<i> or prob_<i>, or pass --scores logits or --scores probs", 1)
+    if None not in (named, declared) and named != declared:
+        raise _fail(path, f"the {prefix}_<i> columns hold {named}, but {declared} were declared (--scores "
+                          f"{declared}); the columns' names say what they hold", 1)
+    kind = named or declared
     scores = np.stack([parse_column(column[f"{prefix}_{i}"], Column(f"{prefix}_{i}", float), path, _fail)
                        for i in range(tree.num_leaves)], axis=1)
-    kind = {"logit": "logits", "prob": "probs"}.get(prefix) or ("probs" if _is_probabilities(scores) else "logits")
-    if kind == "probs":
-        _probabilities(path, "probabilities", scores)
+    hints = {k: f"{_CSV_HINTS[k]}" + (f" or pass --scores {k}" if named is None else "") for k in SCORE_KINDS}
+    _check_kind(path, f"{prefix}_<i>", scores, kind, hints, csv=True)
     out.kind, out.scores = kind, scores if classes is None else _permuted(scores, classes)
     return out
-
-
-def _is_probabilities(scores: np.ndarray) -> bool:
-    return bool(scores.min() >= 0 and scores.max() <= 1 and np.allclose(scores.sum(axis=1), 1, atol=1e-6))
 
 
 def _csv_classes(path: Path, name: str, cells: np.ndarray, tree: Hierarchy, classes: np.ndarray | None) -> np.ndarray:

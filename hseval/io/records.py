@@ -70,6 +70,7 @@ class TreeRecord(Record):
     num_leaves: int
     names: list[str]
     parents: list[int]
+    labels: dict[str, str] | None = None  # display labels (NBDT's), only where a node has one
     _tree: Hierarchy = PrivateAttr()
 
     @model_validator(mode="after")
@@ -138,11 +139,18 @@ def parse_json(data: bytes | str, *, where: str | Path, error: type[HsevalError]
     ``where`` and what is wrong (not UTF-8, not JSON, nested too deeply)."""
     end = f"; {hint}" if hint else ""
     try:
-        return pydantic_core.from_json(data.decode("utf-8") if isinstance(data, bytes) else data)
-    except UnicodeDecodeError as exc:
-        raise error(f"{where}: not UTF-8 text (byte {exc.start}){end}") from None
+        return pydantic_core.from_json(_text(data, where=where, error=error, hint=hint))
     except ValueError as exc:
         raise error(f"{where}: not valid JSON ({exc}){end}") from None
+
+
+def _text(data: bytes | str, *, where: str | Path, error: type[HsevalError], hint: str) -> str:
+    if isinstance(data, str):
+        return data
+    try:
+        return fileio.decode(data)
+    except UnicodeDecodeError as exc:
+        raise error(f"{where}: not UTF-8 text (byte {exc.start})" + (f"; {hint}" if hint else "")) from None
 
 
 def parse_record(model: type[R], data: Any, *, where: str | Path, error: type[HsevalError] = RunFormatError,
@@ -151,6 +159,7 @@ def parse_record(model: type[R], data: Any, *, where: str | Path, error: type[Hs
     naming ``where``, the field and what was wrong (``hint`` ends it: how to fix it)."""
     validate = model.model_validate
     if isinstance(data, (bytes, str)):
+        data = _text(data, where=where, error=error, hint=hint)
         parse_json(data, where=where, error=error, hint=hint)  # not UTF-8, not JSON: its own one line
         validate = model.model_validate_json  # JSON's types: a date is a string there, strictly typed
     try:

@@ -35,15 +35,16 @@ from pydantic import ConfigDict, Field, field_validator, model_validator
 from safetensors import SafetensorError
 from safetensors.torch import load_file, save
 
-from hseval.core import fileio
+from hseval.core import arguments, fileio
 from hseval.core.errors import HsevalError, RunFormatError, first_line
 from hseval.io.records import Count, HistoryEntry, NonNegative, Record, Sha256, TestScores, TreeRecord, parse_record
+from hseval.io.state_dict import value_problem
 from hseval.io.tables import HISTORY, render
 from hseval.nn.model import HierarchicalClassifier, build_model
 from hseval.tree.hierarchy import Hierarchy
 
 __all__ = ["SCHEMA_VERSION", "MODEL_FILE", "META_FILE", "STATE_FILE", "HISTORY_FILE", "RUN_FILES", "RUN_ENTRIES", "Run",
-           "RunInfo", "RunRecord", "save_run", "load_run", "verify_run", "read_run_meta", "is_run_dir",
+           "RunInfo", "RunRecord", "TrainState", "save_run", "load_run", "verify_run", "read_run_meta", "is_run_dir",
            "run_folder_state", "save_train_state", "load_train_state", "meta_checksum", "write_history"]
 
 SCHEMA_VERSION = 2
@@ -54,8 +55,8 @@ HISTORY_FILE = "history.csv"
 RUN_FILES = (META_FILE, MODEL_FILE, STATE_FILE, HISTORY_FILE)
 """The files of a run folder."""
 RUN_ENTRIES = (*RUN_FILES, "tensorboard")
-"""Everything hseval writes in a run folder (``tensorboard/``: the training's event files): what
-``--force`` replaces; a run folder holding anything else is not replaced."""
+"""Everything a training may write in a run folder (``tensorboard/``: the training's event files),
+recorded in the folder's marker as it writes them; ``--force`` replaces only what is recorded."""
 
 
 class Component(Record):
@@ -105,6 +106,23 @@ class ImportSource(Record):
     prefix: str | None
     mapping: dict[str, str | None]
     dropped: list[str]
+
+
+class TrainState(Record):
+    """``train_state.pt``: what a training resumes from after its last finished epoch."""
+
+    epoch: int = Field(ge=1)
+    history: list[HistoryEntry] = Field(min_length=1)
+    config: dict[str, Any]
+    model: dict[str, Any]
+    optimizers: dict[str, Any]
+    rng: dict[str, Any]
+
+    @model_validator(mode="after")
+    def _history_to_the_epoch(self) -> TrainState:
+        if self.history[-1].epoch != self.epoch:
+            raise ValueError(f"'history' ends at epoch {self.history[-1].epoch}, not at 'epoch' {self.epoch}")
+        return self
 
 
 class RunRecord(Record):
@@ -286,6 +304,8 @@ def write_history(run_dir: str | Path, history: list[dict[str, Any]]) -> None:
     fileio.write_bytes(Path(run_dir) / HISTORY_FILE, render(frame, HISTORY))
 
 
+@arguments.checked(run_dir=arguments.path, device=arguments.instance((str, torch.device),
+                                                                      what="device name or torch.device"))
 def load_run(run_dir: str | Path, *, device: str | torch.device = "cpu") -> Run:
     """Rebuild the model of ``run_dir`` from ``run.json`` and load its tensors onto ``device``.
 
@@ -343,8 +363,9 @@ def _check_tensors(model: torch.nn.Module, tensors: dict[str, torch.Tensor], whe
                                  f"needs {tuple(want.shape)}")
         if tensor.dtype != want.dtype:
             raise RunFormatError(f"{where}: tensor {name!r} is {tensor.dtype}, expected {want.dtype}")
-        if tensor.is_floating_point() and not torch.isfinite(tensor).all():
-            raise RunFormatError(f"{where}: tensor {name!r} holds NaN or infinite values; the run diverged")
+        problem = value_problem(name, tensor)
+        if problem:
+            raise RunFormatError(f"{where}: tensor {name!r} {problem}; the run diverged or the file is damaged")
 
 
 def save_train_state(run_dir: str | Path, state: dict[str, Any]) -> None:
@@ -356,12 +377,18 @@ def save_train_state(run_dir: str | Path, state: dict[str, Any]) -> None:
 
 
 def load_train_state(run_dir: str | Path, *, device: str | torch.device = "cpu") -> dict[str, Any]:
-    """Read ``train_state.pt`` with ``weights_only=True``: a planted pickle cannot run code."""
+    """Read ``train_state.pt`` with ``weights_only=True`` (a planted pickle cannot run code) and
+    check it is a :class:`TrainState`."""
     where = Path(run_dir) / STATE_FILE
+    restart = "remove it to restart training from the beginning"
     if not where.is_file():
         raise RunFormatError(f"{where}: missing; there is nothing to resume")
     try:
-        return torch.load(where, map_location=device, weights_only=True)
+        state = torch.load(where, map_location=device, weights_only=True)
     except Exception as exc:  # torch raises UnpicklingError, RuntimeError, EOFError... for bad files
-        raise RunFormatError(f"{where}: cannot be read as a training state ({type(exc).__name__}); "
-                             "remove it to restart training from the beginning") from None
+        raise RunFormatError(f"{where}: cannot be read as a training state ({type(exc).__name__}); {restart}") \
+            from None
+    if not isinstance(state, dict) or not {"epoch", "history"} <= set(state):
+        raise RunFormatError(f"{where}: not a training state written by hseval (no 'epoch' and 'history'); {restart}")
+    parse_record(TrainState, state, where=where, hint=restart)
+    return state

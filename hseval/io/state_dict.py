@@ -11,8 +11,9 @@ carry it.
 
 Matching (:func:`match_state_dict`): every tensor of the model takes exactly one tensor of the
 file: the one ``--map MODEL_KEY=FILE_KEY`` names, else the first of its :meth:`Target.aliases` the
-file holds. A missing, unused or misshapen tensor, integers where weights are expected, NaN or
-infinity is one line naming the key and the shape the model needs. :class:`Target` says which
+file holds. A missing, unused or misshapen tensor, integers where weights are expected, NaN,
+infinity or a negative BatchNorm running variance (:func:`value_problem`, the check a trained run's
+tensors get too) is one line naming the key and the shape the model needs. :class:`Target` says which
 tensors the file must give, where to look for them and how to explain what is missing; a command
 subclasses it for its own models.
 """
@@ -30,7 +31,7 @@ from safetensors.torch import load_file
 from hseval.core.errors import ConfigError, HsevalError, first_line
 
 __all__ = ["StateDictError", "StateDict", "read_state_dict", "parse_maps", "Target", "match_state_dict",
-           "load_matched", "shape_text", "some", "CONTAINERS", "AUTO_PREFIXES", "TORCH_SUFFIXES"]
+           "load_matched", "value_problem", "shape_text", "some", "CONTAINERS", "AUTO_PREFIXES", "TORCH_SUFFIXES"]
 
 TORCH_SUFFIXES = (".pt", ".pth", ".bin", ".ckpt")
 CONTAINERS = ("state_dict", "model_state_dict", "model")
@@ -169,6 +170,17 @@ def some(keys: list[str]) -> str:
     return shown + (f" ... ({len(keys)} in all)" if len(keys) > _SHOWN else "") if keys else "(none)"
 
 
+def value_problem(key: str, tensor: torch.Tensor) -> str | None:
+    """Why ``tensor``'s values cannot be those of the model's tensor ``key`` (None when they can):
+    NaN or infinity anywhere, or a BatchNorm running variance below 0 (which turns every logit
+    into NaN). Imported checkpoints and trained runs are checked alike."""
+    if tensor.is_floating_point() and not bool(torch.isfinite(tensor).all()):
+        return "holds NaN or infinite values"
+    if key.endswith("running_var") and tensor.numel() and float(tensor.min()) < 0:
+        return f"holds a negative running variance ({float(tensor.min()):.3g}; a variance is never below 0)"
+    return None
+
+
 def _dtype(t: torch.Tensor) -> str:
     return str(t.dtype).removeprefix("torch.")
 
@@ -228,7 +240,8 @@ def match_state_dict(state: StateDict, target: Target, *, mapping: dict[str, str
     Raises
     ------
     StateDictError, ConfigError
-        one line naming the first key that is missing, unused, of another shape or dtype, or not finite.
+        one line naming the first key that is missing, unused, of another shape or dtype, or whose
+        values no model has (:func:`value_problem`).
     """
     expected = target.expected
     for key in mapping or {}:
@@ -268,8 +281,9 @@ def _check_tensor(state: StateDict, src: str, key: str, target: Target) -> None:
     if not want.is_floating_point() and (tensor.is_floating_point() or tensor.is_complex()
                                          or tensor.dtype == torch.bool):
         raise StateDictError(f"{where} holds {_dtype(tensor)} values but {key} is an integer counter ({_dtype(want)})")
-    if tensor.is_floating_point() and not bool(torch.isfinite(tensor).all()):
-        raise StateDictError(f"{where} holds NaN or infinite values; the model diverged or the file is damaged")
+    problem = value_problem(key, tensor)
+    if problem:
+        raise StateDictError(f"{where} {problem}; the model diverged or the file is damaged")
 
 
 def load_matched(model: torch.nn.Module, state: StateDict, plan: dict[str, str | None]) -> None:

@@ -26,6 +26,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from hseval.core import fileio
 from hseval.core.errors import HsevalError, RunFormatError
 from hseval.io.records import HistoryEntry, TestScores
 from hseval.tree.hierarchy import Hierarchy
@@ -84,10 +85,11 @@ def read_cells(path: Path, data: bytes, *, error: type[HsevalError] = RunFormatE
                empty: str = "empty (not even a header line)", lenient: bool = False) -> tuple[list[str], np.ndarray]:
     """The header and the cells (an object array, one row per line) of a CSV file, or one line
     naming the file (and line) that is not UTF-8, not CSV, ragged or has a column twice.
-    ``lenient`` (files made elsewhere): a byte-order mark, spaces around names and blank lines pass."""
+    ``lenient`` (files made elsewhere): spaces around names and blank lines pass. A byte-order mark
+    passes in every file (:func:`hseval.core.fileio.decode`)."""
     fail = failure(error, hint)
     try:
-        text = data.decode("utf-8-sig" if lenient else "utf-8")
+        text = fileio.decode(data)
     except UnicodeDecodeError as exc:
         raise fail(path, f"not UTF-8 text (byte {exc.start})" + ("; save it as UTF-8" if lenient else "")) from None
     try:

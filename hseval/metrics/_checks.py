@@ -3,30 +3,56 @@
 
 Metrics are called with arrays from a model and a dataset; the usual slips are passing scores
 where labels are expected, labels of another dataset, or positions within a level where canonical
-node indices are expected. Each check says what was expected, what came, and how to fix it.
+node indices are expected. Each check says what was expected, what came, and how to fix it. The
+other arguments (the tree, k, bins, levels) are checked on the call by
+:func:`hseval.core.arguments.checked` with the rules here.
 """
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
 import numpy as np
 
-from hseval.tree.hierarchy import Hierarchy
+from hseval.core.arguments import checked, choice, flag, integer, integers, optional, shown
+from hseval.tree.hierarchy import HIERARCHY, Hierarchy
+
+__all__ = ["checked", "choice", "flag", "integer", "optional", "HIERARCHY", "K", "KS", "BINS", "DEPTH", "levels"]
+
+K = integer(minimum=1)
+"""The k of a top-k metric."""
+KS = integers(minimum=1)
+BINS = integer(minimum=1)
+"""The number of calibration bins."""
+DEPTH = integer()
+"""A level of the tree (its range is checked against the tree by the metric)."""
 
 
-def to_numpy(values: Any, *, floating: bool = False) -> np.ndarray:
+def levels(name: str, value: Any) -> dict[int, Any]:
+    """``{level: array}``: a mapping with integer keys."""
+    if not isinstance(value, Mapping):
+        raise TypeError(f"{name} must be a mapping {{level: array}}, got {shown(value)}")
+    return {integer(minimum=1)(f"{name} key", k): v for k, v in value.items()}
+
+
+def to_numpy(values: Any, name: str, *, floating: bool = False) -> np.ndarray:
     """``values`` as a numpy array; torch tensors (any device or dtype) are detached and copied
-    to the CPU without importing torch here."""
+    to the CPU without importing torch here. ``name`` names the argument in the error for
+    something that is no array of numbers."""
     if hasattr(values, "detach"):
         values = values.detach().cpu()
         values = (values.double() if floating else values).numpy()
-    return np.asarray(values, dtype=np.float64 if floating else None)
+    try:
+        return np.asarray(values, dtype=np.float64 if floating else None)
+    except (TypeError, ValueError):
+        raise TypeError(f"{name} must be an array of numbers, got {shown(values)}") from None
 
 
-def indices(values: Any, name: str, *, num: int, what: str, ndim: int | None = 1) -> np.ndarray:
-    """Integer indices in ``0..num-1`` as int64; ``what`` names them ("class", "node")."""
-    array = to_numpy(values)
+def indices(values: Any, name: str, *, num: int, what: str, ndim: int | None = 1, lowest: int = 0) -> np.ndarray:
+    """Integer indices in ``lowest..num-1`` as int64 (``lowest=-1``: -1 marks "none"); ``what``
+    names them ("class", "node")."""
+    array = to_numpy(values, name)
     if ndim is not None and array.ndim != ndim:
         raise ValueError(f"{name} must be a {ndim}-D array of {what} indices, got shape {array.shape}")
     if array.size == 0:
@@ -34,10 +60,10 @@ def indices(values: Any, name: str, *, num: int, what: str, ndim: int | None = 1
     if not np.issubdtype(array.dtype, np.integer):
         raise ValueError(f"{name} must hold integer {what} indices, got dtype {array.dtype}; "
                          "pass predicted labels (e.g. scores.argmax(1)), not scores")
-    outside = (array < 0) | (array >= num)
+    outside = (array < lowest) | (array >= num)
     if outside.any():
-        raise ValueError(f"{name} holds {array[outside].flat[0]}, outside the {what} indices 0..{num - 1} of the "
-                         "hierarchy; check that the labels and the hierarchy come from the same dataset")
+        raise ValueError(f"{name} holds {array[outside].flat[0]}, outside the {what} indices {lowest}..{num - 1} of "
+                         "the hierarchy; check that the labels and the hierarchy come from the same dataset")
     return array.astype(np.int64, copy=False)
 
 
@@ -52,7 +78,7 @@ def same_length(first: np.ndarray, second: np.ndarray, names: str) -> None:
 
 def scores(values: Any, name: str, num_classes: int | None = None) -> np.ndarray:
     """A finite (N, C) float64 array; C must equal ``num_classes`` when given."""
-    array = to_numpy(values, floating=True)
+    array = to_numpy(values, name, floating=True)
     if array.ndim != 2:
         raise ValueError(f"{name} must be 2-D (samples, classes), got shape {array.shape}")
     if num_classes is not None and array.shape[1] != num_classes:
@@ -85,14 +111,31 @@ def ratio(numerator: Any, denominator: Any) -> float:
     return float(numerator) / float(denominator) if denominator else float("nan")
 
 
+PROBABILITY_TOLERANCE = 0.01
+"""How far a row of probabilities may sum from 1, here and in prediction files: softmax outputs
+rounded to 4 decimals over 1,000 classes, or computed in float16, stay within it."""
+
+
+def probability_problem(probs: np.ndarray) -> tuple[int, str] | None:
+    """The first row of ``probs`` (N, classes) that is not probabilities (a value outside [0, 1], or
+    a sum off 1 by more than :data:`PROBABILITY_TOLERANCE`) and why; None when every row is."""
+    outside = (probs < 0).any(axis=1) | (probs > 1).any(axis=1)
+    sums = probs.sum(axis=1)
+    bad = np.flatnonzero(outside | (np.abs(sums - 1) > PROBABILITY_TOLERANCE))
+    if not len(bad):
+        return None
+    row = int(bad[0])
+    return row, ("holds values outside [0, 1]" if outside[row] else
+                 f"sums to {sums[row]:.4g}, not 1 (within {PROBABILITY_TOLERANCE:g})")
+
+
 def probabilities(probs: np.ndarray, *, fix: str, rows_sum_to_one: bool = False) -> None:
     """Refuse values outside [0, 1] (logits, say) and, with ``rows_sum_to_one``, rows that are no
-    distribution; ``fix`` says what to pass instead."""
+    distribution (:func:`probability_problem`); ``fix`` says what to pass instead."""
     if not probs.size:
         return
-    if probs.min() < 0 or probs.max() > 1 + 1e-6:
+    if probs.min() < 0 or probs.max() > 1:
         raise ValueError(f"probs must lie in [0, 1], got values in [{probs.min():.3g}, {probs.max():.3g}]; {fix}")
-    sums = probs.sum(axis=1) if rows_sum_to_one else np.ones(0)
-    bad = np.flatnonzero(np.abs(sums - 1) > 1e-3)
-    if len(bad):
-        raise ValueError(f"probs row {int(bad[0])} sums to {sums[bad[0]]:.4g}, not 1; {fix}")
+    problem = probability_problem(probs) if rows_sum_to_one else None
+    if problem is not None:
+        raise ValueError(f"probs row {problem[0]} {problem[1]}; {fix}")

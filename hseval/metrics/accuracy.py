@@ -24,6 +24,7 @@ __all__ = ["topk_accuracy", "topk_predictions", "level_accuracy", "superclass_ac
            "per_node_accuracy"]
 
 
+@_checks.checked(k=_checks.K)
 def topk_accuracy(scores: np.ndarray, target: np.ndarray, k: int = 1) -> float:
     """Share of rows whose target is among the ``k`` highest scores; ``scores`` (N, C), ``target`` (N,).
 
@@ -64,12 +65,15 @@ def topk_accuracy(scores: np.ndarray, target: np.ndarray, k: int = 1) -> float:
     0.0
     """
 
-    target = np.asarray(target)
+    scores = _checks.scores(scores, "scores")
+    target = _checks.indices(target, "target", num=scores.shape[1], what="class")
+    _checks.same_length(scores, target, "scores and target")
     if len(target) == 0:
         return float("nan")
     return _checks.ratio(_topk_update(topk_predictions(scores, k), target, (k,))[0], len(target))
 
 
+@_checks.checked(k=_checks.K)
 def topk_predictions(scores: np.ndarray, k: int) -> np.ndarray:
     """The ``k`` best classes of each row, best first.
 
@@ -102,10 +106,7 @@ def topk_predictions(scores: np.ndarray, k: int) -> np.ndarray:
     (2, 3)
     """
 
-    scores = _checks.scores(scores, "scores")
-    if k < 1:
-        raise ValueError(f"k must be at least 1, got {k}")
-    return _topk(scores, k)
+    return _topk(_checks.scores(scores, "scores"), k)
 
 
 def _topk(scores: np.ndarray, k: int) -> np.ndarray:
@@ -137,6 +138,7 @@ def _topk_update(top: np.ndarray, target: np.ndarray, ks: tuple[int, ...]) -> np
     return np.array([int(hits[:, :k].any(axis=1).sum()) for k in ks], np.int64)
 
 
+@_checks.checked(hierarchy=_checks.HIERARCHY, depth=_checks.DEPTH)
 def level_accuracy(pred_node: np.ndarray, target_leaf: np.ndarray, hierarchy: Hierarchy, depth: int) -> float:
     """Accuracy at ``depth`` of predicted nodes ``pred_node`` (node indices of that depth, or -1),
     over the samples whose class has a node at that depth; NaN if none has.
@@ -174,7 +176,10 @@ def level_accuracy(pred_node: np.ndarray, target_leaf: np.ndarray, hierarchy: Hi
     nan
     """
 
-    return _checks.ratio(*_level_counts(np.asarray(pred_node), np.asarray(target_leaf), hierarchy, depth))
+    pred_node = _checks.indices(pred_node, "pred_node", num=hierarchy.num_nodes, what="node", lowest=-1)
+    target_leaf = _checks.leaves(target_leaf, "target_leaf", hierarchy)
+    _checks.same_length(pred_node, target_leaf, "pred_node and target_leaf")
+    return _checks.ratio(*_level_counts(pred_node, target_leaf, hierarchy, depth))
 
 
 def _level_counts(pred_node: np.ndarray, target: np.ndarray, hierarchy: Hierarchy, depth: int, *,
@@ -190,6 +195,7 @@ def _level_counts(pred_node: np.ndarray, target: np.ndarray, hierarchy: Hierarch
     return int(count[hit].sum()), int(count[reached].sum())
 
 
+@_checks.checked(hierarchy=_checks.HIERARCHY)
 def superclass_accuracy_from_leaf(pred_leaf: np.ndarray, target: np.ndarray, hierarchy: Hierarchy) -> dict[int, float]:
     """Way (b): accuracy at each super-class level of the predicted class's ancestor.
 
@@ -236,6 +242,7 @@ def _superclass_compute(pairs: Pairs, hierarchy: Hierarchy) -> dict[int, float]:
             for k in range(1, hierarchy.max_depth)}
 
 
+@_checks.checked(hierarchy=_checks.HIERARCHY)
 def per_node_accuracy(pred_leaf: np.ndarray, target: np.ndarray, hierarchy: Hierarchy) -> tuple[np.ndarray, np.ndarray]:
     """Recall of every non-root node.
 

@@ -89,6 +89,7 @@ class SparseConfusion:
         return Pairs(self.keys // self.num_classes, self.keys % self.num_classes, self.counts)
 
 
+@_checks.checked(hierarchy=_checks.HIERARCHY)
 def tree_order(hierarchy: Hierarchy) -> np.ndarray:
     """(|L|,) int64: the classes in depth-first order of the tree, children in canonical order, so
     the classes under any super-class are contiguous.
@@ -116,6 +117,7 @@ def tree_order(hierarchy: Hierarchy) -> np.ndarray:
     return preorder[preorder < hierarchy.num_leaves]
 
 
+@_checks.checked(hierarchy=_checks.HIERARCHY, depth=_checks.optional(_checks.DEPTH))
 def confusion_matrix(pred: np.ndarray, target: np.ndarray, hierarchy: Hierarchy,
                      depth: int | None = None) -> tuple[np.ndarray, np.ndarray]:
     """Confusion matrix of class predictions, at the leaves or at one super-class level.

@@ -24,6 +24,7 @@ from hseval.tree.hierarchy import Hierarchy
 __all__ = ["hierarchical_prf"]
 
 
+@_checks.checked(hierarchy=_checks.HIERARCHY)
 def hierarchical_prf(pred_leaf: np.ndarray, target: np.ndarray, hierarchy: Hierarchy) -> dict[str, float]:
     """Micro-averaged hierarchical precision, recall and F1.
 

@@ -22,6 +22,7 @@ __all__ = ["level_predictions_from_leaf", "level_predictions_from_logits", "leve
            "superclass_accuracy_from_levels", "level_agreement"]
 
 
+@_checks.checked(hierarchy=_checks.HIERARCHY, depth=_checks.DEPTH)
 def level_predictions_from_leaf(pred_leaf: np.ndarray, hierarchy: Hierarchy, depth: int) -> np.ndarray:
     """The node at ``depth`` above each predicted class (-1 where the class is shallower).
 
@@ -56,9 +57,10 @@ def level_predictions_from_leaf(pred_leaf: np.ndarray, hierarchy: Hierarchy, dep
     >>> level_predictions_from_leaf(np.array([0, 2]), tree, 2).tolist()  # car has no node at level 2
     [0, -1]
     """
-    return hierarchy.ancestor_at_depth(np.asarray(pred_leaf), depth)
+    return hierarchy.ancestor_at_depth(_checks.leaves(pred_leaf, "pred_leaf", hierarchy), depth)
 
 
+@_checks.checked(level_logits=_checks.levels, hierarchy=_checks.HIERARCHY)
 def level_predictions_from_logits(level_logits: Mapping[int, np.ndarray],
                                   hierarchy: Hierarchy) -> dict[int, np.ndarray]:
     """Way (a): per level ``k``, the argmax of the (N, #nodes of depth k) logits (columns in the order
@@ -99,7 +101,8 @@ def level_predictions_from_logits(level_logits: Mapping[int, np.ndarray],
     for depth, logits in level_logits.items():
         logits = _checks.scores(logits, f"level_logits[{depth}]")
         if not 1 <= depth <= hierarchy.max_depth:
-            raise ValueError(f"level {depth} is outside the tree's levels 1..{hierarchy.max_depth}")
+            raise ValueError(f"level_logits[{depth}]: level {depth} is outside the tree's levels "
+                             f"1..{hierarchy.max_depth}")
         nodes = hierarchy.nodes_at_depth(depth)
         if logits.shape[1] != len(nodes):
             raise ValueError(f"level_logits[{depth}] has {logits.shape[1]} columns but level {depth} has "
@@ -108,6 +111,7 @@ def level_predictions_from_logits(level_logits: Mapping[int, np.ndarray],
     return out
 
 
+@_checks.checked(levels=_checks.levels, hierarchy=_checks.HIERARCHY, n=_checks.integer(minimum=0))
 def level_prediction_matrix(levels: Mapping[int, np.ndarray], hierarchy: Hierarchy, n: int) -> np.ndarray:
     """(n, max_depth - 1) int64: column ``k - 1`` holds the node predicted at depth ``k`` (from
     :func:`level_predictions_from_logits`), -1 in every row of a level without predictions. The
@@ -146,6 +150,7 @@ def level_prediction_matrix(levels: Mapping[int, np.ndarray], hierarchy: Hierarc
     return out
 
 
+@_checks.checked(level_pred=_checks.levels, hierarchy=_checks.HIERARCHY)
 def superclass_accuracy_from_levels(level_pred: Mapping[int, np.ndarray], target: np.ndarray,
                                     hierarchy: Hierarchy) -> dict[int, float]:
     """Way (a): accuracy at each level of ``level_pred``, {level: (N,) canonical node indices of
@@ -193,6 +198,7 @@ def superclass_accuracy_from_levels(level_pred: Mapping[int, np.ndarray], target
             for k in sorted(level_pred)}
 
 
+@_checks.checked(level_pred=_checks.levels, hierarchy=_checks.HIERARCHY)
 def level_agreement(level_pred: Mapping[int, np.ndarray], pred_leaf: np.ndarray, target: np.ndarray,
                     hierarchy: Hierarchy) -> dict[int, float]:
     """Per level of ``level_pred`` (way (a), {level: (N,) node indices}), the share of samples where
@@ -245,7 +251,7 @@ def _level_scores_update(level_scores: Mapping[int, Any] | None, hierarchy: Hier
     tensor, ``n`` rows each), checked; None without level scores."""
     if level_scores is None:
         return None
-    converted = {int(k): _checks.to_numpy(v, floating=True) for k, v in level_scores.items()}
+    converted = {int(k): _checks.to_numpy(v, f"level_scores[{k}]", floating=True) for k, v in level_scores.items()}
     _check_superclass_levels(converted, hierarchy)
     levels = level_predictions_from_logits(converted, hierarchy)
     for k, nodes in levels.items():

@@ -4,6 +4,14 @@ The hierarchical distance between a predicted and a true class is the height of 
 common ancestor, counted as in the authors' code: ``d(a, b) = H - depth(LCA(a, b))`` with ``H`` the
 tree's height (``hierarchy.max_depth``) and the root at depth 0, and ``d(a, a) = 0``.
 
+Any two nodes: the authors' distance files (``*_ilsvrc_distances.pkl.xz``) hold every pair of
+nodes, super-classes included, and where one node is an ancestor of the other they count from the
+ancestor's parent: ``d(a, b) = H - depth(parent(a)) = H - depth(a) + 1`` for a strict ancestor
+``a`` of ``b``. So ``d(a, b) = H - depth(c)`` with ``c`` the lowest common *strict* ancestor of
+``a`` and ``b`` (the root where there is none), which is their LCA for any two classes. This
+module follows it, so that every pair of nodes agrees with those files (tests check all 355,746
+pairs of tieredImageNet's tree).
+
 Leaves at different depths: the formula measures from the deepest level ``H`` whatever the leaves'
 own depths, so a mistake always costs at least 1 (a strict ancestor of both classes is at most at
 depth ``H - 1``) and one up to the root costs ``H``; a correct prediction costs 0 even for a leaf
@@ -29,8 +37,15 @@ __all__ = ["hierarchical_distance", "mistake_severity", "avg_hierarchical_distan
            "best_hierarchical_distance_at_k", "mistake_metrics", "mistake_metrics_from_topk"]
 
 
+@_checks.checked(hierarchy=_checks.HIERARCHY)
 def hierarchical_distance(pred: np.ndarray, target: np.ndarray, hierarchy: Hierarchy) -> np.ndarray:
-    """``H - depth(LCA(pred, target))``, 0 where ``pred == target``.
+    """``H - depth(LCA(pred, target))``, 0 where ``pred == target``: Making Better Mistakes' distance.
+
+    Between two classes (leaves) it is the height of their LCA. Between any two non-root nodes it
+    is counted as in the authors' shipped distance files: where one node is a strict ancestor of
+    the other, from that ancestor's parent, i.e. ``H - depth(ancestor) + 1`` (see the module
+    docstring), so a super-class predicted for one of its classes costs one more than the height
+    of the super-class itself.
 
     Parameters
     ----------
@@ -61,6 +76,9 @@ def hierarchical_distance(pred: np.ndarray, target: np.ndarray, hierarchy: Hiera
     >>> topk = np.array([[1, 2], [3, 2]])  # top-2 predictions of two samples
     >>> hierarchical_distance(topk, np.array([0, 3])[:, None], tree).tolist()
     [[1, 2], [0, 1]]
+    >>> animal = tree.index("animal")  # depth 1, the parent of cat: counted from the root
+    >>> hierarchical_distance(np.array([animal]), np.array([0]), tree).tolist()
+    [2]
     """
     pred = _checks.indices(pred, "pred", num=hierarchy.num_nodes, what="node", ndim=None)
     target = _checks.indices(target, "target", num=hierarchy.num_nodes, what="node", ndim=None)
@@ -74,9 +92,13 @@ def hierarchical_distance(pred: np.ndarray, target: np.ndarray, hierarchy: Hiera
 
 def _distance(pred: np.ndarray, target: np.ndarray, hierarchy: Hierarchy) -> np.ndarray:
     """:func:`hierarchical_distance` of checked node indices."""
-    return np.where(pred == target, 0, hierarchy.max_depth - hierarchy.lca_depth(pred, target)).astype(np.int64)
+    depth = hierarchy.depth
+    # the lowest common strict ancestor: the LCA, or the parent of the LCA where it is one of the two
+    common = np.minimum(hierarchy.lca_depth(pred, target), np.minimum(depth[pred], depth[target]) - 1)
+    return np.where(pred == target, 0, hierarchy.max_depth - common).astype(np.int64)
 
 
+@_checks.checked(hierarchy=_checks.HIERARCHY)
 def mistake_severity(pred_top1: np.ndarray, target: np.ndarray, hierarchy: Hierarchy) -> float:
     """Mean hierarchical distance over the wrong top-1 predictions; ``pred_top1``, ``target`` (N,)
     class indices. NaN when no prediction is wrong (or N = 0).
@@ -127,6 +149,7 @@ def _severity_compute(pairs: Pairs, hierarchy: Hierarchy) -> float:
     return _checks.ratio(pairs.total(values=distance), pairs.total(pairs.pred != pairs.target))
 
 
+@_checks.checked(hierarchy=_checks.HIERARCHY, k=_checks.K)
 def avg_hierarchical_distance_at_k(topk_pred: np.ndarray, target: np.ndarray, hierarchy: Hierarchy, k: int) -> float:
     """Mean over samples of the mean distance of the ``k`` best predictions (a correct one counts 0).
 
@@ -168,6 +191,7 @@ def avg_hierarchical_distance_at_k(topk_pred: np.ndarray, target: np.ndarray, hi
     return _topk_distance_compute(_topk_distance_update(topk_pred, target, hierarchy, (k,)), len(target), (k,))[0][0]
 
 
+@_checks.checked(hierarchy=_checks.HIERARCHY, k=_checks.K)
 def best_hierarchical_distance_at_k(topk_pred: np.ndarray, target: np.ndarray, hierarchy: Hierarchy, k: int) -> float:
     """Mean over samples of the smallest distance among the ``k`` best predictions (0 when the
     target is among them); arguments as :func:`avg_hierarchical_distance_at_k`. NaN for N = 0.
@@ -210,6 +234,7 @@ def best_hierarchical_distance_at_k(topk_pred: np.ndarray, target: np.ndarray, h
     return _topk_distance_compute(_topk_distance_update(topk_pred, target, hierarchy, (k,)), len(target), (k,))[1][0]
 
 
+@_checks.checked(hierarchy=_checks.HIERARCHY, ks=_checks.KS)
 def mistake_metrics_from_topk(topk_pred: np.ndarray, target: np.ndarray, hierarchy: Hierarchy, *,
                               ks: Sequence[int] = (1, 5, 20)) -> dict[str, float]:
     """``mistake_severity`` and ``avg_hdist@k``, ``best_hdist@k`` for each ``k`` of ``ks``.
@@ -264,6 +289,7 @@ def mistake_metrics_from_topk(topk_pred: np.ndarray, target: np.ndarray, hierarc
     return out
 
 
+@_checks.checked(hierarchy=_checks.HIERARCHY, ks=_checks.KS)
 def mistake_metrics(scores: np.ndarray, target: np.ndarray, hierarchy: Hierarchy, *,
                     ks: Sequence[int] = (1, 5, 20)) -> dict[str, float]:
     """Every Making-Better-Mistakes metric from ``scores`` (N, L) logits or probabilities and

@@ -62,8 +62,10 @@ class HierarchicalMetrics:
 
     Raises
     ------
-    ValueError
-        If some k of ``topk`` is below 1, ``n_bins < 1``, or ``scores`` is neither "logits" nor "probs".
+    TypeError, ValueError
+        If ``hierarchy`` is not a :class:`~hseval.tree.hierarchy.Hierarchy`, ``topk`` is not a
+        collection of integers of at least 1, ``n_bins`` not an integer of at least 1, ``scores``
+        neither "logits" nor "probs", or ``sync_on_compute`` not a bool; the message names the argument.
 
     Examples
     --------
@@ -85,15 +87,11 @@ class HierarchicalMetrics:
     {1: 0.75}
     """
 
+    @_checks.checked(hierarchy=_checks.HIERARCHY, topk=_checks.KS, n_bins=_checks.BINS,
+                     scores=_checks.choice("logits", "probs"), sync_on_compute=_checks.flag)
     def __init__(self, hierarchy: Hierarchy, *, topk: Iterable[int] = (1, 5), n_bins: int = 15,
                  scores: str = "logits", sync_on_compute: bool = True) -> None:
-        ks = sorted({1, *(int(k) for k in topk)})
-        if ks[0] < 1:
-            raise ValueError(f"every k of topk must be at least 1, got {ks[0]}")
-        if n_bins < 1:
-            raise ValueError(f"n_bins must be at least 1, got {n_bins}")
-        if scores not in ("logits", "probs"):
-            raise ValueError(f"scores must be 'logits' or 'probs', got {scores!r}")
+        ks = sorted({1, *topk})
         self.hierarchy = hierarchy
         self.ks = tuple(ks)
         self.n_bins = n_bins

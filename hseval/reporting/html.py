@@ -12,13 +12,14 @@ from __future__ import annotations
 
 import base64
 import gzip
-import html
 import re
 from dataclasses import dataclass, field
 from functools import cache
 
 import pandas as pd
 from plotly.offline import get_plotlyjs
+
+from hseval.reporting.escape import html
 
 __all__ = ["Chart", "Section", "Detail", "page", "anchor"]
 
@@ -121,8 +122,8 @@ class _Figures:
     def __call__(self, chart: Chart) -> str:
         self.count += 1
         name = f"fig{self.count}"
-        data = chart.figure.to_json().replace("</", "<\\/")  # nothing in the JSON may close the script
-        return (f"<h3>{html.escape(chart.title)}</h3><p class='guide'>{html.escape(chart.guide)}</p>"
+        data = chart.figure.to_json().replace("<", "\\u003c")  # no tag in the JSON: nothing closes the script
+        return (f"<h3>{html(chart.title)}</h3><p class='guide'>{html(chart.guide)}</p>"
                 f"<div class='chart' id='{name}'></div>"
                 f"<script type='application/json' id='{name}-json'>{data}</script>")
 
@@ -131,41 +132,46 @@ def _table(frame: pd.DataFrame, helps: dict[str, str]) -> str:
     """The table, each column's help in its header's hover and listed below it."""
     if frame.empty:
         return "<p><em>(none)</em></p>"
-    text = frame.to_html(index=False, float_format=lambda v: f"{v:.4f}", na_rep="", border=0)
-    shown = [c for c in frame.columns if c in helps]
-    for column in shown:
-        name = html.escape(str(column))
-        text = text.replace(f"<th>{name}</th>", f"<th title='{html.escape(helps[column], quote=True)}'>{name}</th>", 1)
-    if shown:
+    shown = pd.DataFrame({html(c): frame[c].map(lambda v: html(v) if isinstance(v, str) else v) for c in frame})
+    text = shown.to_html(index=False, escape=False, float_format=lambda v: f"{v:.4f}", na_rep="", border=0)
+    described = [c for c in frame.columns if c in helps]
+    for column in described:
+        name = html(column)
+        text = text.replace(f"<th>{name}</th>", f"<th title='{html(helps[column])}'>{name}</th>", 1)
+    if described:
         text += ("<details class='columns'><summary>What the columns mean</summary><dl>"
-                 + "".join(f"<dt>{html.escape(str(c))}</dt><dd>{html.escape(helps[c])}</dd>" for c in shown)
-                 + "</dl></details>")
+                 + "".join(f"<dt>{html(c)}</dt><dd>{html(helps[c])}</dd>" for c in described) + "</dl></details>")
     return text
 
 
 def page(title: str, lead: str, problems: list[str], sections: list[Section], details: list[Detail], *,
-         helps: dict[str, str] | None = None) -> str:
-    """The whole self-contained page; ``helps``: the help of each column name of its tables."""
+         helps: dict[str, str] | None = None, folder: str | None = None, here: bool = False) -> str:
+    """The whole self-contained page; every text given is plain text (escaped here). ``helps``: the
+    help of each column name of its tables; ``folder``: the evaluation folder, shown under the lead
+    (``here``: the page lies in it, so when opened the page shows the folder it is in now, wherever
+    it was written)."""
     figure = _Figures()
-    toc = [f"<li><a href='#{anchor(s.title)}'>{html.escape(s.title)}</a></li>" for s in [*sections, *details]]
-    body = [f"<h1>{html.escape(title)}</h1><p>{lead}</p>", "<p id='loading'>Loading the charts…</p>",
-            *(f"<p class='problem'>Skipped: {html.escape(p)}</p>" for p in problems),
+    toc = [f"<li><a href='#{anchor(s.title)}'>{html(s.title)}</a></li>" for s in [*sections, *details]]
+    where = f"<p>Evaluation folder: <code class='{'here' if here else 'folder'}'>{html(folder)}</code></p>" \
+        if folder else ""
+    body = [f"<h1>{html(title)}</h1><p>{html(lead)}</p>{where}", "<p id='loading'>Loading the charts…</p>",
+            *(f"<p class='problem'>Skipped: {html(p)}</p>" for p in problems),
             f"<nav><h2 id='contents'>Contents</h2><ol>{''.join(toc)}</ol></nav>"]
     for section in sections:
-        body.append(f"<h2 id='{anchor(section.title)}'>{html.escape(section.title)}</h2>")
+        body.append(f"<h2 id='{anchor(section.title)}'>{html(section.title)}</h2>")
         if section.intro:
-            body.append(f"<p class='guide'>{section.intro}</p>")
+            body.append(f"<p class='guide'>{html(section.intro)}</p>")
         body += [_table(t, helps or {}) for t in section.tables]
         body += [figure(c) for c in section.charts]
     for k, detail in enumerate(details):
-        body.append(f"<h2 id='{anchor(detail.title)}'>{html.escape(detail.title)}</h2>"
-                    f"<p class='guide'>{detail.intro}</p>")
-        options = "".join(f"<option value='{html.escape(name, quote=True)}'>{html.escape(name)}</option>"
+        body.append(f"<h2 id='{anchor(detail.title)}'>{html(detail.title)}</h2>"
+                    f"<p class='guide'>{html(detail.intro)}</p>")
+        options = "".join(f"<option value='{html(name)}'>{html(name)}</option>"
                           for name in detail.entries)
         body.append(f"<label>Show: <select class='detail-choice' data-group='d{k}'>{options}</select></label>")
         for name, charts in detail.entries.items():
-            body.append(f"<div class='detail' data-group='d{k}' data-entry='{html.escape(name, quote=True)}'>"
+            body.append(f"<div class='detail' data-group='d{k}' data-entry='{html(name)}'>"
                         + "".join(figure(c) for c in charts) + "</div>")
     return "\n".join(["<!DOCTYPE html><html><head><meta charset='utf-8'>",
-                      f"<title>{html.escape(title)}</title><style>{STYLE}</style>{_plotly_js()}</head><body>",
+                      f"<title>{html(title)}</title><style>{STYLE}</style>{_plotly_js()}</head><body>",
                       *body, _LOADER, "</body></html>"])

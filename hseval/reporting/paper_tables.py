@@ -23,6 +23,7 @@ import pandas as pd
 
 from hseval.core.errors import HsevalError
 from hseval.io.results import RunResult
+from hseval.reporting import escape
 from hseval.tree.builders import build_hierarchy, list_builders
 from hseval.tree.hierarchy import Hierarchy
 
@@ -53,6 +54,7 @@ class Layout:
     tree: str = "paper"            # "paper": not random ("custom" trees are shown, not compared)
     resnet18_only: bool = True
     metric: str = "top1"           # or "superclass": the parent level from the head's own scores
+    setting: str = ""              # the training setting the key reads ("n/a" where a run records none)
 
     def takes(self, c: dict) -> bool:
         if c["head"] not in self.heads or (self.resnet18_only and c["backbone"] != "resnet18"):
@@ -68,6 +70,14 @@ def _dataset_head(key: tuple) -> tuple[str, str]:
     return key[0], HEADERS.get(key[1], key[1])
 
 
+def _setting(value: float | None, spec: str) -> str:
+    """A training setting as a table shows it; "n/a" where the run records none."""
+    return "n/a" if value is None else format(value, spec)
+
+
+NOT_RECORDED = "not recorded (imported runs and prediction files record no training settings)"
+
+
 LAYOUTS = (
     Layout("Tables 1–2", ("Table 1", "Table 2"), "Test accuracy (%) per dataset × backbone × head",
            PAPER_HEADS, "a run of plain, multitask, hierarchy, manifold or riemann",
@@ -76,8 +86,9 @@ LAYOUTS = (
     Layout("Table 3", ("Table 3",), "Against hyperbolic MLR (Khrulkov et al. 2020): mean ± std over seeds, ResNet-18",
            ("hyperbolic", "riemann"), "ResNet-18 runs of hyperbolic (lr 0.01, 0.001, 0.0001) and riemann, "
            "several seeds each (the paper ran 6)",
-           lambda c: (c["dataset"], c["head"], c["lr"] if c["head"] == "hyperbolic" else None),
-           lambda k: (k[0], f"Hyperbolic (lr {k[2]:g})" if k[1] == "hyperbolic" else HEADERS[k[1]])),
+           lambda c: (c["dataset"], c["head"], c["lr"] if c["head"] == "hyperbolic" else ""),
+           lambda k: (k[0], f"Hyperbolic (lr {_setting(k[2], 'g')})" if k[1] == "hyperbolic" else HEADERS[k[1]]),
+           setting="the learning rate"),
     Layout("Table 4", ("Table 4",), "Learnable radius instead of the fixed radius decay, ResNet-18",
            ("manifold-learnable-radius", "riemann-learnable-radius"),
            "ResNet-18 runs of manifold-learnable-radius or riemann-learnable-radius", _by_dataset, _dataset_head),
@@ -89,7 +100,8 @@ LAYOUTS = (
            "or riemann", _by_dataset, _dataset_head, metric="superclass"),
     Layout("Table 8", ("Table 8",), "Radius decay against test accuracy (%), riemann, ResNet-18", ("riemann",),
            "ResNet-18 riemann runs (one per radius decay)",
-           lambda c: (c["radius_decay"], c["dataset"]), lambda k: (f"{k[0]:.2f}", k[1])),
+           lambda c: (c["radius_decay"], c["dataset"]), lambda k: (_setting(k[0], ".2f"), k[1]),
+           setting="the radius decay"),
 )
 
 
@@ -114,10 +126,11 @@ def _builtin_tree(dataset: str) -> Hierarchy | None:
 
 def tree_kind(run: RunResult) -> str:
     """"paper" (the dataset's own tree), "random" (that tree with the classes dealt at random, as
-    ``hseval hierarchy random`` writes it) or "custom" (any other tree)."""
-    data = (run.metrics.get("training") or {}).get("data") or {}
-    if not data.get("hierarchy"):
-        return "paper"
+    ``hseval hierarchy random`` writes it) or "custom" (any other tree). A run without training
+    settings (imported, or a prediction file) is judged by its tree alone."""
+    training = run.metrics.get("training") or {}
+    if training and not (training.get("data") or {}).get("hierarchy"):
+        return "paper"  # trained on the dataset's own tree
     builtin = _builtin_tree(str(run.metrics.get("dataset")))
     tree = run.hierarchy
     if builtin is None or builtin.node_names != tree.node_names or builtin.num_leaves != tree.num_leaves:
@@ -135,7 +148,7 @@ def run_conditions(run: RunResult) -> dict:
     training = run.metrics.get("training") or {}
     optim, data = training.get("optim") or {}, training.get("data") or {}
     options = (training.get("model") or {}).get("head_options") or {}
-    return {"dataset": str(run.metrics.get("dataset")), "backbone": str(run.metrics.get("backbone")),
+    return {"dataset": str(run.metrics.get("dataset")), "backbone": str(run.metrics.get("backbone") or "n/a"),
             "head": run.head, "tree": tree_kind(run), "lr": optim.get("lr"), "epochs": optim.get("epochs"),
             "batch": data.get("batch_size"),
             "radius_decay": options.get("radius_decay") if run.head in FIXED_RADIUS else None}
@@ -148,7 +161,11 @@ def recipe_differs(conditions: dict, cell: dict) -> str | None:
               "lr": (conditions["lr"], cell["lr"]), "tree": (conditions["tree"], cell["tree"])}
     if cell.get("radius_decay") is not None:
         wanted["radius decay"] = (conditions["radius_decay"], cell["radius_decay"])
-    differs = [f"{name} {got} (paper {want})" for name, (got, want) in wanted.items() if got != want]
+    differs = [f"{name} {got} (paper {want})" for name, (got, want) in wanted.items()
+               if got is not None and got != want]
+    unknown = [name for name, (got, _) in wanted.items() if got is None]
+    if unknown:
+        differs.append(f"{', '.join(unknown)} {NOT_RECORDED}")
     return ", ".join(differs) or None
 
 
@@ -183,7 +200,8 @@ def _rows(layout: Layout, runs: list[tuple[RunResult, dict]]) -> list[dict]:
                "backbone": first["backbone"], "head": first["head"], "seeds": len(found),
                "ours": float(np.mean(found)) if found else np.nan, "std": _std(np.array(found)),
                "paper": np.nan, "paper_std": np.nan, "difference": np.nan,
-               "note": "no matching paper cell (dataset, backbone or setting)"}
+               "note": f"n/a: {layout.setting} is {NOT_RECORDED}" if None in key else
+               "no matching paper cell (dataset, backbone or setting)"}
         if not found:
             row["note"] = "no super-class scores of the head's own (evaluate the run again)"
         cell = cells.get(key)
@@ -244,19 +262,19 @@ def to_markdown(table: pd.DataFrame) -> str:
             out.append(f"_No run fills it: it takes {layout.needs}._\n")
             continue
         wide = _layout(layout, part)
-        out += ["| | " + " | ".join(wide.columns) + " |", "|---|" + "---|" * len(wide.columns)]
-        out += [f"| {name} | " + " | ".join(values) + " |" for name, values in zip(wide.index, wide.values)]
+        md = escape.markdown
+        out += ["| | " + " | ".join(map(md, wide.columns)) + " |", "|---|" + "---|" * len(wide.columns)]
+        out += [f"| {md(name)} | " + " | ".join(map(md, values)) + " |"
+                for name, values in zip(wide.index, wide.values)]
         out += ["", "Ours ± std over seeds (paper, ours − paper).", ""]
-        out += [f"- {r.row} / {r.column}: {r.note}" for r in part.itertuples()]
+        out += [f"- {md(r.row)} / {md(r.column)}: {md(r.note)}" for r in part.itertuples()]
         out.append("")
     return "\n".join(out)
 
 
 def to_latex(table: pd.DataFrame) -> str:
     """The same layouts as LaTeX tabulars (booktabs), one per table that runs fill."""
-    def tex(text: str) -> str:
-        return str(text).replace("±", r"$\pm$").replace("_", r"\_").replace("%", r"\%")
-
+    tex = escape.latex
     out = []
     for layout, part in _sections(table):
         if part.empty:

@@ -9,7 +9,6 @@ guides, charts per seed group; it loads nothing from the network, see :mod:`hsev
 
 from __future__ import annotations
 
-import html
 import warnings
 from pathlib import Path
 
@@ -19,9 +18,11 @@ import pandas as pd
 from hseval.core import fileio
 from hseval.core.errors import HsevalWarning, RunFormatError
 from hseval.io import tables as csv_tables
+from hseval.io.evaluation_format import REPORT_FILES
 from hseval.io.output import OutputFile, OutputFolder
 from hseval.io.results import Evaluation, load_evaluation
 from hseval.nn import radius_guard as logit_scale
+from hseval.reporting import escape
 from hseval.reporting import sections as report_charts
 from hseval.reporting.columns import column_help, display_name, identity, level_legend
 from hseval.reporting.html import Detail, Section, anchor, page
@@ -39,9 +40,9 @@ def _markdown(frame: pd.DataFrame, digits: int = 4) -> str:
     def cell(v) -> str:
         if isinstance(v, float):
             return "" if np.isnan(v) else f"{v:.{digits}f}"
-        return str(v).replace("|", "\\|")
+        return escape.markdown(v)
 
-    lines = ["| " + " | ".join(cols) + " |", "|" + "---|" * len(cols)]
+    lines = ["| " + " | ".join(map(escape.markdown, cols)) + " |", "|" + "---|" * len(cols)]
     lines += ["| " + " | ".join(cell(v) for v in row) + " |" for row in frame.itertuples(index=False)]
     return "\n".join(lines) + "\n"
 
@@ -62,12 +63,13 @@ def _mean_std(grouped: pd.DataFrame) -> pd.DataFrame:
 
 def _markdown_sections(where: str, sections: list[tuple[str, str, pd.DataFrame | None]],
                        helps: dict[str, str]) -> str:
-    toc = [f"- [{title}](#{anchor(title)})" for title, _, _ in sections]
+    toc = [f"- [{escape.markdown(title)}](#{anchor(title)})" for title, _, _ in sections]
     md = ["# hseval report", "", f"Evaluation folder: {where}.", "", "## Contents", "", *toc, ""]
     for title, intro, frame in sections:
-        md += [f"## {title}", "", *([intro, ""] if intro else []), *([] if frame is None else [_markdown(frame)])]
+        md += [f"## {escape.markdown(title)}", "", *([escape.markdown(intro), ""] if intro else []),
+               *([] if frame is None else [_markdown(frame)])]
         shown = [c for c in ([] if frame is None else frame.columns) if c in helps]
-        md += [f"- **{c}**: {helps[c]}" for c in shown] + ([""] if shown else [])
+        md += [f"- **{escape.markdown(c)}**: {escape.markdown(helps[c])}" for c in shown] + ([""] if shown else [])
     return "\n".join(md)
 
 
@@ -173,7 +175,7 @@ def render(evaluation: Evaluation, root: Path, *, baseline: str | None = None,
         tables.append(("Not available", "Why a cell reads n/a (also said in the cell).", missing))
     files = {spec.file: csv_tables.render(frame, spec).decode("utf-8") for frame, spec in
              ((summary, csv_tables.SUMMARY), (grouped, csv_tables.GROUPED), (levels, csv_tables.LEVELS))}
-    where = "the folder holding this file" if inside else f"`{root}`"
+    where = f"the folder holding this file (written in {escape.markdown(root)})" if inside else escape.markdown(root)
     files.update({"superclass_accuracy.md": "# Super-class accuracy\n\n" + _markdown(levels),
                   "significance.csv": paired.to_csv(index=False),
                   "paper_tables.md": "# The paper's tables from these runs\n\n" + to_markdown(paper),
@@ -185,10 +187,10 @@ def render(evaluation: Evaluation, root: Path, *, baseline: str | None = None,
     detail = Detail("Per run" if not seeds else "Per seed group",
                     "Accuracy per node, the embeddings and the confusion matrix of one entry at a time.",
                     {e.name: report_charts.detail_charts(e) for e in drawn})
-    folder = "<span class='here'>the folder this page is in</span>" if inside else html.escape(str(root))
-    lead = (f"{len(runs)} run(s){f' in {len(drawn)} seed groups' if seeds else ''} from {folder}; dataset(s): "
-            f"{html.escape(', '.join(evaluation.datasets))}; baseline {html.escape(why)}.")
-    files["report.html"] = page("hseval report", lead, evaluation.problems, sections, [detail], helps=helps)
+    lead = (f"{len(runs)} run(s){f' in {len(drawn)} seed groups' if seeds else ''}; dataset(s): "
+            f"{', '.join(evaluation.datasets)}; baseline {why}.")
+    files["report.html"] = page("hseval report", lead, evaluation.problems, sections, [detail], helps=helps,
+                                folder=str(root), here=inside)
     return files
 
 
@@ -207,8 +209,9 @@ def write_report(root: str | Path, *, out: str | Path | None = None, baseline: s
         raise RunFormatError(f"{root}: no readable evaluated run ({'; '.join(evaluation.problems)})")
     for problem in evaluation.problems:
         warnings.warn(f"left out of the report: {problem}", HsevalWarning, stacklevel=2)
-    folder = OutputFolder(root, "evaluations")
-    page_file = OutputFile(out, option="--out") if out else None
+    folder = OutputFolder(root, "evaluations", option="DIR", writes=REPORT_FILES if out is None else
+                          [n for n in REPORT_FILES if n != "report.html"])
+    page_file = OutputFile(out, option="--out", reads=[root]) if out else None
     texts = render(evaluation, root, baseline=baseline, inside=out is None)
     page_text = texts.pop("report.html")
     with folder:

@@ -165,30 +165,30 @@ def export_evaluation(eval_dir: str | Path, out: str | Path, *, to: str = "tenso
 
     Runs that cannot be read (:attr:`~hseval.io.results.Evaluation.problems`) and runs without
     embeddings are left out, each with an :class:`~hseval.core.errors.HsevalWarning` naming it and why;
-    when no run is left, nothing is written and a :class:`~hseval.core.errors.RunFormatError` says why."""
+    when no run is left, nothing is written and one :class:`~hseval.core.errors.RunFormatError`
+    gives every reason (no warning repeats it)."""
     if to not in FORMATS:
         raise ConfigError(f"--to {to!r}: unknown export format; choose from {', '.join(FORMATS)}")
     eval_dir, out = Path(eval_dir), Path(out)
-    folder = OutputFolder(out, KIND, option="OUT", replace=True, staged=True, source=str(eval_dir.resolve()),
-                          format=to)
+    folder = OutputFolder(out, KIND, option="OUT", replace=True, staged=True, reads=[eval_dir],
+                          source=str(eval_dir.resolve()), format=to)
     evaluation = load_evaluation(eval_dir)
     result = Exported(out=out)
-    for problem in evaluation.problems:
-        warnings.warn(f"left out of the export: {problem}", HsevalWarning, stacklevel=2)
-    runs = []
+    runs, left_out = [], [f"left out of the export: {problem}" for problem in evaluation.problems]
     for run in evaluation.runs:
         arrays = run.embeddings()
         _, vectors, why = _points(arrays)
         if why is not None:
             result.skipped[run.name] = why
-            warnings.warn(f"{run.path}: left out of the export: {why}", HsevalWarning, stacklevel=2)
+            left_out.append(f"{run.path}: left out of the export: {why}")
             continue
         runs.append((run.name, run.hierarchy, arrays))
         result.runs[run.name] = (len(arrays["embeddings"]), 0 if vectors is None else len(vectors))
     if not runs:
-        reasons = "; ".join(f"{name}: {why}" for name, why in result.skipped.items()) or \
-            "; ".join(evaluation.problems)
+        reasons = "; ".join([*(f"{name}: {why}" for name, why in result.skipped.items()), *evaluation.problems])
         raise RunFormatError(f"{eval_dir}: no evaluated run has embeddings to export ({reasons})")
+    for line in left_out:
+        warnings.warn(line, HsevalWarning, stacklevel=2)
     files = tensorboard_files(runs)
     folder.details["runs"] = sorted(result.runs)
     with folder:

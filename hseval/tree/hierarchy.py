@@ -9,18 +9,39 @@ root, whose children have depth 1. Files are read and written by :mod:`hseval.tr
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+import os
+from collections.abc import Iterable, Mapping, Sequence
 from functools import cached_property
+from typing import Any
 
 import numpy as np
 import scipy.sparse as sp
 
 import hseval.tree.ancestry as ancestry
+from hseval.core.arguments import checked, instance, integer, optional, sequence, shown, text
 from hseval.core.errors import HierarchyError
-from hseval.tree.naming import check_names
-from hseval.tree.node_lists import lists_from_edges, lists_from_paths
+from hseval.tree.naming import check_names, checked_labels
+from hseval.tree.node_lists import lists_from_edges, lists_from_groups, lists_from_paths
 
-__all__ = ["Hierarchy"]
+__all__ = ["Hierarchy", "HIERARCHY"]
+
+
+def _parent_indices(name: str, value: Any) -> np.ndarray:
+    """Node indices: integers (a float would be cut to one silently)."""
+    try:
+        array = np.asarray(value)
+    except (TypeError, ValueError):
+        array = np.asarray(None)
+    if array.ndim != 1 or (array.size and not np.issubdtype(array.dtype, np.integer)):
+        raise TypeError(f"{name} must be a sequence of integer node indices, got {shown(value)}")
+    return array.astype(np.int64)
+
+
+def _edge(name: str, value: Any) -> tuple:
+    pair = sequence(what="a (parent, child) pair of names")(name, value)
+    if len(pair) != 2:
+        raise ValueError(f"{name} must be a (parent, child) pair of names, got {len(pair)} items")
+    return tuple(pair)
 
 
 class Hierarchy:
@@ -38,6 +59,10 @@ class Hierarchy:
         Name of the implicit root.
     source : str, optional
         The input (a file) that the error messages start with.
+    labels : mapping of str to str, optional
+        Display labels, by node (or root) name, of the nodes whose label is not their name (NBDT's
+        ``label`` beside its ``id``). Names identify nodes (lookups, class lists, file ids); a
+        label is only shown and written back. A label equal to the name is dropped.
 
     The super-classes are renumbered into canonical order (by depth); use :meth:`index` to find
     a node by name.
@@ -54,12 +79,15 @@ class Hierarchy:
            [1, 1, 0]], dtype=int8)
     """
 
-    __slots__ = ("_names", "_parents", "_depth", "_num_leaves", "_root_name", "_index", "__dict__")
+    __slots__ = ("_names", "_parents", "_depth", "_num_leaves", "_root_name", "_index", "_labels", "__dict__")
 
+    @checked(names=sequence(what="a sequence of node names"), parents=_parent_indices, num_leaves=integer(),
+             root_name=text, source=optional(text))
     def __init__(self, names: Sequence[str], parents: Sequence[int], num_leaves: int, *,
-                 root_name: str = "root", source: str | None = None) -> None:
+                 root_name: str = "root", source: str | None = None, labels: Mapping[str, str] | None = None) -> None:
         try:
-            self._build(list(map(str, names)), np.asarray(parents, dtype=np.int64).reshape(-1), num_leaves, root_name)
+            self._build(list(map(str, names)), parents, num_leaves, root_name)
+            self._labels = checked_labels(labels, self._names, root_name)
         except HierarchyError as exc:
             if source is None:
                 raise
@@ -68,7 +96,7 @@ class Hierarchy:
     def _build(self, names: list[str], parents: np.ndarray, num_leaves: int, root_name: str) -> None:
         n = len(names)
         if len(parents) != n:
-            raise HierarchyError(f"{n} node names but {len(parents)} parent indices; give one parent per node")
+            raise HierarchyError(f"{n} node names but {len(parents)} parents; give one parent index per node")
         if not 1 <= num_leaves <= n:
             raise HierarchyError(f"num_leaves={num_leaves} must be between 1 and the number of nodes ({n})")
         check_names([*names, root_name])
@@ -102,18 +130,22 @@ class Hierarchy:
 
     # ----------------------------------------------------------------- constructors
     @classmethod
+    @checked(edges=sequence(_edge, what="a sequence of (parent, child) pairs of names"),
+             classes=optional(sequence(what="a sequence of class names")), source=text)
     def from_edges(cls, edges: Iterable[tuple[str, str]], *, classes: Sequence[str] | None = None,
-                   source: str = "edges") -> Hierarchy:
+                   source: str = "edges", labels: Mapping[str, str] | None = None) -> Hierarchy:
         """Build a tree from ``(parent, child)`` name pairs.
 
         The root is the one node that is never a child. Leaves are ordered as ``classes`` when
         given (every class must be a leaf and every leaf a class), else in natural sort order
         (so numeric ids sort as numbers and WordNet ids as ImageNet's class index does).
-        ``source`` names the input in error messages.
+        ``source`` names the input in error messages; ``labels`` as in :class:`Hierarchy`.
         """
-        return cls(**lists_from_edges(edges, classes=classes, source=source)._asdict(), source=source)
+        return cls(**lists_from_edges(edges, classes=classes, source=source)._asdict(), source=source, labels=labels)
 
     @classmethod
+    @checked(paths=sequence(sequence(what="a path: a sequence of names from the top"), what="a sequence of paths"),
+             root_name=text, source=text)
     def from_paths(cls, paths: Sequence[Sequence[str]], *, root_name: str = "root",
                    source: str = "paths") -> Hierarchy:
         """Build a tree from one label path per class (``("animal", "dog", "husky")``), in class order.
@@ -122,6 +154,16 @@ class Hierarchy:
         joined path where two nodes would share a name. O(total path length).
         """
         return cls(**lists_from_paths(paths, root_name=root_name, source=source)._asdict(), source=source)
+
+    @classmethod
+    def from_groups(cls, classes: Sequence[str], groups: Sequence[Sequence[str]], *, root_name: str = "root",
+                    source: str = "groups") -> Hierarchy:
+        """Build a tree of ``classes`` (in class order) under generated super-classes: ``groups[i]``
+        names the groups of class i from the top (``("g1.2", "g2.5")``, ``("Albatross",)``).
+
+        The leaves are exactly ``classes``, never renamed: a group (or the root) whose generated
+        name is also a class's takes a suffix (``g1.1_1``)."""
+        return cls(**lists_from_groups(classes, groups, root_name=root_name, source=source)._asdict(), source=source)
 
     def reorder_leaves(self, classes: Sequence[str], *, source: str = "classes") -> Hierarchy:
         """The same tree with its leaves in the order of ``classes`` (the same names, once each); the
@@ -152,7 +194,11 @@ class Hierarchy:
         old = self.parents.tolist()
         parents = [position[self._names[old[self._index[name]]]] if old[self._index[name]] >= 0 else -1
                    for name in names]
-        return Hierarchy(names, parents, self._num_leaves, root_name=self._root_name)
+        return Hierarchy(names, parents, self._num_leaves, root_name=self._root_name, labels=self._labels)
+
+    def with_labels(self, labels: Mapping[str, str] | None) -> Hierarchy:
+        """The same tree with these display labels (None: none)."""
+        return Hierarchy(self._names, self._parents, self._num_leaves, root_name=self._root_name, labels=labels)
 
     # ----------------------------------------------------------------- basic facts
     @property
@@ -168,6 +214,12 @@ class Hierarchy:
     @property
     def root_name(self) -> str:
         return self._root_name
+
+    @property
+    def labels(self) -> Mapping[str, str]:
+        """Display labels by node name (the root's too) of the nodes whose label is not their name;
+        empty for most trees. ``tree.labels.get(name, name)`` is the text to show."""
+        return self._labels
 
     @property
     def num_leaves(self) -> int:
@@ -312,13 +364,16 @@ class Hierarchy:
     # ----------------------------------------------------------------- conversions
     def to_dict(self) -> dict:
         """Plain JSON types; :meth:`from_dict` inverts it."""
+        labels = {"labels": dict(self._labels)} if self._labels else {}
         return {"root": self._root_name, "num_leaves": self._num_leaves,
-                "names": list(self._names), "parents": self._parents.tolist()}
+                "names": list(self._names), "parents": self._parents.tolist(), **labels}
 
     @classmethod
+    @checked(data=instance(Mapping, what="mapping (as Hierarchy.to_dict() gives)"))
     def from_dict(cls, data: dict) -> Hierarchy:
         try:
-            return cls(data["names"], data["parents"], int(data["num_leaves"]), root_name=str(data["root"]))
+            return cls(data["names"], data["parents"], int(data["num_leaves"]), root_name=str(data["root"]),
+                       labels=data.get("labels"))
         except (KeyError, TypeError, ValueError, OverflowError) as exc:
             if isinstance(exc, HierarchyError):
                 raise
@@ -334,7 +389,8 @@ class Hierarchy:
         if not isinstance(other, Hierarchy):
             return NotImplemented
         return (self._names == other._names and self._num_leaves == other._num_leaves
-                and self._root_name == other._root_name and np.array_equal(self._parents, other._parents))
+                and self._root_name == other._root_name and np.array_equal(self._parents, other._parents)
+                and self._labels == other._labels)
 
     def __hash__(self) -> int:
         return hash((self._names, self._num_leaves, self._parents.tobytes()))
@@ -346,3 +402,13 @@ class Hierarchy:
         return (f"Hierarchy(num_leaves={self.num_leaves}, num_nodes={self.num_nodes}, "
                 f"max_depth={self.max_depth}, root={self._root_name!r})")
 
+
+
+def _how_to_get_one(value: Any) -> str:
+    if isinstance(value, (str, os.PathLike)):
+        return f"read the file first: hseval.read_hierarchy({str(value)!r})"
+    return "build one with hseval.read_hierarchy(FILE) or Hierarchy.from_paths"
+
+
+HIERARCHY = instance(Hierarchy, hint=_how_to_get_one)
+"""The check of a function's argument that must be a :class:`Hierarchy` (:func:`hseval.core.arguments.checked`)."""

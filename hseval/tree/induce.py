@@ -25,7 +25,8 @@ __all__ = ["induce_tree", "default_clusters"]
 
 def induce_tree(leaf_vectors: np.ndarray, class_names: Sequence[str], *, clusters: Sequence[int]) -> Hierarchy:
     """The tree whose level k groups the classes as the dendrogram's cut into ``clusters[k-1]``
-    groups; super-classes are named ``g<level>.<cluster>``; single-child chains merged.
+    groups; super-classes are named ``g<level>.<cluster>`` (with a suffix where a class has that
+    name: the leaves are always ``class_names``, in order); single-child chains merged.
 
     ``leaf_vectors`` is (|L|, d), one vector per class of ``class_names`` (a trained head's class
     vectors: the caller reads them from a run or an evaluation)."""
@@ -43,9 +44,8 @@ def induce_tree(leaf_vectors: np.ndarray, class_names: Sequence[str], *, cluster
                           f"(one per level, from the top), got {','.join(map(str, counts)) or 'none'}")
     Z = linkage(vectors, method="average", metric="cosine")
     cuts = [fcluster(Z, t=k, criterion="maxclust") for k in counts]
-    paths = [[f"g{level + 1}.{cut[i]}" for level, cut in enumerate(cuts)] + [name]
-             for i, name in enumerate(class_names)]
-    return merge_single_child_chains(Hierarchy.from_paths(paths, root_name="root", source="induced"))
+    groups = [[f"g{level + 1}.{cut[i]}" for level, cut in enumerate(cuts)] for i in range(len(class_names))]
+    return merge_single_child_chains(Hierarchy.from_groups(class_names, groups, source="induced"))
 
 
 def default_clusters(tree: Hierarchy) -> list[int]:

@@ -13,9 +13,9 @@ from typing import NamedTuple
 
 from hseval.core.errors import HierarchyError
 from hseval.tree.ancestry import MAX_DEPTH
-from hseval.tree.naming import natural_key
+from hseval.tree.naming import fresh_names, natural_key
 
-__all__ = ["NodeLists", "MAX_JOINED_NAMES", "lists_from_edges", "lists_from_paths"]
+__all__ = ["NodeLists", "MAX_JOINED_NAMES", "lists_from_edges", "lists_from_paths", "lists_from_groups"]
 
 MAX_JOINED_NAMES = 64 * 1024 * 1024  # characters of path-names that lists_from_paths may build
 
@@ -140,3 +140,18 @@ def lists_from_paths(paths: Sequence[Sequence[str]], *, root_name: str, source: 
     position = dict(zip(ordered, range(len(ordered))))
     parents = [position[parent[node]] if parent[node] >= 0 else -1 for node in ordered]
     return NodeLists(names, parents, len(leaf_node), root_name)
+
+
+def lists_from_groups(classes: Sequence[str], groups: Sequence[Sequence[str]], *, root_name: str,
+                      source: str) -> NodeLists:
+    """The nodes of ``classes`` under generated super-classes: ``groups[i]`` names the groups of
+    class i from the top. The classes keep their names; a group or the root whose generated name
+    a class already has takes the next free suffix (:func:`~hseval.tree.naming.fresh_names`)."""
+    classes = [str(c) for c in classes]
+    if len(groups) != len(classes):
+        raise HierarchyError(f"{source}: {len(classes)} classes but {len(groups)} group paths; give one per class")
+    taken = set(classes)
+    rename = fresh_names(chain.from_iterable(groups), taken)
+    root = fresh_names([root_name], taken.union(rename.values()))[root_name]
+    paths = [(*map(rename.__getitem__, path), name) for path, name in zip(groups, classes)]
+    return lists_from_paths(paths, root_name=root, source=source)

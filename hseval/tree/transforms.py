@@ -37,7 +37,9 @@ def merge_single_child_chains(hierarchy: Hierarchy) -> Hierarchy:
     kept_parents = new_parent[keep]
     mapped = np.where(kept_parents >= 0, position[np.maximum(kept_parents, 0)], -1)
     names = [hierarchy.node_names[i] for i in keep.tolist()]
-    return Hierarchy(names, mapped, hierarchy.num_leaves, root_name=hierarchy.root_name)
+    kept = {*names, hierarchy.root_name}
+    labels = {name: label for name, label in hierarchy.labels.items() if name in kept}
+    return Hierarchy(names, mapped, hierarchy.num_leaves, root_name=hierarchy.root_name, labels=labels)
 
 
 def random_hierarchy(hierarchy: Hierarchy, *, seed: int) -> Hierarchy:
@@ -49,4 +51,5 @@ def random_hierarchy(hierarchy: Hierarchy, *, seed: int) -> Hierarchy:
     perm = np.random.default_rng(seed).permutation(hierarchy.num_leaves)
     parents = hierarchy.parents.copy()
     parents[: hierarchy.num_leaves] = hierarchy.parents[perm]
-    return Hierarchy(hierarchy.node_names, parents, hierarchy.num_leaves, root_name=hierarchy.root_name)
+    return Hierarchy(hierarchy.node_names, parents, hierarchy.num_leaves, root_name=hierarchy.root_name,
+                     labels=hierarchy.labels)

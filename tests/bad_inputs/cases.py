@@ -72,15 +72,15 @@ def hierarchy(id: str, input: str, expect: str, text: str | bytes, name: str = "
 
 
 hierarchy("empty-file", "an empty file", "tree.txt: is empty; expected a hierarchy in one of the formats pairs, "
-          "isa, nbdt, paths", "")
+          "isa, nbdt, paths, child-parent", "")
 hierarchy("binary-file", "random binary bytes (with NUL)", "tree.txt: is a binary file, not a hierarchy (expected "
-          "text: one of pairs, isa, nbdt, paths)", bytes(range(256)) * 4)
+          "text: one of pairs, isa, nbdt, paths, child-parent)", bytes(range(256)) * 4)
 hierarchy("latin-1-file", "Latin-1 text (`caf\\xe9/x`)", "tree.txt: is not UTF-8 text (byte 3); save it as UTF-8",
           b"caf\xe9/x\n")
 hierarchy("only-comments", "only `#` comments", "tree.txt: holds only comments; expected a hierarchy",
           "# a tree\n# to come\n")
 hierarchy("undetectable", "three names on a line", "tree.txt: cannot tell the hierarchy format; pass --format "
-          "(pairs, isa, nbdt, paths)", "a b c\n")
+          "(pairs, isa, nbdt, paths, child-parent)", "a b c\n")
 hierarchy("pairs-cycle", "pairs: 2 → 3 → 2, no root", "tree.txt: every node has a parent, so the pairs contain a "
           "cycle", "4\n0 2\n1 2\n2 3\n3 2\n")
 hierarchy("pairs-self-parent", "pairs: a node its own parent", "tree.txt, line 2: node 0 is its own parent (a cycle)",
@@ -620,8 +620,8 @@ def _(tmp, good):
 
 
 @case("import-into-the-checkpoints-folder", "ownership", "`import hf/model.safetensors … --out hf` (used to overwrite "
-      "the checkpoint being imported)", "hf: is not empty and was not written by hseval as a training run (it holds "
-      "'model.safetensors'); choose a new or empty --out")
+      "the checkpoint being imported)", "hf: holds …hf/model.safetensors, an input of this command, which writing the "
+      "output would remove; choose another --out")
 def _(tmp, good):
     import shutil
 
@@ -648,8 +648,8 @@ def _(tmp, good):
 
 
 @case("induce-into-the-run", "ownership", "`hierarchy induce RUN --out RUN/run.json` (used to replace run.json, "
-      "exit 0; the run no longer loaded)", "run/run.json: lies inside …/run, which holds a training run that hseval "
-      "writes itself; write a file outside it (choose another --out)")
+      "exit 0; the run no longer loaded)", "run/run.json: lies inside …/run, an input of this command; write the "
+      "output outside it (choose another --out)")
 def _(tmp, good):
     run = copy_run(good, tmp)
     return ["hierarchy", "induce", str(run), "--out", str(run / "run.json")]
@@ -942,7 +942,8 @@ predictions_case("predictions-wrong-columns", "`--predictions` logits of 9 colum
                  "p.npz: 'logits' has shape (12, 9), expected (12, 10): 12 rows (one per sample) and 10 columns "
                  "(one per class)", lambda a: a.update(logits=a["logits"][:, :9]))
 predictions_case("predictions-probs-not-summing", "`--predictions` probs whose rows sum to 2",
-                 "p.npz: 'probs' row 0 sums to 2, not 1; save softmax outputs as 'probs', or raw scores as 'logits'",
+                 "p.npz: 'probs' row 0 sums to 2, not 1 (within 0.01), so these are not probabilities; save raw "
+                 "scores as 'logits'",
                  lambda a: a.update(probs=np.full((12, 10), 0.2), logits=None) or a.pop("logits"))
 predictions_case("predictions-nan", "`--predictions` logits holding a NaN",
                  "p.npz: 'logits' holds a NaN or infinite value (row 2); check the model's output",
@@ -1029,6 +1030,181 @@ def _(tmp, good):
     out = Path(shutil.copytree(good.evaluation, tmp / "ev"))
     taken = next(p.name for p in sorted(out.iterdir()) if p.is_dir() and not p.name.startswith("."))
     return predictions(tmp, good, npz(tmp), "--name", taken)
+
+
+# ====================================================================== issue 24: interoperability
+hierarchy("isa-columns-swapped", "`child parent` name pairs (cvjena's NAB `hierarchy.txt`) read as isa",
+          "tree.txt: node 'root' has two parents ('x' and 'y'); a hierarchy must be a tree; the columns look swapped "
+          "(child parent): pass --format child-parent", "x root\ny root\n")
+hierarchy("child-parent-columns-swapped", "`--format child-parent` on `parent child` name pairs",
+          "tree.txt: node 'root' has two parents ('x' and 'y'); a hierarchy must be a tree; the columns look swapped "
+          "(parent child): pass --format isa", "root x\nroot y\n", "tree.txt", "--format", "child-parent")
+hierarchy("pairs-columns-swapped", "pairs: `parent child` index lines", "tree.txt, line 3: node 2 has two parents "
+          "(0 on line 2 and 1); a hierarchy must be a tree; the columns look swapped (parent child): swap them, as "
+          "pairs lines are 'child parent'", "2\n2 0\n2 1\n")
+
+
+# ====================================================================== issue 24: tensor values, exports
+import_case("import-negative-variance", "`hseval import` of a state dict whose BatchNorm `running_var` is below 0",
+            "ckpt.pt: '1.running_var' holds a negative running variance (-0.5; a variance is never below 0); the "
+            "model diverged or the file is damaged", lambda s: s["1.running_var"].__setitem__(0, -0.5))
+run_case("negative-variance", "a BatchNorm running variance below 0, checksum updated", "run/model.safetensors: "
+         "tensor 'backbone.body.1.running_var' holds a negative running variance (-0.5; a variance is never below 0); "
+         "the run diverged or the file is damaged",
+         lambda p: resave_tensors(p, lambda t: t["backbone.body.1.running_var"].__setitem__(0, -0.5)))
+
+
+@case("export-nothing-to-export", "export", "`hseval export` of an evaluation whose one run has no embeddings",
+      "ev: no evaluated run has embeddings to export (p: it holds no sampled embeddings (0 samples))")
+def _(tmp, good):
+    from hseval.cli.main import main
+
+    assert main(predictions(tmp, good, npz(tmp), "--quiet")) == 0
+    return ["export", str(tmp / "ev"), str(tmp / "tb"), "--to", "tensorboard"]
+
+
+# ====================================================================== outputs planned before work (issue 24)
+def fashion_tree_file(path: Path) -> Path:
+    from tests.helpers import fashion_tree
+
+    write_hierarchy(fashion_tree(), path)
+    return path
+
+
+def unmarked_run(tmp: Path, good: Good) -> Path:
+    """The good run without hseval's marker (copied without its hidden files, say)."""
+    run = copy_run(good, tmp)
+    (run / ".hseval-folder.json").unlink()
+    return run
+
+
+@case("output-in-input-run", "outputs", "`hseval hierarchy induce RUN --out RUN/run.json`, RUN without its marker",
+      "run/run.json: lies inside …run, an input of this command; write the output outside it (choose another --out)")
+def _(tmp, good):
+    run = unmarked_run(tmp, good)
+    return ["hierarchy", "induce", str(run), "--out", str(run / "run.json")]
+
+
+@case("evaluate-into-input-run", "outputs", "`hseval evaluate RUN --out RUN/eval`, RUN without its marker",
+      "run/eval: lies inside …run, an input of this command; write the output outside it (choose another --out)")
+def _(tmp, good):
+    run = unmarked_run(tmp, good)
+    return ["evaluate", str(run), "--data-root", str(good.fashion), "--out", str(run / "eval")]
+
+
+@case("output-is-input-names", "outputs", "`hseval hierarchy convert tree.txt tree.txt.names.tsv` (its own names)",
+      "tree.txt.names.tsv: is an input of this command; write the output to another OUTPUT")
+def _(tmp, good):
+    tree = fashion_tree_file(tmp / "tree.txt")
+    return ["hierarchy", "convert", str(tree), f"{tree}.names.tsv", "--to", "nbdt"]
+
+
+@case("output-names-are-a-folder", "outputs", "`hseval hierarchy convert … out.txt --to pairs` where "
+      "`out.txt.names.tsv` is a folder", "out.txt.names.tsv: is a folder, where hseval writes a file beside out.txt; "
+      "choose another OUTPUT")
+def _(tmp, good):
+    (tmp / "out.txt.names.tsv").mkdir()
+    return ["hierarchy", "convert", str(fashion_tree_file(tmp / "tree.json")), str(tmp / "out.txt"), "--to", "pairs"]
+
+
+@case("output-named-like-marker", "outputs", "an output file named `.hseval-folder.json`",
+      "'.hseval-folder.json' is the name of hseval's own bookkeeping files; choose another OUTPUT")
+def _(tmp, good):
+    return ["hierarchy", "convert", str(fashion_tree_file(tmp / "tree.json")), str(tmp / "x" / ".hseval-folder.json"),
+            "--to", "nbdt"]
+
+
+@case("import-over-own-checkpoint", "ownership", "`hseval import RUN/model.safetensors --out RUN --force`",
+      "run: holds …run/model.safetensors, an input of this command, which writing the output would remove; choose "
+      "another --out")
+def _(tmp, good):
+    run = copy_run(good, tmp)
+    return ["import", str(run / "model.safetensors"), "--backbone", "small-cnn", "--head", "plain", "--hierarchy",
+            str(fashion_tree_file(tmp / "tree.json")), "--dataset", "fashion-mnist", "--force", "--out", str(run)]
+
+
+@case("train-force-over-user-logs", "ownership", "`hseval train --force` into a run holding the user's "
+      "`tensorboard/` logs", "run: holds 'tensorboard', which hseval did not write there, so it will not replace the "
+      "folder; move it out or choose another --out")
+def _(tmp, good):
+    run = copy_run(good, tmp)
+    write(run / "tensorboard" / "events.out.tfevents.1", "my logs")
+    return ["train", "--data-root", str(good.fashion), "--quiet", "--force", "--out", str(run)]
+
+
+@case("report-over-user-report", "ownership", "`hseval report EVAL` where EVAL holds the user's `report.md`",
+      "eval: holds 'report.md', which hseval did not write there, so it will not write over it; move it out or "
+      "choose another DIR")
+def _(tmp, good):
+    evaluation = Path(shutil.copytree(good.evaluation, tmp / "eval"))
+    write(evaluation / "report.md", "# my notes")
+    return ["report", str(evaluation)]
+
+
+@case("evaluate-name-of-report", "outputs", "`--predictions` with `--name report.html`",
+      "--name 'report.html' is the name of one of the evaluation folder's own files (index.json, …); choose another "
+      "--name")
+def _(tmp, good):
+    return predictions(tmp, good, npz(tmp), "--name", "report.html")
+
+
+# ====================================================================== recorded values are used values (issue 24)
+cli("predictions-with-run-options", "`--predictions` with `--split train --data-root X --device cuda:7` (used to be "
+    "ignored, the split recorded as test)", "--data-root applies only to run folders; a prediction file holds the "
+    "model's outputs on its test set already",
+    lambda tmp, good: predictions(tmp, good, npz(tmp), "--split", "train", "--data-root", "X", "--device", "cuda:7"))
+cli("run-with-scores", "a run folder with `--scores probs`", "--scores applies only with --predictions; a run "
+    "carries its own tree and names", lambda tmp, good: ["evaluate", str(good.run), "--scores", "probs", "--out",
+                                                         str(tmp / "ev")])
+cli("train-setting-twice", "`--hierarchy a.txt` and `--set data.hierarchy=b.txt`", "data.hierarchy: --hierarchy "
+    "and --set both set it; give each setting once",
+    lambda tmp, good: fashion_train(tmp, good, "--hierarchy", "a.txt", "--set", "data.hierarchy=b.txt"))
+cli("sweep-overrides-set", "`train-all --set optim.lr=0.1 --sweep optim.lr=0.2,0.3`", "optim.lr: --set and --sweep "
+    "both set it; give each setting once",
+    lambda tmp, good: ["train-all", "--data-root", str(good.fashion), "--set", "optim.lr=0.1", "--sweep",
+                       "optim.lr=0.2,0.3", "--out", str(tmp / "runs")])
+cli("threads-2-to-the-70", "`--set engine.threads=1180591620717411303424` (used to crash: OverflowError)",
+    "--set: engine.threads must be <= 1024, got 1180591620717411303424",
+    lambda tmp, good: fashion_train(tmp, good, "--set", "engine.threads=1180591620717411303424"))
+cli("seed-beyond-32-bits", "`--set engine.seed=4294967296`", "--set: engine.seed must be <= 4294967295, got "
+    "4294967296", lambda tmp, good: fashion_train(tmp, good, "--set", "engine.seed=4294967296"))
+cli("head-option-infinite", "`--set model.head_options.level_weight=.inf` (used to train, then fail)",
+    "--set: model.head_options.level_weight must be a finite number of at most 3.4e+38 in size, got inf",
+    lambda tmp, good: fashion_train(tmp, good, "--head", "multitask", "--set", "model.head_options.level_weight=.inf"))
+predictions_case("predictions-logits-that-are-probabilities", "`--predictions` .npz whose `logits` are softmax "
+                 "outputs", "p.npz: 'logits' hold probabilities, not logits (every row in [0, 1] sums to 1); save "
+                 "softmax outputs as 'probs'", lambda a: a.update(logits=np.full((12, 10), 0.1)))
+predictions_case("predictions-scores-contradict", "`--predictions` .npz of `probs` with `--scores logits`",
+                 "p.npz: holds 'probs', but logits were declared (--scores logits); the array's name says what it "
+                 "holds", lambda a: a.update(probs=np.full((12, 10), 0.1)) or a.pop("logits"), "--scores", "logits")
+
+
+@case("predictions-csv-undeclared-scores", "predictions", "prediction CSV of softmax scores rounded to 4 decimals in "
+      "`score_<i>` columns (used to be read as logits)", "p.csv, line 1: score_<i> columns do not say whether they "
+      "hold logits or probabilities; name them logit_<i> or prob_<i>, or pass --scores logits or --scores probs")
+def _(tmp, good):
+    header = "target," + ",".join(f"score_{i}" for i in range(10))
+    return predictions(tmp, good, write(tmp / "p.csv", header + "\n3," + ",".join(["0.1000"] * 10) + "\n"))
+
+
+@case("predictions-csv-probs-not-probabilities", "predictions", "prediction CSV with `prob_<i>` columns of logits",
+      "p.csv, line 2: holds values outside [0, 1], so the prob_<i> columns are not probabilities; name the columns "
+      "logit_<i>")
+def _(tmp, good):
+    header = "target," + ",".join(f"prob_{i}" for i in range(10))
+    return predictions(tmp, good, write(tmp / "p.csv", header + "\n3," + ",".join(["2.5"] * 10) + "\n"))
+
+
+@case("train-state-history-entry", "run", "a `history` entry that is a string in train_state.pt, then `--resume` "
+      "(used to crash: AttributeError)", "run/train_state.pt: 'history[0]' must be an object, got \"x\"; remove it to "
+      "restart training from the beginning")
+def _(tmp, good):
+    import torch
+
+    run = hseval_run_folder(tmp / "run", good)
+    torch.save({"epoch": 1, "history": ["x"], "config": {}, "model": {}, "optimizers": {}, "rng": {}},
+               run / "train_state.pt")
+    return resume(run, tmp, good)
 
 
 # ====================================================================== the README table

@@ -3,7 +3,8 @@
 Each mutation takes a file's bytes and returns damaged bytes (or None to delete the file). They
 are the damage a careless or hostile user does: a column dropped or renamed, a cell of the wrong
 type, a row duplicated or removed, two names swapped, a JSON value edited or removed, a file cut
-short, an array of another type or shape. :func:`mutations_of` draws them from a seeded RNG, so a
+short, an array of another type or shape, a tensor holding NaN, infinity, a negative variance or a
+row too few. :func:`mutations_of` draws them from a seeded RNG, so a
 failure names a reproducible mutation.
 """
 
@@ -72,7 +73,7 @@ def _csv_mutations(name: str, data: bytes, rng: np.random.Generator) -> list[Mut
             Mutation(name, f"line {row + 1} cut short", lambda d, r=row: csv_bytes([x[:-1] if i == r else x
                                                                                for i, x in enumerate(csv_rows(d))])),
         ]
-    return out
+    return out + _score_column_mutations(name, header)
 
 
 def _swap_cells(rows: list[list[str]], a: int, b: int, col: int) -> list[list[str]]:
@@ -161,17 +162,95 @@ def _npz_mutations(name: str, data: bytes, rng: np.random.Generator) -> list[Mut
         Mutation(name, f"'{member}' as float", lambda d, m=member: _npz(d, lambda a: a.update({m: a[m] * 1.5}))),
         Mutation(name, f"'{member}' one row shorter", lambda d, m=member: _npz(d, lambda a: a.update({m: a[m][:-1]}))),
         Mutation(name, f"'{member}' negated", lambda d, m=member: _npz(d, lambda a: a.update({m: -a[m] - 1}))),
+        *_score_mutations(name, members, rng),
     ]
+
+
+# ------------------------------------------------------------------ .safetensors
+def _tensors(data: bytes, change: Callable[[dict], None]) -> bytes:
+    from safetensors.torch import load, save  # torch: only for the tensor files
+
+    tensors = load(data)
+    change(tensors)
+    return save(tensors)
+
+
+def _set_first(tensors: dict, key: str, value: float) -> None:
+    tensors[key] = tensors[key].clone()
+    tensors[key].view(-1)[0] = value
+
+
+def _tensor_mutations(name: str, data: bytes, rng: np.random.Generator) -> list[Mutation]:
+    from safetensors.torch import load  # torch: only for the tensor files
+
+    tensors = load(data)
+    floats = sorted(k for k, v in tensors.items() if v.is_floating_point() and v.numel())
+    key = floats[int(rng.integers(len(floats)))]
+    out = [Mutation(name, f"'{key}' holds a NaN", lambda d, k=key: _tensors(d, lambda t: _set_first(t, k, np.nan))),
+           Mutation(name, f"'{key}' holds infinity", lambda d, k=key: _tensors(d, lambda t: _set_first(t, k, np.inf))),
+           Mutation(name, f"'{key}' negated", lambda d, k=key: _tensors(d, lambda t: t.update({k: -t[k]}))),
+           Mutation(name, f"'{key}' one row shorter", lambda d, k=key: _tensors(d, lambda t: t.update({k: t[k][:-1]}))),
+           Mutation(name, f"'{key}' removed", lambda d, k=key: _tensors(d, lambda t: t.pop(k)))]
+    variances = sorted(k for k in tensors if k.endswith("running_var"))
+    if variances:
+        var = variances[int(rng.integers(len(variances)))]
+        out.append(Mutation(name, f"'{var}' below 0", lambda d, k=var: _tensors(d, lambda t: _set_first(t, k, -0.5))))
+    return out
+
+
+# ------------------------------------------------------------------ what a prediction file's scores are
+def _softmax(x: np.ndarray) -> np.ndarray:
+    e = np.exp(x - x.max(axis=1, keepdims=True))
+    return e / e.sum(axis=1, keepdims=True)
+
+
+def _score_mutations(name: str, members: list[str], rng: np.random.Generator) -> list[Mutation]:
+    """A prediction file's scores said to be the other kind, or turned into it, or probabilities a
+    little off (rounded, or one row scaled)."""
+    kind = next((m for m in ("logits", "probs") if m in members), None)
+    if kind is None:
+        return []
+    other = "probs" if kind == "logits" else "logits"
+    row = int(rng.integers(4))
+    scale = float(rng.choice([0.995, 1.02, 1.2]))
+    return [
+        Mutation(name, f"'{kind}' renamed '{other}'", lambda d: _npz(d, lambda a: a.update({other: a.pop(kind)}))),
+        Mutation(name, f"'{kind}' replaced by {'its softmax' if kind == 'logits' else 'their log'}",
+                 lambda d: _npz(d, lambda a: a.update({kind: _softmax(a[kind]) if kind == "logits" else
+                                                       np.log(np.maximum(a[kind], 1e-12))}))),
+        Mutation(name, f"'{kind}' rounded to 2 decimals",
+                 lambda d: _npz(d, lambda a: a.update({kind: a[kind].round(2)}))),
+        Mutation(name, f"'{kind}' row {row} scaled by {scale}",
+                 lambda d: _npz(d, lambda a: a[kind].__setitem__(row, a[kind][row] * scale))),
+    ]
+
+
+def _score_column_mutations(name: str, header: list[str]) -> list[Mutation]:
+    """A prediction CSV's score columns renamed to another kind (prob_ to logit_, or to score_)."""
+    prefixes = {h.split("_")[0] for h in header if h.startswith(("logit_", "prob_", "score_"))}
+    out = []
+    for old in prefixes:
+        for new in ("logit", "prob", "score"):
+            if new != old:
+                out.append(Mutation(name, f"columns {old}_<i> renamed {new}_<i>",
+                                    lambda d, o=old, n=new: d.replace(f"{o}_".encode(), f"{n}_".encode())))
+    return out
 
 
 def mutations_of(name: str, data: bytes, rng: np.random.Generator, *, json_edits: int = 8) -> list[Mutation]:
     """The mutations of a file called ``name`` holding ``data``."""
+    if name.endswith(".safetensors"):
+        return _tensor_mutations(name, data, rng) + _byte_mutations(name, data, rng)
     if name.endswith(".csv"):
         return _csv_mutations(name, data, rng)
     if name.endswith(".json"):
         return _json_mutations(name, data, rng, json_edits)
     if name.endswith(".npz"):
         return _npz_mutations(name, data, rng)
+    return _byte_mutations(name, data, rng)
+
+
+def _byte_mutations(name: str, data: bytes, rng: np.random.Generator) -> list[Mutation]:
     flip = int(rng.integers(len(data)))
     return [Mutation(name, "cut in the middle", lambda d: d[: len(d) // 2]),
             Mutation(name, f"byte {flip} changed", lambda d, k=flip: d[:k] + bytes([d[k] ^ 0x5A]) + d[k + 1:]),

@@ -7,7 +7,9 @@ the result of the intact folder) and *resealed*, with the checksums recomputed a
 the format would (the schema checks must refuse it with one line, or the commands must work on it).
 Every command that reads the folder runs: ``evaluate`` for the run; for the evaluation the loader,
 ``report`` through the CLI and every dashboard page through AppTest. Never a traceback, a hang or a
-changed number without a word.
+changed number without a word. The tensors of a run (resealed: the checksum recomputed) and of a
+checkpoint to import are mutated tensor by tensor too, and the files of an export before it is
+exported again.
 """
 
 from __future__ import annotations
@@ -24,7 +26,9 @@ from hseval.cli.main import main
 from hseval.io import evaluation_format as eval_format
 from hseval.io.folders import MARKER
 from hseval.io.results import load_evaluation
+from tests.bad_inputs.builders import match_checksum
 from tests.bad_inputs.builders import reseal as reseal_run
+from tests.bad_inputs.cases import import_cnn
 from tests.bad_inputs.mutations import Mutation, mutations_of
 from tests.helpers import reseal as reseal_evaluation
 
@@ -153,14 +157,17 @@ def _numbers(folder: Path) -> dict:
 @pytest.mark.parametrize("name", RUN_FILES)
 def test_mutated_run_files(good, baseline, tmp_path, capsys, record_property, name):
     """Every mutation of a run's file through ``hseval evaluate``: one line and exit 2, or the
-    intact run's exact numbers (as is); one line or a finished evaluation (resealed run.json)."""
+    intact run's exact numbers (as is); one line or a finished evaluation (resealed run.json, or
+    tensors resealed with their checksum)."""
     mutations = _mutations(good.run, (name,), SEED + 1)
     tried = refused = 0
     for k, mutation in enumerate(mutations):
-        for resealed in (False, True) if mutation.file == "run.json" else (False,):
+        for resealed in (False, True) if mutation.file in ("run.json", "model.safetensors") else (False,):
             run = Path(shutil.copytree(good.run, tmp_path / f"{k}-{int(resealed)}" / good.run.name))
             _apply(run, mutation)
-            if resealed and (run / "run.json").exists():
+            if resealed and mutation.file == "model.safetensors" and (run / mutation.file).exists():
+                match_checksum(run)  # to reach the checks of the tensors' values behind the checksum
+            elif resealed and (run / "run.json").exists():
                 try:
                     reseal_run(run)
                 except (ValueError, AttributeError, TypeError):
@@ -183,3 +190,66 @@ def test_mutated_run_files(good, baseline, tmp_path, capsys, record_property, na
     print(f"\n{name}: {tried} mutations tried; {refused} refused with one line, {tried - refused} gave the intact "
           "run's numbers (a file evaluate does not read) or, resealed, a finished evaluation")
     assert refused > 0 or name == "history.csv"  # evaluate does not read history.csv
+
+
+def test_mutated_checkpoint_to_import(good, tmp_path, capsys):
+    """Every mutation of a checkpoint made elsewhere (the good run's tensors under torchvision-style
+    names, as .safetensors) through ``hseval import``: one line naming it and no run folder, or a
+    run that loads."""
+    from safetensors.torch import load_file, save_file
+
+    from hseval.io.run_format import load_run
+
+    tensors = load_file(str(good.run / "model.safetensors"))
+    state = {k.removeprefix("backbone.body."): v for k, v in tensors.items() if k.startswith("backbone.")}
+    state["fc.weight"] = tensors["head.delta"][:10].clone()  # any (10, 128) floats: the plain head's weights
+    intact = tmp_path / "ckpt.safetensors"
+    save_file(state, str(intact))
+    mutations = mutations_of(intact.name, intact.read_bytes(), np.random.default_rng(SEED + 2))
+    assert any("below 0" in m.what for m in mutations)
+    refused = 0
+    for k, mutation in enumerate(mutations):
+        folder = tmp_path / str(k)
+        folder.mkdir()
+        changed = mutation.apply(intact.read_bytes())
+        checkpoint = folder / intact.name
+        if changed is not None:
+            checkpoint.write_bytes(changed)
+        capsys.readouterr()
+        code = main(import_cnn(folder, good, checkpoint))
+        lines = _stderr_lines(capsys)
+        assert code in (0, 2), (mutation.id, lines)
+        if code == 2:
+            refused += 1
+            assert len(lines) == 1 and intact.name in lines[0], (mutation.id, lines)
+            assert not (folder / "r").exists(), f"{mutation.id}: refused, but a run was written"
+        else:
+            load_run(folder / "r")
+    print(f"\n{intact.name}: {len(mutations)} mutations tried; {refused} refused with one line")
+    assert refused >= len(mutations) - 1  # all but the negated weights (a valid checkpoint)
+
+
+def test_mutated_export_files(two_runs, tmp_path, capsys):
+    """Every mutation of one file of an export, then the same export again: it replaces the export
+    (the files then equal a fresh export's) or refuses in one line; never a traceback."""
+    fresh = tmp_path / "fresh"
+    assert main(["export", str(two_runs), str(fresh), "--to", "tensorboard"]) == 0
+    files = sorted(str(p.relative_to(fresh)) for p in fresh.rglob("*") if p.is_file() and not p.name.startswith("."))
+    expected = {name: (fresh / name).read_bytes() for name in files}
+    rng = np.random.default_rng(SEED + 3)
+    tried = 0
+    for name in files:
+        for mutation in mutations_of(name, expected[name], rng):
+            out = Path(shutil.copytree(fresh, tmp_path / f"tb-{tried}"))
+            _apply(out, mutation)
+            tried += 1
+            capsys.readouterr()
+            code = main(["export", str(two_runs), str(out), "--to", "tensorboard"])
+            lines = _stderr_lines(capsys)
+            assert code in (0, 2), (mutation.id, lines)
+            if code == 0:
+                assert {n: (out / n).read_bytes() for n in files} == expected, mutation.id
+            else:
+                assert len(lines) == 1, (mutation.id, lines)
+            shutil.rmtree(out)
+    assert tried >= 3 * len(files)

@@ -18,7 +18,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from hseval.core.errors import HsevalError
+from hseval.core.errors import HierarchyError, HsevalError
 from hseval.tree import FORMATS, read_hierarchy, write_hierarchy
 from hseval.tree.hierarchy import Hierarchy
 from tests.helpers import trees
@@ -121,12 +121,13 @@ def test_hierarchy_reader_on_random_lines(scratch, body, suffix, names):
 
 @fuzz("hierarchy_mutated")
 @given(tree=trees(max_leaves=12), fmt=st.sampled_from(FORMATS.names()),
-       edit=st.sampled_from(["none", "drop", "duplicate", "swap", "truncate", "append"]),
+       edit=st.sampled_from(["none", "drop", "duplicate", "swap", "truncate", "append", "columns"]),
        where=st.integers(0, 10**6), extra=lines)
 def test_hierarchy_reader_on_edited_real_files(scratch, tree, fmt, edit, where, extra):
     """A tree written in each format reads back; with one line dropped, repeated, swapped, cut or
-    added, it reads or gives a HierarchyError."""
-    if fmt == "isa" and any(len(n.split()) != 1 for n in tree.node_names):
+    added, it reads or gives a HierarchyError; with its two columns swapped, a pairs, isa or
+    child-parent file of two classes or more never reads as a tree, and the error says so."""
+    if fmt in ("isa", "child-parent") and any(len(n.split()) != 1 for n in tree.node_names):
         return
     path = scratch / ("tree.json" if fmt == "nbdt" else "tree.txt")
     write_hierarchy(tree, path, format=fmt)
@@ -145,10 +146,15 @@ def test_hierarchy_reader_on_edited_real_files(scratch, tree, fmt, edit, where, 
         rows[k], rows[k - 1] = rows[k - 1], rows[k]
     elif edit == "append":
         rows.insert(k, extra)
+    elif edit == "columns":
+        rows = [" ".join(row.split()[::-1]) if len(row.split()) == 2 and row[0] != "#" else row for row in rows]
     text = "\n".join(rows)
     if edit == "truncate":
         text = text[: where % max(len(text), 1)]
     path.write_text(text, encoding="utf-8")
+    if edit == "columns" and fmt in ("pairs", "isa", "child-parent") and tree.num_leaves >= 2:
+        with pytest.raises(HierarchyError, match=r"; the columns look swapped \((child parent|parent child)\): "):
+            read_hierarchy(path, format=fmt)
     read_or_error(read_hierarchy, path, format=fmt)
     read_or_error(read_hierarchy, path)
 

@@ -12,9 +12,10 @@ import torch.nn.functional as F
 from pydantic import BaseModel, ConfigDict, ValidationError, create_model
 from torch import nn
 
+from hseval.core.arguments import checked, integer, text
 from hseval.core.errors import ConfigError, problem_text
 from hseval.core.registry import Registry
-from hseval.tree.hierarchy import Hierarchy
+from hseval.tree.hierarchy import HIERARCHY, Hierarchy
 
 __all__ = ["Head", "register_head", "list_heads", "create_head", "head_class", "head_options"]
 
@@ -129,6 +130,7 @@ def _typed_options(name: str, config: dict[str, Any]) -> dict[str, Any]:
                           f"(e.g. --set model.head_options.{key}=...)") from None
 
 
+@checked(name=text, hierarchy=HIERARCHY, in_features=integer(minimum=1))
 def create_head(name: str, hierarchy: Hierarchy, in_features: int, **config: Any) -> Head:
     """Build head ``name``; unknown options, and options of the wrong type, are refused with a
     one-line :class:`ConfigError` (the list of accepted options, or the expected type).

@@ -11,7 +11,17 @@ import plotly.express as px
 import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
-from hseval.reporting.charts.common import TEMPLATE, _colour_args, _empty, _rows, _zoomed, fit, legend_only
+from hseval.reporting.charts.common import (
+    TEMPLATE,
+    _colour_args,
+    _empty,
+    _rows,
+    _shown,
+    _text,
+    _zoomed,
+    fit,
+    legend_only,
+)
 from hseval.reporting.colours import run_colours
 from hseval.reporting.columns import display_name, level_label
 from hseval.tree.hierarchy import Hierarchy
@@ -31,7 +41,7 @@ def accuracy_by_level(levels: pd.DataFrame, *, title: str = "Accuracy per level"
     data = levels.sort_values("depth", kind="stable") if "depth" in levels else levels
     order = list(dict.fromkeys(data["level"]))
     depths = dict(zip(data["level"], data["depth"])) if "depth" in data else {}
-    titles = [level_label(int(depths[lv]), tree) if depths.get(lv, 0) else lv for lv in order]
+    titles = [_text(level_label(int(depths[lv]), tree) if depths.get(lv, 0) else lv) for lv in order]
     runs = list(dict.fromkeys(levels["run"]))
     palette = {**run_colours(runs), **(colours or {})}
     spread = data["std"] if "std" in data else pd.Series(np.nan, index=data.index)
@@ -51,15 +61,17 @@ def accuracy_by_level(levels: pd.DataFrame, *, title: str = "Accuracy per level"
             text = [f"{a:.4f}" + (f" ± {s:.4f} (std over {int(n)} seeds)" if s == s else "")
                     for a, s, n in zip(cell["accuracy"], err, seeds[cell.index])]
             fig.add_trace(go.Scatter(
-                x=cell["way"], y=cell["accuracy"], mode="markers", name=run, legendgroup=run, showlegend=i == 0,
+                x=cell["way"], y=cell["accuracy"], mode="markers", name=_text(run), legendgroup=run,
+                showlegend=i == 0,
                 offsetgroup=run, marker=dict(size=10, color=palette[run], line=dict(width=1, color="white")),
                 error_y=dict(type="data", array=np.nan_to_num(err), visible=bool(np.isfinite(err).any())),
-                text=text, hovertemplate=f"<b>{run}</b><br>%{{x}}: %{{text}}<extra></extra>"), row=row, col=col)
+                text=text, hovertemplate=f"<b>{_text(run)}</b><br>%{{x}}: %{{text}}<extra></extra>"), row=row, col=col)
         low_high = np.concatenate([part["accuracy"] - spread[part.index].fillna(0),
                                    part["accuracy"] + spread[part.index].fillna(0)])
         fig.update_yaxes(range=_zoomed(low_high), tickformat=".3f", row=row, col=col)
     fig.update_annotations(font_size=13)
-    fig.update_layout(title=title, template=TEMPLATE, scattermode="group", scattergap=0.3, legend_title_text="run",
+    fig.update_layout(title=_text(title), template=TEMPLATE, scattermode="group", scattergap=0.3,
+                      legend_title_text="run",
                       font=dict(size=13))
     return fit(fig, rows=rows)
 
@@ -70,7 +82,8 @@ def history_curves(history: pd.DataFrame, *, title: str = "Training history",
     data = history.dropna(subset=["test_acc"]) if "test_acc" in history else pd.DataFrame()
     if data.empty:
         return _empty(title, "no history")
-    fig = px.line(data, x="epoch", y="test_acc", markers=True, template=TEMPLATE, title=title,
+    data = _shown(data, "run")
+    fig = px.line(data, x="epoch", y="test_acc", markers=True, template=TEMPLATE, title=_text(title),
                   labels={"test_acc": "test accuracy"}, **_colour_args(data, colours))
     epochs = int(data["epoch"].max())
     fig.update_xaxes(tickmode="linear", tick0=0, dtick=max(1, -(-epochs // 10)), tickformat="d")
@@ -83,7 +96,8 @@ def reliability_diagram(bins: pd.DataFrame, *, title: str = "Reliability",
     diagonal of honest confidence."""
     if bins.empty:
         return _empty(title, "no calibration bins")
-    fig = px.line(bins, x="confidence", y="accuracy", markers=True, template=TEMPLATE, title=title,
+    bins = _shown(bins, "run")
+    fig = px.line(bins, x="confidence", y="accuracy", markers=True, template=TEMPLATE, title=_text(title),
                   **_colour_args(bins, colours))
     fig.add_trace(go.Scatter(x=[0, 1], y=[0, 1], mode="lines", name="honest (diagonal)",
                              line=dict(dash="dot", color="grey")))
@@ -95,7 +109,8 @@ def reliability_diagram(bins: pd.DataFrame, *, title: str = "Reliability",
 def _metric_label(metric: str, tree: Hierarchy | None) -> str:
     """A forest plot's row: "level k" with the level's names beside it."""
     match = re.fullmatch(r"level ([0-9]+) \((.+)\)", metric)
-    return f"{level_label(int(match.group(1)), tree)} ({match.group(2)})" if match else display_name(metric, tree)
+    label = f"{level_label(int(match.group(1)), tree)} ({match.group(2)})" if match else display_name(metric, tree)
+    return _text(label)
 
 
 def _same_as(data: pd.DataFrame, digits: int = 4) -> list[str]:
@@ -104,7 +119,7 @@ def _same_as(data: pd.DataFrame, digits: int = 4) -> list[str]:
     out = []
     for run, metric, value in zip(data["run"], data["metric"], rounded):
         same = data.loc[(data["metric"] == metric) & (rounded == value) & (data["run"] != run), "run"]
-        out.append(f"<br>same difference as {', '.join(map(str, same))}" if len(same) else "")
+        out.append(f"<br>same difference as {_text(', '.join(map(str, same)))}" if len(same) else "")
     return out
 
 
@@ -130,14 +145,15 @@ def difference_intervals(frame: pd.DataFrame, *, title: str = "Difference from t
         part = data[data["run"] == run]
         real = ((part["low"] > 0) | (part["high"] < 0)).to_numpy()
         fig.add_trace(go.Scatter(
-            x=part["delta"], y=part["metric"].map(place) + ((len(runs) - 1) / 2 - k) * gap, mode="markers", name=run,
-            legendgroup=run, showlegend=False,
+            x=part["delta"], y=part["metric"].map(place) + ((len(runs) - 1) / 2 - k) * gap, mode="markers",
+            name=_text(run), legendgroup=run, showlegend=False,
             marker=dict(size=10, color=palette[run], symbol=np.where(real, "circle", "circle-open"),
                         line=dict(width=2, color=palette[run])),
             error_x=dict(type="data", symmetric=False, array=part["high"] - part["delta"],
                          arrayminus=part["delta"] - part["low"], color=palette[run], thickness=1.5, width=3),
-            customdata=np.stack([part["low"], part["high"], part["p_value"], part["metric"], part["same"]], axis=1),
-            hovertemplate=f"<b>{run}</b> − baseline<br>%{{customdata[3]}}: %{{x:+.4f}}<br>95 % interval "
+            customdata=np.stack([part["low"], part["high"], part["p_value"], part["metric"].map(_text), part["same"]],
+                                axis=1),
+            hovertemplate=f"<b>{_text(run)}</b> − baseline<br>%{{customdata[3]}}: %{{x:+.4f}}<br>95 % interval "
                           "[%{customdata[0]:+.4f}, %{customdata[1]:+.4f}]<br>McNemar p = %{customdata[2]:.3g}"
                           "%{customdata[4]}<extra></extra>"))
         fig.add_trace(legend_only(run, palette[run]))
@@ -146,7 +162,7 @@ def difference_intervals(frame: pd.DataFrame, *, title: str = "Difference from t
     fig.add_vline(x=0, line=dict(color="#444", dash="dot"))
     for boundary in range(1, len(metrics)):
         fig.add_hline(y=boundary - 0.5, line=dict(color="#e5e5e5", width=1))
-    fig.update_layout(title=title, template=TEMPLATE, xaxis_title="accuracy difference (run − baseline)",
+    fig.update_layout(title=_text(title), template=TEMPLATE, xaxis_title="accuracy difference (run − baseline)",
                       xaxis_tickformat="+.3f", legend_title_text="run",
                       yaxis=dict(tickvals=list(place.values()), ticktext=[_metric_label(m, tree) for m in place],
                                  range=[-0.5, len(metrics) - 0.5],

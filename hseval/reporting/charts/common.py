@@ -1,6 +1,8 @@
 """What every chart shares: the template, the layout that sizes a figure for its content
 (:func:`fit`), legend-only entries, marks set apart where they would hide each other
-(:func:`dodge`), zoomed axes and the empty figure. Run colours are :func:`hseval.reporting.colours.run_colours`."""
+(:func:`dodge`), zoomed axes, the empty figure, and names as plotly draws them literally
+(:func:`_shown`: a chart's title and every name a user chose, a run's, a class's or a node's, pass
+through :func:`hseval.reporting.escape.plotly`). Run colours are :func:`hseval.reporting.colours.run_colours`."""
 
 from __future__ import annotations
 
@@ -12,6 +14,7 @@ import pandas as pd
 import plotly.graph_objects as go
 
 from hseval.reporting.colours import run_colours
+from hseval.reporting.escape import plotly as _text
 
 TEMPLATE = "plotly_white"
 ROW_HEIGHT = 300
@@ -71,7 +74,7 @@ def fit(fig: go.Figure, *, rows: int = 1, row_height: int = ROW_HEIGHT, bottom: 
 def legend_only(name: str, colour: str, *, group: str | None = None, symbol: str = "circle") -> go.Scatter:
     """A legend entry that draws nothing: a run's symbol in its colour, however its points are
     styled (a hollow or faded first point would otherwise become the legend's symbol)."""
-    return go.Scatter(x=[None], y=[None], mode="markers", name=name, legendgroup=group or name, showlegend=True,
+    return go.Scatter(x=[None], y=[None], mode="markers", name=_text(name), legendgroup=group or name, showlegend=True,
                       marker=dict(size=10, color=colour, symbol=symbol, line=dict(width=1.5, color=colour)),
                       hoverinfo="skip")
 
@@ -99,15 +102,23 @@ def dodge(frame: pd.DataFrame, *, at: str, value: str, step: float, run: str = "
             for pos, name, v in zip(members["_pos"], members[run], rounded):
                 same = [str(o) for o, w in zip(members[run], rounded) if o != name and w == v]
                 if same:
-                    notes[pos] = f"same value as {', '.join(same)} (drawn apart)"
+                    notes[pos] = _text(f"same value as {', '.join(same)} (drawn apart)")
     return offsets, notes
 
 
+def _shown(frame: pd.DataFrame, *columns: str) -> pd.DataFrame:
+    """``frame`` with the names in ``columns`` as plotly draws them literally (legend entries, hover
+    names and ticks come from the data)."""
+    return frame.assign(**{c: frame[c].map(_text) for c in columns if c in frame})
+
+
 def _colour_args(frame: pd.DataFrame, colours: dict[str, str] | None) -> dict:
+    """The colour arguments of a plotly express chart of ``frame``, whose ``run`` column is
+    :func:`_shown` already (``colours`` is keyed by the runs' names)."""
     if "run" not in frame:
         return {}
     runs = list(dict.fromkeys(frame["run"]))
-    mapping = {**run_colours(runs), **(colours or {})}
+    mapping = {**run_colours(runs), **{_text(k): v for k, v in (colours or {}).items()}}
     return {"color": "run", "color_discrete_map": mapping, "category_orders": {"run": runs}}
 
 
@@ -125,8 +136,8 @@ def _zoomed(values: np.ndarray, *, low: float = 0.0, high: float = 1.0, pad: flo
 
 def _empty(title: str, message: str) -> go.Figure:
     fig = go.Figure()
-    fig.add_annotation(text=message, showarrow=False, x=0.5, y=0.5, xref="paper", yref="paper")
-    fig.update_layout(title=title, template=TEMPLATE, xaxis_visible=False, yaxis_visible=False)
+    fig.add_annotation(text=_text(message), showarrow=False, x=0.5, y=0.5, xref="paper", yref="paper")
+    fig.update_layout(title=_text(title), template=TEMPLATE, xaxis_visible=False, yaxis_visible=False)
     return fit(fig)
 
 

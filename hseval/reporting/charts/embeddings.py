@@ -9,7 +9,7 @@ import plotly.express as px
 import plotly.graph_objects as go
 
 from hseval.reporting import colours
-from hseval.reporting.charts.common import TEMPLATE, _empty, fit, legend_only
+from hseval.reporting.charts.common import TEMPLATE, _empty, _shown, _text, fit, legend_only
 from hseval.tree.hierarchy import Hierarchy
 
 __all__ = ["projection_scatter", "with_predictions", "METHOD_NAMES"]
@@ -60,8 +60,8 @@ def _vectors(fig: go.Figure, vectors: pd.DataFrame, data: pd.DataFrame) -> None:
     extent = (float(data["x"].min()), float(data["x"].max()), float(data["y"].min()), float(data["y"].max()))
     labels = vectors["label"].astype(str).tolist()
     spots = _label_spots(x, y, labels, extent)
-    fig.add_trace(go.Scatter(x=x, y=y, mode="markers+text", name="class vectors", hovertext=vectors["path"],
-                             hoverinfo="text", text=[lb if s else "" for lb, s in zip(labels, spots)],
+    fig.add_trace(go.Scatter(x=x, y=y, mode="markers+text", name="class vectors", hovertext=vectors["path"].map(_text),
+                             hoverinfo="text", text=[_text(lb) if s else "" for lb, s in zip(labels, spots)],
                              textposition=[s or "top center" for s in spots], textfont=dict(size=12),
                              marker=dict(symbol="diamond", size=11, color="black", line=dict(width=1, color="white"))))
 
@@ -98,17 +98,19 @@ def projection_scatter(points: pd.DataFrame, *, color: str = "level1", title: st
     vectors = data[data["kind"] == "class_vector"]
     palette = colours.category_colours(tree, color) if tree is not None else colours.by_name(samples["colour"], color)
     present = [c for c in palette if c in set(samples["colour"])]
+    samples = _shown(samples, "colour", "path", "predicted")
+    shown_palette = {_text(k): v for k, v in palette.items()}
     hover = {"x": False, "y": False, "row": False, "colour": False}
     hover.update({c: True for c in ("predicted", "correct", "index") if c in samples})
-    fig = px.scatter(samples, x="x", y="y", color="colour", hover_name="path", template=TEMPLATE, title=title,
+    fig = px.scatter(samples, x="x", y="y", color="colour", hover_name="path", template=TEMPLATE, title=_text(title),
                      custom_data=["row"], hover_data=hover, render_mode="webgl", opacity=0.6,
-                     color_discrete_map=palette, category_orders={"colour": present})
+                     color_discrete_map=shown_palette, category_orders={"colour": [_text(c) for c in present]})
     fig.update_traces(marker=dict(size=4), showlegend=False)
     if highlight:
         colours.fade_unmarked(fig, marked)
     shown = samples["colour"].nunique() <= max_legend
     for category in present if shown else []:
-        fig.add_trace(legend_only(category, palette[category]))
+        fig.add_trace(legend_only(category, palette[category], group=_text(category)))
     if show_vectors and not vectors.empty:
         _vectors(fig, vectors, data)
     method = str(points["method"].iloc[0]) if "method" in points and len(points) else ""

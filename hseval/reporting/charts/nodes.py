@@ -7,7 +7,7 @@ import numpy as np
 import pandas as pd
 import plotly.graph_objects as go
 
-from hseval.reporting.charts.common import TEMPLATE, _empty, fit
+from hseval.reporting.charts.common import TEMPLATE, _empty, _text, fit
 from hseval.reporting.columns import level_names
 from hseval.tree.hierarchy import Hierarchy
 
@@ -39,7 +39,8 @@ def node_sunburst(hierarchy: Hierarchy, per_node: pd.DataFrame, *, value: str = 
     frame = per_node.set_index("node").reindex(range(hierarchy.num_nodes))
     support = frame["support"].fillna(0).to_numpy(dtype=float)
     colour = frame[value].to_numpy(dtype=float)
-    hover = [f"{' / '.join(hierarchy.path_names(i))}<br>{value}: " + (f"{c:.3f}" if c == c else "n/a — no samples")
+    hover = [f"{_text(' / '.join(hierarchy.path_names(i)))}<br>{value}: "
+             + (f"{c:.3f}" if c == c else "n/a — no samples")
              + f"<br>samples: {int(s):,}" for i, (c, s) in enumerate(zip(colour, support))]
     finite = np.isfinite(colour)
     if diverging:
@@ -49,10 +50,10 @@ def node_sunburst(hierarchy: Hierarchy, per_node: pd.DataFrame, *, value: str = 
     else:
         marker = dict(colors=colour, colorscale="Viridis", cmin=0.0, cmax=1.0, colorbar=dict(title=value))
     trace = go.Sunburst if kind == "sunburst" else go.Treemap
-    fig = go.Figure(trace(ids=names, labels=names, parents=parents, values=np.maximum(support, 0),
+    fig = go.Figure(trace(ids=names, labels=[_text(n) for n in names], parents=parents, values=np.maximum(support, 0),
                           branchvalues="total", marker=dict(**marker, showscale=True), hovertext=hover,
                           hoverinfo="text", customdata=np.arange(hierarchy.num_nodes)))
-    fig.update_layout(title=title, template=TEMPLATE, margin=dict(l=0, r=0))
+    fig.update_layout(title=_text(title), template=TEMPLATE, margin=dict(l=0, r=0))
     return fit(fig, row_height=480, bottom=10)
 
 
@@ -64,10 +65,10 @@ def node_deltas(deltas: pd.DataFrame, *, title: str = "Per-node accuracy differe
         return _empty(title, "no nodes to compare")
     data = data.reindex(data["delta"].abs().sort_values(ascending=False).index).head(top).iloc[::-1]
     limit = float(data["delta"].abs().max()) or 1.0
-    fig = go.Figure(go.Bar(x=data["delta"], y=data["path"], orientation="h",
+    fig = go.Figure(go.Bar(x=data["delta"], y=data["path"].map(_text), orientation="h",
                            marker=dict(color=data["delta"], colorscale="RdBu", cmin=-limit, cmax=limit, cmid=0),
                            hovertemplate="%{y}<br>Δ %{x:+.3f}<extra></extra>"))
-    fig.update_layout(title=title, template=TEMPLATE, xaxis_title="accuracy difference", yaxis_title=None)
+    fig.update_layout(title=_text(title), template=TEMPLATE, xaxis_title="accuracy difference", yaxis_title=None)
     return fit(fig, row_height=max(240, 22 * len(data)))
 
 
@@ -122,12 +123,12 @@ def confusion_heatmap(matrix: np.ndarray, nodes: np.ndarray, hierarchy: Hierarch
     left_out = left_out or {}
     depth = int(hierarchy.depth[nodes[nodes >= 0]].max()) if (nodes >= 0).any() else 0
     shallow = f"{', '.join(left_out) or 'shallower class'} (no level-{depth} node)"
-    names = [hierarchy.node_names[n] if n >= 0 else shallow for n in nodes.tolist()]
+    names = [_text(hierarchy.node_names[n] if n >= 0 else shallow) for n in nodes.tolist()]
     sums = counts.sum(axis=1, keepdims=True)
     share = np.divide(counts, sums, out=np.zeros_like(counts), where=sums > 0)
     rows = np.flatnonzero(sums[:, 0] > 0)
     empty = [names[i] for i in range(len(names)) if i not in set(rows.tolist()) and nodes[i] >= 0]
-    parent = [hierarchy.node_names[p] if n >= 0 and (p := int(hierarchy.parents[n])) >= 0 else "–"
+    parent = [_text(hierarchy.node_names[p]) if n >= 0 and (p := int(hierarchy.parents[n])) >= 0 else "–"
               for n in nodes.tolist()]
     row_names = [names[i] for i in rows]
     hover = np.array([[f"true {row_names[r]} (in {parent[i]})<br>predicted {names[j]} (in {parent[j]})<br>"
@@ -150,8 +151,8 @@ def confusion_heatmap(matrix: np.ndarray, nodes: np.ndarray, hierarchy: Hierarch
                      f"{whose} {samples:,} samples are left out ({kept:,} counted)")
     if empty:
         notes.append(f"no test samples: {', '.join(empty)}")
-    subtitle = "".join(f"<br><sup>{note}</sup>" for note in notes)
+    subtitle = "".join(f"<br><sup>{_text(note)}</sup>" for note in notes)
     side = max(360, 26 * len(names))
-    fig.update_layout(title=title + subtitle, template=TEMPLATE, yaxis_autorange="reversed", shapes=shapes,
+    fig.update_layout(title=_text(title) + subtitle, template=TEMPLATE, yaxis_autorange="reversed", shapes=shapes,
                       xaxis_title="predicted", yaxis_title="true", xaxis_tickangle=-45)
     return fit(fig, row_height=side, bottom=40 + int(7 * max(len(n) for n in names)))

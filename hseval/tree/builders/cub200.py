@@ -41,4 +41,4 @@ def cub200_hierarchy(class_names: Sequence[str] | None = None) -> Hierarchy:
         Class names as in ``classes.txt`` (default: the official 200).
     """
     names = cub200_classes() if class_names is None else list(class_names)
-    return Hierarchy.from_paths([(cub200_group(name), name) for name in names], source="CUB-200 class names")
+    return Hierarchy.from_groups(names, [(cub200_group(name),) for name in names], source="CUB-200 class names")

@@ -44,5 +44,5 @@ def stanford_dogs_hierarchy(class_names: Sequence[str] | None = None) -> Hierarc
         Class folder names ``<wnid>-<breed>`` (default: the official 120).
     """
     names = stanford_dogs_classes() if class_names is None else list(class_names)
-    return Hierarchy.from_paths([(stanford_dogs_family(name), name) for name in names],
-                                source="Stanford Dogs class names")
+    return Hierarchy.from_groups(names, [(stanford_dogs_family(name),) for name in names],
+                                 source="Stanford Dogs class names")

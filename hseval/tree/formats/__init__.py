@@ -6,6 +6,7 @@ writing through :data:`FORMATS`).
   a ``<file>.names.tsv`` sidecar;
 - ``isa`` (:mod:`~hseval.tree.formats.isa`): ``parent child`` name pairs (Making Better Mistakes,
   cvjena);
+- ``child-parent`` (:mod:`~hseval.tree.formats.isa`): ``child parent`` name pairs (cvjena's NAB);
 - ``nbdt`` (:mod:`~hseval.tree.formats.nbdt`): NBDT's networkx node-link JSON;
 - ``paths`` (:mod:`~hseval.tree.formats.paths`): one label path per class, ``animal/dog/husky``.
 
@@ -13,10 +14,18 @@ writing through :data:`FORMATS`).
 format detected, as the tree it was written from, or refuses naming the node it cannot hold.
 """
 
+from pathlib import Path
+
 from hseval.tree.formats import isa, nbdt, pairs, paths
 from hseval.tree.formats.common import FORMATS, Format, Source, detect_format, read_hierarchy, write_hierarchy
 
-__all__ = ["FORMATS", "Format", "Source", "detect_format", "read_hierarchy", "write_hierarchy"]
+__all__ = ["FORMATS", "Format", "Source", "detect_format", "read_hierarchy", "write_hierarchy", "companions"]
 
-for _format in (pairs.FORMAT, isa.FORMAT, nbdt.FORMAT, paths.FORMAT):  # this order: --format's choices
+for _format in (pairs.FORMAT, isa.FORMAT, nbdt.FORMAT, paths.FORMAT, isa.CHILD_PARENT):  # --format's choices
     FORMATS.add(_format.name, _format)
+
+
+def companions(path: str | Path) -> list[Path]:
+    """The files that go with the hierarchy file ``path`` in some format (a pairs file's names):
+    read with it, written beside it; what a command plans before it reads or writes ``path``."""
+    return [pairs.names_sidecar(path)]

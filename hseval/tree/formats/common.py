@@ -6,12 +6,12 @@ Lines end at ``\\n``, ``\\r\\n`` or ``\\r`` only: names may hold the other separ
 ``str.splitlines`` breaks at (U+0085, U+2028, form feed...). Blank lines and lines whose first
 non-space character is ``#`` are skipped, and the whitespace around a line is ignored.
 
-The header: an isa or paths file may begin with the line ``# hseval hierarchy: {...}`` (a JSON
-object; other tools see a comment). Its key ``format`` names the file's format (detection trusts
-it); the other keys are each format's (:attr:`Format.header_keys`): ``root`` (paths: the root's
-name), ``leaf_order`` (isa: ``"file"`` keeps the classes in the order in which they first appear,
-``"natural"`` sorts them) and ``superclass_order`` (isa and paths: every super-class, in the
-tree's canonical order). The format is detected from the header, else from the first lines: a
+The header: an isa, child-parent or paths file may begin with the line ``# hseval hierarchy: {...}``
+(a JSON object; other tools see a comment). Its key ``format`` names the file's format (detection
+trusts it); the other keys are each format's (:attr:`Format.header_keys`): ``root`` (paths: the
+root's name), ``leaf_order`` (isa, child-parent: ``"file"`` keeps the classes in the order in which
+they first appear, ``"natural"`` sorts them) and ``superclass_order`` (the three: every
+super-class, in the tree's canonical order). The format is detected from the header, else from the first lines: a
 count (an integer): pairs, whatever the file's name; ``{``, or anything else in a ``.json`` file:
 nbdt; a ``/`` or ``\\``: paths; two names a line: isa; one name a line: paths.
 
@@ -31,10 +31,10 @@ from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from hseval.core import fileio
+from hseval.core import arguments, fileio
 from hseval.core.errors import HierarchyError
 from hseval.core.registry import Registry
-from hseval.tree.hierarchy import Hierarchy
+from hseval.tree.hierarchy import HIERARCHY, Hierarchy
 
 __all__ = ["FORMATS", "Format", "Source", "read_hierarchy", "write_hierarchy", "detect_format"]
 
@@ -81,14 +81,17 @@ class Format:
     ``read`` builds the tree of a :class:`Source`; ``renderings`` yields the files of a tree, the
     plainest first (the first that reads back as the tree is written); ``header_keys`` maps each
     header key the format takes (beside ``format``) to the check of its value, None for a format
-    without a header; ``name_problem(name, starts_lines)`` says why a name cannot be in such a file
-    (None for a format that holds any text)."""
+    without a header; ``name_problem(name, role)`` says why a name cannot be in such a file (``role``:
+    ``"root"``, ``"parent"`` or ``"leaf"``)
+    (None for a format that holds any text); ``holds_labels``: the file keeps the nodes' display
+    labels (:attr:`Hierarchy.labels`), which the other formats leave out."""
 
     name: str
     read: Callable[[Source], Hierarchy]
     renderings: Callable[[Hierarchy, Path], Iterator[Files]]
     header_keys: Mapping[str, Callable[[object], bool]] | None = None
-    name_problem: Callable[[str, bool], str | None] | None = None
+    name_problem: Callable[[str, str], str | None] | None = None
+    holds_labels: bool = False
 
 
 FORMATS: Registry[Format] = Registry("hierarchy format")  # filled by hseval.tree.formats, in its order
@@ -110,7 +113,7 @@ def _decode(path: Path, data: bytes) -> str:
         raise HierarchyError(f"{path}: is a binary file, not a hierarchy (expected text: "
                              f"one of {', '.join(FORMATS)})")
     try:
-        text = data.decode("utf-8-sig")
+        text = fileio.decode(data)
     except UnicodeDecodeError as exc:
         raise HierarchyError(f"{path}: is not UTF-8 text (byte {exc.start}); save it as UTF-8") from None
     if not text.strip():
@@ -223,6 +226,8 @@ def _detect(path: Path, rows: list[str], header: dict) -> str:
     raise HierarchyError(f"{path}: cannot tell the hierarchy format; pass --format ({', '.join(FORMATS)})")
 
 
+@arguments.checked(path=arguments.path, format=arguments.optional(arguments.text),
+                   classes=arguments.optional(arguments.sequence(what="a sequence of class names")))
 def read_hierarchy(path: str | Path, *, format: str | None = None,
                    classes: Sequence[str] | None = None) -> Hierarchy:
     """Read a tree from a hierarchy file.
@@ -275,6 +280,7 @@ def _parse(path: Path, text: str, format: str | None, classes: Sequence[str] | N
 
 
 # --------------------------------------------------------------------- writing
+@arguments.checked(hierarchy=HIERARCHY, path=arguments.path, format=arguments.optional(arguments.text))
 def write_hierarchy(hierarchy: Hierarchy, path: str | Path, *, format: str | None = None) -> None:
     """Write a tree to a hierarchy file atomically, in a file that reads back as an equal tree.
 
@@ -304,6 +310,8 @@ def _render(tree: Hierarchy, path: Path, format: Format) -> Files:
     refusal = _refusal(tree, format)
     if refusal is not None:
         raise HierarchyError(f"cannot write {format.name} format: {refusal}")
+    if tree.labels and not format.holds_labels:  # the others leave the labels out: the names are the tree
+        tree = tree.with_labels(None)
     problem = "it reads back as a different tree"
     for files in format.renderings(tree, path):
         try:
@@ -322,17 +330,33 @@ def _refusal(tree: Hierarchy, format: Format) -> str | None:
     """Why ``format`` cannot hold ``tree`` whatever the header says (the first node that it cannot
     hold), or None."""
     names = [*tree.node_names, tree.root_name]
+    labels = tree.labels if format.holds_labels else {}
+    bad_label = next((name for name, label in labels.items() if _SURROGATE.search(label)), None)
+    if bad_label is not None:
+        return (f"the label of node {bad_label!r} holds a surrogate code point, which is not Unicode text and no "
+                "hierarchy file can hold; change the label")
     if format.name_problem is None and not _SURROGATE.search("".join(names)):
         return None
-    heads = set(tree.parents.tolist())  # the super-classes; the root, names[-1], heads lines too
+    parents = set(tree.parents.tolist())  # the super-classes; names[-1] is the root
     for k, name in enumerate(names):
         if _SURROGATE.search(name):  # not Unicode text: UTF-8 cannot encode it, JSON would merge a pair
             return (f"node name {name!r} holds a surrogate code point, which is not Unicode text and no "
                     "hierarchy file can hold; rename the node")
-        problem = format.name_problem and format.name_problem(name, k in heads or k == len(names) - 1)
+        role = "root" if k == len(names) - 1 else "parent" if k in parents else "leaf"
+        problem = format.name_problem and format.name_problem(name, role)
         if problem:
             return problem
     return None
+
+
+def swap_advice(error: HierarchyError, read_swapped: Callable[[], Hierarchy], order: str, fix: str) -> HierarchyError:
+    """``error``, or, where the file reads as a tree with its two columns swapped
+    (``read_swapped``), ``error`` saying so: the columns look like ``order``; ``fix`` says what to do."""
+    try:
+        read_swapped()
+    except HierarchyError:
+        return error
+    return HierarchyError(f"{error}; the columns look swapped ({order}): {fix}")
 
 
 def text_file_problem(name: str) -> str | None:

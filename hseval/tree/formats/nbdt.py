@@ -1,9 +1,13 @@
 """The ``nbdt`` format: networkx node-link JSON as written by NBDT.
 
-``nodes`` with ``id``; ``links`` or ``edges`` with ``source`` -> ``target`` from parent to child.
-Leaves are in the order of ``nodes``; nodes are named by their ``label`` where labels are unique
-(and the class list, when given, does not name the ids), else by ``id``. Names are JSON strings, so
-the format holds any text; it takes no header (the order of the links keeps the super-classes').
+``nodes`` with ``id`` (and ``label``); ``links`` or ``edges`` with ``source`` -> ``target`` from
+parent to child. Leaves are in the order of ``nodes``. A node is named by its ``id``, which is how
+NBDT finds it (``Tree.load_hierarchy`` looks the classes of its wnids file up by id), and its
+``label`` is kept as its display label (:attr:`Hierarchy.labels`); the writer writes both back, a
+node without a label getting its id. Only a class list that names the classes by their labels
+(and not by their ids) names every node by its label; the ids are then not kept. Other node
+attributes (NBDT's ``contraction``) are not kept either. Names are JSON strings, so the format
+holds any text; it takes no header (the order of the links keeps the super-classes').
 """
 
 from __future__ import annotations
@@ -53,20 +57,19 @@ def read(source: Source) -> Hierarchy:
     isolated = known - {p for p, _ in edges} - {c for _, c in edges}
     if isolated and len(known) > 1:
         raise HierarchyError(f"{path}: node {sorted(isolated)[0]!r} has no links; a tree is connected")
-    # name nodes by their labels (WordNet words) when those are unique and the classes are not ids
-    use_labels = all(labels) and len(set(labels)) == len(labels) and not (classes is not None and set(classes) <= known)
     if classes is None:  # NBDT lists the leaves in class order
         parents = {p for p, _ in edges}
         classes = [name for name in ids if name not in parents]
-    if use_labels and labels != ids:
+    elif not known.issuperset(classes) and all(labels) and len(set(labels)) == len(labels) \
+            and set(labels).issuperset(classes):  # the dataset names its classes by the labels (WordNet words)
         rename = dict(zip(ids, labels))
-        edges = [(rename[p], rename[c]) for p, c in edges]
-        classes = [rename.get(c, c) for c in classes]
-    return Hierarchy.from_edges(edges, classes=classes, source=str(path))
+        return Hierarchy.from_edges([(rename[p], rename[c]) for p, c in edges], classes=classes, source=str(path))
+    return Hierarchy.from_edges(edges, classes=classes, source=str(path),
+                                labels={i: label for i, label in zip(ids, labels) if label is not None})
 
 
 def _nodes(path: Path, nodes: list) -> tuple[list[str], list[str | None]]:
-    """The id of every node, and its label where it has a usable one."""
+    """The id of every node, and its label where it has one (a non-empty string or a number)."""
     ids = [node.get("id") if isinstance(node, dict) else None for node in nodes]
     if not all(type(node_id) is str for node_id in ids):
         bad = next((k for k, node_id in enumerate(ids) if not isinstance(node_id, (str, int))), None)
@@ -74,27 +77,30 @@ def _nodes(path: Path, nodes: list) -> tuple[list[str], list[str | None]]:
             raise HierarchyError(f"{path}: nodes[{bad}] has no 'id'")
         ids = list(map(str, ids))
     labels = [node.get("label") for node in nodes]
-    labels = [(label if label.strip() else None) if isinstance(label, str)
-              else str(label) if isinstance(label, int) else None for label in labels]
+    labels = [(label or None) if isinstance(label, str) else str(label) if isinstance(label, int) else None
+              for label in labels]
     return ids, labels
 
 
 def renderings(tree: Hierarchy, path: Path) -> Iterator[Files]:
     """The links in node order; then the super-classes' links first, as a reader numbers the
     super-classes in order of appearance in the links."""
-    quoted = [_quote(n) for n in (*tree.node_names, tree.root_name)]
+    names = (*tree.node_names, tree.root_name)
+    quoted = [_quote(n) for n in names]
+    labels = tree.labels
+    nodes = ",\n".join(f'  {{\n   "id": {q},\n   "label": {_quote(labels[n]) if n in labels else q}\n  }}'
+                       for n, q in zip(names, quoted))
     parents = tree.parents.tolist()
-    yield [(path, _text(quoted, parents, range(len(parents))))]
+    yield [(path, _text(nodes, quoted, parents, range(len(parents))))]
     leaves = tree.num_leaves
-    yield [(path, _text(quoted, parents, [*range(leaves, len(parents)), *range(leaves)]))]
+    yield [(path, _text(nodes, quoted, parents, [*range(leaves, len(parents)), *range(leaves)]))]
 
 
-def _text(quoted: list[str], parents: list[int], children: Sequence[int]) -> str:
+def _text(nodes: str, quoted: list[str], parents: list[int], children: Sequence[int]) -> str:
     """What ``json.dumps(node_link_data, indent=1)`` writes, without its slow pure-Python encoder."""
-    nodes = ",\n".join(f'  {{\n   "id": {q},\n   "label": {q}\n  }}' for q in quoted)
     links = ",\n".join(f'  {{\n   "source": {quoted[parents[c]]},\n   "target": {quoted[c]}\n  }}' for c in children)
     return ('{\n "directed": true,\n "multigraph": false,\n "graph": {},\n "nodes": [\n' + nodes
             + '\n ],\n "links": [\n' + links + "\n ]\n}\n")
 
 
-FORMAT = Format("nbdt", read, renderings)
+FORMAT = Format("nbdt", read, renderings, holds_labels=True)

@@ -5,8 +5,10 @@ line. Leaves are ``0..L-1`` in class order; the root is the one index that is on
 Names, when there are any, live in a sidecar ``<file>.names.tsv`` (:func:`names_sidecar`) with
 ``index<TAB>name`` lines (names are stripped). A sidecar whose first line is
 ``# hseval names: {"names": "json"}`` holds each name as a JSON string instead (hseval writes it so
-only where a name has surrounding whitespace or a NUL character). The index of a node is its
-canonical index in :class:`~hseval.tree.hierarchy.Hierarchy`, and the root's is |P|.
+only where a name has surrounding whitespace or a NUL character). A node that neither the sidecar
+nor the class list names is called by its index, with a suffix (``_1``) where a given name is that
+number. The index of a node is its canonical index in :class:`~hseval.tree.hierarchy.Hierarchy`,
+and the root's is |P|. A file of ``parent child`` lines is refused with advice to swap them.
 """
 
 from __future__ import annotations
@@ -19,8 +21,9 @@ from json.encoder import encode_basestring_ascii as _quote
 from pathlib import Path
 
 from hseval.core.errors import HierarchyError
-from hseval.tree.formats.common import Files, Format, Source, split_lines
+from hseval.tree.formats.common import Files, Format, Source, split_lines, swap_advice
 from hseval.tree.hierarchy import Hierarchy
+from hseval.tree.naming import fresh_names
 
 __all__ = ["FORMAT", "names_sidecar", "NAMES_HEADER", "MAX_INDEX_DIGITS"]
 
@@ -37,7 +40,17 @@ def names_sidecar(path: str | Path) -> Path:
 
 # --------------------------------------------------------------------- reading
 def read(source: Source) -> Hierarchy:
-    """The tree of a pairs file and its names sidecar."""
+    """The tree of a pairs file and its names sidecar; where it is no tree but would be one read
+    as ``parent child`` lines, the error says so."""
+    try:
+        return _read(source, swapped=False)
+    except HierarchyError as exc:
+        raise swap_advice(exc, lambda: _read(source, swapped=True), "parent child",
+                          "swap them, as pairs lines are 'child parent'") from None
+
+
+def _read(source: Source, *, swapped: bool) -> Hierarchy:
+    """The tree of a pairs file, or of one whose lines are ``parent child`` (``swapped``)."""
     path, lines = source.path, source.lines()
     number, first = lines[0]
     if len(first.split()) != 1:
@@ -50,7 +63,7 @@ def read(source: Source) -> Hierarchy:
     if count != len(entries):
         raise HierarchyError(f"{path}, line {number}: the count line says {count} entries but the file has "
                              f"{len(entries)}; fix the first line")
-    parent_of = _pair_links(path, entries)
+    parent_of = _pair_links(path, entries, swapped)
     parents_set = set(parent_of.values())
     nodes = parents_set | set(parent_of)
     size = max(nodes) + 1
@@ -80,7 +93,9 @@ def read(source: Source) -> Hierarchy:
                 raise HierarchyError(f"{names_sidecar(path)}: leaf {i} is named {names[i]!r} but class {i} is "
                                      f"{class_name!r}")
             names[i] = class_name
-    node_names = [names.get(i, str(i)) for i in range(size)]
+    # a node without a name is called by its index, unless a given name is that number already
+    fresh = fresh_names((str(i) for i in range(size) if i not in names), names.values()) if names else {}
+    node_names = [names[i] if i in names else fresh.get(str(i), str(i)) for i in range(size)]
     order = [i for i in range(size) if i != root]
     position = {node: k for k, node in enumerate(order)}
     position[root] = -1
@@ -97,12 +112,13 @@ def _int_token(path: Path, number: int, token: str) -> int:
     return int(token)
 
 
-def _pair_links(path: Path, entries: list[tuple[int, str]]) -> dict[int, int]:
-    """child -> parent of the ``child parent`` lines."""
+def _pair_links(path: Path, entries: list[tuple[int, str]], swapped: bool) -> dict[int, int]:
+    """child -> parent of the ``child parent`` lines (``parent child`` where ``swapped``)."""
+    first, second = (1, 0) if swapped else (0, 1)
     joined = "\n".join(line for _, line in entries) + "\n"
     if _CLEAN_PAIRS.fullmatch(joined):  # as hseval writes them: parsed in C, then checked as a whole
         values = list(map(int, joined.split()))
-        parent_of = dict(zip(values[0::2], values[1::2]))
+        parent_of = dict(zip(values[first::2], values[second::2]))
         if len(parent_of) == len(entries) and all(map(operator.ne, values[0::2], values[1::2])):
             return parent_of
     parent_of, line_of = {}, {}
@@ -110,7 +126,7 @@ def _pair_links(path: Path, entries: list[tuple[int, str]]) -> dict[int, int]:
         tokens = line.split()
         if len(tokens) != 2:
             raise HierarchyError(f"{path}, line {number}: expected 'child parent' (two integers), got {line!r}")
-        child, parent = _int_token(path, number, tokens[0]), _int_token(path, number, tokens[1])
+        child, parent = _int_token(path, number, tokens[first]), _int_token(path, number, tokens[second])
         if child == parent:
             raise HierarchyError(f"{path}, line {number}: node {child} is its own parent (a cycle)")
         if child in parent_of:

@@ -109,4 +109,4 @@ def renderings(tree: Hierarchy, path: Path) -> Iterator[Files]:
 FORMAT = Format("paths", read, renderings,
                 header_keys={"root": lambda value: isinstance(value, str) and value != "",
                              "superclass_order": is_name_list},
-                name_problem=lambda name, starts_lines: text_file_problem(name))
+                name_problem=lambda name, role: text_file_problem(name))

@@ -1,0 +1,93 @@
+"""Every number of the training configuration has bounds: a huge, negative, NaN or infinite value of
+any integer or float setting (and NaN, infinity or a float32 overflow of any head option) is refused
+in one line that names the key, before anything is read or written. ``engine.threads=2**70`` used to
+reach torch as an internal OverflowError."""
+
+from __future__ import annotations
+
+import types
+import typing
+
+import pytest
+from pydantic import BaseModel
+
+from hseval.cli.main import main
+from hseval.core.errors import ConfigError
+from hseval.nn.heads import head_options, list_heads
+from hseval.train.config import TrainConfig, load_config
+
+
+def _types(kind) -> list:
+    """The types an annotation admits (``Annotated`` and ``| None`` unwrapped)."""
+    if typing.get_origin(kind) is typing.Annotated:
+        return _types(typing.get_args(kind)[0])
+    if typing.get_origin(kind) in (typing.Union, types.UnionType):
+        return [t for arg in typing.get_args(kind) for t in _types(arg)]
+    return [kind]
+
+
+def _numeric_settings(model: type[BaseModel] = TrainConfig, prefix: str = "") -> list[tuple[str, str]]:
+    """(dotted key, "int" | "float" | "list[int]") of every number the configuration holds."""
+    out = []
+    for name, field in model.model_fields.items():
+        for kind in _types(field.annotation):
+            if isinstance(kind, type) and issubclass(kind, BaseModel):
+                out += _numeric_settings(kind, f"{prefix}{name}.")
+            elif kind in (int, float):
+                out.append((prefix + name, kind.__name__))
+            elif typing.get_origin(kind) is list:
+                out += [(prefix + name, f"list[{t.__name__}]") for t in _types(typing.get_args(kind)[0])
+                        if t in (int, float)]
+    return out
+
+
+SETTINGS = _numeric_settings()
+BAD = {"int": ["1180591620717411303424", "-1", ".nan", ".inf", "-.inf"],
+       "float": ["1.0e+300", "-1.0e+300", "-1", ".nan", ".inf", "-.inf"]}
+CASES = [(key, value) for key, kind in SETTINGS for value in BAD[kind.removeprefix("list[").rstrip("]")]]
+
+
+def test_the_settings_found_are_the_configs_numbers():
+    keys = dict(SETTINGS)
+    assert {"engine.threads", "engine.seed", "data.batch_size", "data.workers", "optim.lr", "optim.momentum",
+            "optim.milestones", "model.embedding_dim"} <= set(keys)
+    assert keys["optim.milestones"] == "list[int]" and keys["optim.lr"] == "float"
+    assert len(SETTINGS) >= 14
+
+
+@pytest.mark.parametrize(("key", "value"), CASES, ids=[f"{k}={v}" for k, v in CASES])
+def test_a_number_out_of_bounds_is_refused_naming_the_key(key, value):
+    item = f"[{value}]" if dict(SETTINGS)[key].startswith("list") else value
+    with pytest.raises(ConfigError) as caught:
+        load_config("paper", [f"{key}={item}"])
+    message = str(caught.value)
+    assert "\n" not in message and message.startswith(f"--set: {key}"), message
+
+
+HEAD_CASES = [(head, option, value) for head in list_heads() for option in head_options(head)
+              for value in (".nan", ".inf", "-.inf", "1.0e+300", "-1.0e+300")]
+
+
+@pytest.mark.parametrize(("head", "option", "value"), HEAD_CASES, ids=[f"{h}.{o}={v}" for h, o, v in HEAD_CASES])
+def test_a_head_option_that_is_not_a_float32_number_is_refused_naming_the_key(head, option, value):
+    with pytest.raises(ConfigError, match=rf"^--set: model\.head_options\.{option} must be a finite number"):
+        load_config("paper", [f"model.head={head}", f"model.head_options.{option}={value}"])
+
+
+def test_the_bounds_keep_every_shipped_recipe_and_its_limits():
+    from hseval.train.config import list_recipes
+
+    for name in list_recipes():
+        load_config(name)
+    edge = load_config("paper", ["engine.threads=1024", "engine.seed=4294967295", "optim.momentum=1",
+                                 "data.workers=0", "model.embedding_dim=2", "optim.lr=3.0e+38"])
+    assert (edge.engine.threads, edge.engine.seed, edge.optim.momentum) == (1024, 2**32 - 1, 1.0)
+
+
+def test_the_issue_s_thread_count_is_one_line(tmp_path, capsys, fashion_like):
+    out = tmp_path / "run"
+    assert main(["train", "--data-root", str(fashion_like), "--set", "engine.threads=1180591620717411303424",
+                 "--out", str(out)]) == 2
+    err = capsys.readouterr().err.strip()
+    assert err == "hseval: error: --set: engine.threads must be <= 1024, got 1180591620717411303424"
+    assert not out.exists()
