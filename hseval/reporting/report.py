@@ -69,7 +69,7 @@ def _markdown_sections(where: str, sections: list[tuple[str, str, pd.DataFrame |
         md += [f"## {escape.markdown(title)}", "", *([escape.markdown(intro), ""] if intro else []),
                *([] if frame is None else [_markdown(frame)])]
         shown = [c for c in ([] if frame is None else frame.columns) if c in helps]
-        md += [f"- **{escape.markdown(c)}**: {escape.markdown(helps[c])}" for c in shown] + ([""] if shown else [])
+        md += [f"- *{escape.markdown(c)}*: {escape.markdown(helps[c])}" for c in shown] + ([""] if shown else [])
     return "\n".join(md)
 
 
