@@ -43,13 +43,13 @@ def chart(fig, *, key: str, container=st, **options):
     return container.plotly_chart(fig, key=key, config=PLOT, theme=None, **options)
 
 
-def table_config(frame, tree=None, reasons: dict[str, str] | None = None, *, pinned=("run", "head")) -> dict:
-    """Column config of a table: each column under its display name with its help (and, where cells
-    are empty, why), identity columns pinned, 4 decimals for floats, integers for counts."""
+def table_config(frame, tree=None, *, pinned=("run", "head")) -> dict:
+    """Column config of a table: each column under its display name with its help (level names
+    from ``tree``), identity columns pinned, 4 decimals for floats (angles 1), integers for counts."""
     config = {}
     for column in frame.columns:
         label = display_name(column, tree)
-        help_text = " ".join(t for t in (column_help(column, tree), (reasons or {}).get(column)) if t) or None
+        help_text = column_help(column, tree)
         if column in pinned:
             config[column] = st.column_config.TextColumn(label, pinned=True, help=help_text)
         elif column in ("seed", "samples", "seeds", "nodes", "depth"):
