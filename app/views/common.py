@@ -70,17 +70,19 @@ def _baseline(available: list[RunResult], names: list[str], unreadable: set[str]
         return None
     run, why = default_baseline(available, None)
     before = st.session_state.get(KEY_BASELINE)
-    if before is not None and before not in names:
-        gone = "could not be read" if before in unreadable else "is not a run of this dataset"
-        st.warning(f"The baseline {markdown(before)} {gone}: comparing with {markdown(run.name)} instead.")
+    gone = before is not None and before not in names
+    if before not in names:  # the first visit, or the run chosen before is gone: set (and show) the default
+        if gone:
+            why_gone = "could not be read" if before in unreadable else "is not a run of this dataset"
+            st.warning(f"The baseline {markdown(before)} {why_gone}: comparing with {markdown(run.name)} instead.")
+        st.session_state[KEY_BASELINE] = run.name  # set, not dropped: the widget then shows it too
 
     def changed() -> None:
         st.toast(f"Baseline: {markdown(st.session_state[KEY_BASELINE])}. Every comparison now uses it.")
 
-    _keep_valid(KEY_BASELINE, names)
-    chosen = st.selectbox("Baseline", names, index=names.index(run.name), key=KEY_BASELINE, on_change=changed,
+    chosen = st.selectbox("Baseline", names, key=KEY_BASELINE, on_change=changed,
                           help="The run every other is compared with, on every page.")
-    if chosen == run.name:
+    if chosen == run.name and not gone:
         (st.warning if run.head != "plain" else st.caption)(f"Baseline: {markdown(why)}.")
     return next(r for r in available if r.name == chosen)
 

@@ -151,7 +151,8 @@ def render(evaluation: Evaluation, root: Path, *, baseline: str | None = None,
               ("Super-class accuracy", "'from leaf': the predicted class's ancestor; 'own scores': the head's own "
                                        "super-class scores." + names,
                _shown(mark_unavailable(identity(levels), runs), tree, helps)),
-              (f"Difference from {base.name}", method[0].upper() + method[1:] + f". Baseline: {why}.", paired)]
+              (f"Difference from {base.name}", f"{method[0].upper()}{method[1:]}. Baseline: {why} (--baseline RUN "
+                                               "chooses another).", paired)]
     if paper["paper"].notna().any():
         tables.append(("The paper's tables", "The runs laid out as the paper's Tables 1–6 and 8 (leaf accuracy in %, "
                        "super-class accuracy in Table 6), the paper's number beside each cell the runs fill, and the "

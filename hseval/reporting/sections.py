@@ -120,8 +120,7 @@ def baseline(runs: list[RunResult], name: str | None) -> tuple[RunResult, str]:
         plain = next((r for r in runs if r.head == "plain"), None)
         if plain is not None:
             return plain, f"{plain.name} (the first run with the plain head)"
-        return runs[0], (f"{runs[0].name}: no readable run has the plain head, so the baseline is the first run; "
-                         "choose another with --baseline")
+        return runs[0], f"{runs[0].name}: no readable run has the plain head, so the baseline is the first run"
     for run in runs:
         if run.name == name:
             return run, f"{run.name} (chosen)"

@@ -64,8 +64,9 @@ def fit(fig: go.Figure, *, rows: int = 1, row_height: int = ROW_HEIGHT, bottom: 
     legend: dict = {}
     if entries and (len(entries) * _LINE + 30 > plot or longest > 24):
         lines = _legend_lines(entries, legend_title)
-        legend = dict(orientation="h", x=0, xanchor="left", y=0, yref="container", yanchor="bottom",
-                      traceorder="normal")
+        # just under the x axis's labels (in the plot's own units: the plot is ``plot`` px tall), so a
+        # wide page, where the legend takes fewer lines than counted, leaves its spare room at the bottom
+        legend = dict(orientation="h", x=0, xanchor="left", y=-bottom / plot, yanchor="top", traceorder="normal")
         bottom += lines * _LINE + 16
     fig.update_layout(height=max(MIN_HEIGHT, top + plot + bottom), margin=dict(t=top, b=bottom), legend=legend)
     return fig
