@@ -9,6 +9,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from hseval.reporting.charts import with_predictions
 from hseval.tree.hierarchy import Hierarchy
 
 __all__ = ["selected_rows", "sample_table", "data_location"]
@@ -37,8 +38,7 @@ def sample_table(rows: pd.DataFrame, tree: Hierarchy, topk: np.ndarray) -> pd.Da
     run's top-1 predictions) and whether it is correct."""
     index = rows["index"].to_numpy(dtype=float)
     known = ~np.isnan(index) & (index < len(topk))
-    predicted = np.full(len(rows), None, dtype=object)
-    predicted[known] = [tree.leaf_names[c] for c in topk[index[known].astype(np.int64), 0].tolist()]
+    predicted = with_predictions(rows, tree, topk)["predicted"].replace("", None).to_numpy(dtype=object)
     return pd.DataFrame({"index": pd.array([int(i) if k else pd.NA for i, k in zip(index, known)], dtype="Int64"),
                          "class": rows["label"].to_numpy(dtype=object), "predicted": predicted,
                          "correct": rows["correct"].to_numpy(dtype=object) if "correct" in rows else None})

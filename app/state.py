@@ -51,7 +51,8 @@ class Context:
     group_seeds: bool = False
     """Draw runs that differ only by seed as one group (mean ± std over seeds)."""
     colours: dict[str, str] = field(default_factory=dict)
-    """One colour per run (and per seed group), fixed by position among all runs of the folder."""
+    """One colour per run (and per seed group): a function of its name among all runs of the folder,
+    readable or not (:func:`hseval.reporting.colours.run_colours`)."""
 
 
 def eval_dir(argv: Sequence[str] | None = None, environ: Mapping[str, str] | None = None) -> str | None:

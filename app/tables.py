@@ -14,13 +14,13 @@ import numpy as np
 import pandas as pd
 
 from hseval.reporting.significance import group_levels, seed_groups
-from hseval.reporting.summary import level_long, metric_of_column
+from hseval.reporting.summary import level_long
 from hseval.tree.hierarchy import Hierarchy
 
 __all__ = ["overview_columns", "node_paths", "per_node_difference", "classes_under",
            "top_confusions", "concat_runs", "tree_agreement", "depth_summary", "children_of", "child_pair_angles",
-           "confusion_labels", "node_accuracy", "history", "clicked_node", "matrix_accuracy", "metric_deltas",
-           "missing_reasons", "versus_baseline", "level_frame", "grouped_history", "empty_rows"]
+           "node_accuracy", "history", "clicked_node", "matrix_accuracy", "metric_deltas",
+           "versus_baseline", "level_frame", "grouped_history"]
 
 SEP = " / "
 """How a node's path is written in selectboxes, tables and hover texts."""
@@ -166,11 +166,6 @@ def child_pair_angles(pairs: pd.DataFrame, hierarchy: Hierarchy, node: int) -> p
                          "angle": sub["angle"].to_numpy()})
 
 
-def confusion_labels(labels: np.ndarray, hierarchy: Hierarchy) -> list[str]:
-    """Axis labels of a tree-ordered confusion matrix (-1 is "a class shallower than this level")."""
-    return [hierarchy.node_names[n] if n >= 0 else "(shallower class)" for n in np.asarray(labels).tolist()]
-
-
 def history(runs: dict[str, list[dict]]) -> pd.DataFrame:
     """Per-epoch training history of each run (run.json's ``history``) as one long table."""
     return pd.DataFrame([{**epoch, "run": name} for name, epochs in runs.items() for epoch in epochs])
@@ -215,27 +210,6 @@ def metric_deltas(levels: pd.DataFrame, a: str, b: str) -> pd.DataFrame:
     return out
 
 
-def missing_reasons(frame: pd.DataFrame, runs: list) -> dict[str, str]:
-    """For each column of a one-row-per-run ``frame`` with empty cells, the reason of each run's
-    empty cell ("plain: head 'plain' has no super-class scores of its own"), from what the
-    evaluation recorded as unavailable; cells without a recorded reason say so."""
-    by_name = {r.name: r.unavailable for r in runs}
-    out = {}
-    for column in frame.columns:
-        if column == "run" or not pd.api.types.is_numeric_dtype(frame[column]):
-            continue
-        empty = frame.loc[frame[column].isna(), "run"].tolist()
-        if not empty:
-            continue
-        key = metric_of_column(column)
-        reasons = {}
-        for run in empty:
-            reason = by_name.get(run, {}).get(key, "not computed by this evaluation")
-            reasons.setdefault(reason, []).append(run)
-        out[column] = "Empty for " + "; ".join(f"{', '.join(names)}: {reason}" for reason, names in reasons.items())
-    return out
-
-
 def versus_baseline(differences: dict[str, Any]) -> list[str]:
     """The "vs baseline" cells of :func:`hseval.reporting.significance.versus`: the difference with its 95 %
     interval and McNemar's p, or why there is none."""
@@ -256,9 +230,3 @@ def grouped_history(runs: list, *, group_seeds: bool) -> pd.DataFrame:
     names = {r.name: g.name for g in seed_groups(runs) for r in g.runs}
     frame = frame.assign(run=frame["run"].map(names))
     return frame.groupby(["run", "epoch"], sort=False, as_index=False)["test_acc"].mean()
-
-
-def empty_rows(matrix: np.ndarray, labels: np.ndarray, hierarchy: Hierarchy) -> list[str]:
-    """Names of a confusion matrix's rows without samples (left out of the chart)."""
-    names = confusion_labels(labels, hierarchy)
-    return [names[i] for i in np.flatnonzero(np.asarray(matrix).sum(axis=1) == 0)]

@@ -11,8 +11,10 @@ import pytest
 from hseval.reporting import charts
 from hseval.reporting.colours import (
     OUTCOME_COLOURS,
+    PALETTE,
     SHALLOWER_COLOUR,
     category_colours,
+    run_colours,
     shallower_label,
     under_node,
 )
@@ -61,10 +63,18 @@ def test_accuracy_by_level_draws_seed_spread_as_error_bars():
     assert "± 0.0100 (std over 3 seeds)" in fig.data[0].text[0]
 
 
-def test_run_colours_are_fixed_by_position():
-    colours = charts.run_colours(["plain", "multitask", "riemann"])
-    assert set(colours.items()) <= set(charts.run_colours(["plain", "multitask", "riemann", "later"]).items())
-    assert len(set(colours.values())) == 3
+def test_run_colours_are_a_function_of_the_name_among_the_folders_runs():
+    known = ["plain", "multitask", "hierarchy", "manifold", "riemann", "riemann-learnable-radius", "hyperbolic"]
+    everyone = run_colours(known, known=known)
+    assert len(set(everyone.values())) == len(known)  # no two runs of a folder share a colour
+    assert set(everyone.values()) <= set(PALETTE[:10])  # the ten well-told-apart colours first
+    for skipped in known:  # a run that cannot be read changes no other run's colour
+        rest = [n for n in known if n != skipped]
+        assert run_colours(rest, known=known) == {n: everyone[n] for n in rest}
+    assert run_colours(known[::-1], known=known) == everyone  # nor does the order or the selection
+    assert run_colours(["riemann"], known=known) == {"riemann": everyone["riemann"]}
+    many = [f"run{i}" for i in range(27)]
+    assert len(set(run_colours(many).values())) == 27
 
 
 @pytest.mark.parametrize("kind", ["sunburst", "treemap"])
@@ -126,11 +136,11 @@ def test_sibling_angles_split_by_kind():
 def test_delta_vs_radius_uses_radius_when_there_is_one():
     geometry = pd.DataFrame({"run": "a", "name": ["x", "y"], "depth": [1, 2], "delta_norm": [1.0, 0.5],
                              "radius": [1.0, 0.5]})
-    assert charts.delta_vs_radius(geometry).layout.xaxis.title.text == "R_p"
+    assert charts.delta_vs_radius(geometry).layout.xaxis.title.text == "radius R_p"
     assert is_empty(charts.delta_vs_radius(geometry.assign(radius=np.nan)))
     mixed = pd.concat([geometry, geometry.assign(run="b", radius=np.nan)], ignore_index=True)
     fig = charts.delta_vs_radius(mixed)  # the axis never switches: b is named, not drawn at another x
-    assert fig.layout.xaxis.title.text == "R_p" and [t.name for t in fig.data] == ["a"]
+    assert fig.layout.xaxis.title.text == "radius R_p" and [t.name for t in fig.data] == ["a", "step = R_p"]
     assert fig.layout.annotations[0].text == "not drawn (no radius R_p): b"
     steps = charts.step_by_depth(mixed)
     assert [t.name for t in steps.data] == ["a", "b"] and {t.type for t in steps.data} == {"box"}
@@ -145,20 +155,29 @@ def projection_points() -> pd.DataFrame:
                          "correct": [True, False, True, True, np.nan, np.nan]})
 
 
+def samples(fig: go.Figure) -> list:
+    """The traces of a projection's samples (the legend's entries are traces of their own)."""
+    return [t for t in fig.data if t.customdata is not None]
+
+
+def legend(fig: go.Figure) -> list[str]:
+    return [t.name for t in fig.data if t.showlegend is not False]
+
+
 def test_projection_scatter_samples_coloured_and_vectors_overlaid():
     fig = charts.projection_scatter(projection_points(), color="level1")
-    names = [t.name for t in fig.data]
-    assert names == ["animal", "fruit", "class vectors"]  # without a tree: in name order
+    assert [t.name for t in samples(fig)] == ["animal", "fruit"]  # without a tree: in name order
+    assert legend(fig) == ["animal", "fruit", "class vectors"]
     vectors = fig.data[-1]
     assert list(vectors.text) == ["apple", "cat"] and vectors.marker.symbol == "diamond"
-    assert "fruit/apple" in set(fig.data[1].hovertext)
+    assert "fruit/apple" in set(samples(fig)[1].hovertext)
+    assert (fig.layout.xaxis.title.text, fig.layout.yaxis.title.text) == ("PCA 1", "PCA 2")
 
 
 def test_projection_scatter_options():
     points = projection_points()
-    assert [t.name for t in charts.projection_scatter(points, color="correct", show_vectors=False).data] == \
-        ["correct", "wrong"]
-    assert [t.name for t in charts.projection_scatter(points, color="nope").data][:3] == ["apple", "cat", "dog"]
+    assert legend(charts.projection_scatter(points, color="correct", show_vectors=False)) == ["correct", "wrong"]
+    assert legend(charts.projection_scatter(points, color="nope"))[:3] == ["apple", "cat", "dog"]
     assert is_empty(charts.projection_scatter(pd.DataFrame()))
 
 
@@ -172,13 +191,14 @@ def test_confusion_heatmap_names_blocks_and_counts():
     np.testing.assert_allclose(z.sum(axis=1), [1, 1, 1])
     assert list(trace.x) == ["apple", "orange", "cat", "dog"]
     assert list(trace.y) == ["apple", "cat", "dog"]  # orange has no samples: left out, and said so
-    assert "left out, no samples: orange" in fig.layout.title.text
-    assert trace.text[1][0] == "true cat (animal)<br>predicted apple (fruit)<br>2 of 8 (25.0%)"
+    assert "no test samples: orange" in fig.layout.title.text
+    assert trace.text[1][0] == "true cat (in animal)<br>predicted apple (in fruit)<br>2 of 8 (25.0%)"
     assert [s.x0 for s in fig.layout.shapes if s.type == "line" and s.x0 == s.x1] == [1.5]  # fruit | animal
     counts = charts.confusion_heatmap(matrix, leaves, tree, normalize=False).data[0].z
     np.testing.assert_array_equal(np.asarray(counts), matrix[[0, 2, 3]])
     level = charts.confusion_heatmap(np.array([[5, 1], [0, 0]]), [tree.index("fruit"), -1], tree)
-    assert list(level.data[0].x) == ["fruit", "(shallower class)"] and list(level.data[0].y) == ["fruit"]
+    assert list(level.data[0].x) == ["fruit", "shallower class (no level-1 node)"]
+    assert list(level.data[0].y) == ["fruit"]
     assert not level.layout.shapes  # level 1: no blocks above it
     assert is_empty(charts.confusion_heatmap(np.zeros((0, 0)), [], tree))
 
@@ -190,7 +210,7 @@ def test_history_and_reliability():
     assert (fig.layout.xaxis.dtick, fig.layout.xaxis.tickformat) == (1, "d")  # epochs 1, 2 — never 1.2, 1.4
     assert is_empty(charts.history_curves(pd.DataFrame()))
     bins = pd.DataFrame({"run": "a", "confidence": [0.2, 0.8], "accuracy": [0.1, 0.9], "count": [5, 5]})
-    assert [t.name for t in charts.reliability_diagram(bins).data] == ["a", "perfect"]
+    assert [t.name for t in charts.reliability_diagram(bins).data] == ["a", "honest (diagonal)"]
     assert is_empty(charts.reliability_diagram(pd.DataFrame()))
 
 
@@ -214,27 +234,28 @@ def test_node_deltas_keeps_the_largest_absolute_differences():
 def test_difference_intervals_fill_the_real_differences():
     frame = pd.DataFrame({"run": ["a", "a"], "metric": ["leaf", "level 1 (from leaf)"], "delta": [0.02, 0.001],
                           "low": [0.01, -0.002], "high": [0.03, 0.004], "p_value": [0.001, 0.6]})
-    (trace,) = charts.difference_intervals(frame).data
+    (trace,) = [t for t in charts.difference_intervals(frame).data if t.customdata is not None]
     assert list(trace.marker.symbol) == ["circle", "circle-open"]
     np.testing.assert_allclose(trace.error_x.array, [0.01, 0.003])
     np.testing.assert_allclose(trace.error_x.arrayminus, [0.01, 0.003])
     assert is_empty(charts.difference_intervals(pd.DataFrame()))
 
 
-def test_sunburst_colour_scale_spans_the_data():
+def test_sunburst_colour_scale_is_fixed_so_one_accuracy_has_one_colour_everywhere():
     tree = appendix_a()
-    accuracy = np.linspace(0.93, 0.99, tree.num_nodes)
-    trace = charts.node_sunburst(tree, per_node_frame(tree, accuracy)).data[0]
-    assert (trace.marker.cmin, trace.marker.cmax) == (pytest.approx(0.93), pytest.approx(0.99))
+    for accuracy in (np.linspace(0.93, 0.99, tree.num_nodes), np.linspace(0.123, 0.9, tree.num_nodes)):
+        trace = charts.node_sunburst(tree, per_node_frame(tree, accuracy)).data[0]
+        assert (trace.marker.cmin, trace.marker.cmax) == (0.0, 1.0)
 
 
 def test_projection_scatter_outcome_colours_do_not_depend_on_the_data():
     points = projection_points()
     flipped = points.iloc[[1, 0, 2, 3, 4, 5]].reset_index(drop=True)  # a wrong sample comes first
     for frame in (points, flipped):
-        traces = charts.projection_scatter(frame, color="correct", tree=appendix_a(), show_vectors=False).data
-        assert [(t.name, t.marker.color) for t in traces] == [("correct", OUTCOME_COLOURS["correct"]),
-                                                             ("wrong", OUTCOME_COLOURS["wrong"])]
+        fig = charts.projection_scatter(frame, color="correct", tree=appendix_a(), show_vectors=False)
+        for traces in (samples(fig), [t for t in fig.data if t.showlegend]):
+            assert [(t.name, t.marker.color) for t in traces] == [("correct", OUTCOME_COLOURS["correct"]),
+                                                                 ("wrong", OUTCOME_COLOURS["wrong"])]
 
 
 def test_category_colours_are_fixed_by_the_tree():
@@ -243,7 +264,7 @@ def test_category_colours_are_fixed_by_the_tree():
     assert list(colours) == ["apple", "orange", "cat", "dog"] and len(set(colours.values())) == 4
     assert list(category_colours(tree, "level1")) == ["fruit", "animal", shallower_label("level1")]
     only_cats = projection_points().query("label != 'apple'")  # a run whose sample lacks a class
-    traces = {t.name: t.marker.color for t in charts.projection_scatter(only_cats, color="label", tree=tree).data}
+    traces = {t.name: t.marker.color for t in samples(charts.projection_scatter(only_cats, color="label", tree=tree))}
     assert traces["cat"] == colours["cat"] and traces["dog"] == colours["dog"]
 
 
@@ -255,7 +276,7 @@ def test_projection_scatter_draws_shallower_samples_in_grey():
                            "label": ["x", "z", "z", "w", "y"], "level1": ["a", "z", "z", "a", "a"],
                            "level2": ["x", np.nan, "", "b", "b"], "level3": [np.nan, np.nan, np.nan, "w", "c"],
                            "correct": True})
-    traces = {t.name: t for t in charts.projection_scatter(points, color="level2", tree=tree).data}
+    traces = {t.name: t for t in samples(charts.projection_scatter(points, color="level2", tree=tree))}
     grey = traces[shallower_label("level2")]
     assert len(grey.x) == 2 and grey.marker.color == SHALLOWER_COLOUR
     assert sum(len(t.x) for t in traces.values()) == 5
@@ -266,12 +287,15 @@ def test_projection_scatter_draws_shallower_samples_in_grey():
 def test_projection_scatter_highlight_fades_without_dropping():
     points = projection_points()
     fig = charts.projection_scatter(points, color="level1", tree=appendix_a(), highlight="apple")
-    samples = [t for t in fig.data if t.customdata is not None]
-    rows = np.concatenate([np.asarray(t.customdata)[:, 0].astype(int) for t in samples])
+    drawn = samples(fig)
+    rows = np.concatenate([np.asarray(t.customdata)[:, 0].astype(int) for t in drawn])
     assert sorted(rows) == [0, 1, 2, 3]  # every sample, customdata[0] its row in points
-    opacity = np.concatenate([t.marker.opacity for t in samples])
-    colour = np.concatenate([t.marker.color for t in samples])
+    opacity = np.concatenate([t.marker.opacity for t in drawn])
+    colour = np.concatenate([t.marker.color for t in drawn])
     hit = under_node(points, "apple")[rows]
     assert hit.sum() == 2 and (opacity[hit] > 0.9).all() and (opacity[~hit] < 0.5).all()
     assert len(set(colour[~hit])) == 1 and colour[~hit][0] not in set(colour[hit])
     assert under_node(points, "fruit").tolist() == [True, False, True, False, True, False]
+    palette = category_colours(appendix_a(), "level1")  # the legend keeps the colours the highlight fades
+    assert {t.name: t.marker.color for t in fig.data if t.showlegend and t.name in palette} == \
+        {"fruit": palette["fruit"], "animal": palette["animal"]}

@@ -29,7 +29,8 @@ def test_overview_shows_the_runs_table_and_level_bars(at):
     assert [t.value for t in at.title] == ["Overview"]
     runs = table(at, "dataset")
     assert runs["run"].tolist() == ["multitask", "plain", "riemann"]
-    assert {"head", "top1", "level1_from_leaf", "level1_own_scores", "hierarchical_f1"} <= set(runs.columns)
+    assert {"top1", "level1_from_leaf", "level1_own_scores", "hierarchical_f1"} <= set(runs.columns)
+    assert "head" not in runs.columns  # each run is named after its head: one column, not two repeating it
     charts = figures(at)
     assert "overview_levels" in charts
     assert {t["name"].split(" (")[0] for t in charts["overview_levels"]["data"]} == {"multitask", "plain", "riemann"}
@@ -96,11 +97,11 @@ def test_embeddings_page_colours_and_vectors(at):
     names = [t.get("name") for t in scatter["data"]]
     assert names[-1] == "class vectors" and set(names[:-1]) == {"clothing", "footwear", "Bag"}
     at.selectbox(key="embeddings_colour").set_value("correct").run()
-    assert [t.get("name") for t in figures(at)["embeddings_scatter"]["data"][:-1]] in (
-        ["correct", "wrong"], ["correct"], ["wrong"])
+    assert {t.get("name") for t in figures(at)["embeddings_scatter"]["data"][:-1]} in (
+        {"correct", "wrong"}, {"correct"}, {"wrong"})
     at.toggle(key="embeddings_vectors").set_value(False).run()
     assert "class vectors" not in [t.get("name") for t in figures(at)["embeddings_scatter"]["data"]]
-    assert at.selectbox(key="embeddings_method").options == ["pca"]
+    assert at.selectbox(key="embeddings_method").options == ["PCA"]
 
 
 def test_confusion_page_levels(at):
@@ -109,24 +110,54 @@ def test_confusion_page_levels(at):
     z = np.asarray(leaf["z"], dtype=float) if not isinstance(leaf["z"], dict) else array(leaf["z"]).reshape(10, 10)
     assert z.shape == (10, 10) and np.allclose(z.sum(axis=1), 1)
     leaf_accuracy = float(at.metric[0].value)
-    at.selectbox(key="confusion_level").set_value("level 1").run()
+    level = at.selectbox(key="confusion_level").options[1]
+    assert level == "level 1 · Bag, clothing, footwear"  # the level's names beside "level 1"
+    at.selectbox(key="confusion_level").set_value(level).run()
     level1 = figures(at)["confusion_heatmap"]["data"][0]
     assert list(level1["x"]) == ["Bag", "clothing", "footwear"]  # tree order
     assert float(at.metric[0].value) >= leaf_accuracy
 
 
 def test_compare_page(at):
+    """Compare has no baseline control of its own: the sidebar's one holds on every page."""
     page(at, "compare")
-    assert at.multiselect(key="compare_runs").value == ["multitask", "plain", "riemann"]
-    assert at.selectbox(key="compare_baseline").value == "plain"  # the sidebar's baseline: plain by default
+    assert at.selectbox(key="baseline").value == "plain"  # plain by default, and the sidebar says why
+    assert any("the first run with the plain head" in c.value for c in at.sidebar.caption)
+    assert [s.key for s in at.selectbox if s.key.startswith("compare")] == ["compare_node_run"]
     significance = table(at, "McNemar p")
     assert set(significance["run"]) == {"multitask", "riemann"}
     assert {"compare_levels", "compare_intervals", "compare_sunburst", "compare_deltas", "compare_angles"} <= \
         set(figures(at))
-    at.selectbox(key="compare_baseline").set_value("riemann").run()
+    at.selectbox(key="baseline").set_value("riemann").run()
     assert set(table(at, "McNemar p")["run"]) == {"multitask", "plain"}
-    at.multiselect(key="compare_runs").set_value(["riemann"]).run()
+    page(at, "overview")
+    page(at, "compare")  # the choice survives a visit to another page
+    assert at.selectbox(key="baseline").value == "riemann"
+    assert set(table(at, "McNemar p")["run"]) == {"multitask", "plain"}
+    at.multiselect(key="runs").set_value(["riemann"]).run()
     assert any("at least one run besides the baseline" in i.value for i in at.info)
+
+
+def test_missing_values_say_why(at):
+    levels = table(at, "level 1 (own scores)")
+    cell = levels.set_index("run").loc["plain", "level 1 (own scores)"]
+    assert cell.startswith("n/a — ") and "None" not in str(levels.to_numpy().tolist())
+
+
+def test_an_unreadable_run_changes_no_colour_and_the_baseline_change_is_said(evaluated, tmp_path, monkeypatch):
+    """Skipping a run (an edited metrics.json) turned riemann from pink to brown, and a skipped
+    plain run changed the baseline without a word."""
+    folder = copy_runs(evaluated, tmp_path / "eval")
+    at = app(folder, monkeypatch).run()
+    before = {t["name"]: t["marker"]["color"] for t in figures(at)["overview_levels"]["data"]}
+    metrics = json.loads((folder / "plain" / "metrics.json").read_text())
+    (folder / "plain" / "metrics.json").write_text(json.dumps({**metrics, "top1": 0.99}))  # not resealed: skipped
+    at = app(folder, monkeypatch).run()
+    assert not at.exception and table(at, "dataset")["run"].tolist() == ["multitask", "riemann"]
+    after = {t["name"]: t["marker"]["color"] for t in figures(at)["overview_levels"]["data"]}
+    assert after == {name: before[name] for name in after}
+    assert at.selectbox(key="baseline").value == "multitask"
+    assert any("no readable run has the plain head" in w.value for w in at.sidebar.warning)
 
 
 def test_a_corrupt_metrics_file_is_named_and_the_other_runs_render(evaluated, tmp_path, monkeypatch):

@@ -47,12 +47,18 @@ def test_overview_compares_every_run_with_the_baseline(at):
     assert "top1 vs riemann" in runs.columns and runs.loc["riemann", "top1 vs riemann"] == "baseline"
 
 
-def test_empty_cells_say_why_in_the_column_help(at):
-    """plain has no super-class scores of its own: the 'from levels' column's help says so."""
+def test_empty_cells_say_why_and_every_column_says_what_it_measures(at):
+    """plain has no super-class scores of its own: its cell says so ("n/a — reason", where it read
+    None); the column's header carries its one display name and the metric's help, level names included."""
     element = next(e for e in at.dataframe if "level1_own_scores" in e.value.columns)
+    cell = element.value.set_index("run").loc["plain", "level1_own_scores"]
+    assert cell.startswith("n/a — ") and "no super-class scores" in cell
     config = json.loads(element.proto.columns)
-    assert "plain" in config["level1_own_scores"]["help"]
-    assert "no super-class scores" in config["level1_own_scores"]["help"]
+    assert config["level1_own_scores"]["label"] == "level 1 (own scores)"
+    assert "own super-class scores" in config["level1_own_scores"]["help"] and "Level 1: " in \
+        config["level1_own_scores"]["help"]
+    for column in ("ece", "mistake_severity", "avg_hdist@1", "max_logit", "crm_top1"):  # had no help
+        assert config[column]["help"], column
     assert config["run"]["pinned"] is True  # the run's name stays in view while the table scrolls
 
 
@@ -97,15 +103,17 @@ def test_compare_shows_intervals_and_p_values_for_every_run(seeded, monkeypatch)
     copy = significance[significance["run"] == "plain-2"]
     assert (copy["difference"] == 0).all() and set(copy["McNemar p"]) == {"1.00"}  # identical predictions
     intervals = figures(at)["compare_intervals"]["data"]
-    assert {t["name"] for t in intervals} == set(significance["run"])
+    assert {t["name"] for t in intervals if "customdata" in t} == set(significance["run"])
 
 
 def test_level_two_confusion_leaves_the_empty_row_out_with_a_note(at):
     page(at, "confusion")
-    at.selectbox(key="confusion_level").set_value("level 2").run()
-    heatmap = figures(at)["confusion_heatmap"]["data"][0]
-    assert "(shallower class)" in heatmap["x"] and "(shallower class)" not in heatmap["y"]
-    assert any("Rows without samples left out: (shallower class)" in c.value for c in at.caption)
+    at.selectbox(key="confusion_level").set_value(at.selectbox(key="confusion_level").options[2]).run()
+    figure = figures(at)["confusion_heatmap"]
+    heatmap = figure["data"][0]
+    assert heatmap["x"][-1] == "Bag (no level-2 node)" and "Bag (no level-2 node)" not in heatmap["y"]
+    assert re.search(r"Bag has no level-2 super-class: its [\d,]+ samples are left out \([\d,]+ counted\)",
+                     figure["layout"]["title"]["text"])  # it read "left out, no samples: (shallower class)"
     assert "Bag" not in heatmap["x"]  # names, not indices; Bag is no level-2 node
 
 
@@ -117,8 +125,8 @@ def test_hierarchy_starts_on_a_super_class(at):
 def test_the_folder_is_shown_as_given(evaluated, monkeypatch):
     monkeypatch.chdir(evaluated.parent)
     at = app(evaluated.name, monkeypatch).run()
-    assert any(c.value == f"Folder: {evaluated.name}" for c in at.sidebar.caption)  # as given, not made absolute
-    assert any(f" in {evaluated.name};" in c.value for c in at.caption)
+    assert any(c.value == f"Folder: {evaluated.name}" for c in at.sidebar.caption)
+    assert any(f" in {evaluated.name}; " in c.value for c in at.caption)
 
 
 def test_compare_per_node_run_is_chosen_against_the_baseline(at):

@@ -108,9 +108,7 @@ def test_geometry_tables():
     assert tables.concat_runs({}).empty
 
 
-def test_confusion_labels_and_metric_deltas():
-    tree = appendix_a()
-    assert tables.confusion_labels(np.array([tree.index("fruit"), -1]), tree) == ["fruit", "(shallower class)"]
+def test_metric_deltas():
     levels = pd.DataFrame({"run": ["a", "b"], "head": ["x", "y"], "leaf": [0.5, 0.4],
                            "level 1 (from leaf)": [0.9, 0.8]})
     deltas = tables.metric_deltas(levels, "a", "b")

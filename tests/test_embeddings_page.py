@@ -30,6 +30,11 @@ def scatter(at: AppTest) -> list[dict]:
     return figures(at)["embeddings_scatter"]["data"]
 
 
+def samples(at: AppTest) -> list[dict]:
+    """The traces of the samples (not the legend's entries, which are traces of their own, nor the vectors)."""
+    return [t for t in scatter(at) if "customdata" in t]
+
+
 def select(at: AppTest, rows: list[int]) -> AppTest:
     """Rerun as the browser does after a selection on the scatter (AppTest has no API for plotly
     selections: the event is put among the widget states the way the frontend sends it)."""
@@ -49,7 +54,7 @@ def test_correct_and_wrong_have_the_same_colours_in_every_run(at):
     colours = {}
     for run in ("plain", "riemann"):
         at.selectbox(key="embeddings_run").set_value(run).run()
-        traces = {t["name"]: t["marker"]["color"] for t in scatter(at)[:-1]}
+        traces = {t["name"]: t["marker"]["color"] for t in samples(at)}
         assert set(traces) <= {"correct", "wrong"}
         colours[run] = traces
     assert colours["plain"]["correct"] == colours["riemann"]["correct"] == OUTCOME_COLOURS["correct"]
@@ -58,19 +63,19 @@ def test_correct_and_wrong_have_the_same_colours_in_every_run(at):
 
 def test_a_class_keeps_its_colour_across_runs(at):
     at.selectbox(key="embeddings_colour").set_value("label").run()
-    first = {t["name"]: t["marker"]["color"] for t in scatter(at)[:-1]}
+    first = {t["name"]: t["marker"]["color"] for t in samples(at)}
     at.selectbox(key="embeddings_run").set_value("riemann").run()
-    second = {t["name"]: t["marker"]["color"] for t in scatter(at)[:-1]}
+    second = {t["name"]: t["marker"]["color"] for t in samples(at)}
     assert first == second == {k: v for k, v in category_colours(fashion_tree(), "label").items() if k in first}
 
 
 def test_level_2_shows_and_counts_the_shallower_samples(at, evaluated):
     at.selectbox(key="embeddings_colour").set_value("level2").run()
-    grey = next(t for t in scatter(at) if t["name"] == shallower_label("level2"))
+    grey = next(t for t in samples(at) if t["name"] == shallower_label("level2"))
     points = pd.read_csv(evaluated / "multitask" / "projections.csv")
     bags = int(((points["kind"] == "sample") & (points["label"] == "Bag")).sum())
     assert bags > 0 and len(array(grey["x"])) == bags and grey["marker"]["color"] == SHALLOWER_COLOUR
-    drawn = sum(len(array(t["x"])) for t in scatter(at)[:-1])
+    drawn = sum(len(array(t["x"])) for t in samples(at))
     assert drawn == int((points["kind"] == "sample").sum())  # no sample dropped
     assert any(f"of which {bags} have no level-2 super-class (grey)" in c.value for c in at.caption)
 
@@ -79,7 +84,7 @@ def test_highlight_fades_the_samples_outside_the_node(at, evaluated):
     at.selectbox(key="embeddings_highlight").set_value("footwear").run()
     points = pd.read_csv(evaluated / "multitask" / "projections.csv")
     under = int(((points["kind"] == "sample") & (points["level1"] == "footwear")).sum())
-    opacity = np.concatenate([array(t["marker"]["opacity"]) for t in scatter(at)[:-1]])
+    opacity = np.concatenate([array(t["marker"]["opacity"]) for t in samples(at)])
     assert len(opacity) == int((points["kind"] == "sample").sum())
     assert (opacity > 0.9).sum() == under and (opacity < 0.5).sum() == len(opacity) - under
     assert any(f"{under} under footwear highlighted" in c.value for c in at.caption)

@@ -134,7 +134,8 @@ class _Page(HTMLParser):
 
 
 HSEVAL_TAGS = {"html", "head", "meta", "title", "style", "script", "body", "h1", "h2", "h3", "p", "nav", "ol", "li",
-               "a", "em", "table", "thead", "tbody", "tr", "th", "td", "div", "label", "select", "option"}
+               "a", "em", "table", "thead", "tbody", "tr", "th", "td", "div", "label", "select", "option", "code",
+               "details", "summary", "dl", "dt", "dd"}
 PLOTLY_MARKUP = re.compile(r"</?(b|br|sup|extra)>")
 DRAWN = {"text", "name", "hovertext", "hovertemplate", "labels", "x", "y", "title", "ticktext"}
 """The keys of a plotly figure whose strings plotly draws (not ids, parents, groups or custom data)."""

@@ -30,6 +30,7 @@ WRITERS = {
     "bench-evaluate": ("bench/evaluate.py", True),
     "bench-metrics": ("bench/metrics.py", True),
     "bad-inputs-count": ("tests/bad_inputs/cases.py", False),
+    "metrics-help": ("scripts/json_schemas.py", False),  # the metrics' help, from where they are defined
 }
 DATE = re.compile(r"\b20\d\d-\d\d-\d\d\b")
 
@@ -56,6 +57,12 @@ def test_the_catalogue_count_is_the_catalogue():
     from tests.bad_inputs.cases import CASES
 
     assert read_block("bad-inputs-count") == str(len(CASES))
+
+
+def test_the_metrics_list_is_the_metrics_help():
+    from scripts.json_schemas import metrics_list
+
+    assert read_block("metrics-help").strip() == metrics_list().strip()
 
 
 def test_the_test_count_is_this_suite(request):

@@ -1,5 +1,7 @@
-"""Widgets and messages shared by the pages: the sidebar that chooses the runs, a run picker that
-survives a changing selection, and the guard that turns a damaged file into a message."""
+"""Widgets and messages shared by the pages: the sidebar that chooses the runs and the one baseline,
+a run picker that survives a changing selection, how every chart is drawn (:func:`chart`), tables
+under their display names with each column's help (:func:`table_config`), and the guard that turns
+a damaged file into a message."""
 
 from __future__ import annotations
 
@@ -11,11 +13,13 @@ import streamlit as st
 from hseval.app.state import KEY_BASELINE, KEY_DATASET, KEY_GROUPS, KEY_RUNS, Context
 from hseval.core.errors import HsevalError
 from hseval.io.results import Evaluation, RunResult
-from hseval.reporting import charts
+from hseval.reporting.columns import column_help, display_name
 from hseval.reporting.escape import markdown
+from hseval.reporting.sections import baseline as default_baseline
+from hseval.reporting.sections import colours as run_colours
 from hseval.reporting.significance import seed_groups
 
-__all__ = ["sidebar", "pick", "pick_run", "shows_problems", "needs_runs", "number", "PLOT"]
+__all__ = ["sidebar", "pick", "pick_run", "shows_problems", "needs_runs", "number", "PLOT", "chart", "table_config"]
 
 PLOT = {"displaylogo": False}
 _RUNS_OF = "_hseval_runs_dataset"  # the dataset the remembered run selection belongs to
@@ -34,9 +38,53 @@ def _keep_valid(key: str, options: Sequence, *, multi: bool = False) -> None:
         del st.session_state[key]
 
 
-def default_baseline(runs: Sequence[RunResult]) -> int:
-    """The run others are compared with by default: the first plain head, else the first run."""
-    return next((i for i, r in enumerate(runs) if r.head == "plain"), 0)
+def chart(fig, *, key: str, container=st, **options):
+    """Draw a figure as the report does (no Streamlit theme over its colours and layout)."""
+    return container.plotly_chart(fig, key=key, config=PLOT, theme=None, **options)
+
+
+def table_config(frame, tree=None, *, pinned=("run", "head")) -> dict:
+    """Column config of a table: each column under its display name with its help (level names
+    from ``tree``), identity columns pinned, 4 decimals for floats (angles 1), integers for counts."""
+    config = {}
+    for column in frame.columns:
+        label = display_name(column, tree)
+        help_text = column_help(column, tree)
+        if column in pinned:
+            config[column] = st.column_config.TextColumn(label, pinned=True, help=help_text)
+        elif column in ("seed", "samples", "seeds", "nodes", "depth"):
+            config[column] = st.column_config.NumberColumn(label, format="%d", help=help_text)
+        elif frame[column].dtype.kind == "f":
+            config[column] = st.column_config.NumberColumn(label, format="%.1f" if "angle" in column else "%.4f",
+                                                           help=help_text)
+        else:
+            config[column] = st.column_config.Column(label, help=help_text)
+    return config
+
+
+def _baseline(available: list[RunResult], names: list[str], unreadable: set[str]) -> RunResult | None:
+    """The one baseline control: the sidebar's, remembered across pages. Its default and every
+    change are said: the default's reason below it, a toast on a change, and a warning when the
+    run chosen before can no longer be read."""
+    if not names:
+        return None
+    run, why = default_baseline(available, None)
+    before = st.session_state.get(KEY_BASELINE)
+    gone = before is not None and before not in names
+    if before not in names:  # the first visit, or the run chosen before is gone: set (and show) the default
+        if gone:
+            why_gone = "could not be read" if before in unreadable else "is not a run of this dataset"
+            st.warning(f"The baseline {markdown(before)} {why_gone}: comparing with {markdown(run.name)} instead.")
+        st.session_state[KEY_BASELINE] = run.name  # set, not dropped: the widget then shows it too
+
+    def changed() -> None:
+        st.toast(f"Baseline: {markdown(st.session_state[KEY_BASELINE])}. Every comparison now uses it.")
+
+    chosen = st.selectbox("Baseline", names, key=KEY_BASELINE, on_change=changed,
+                          help="The run every other is compared with, on every page.")
+    if chosen == run.name and not gone:
+        (st.warning if run.head != "plain" else st.caption)(f"Baseline: {markdown(why)}.")
+    return next(r for r in available if r.name == chosen)
 
 
 def sidebar(evaluation: Evaluation, folder: str | None = None) -> Context:
@@ -60,7 +108,7 @@ def sidebar(evaluation: Evaluation, folder: str | None = None) -> Context:
         chosen = st.multiselect("Runs to compare", names, key=KEY_RUNS,
                                 help="The runs the Hierarchy, Geometry, Embeddings, Confusion and Compare pages "
                                      "offer, and the Overview's charts show.")
-        baseline = pick("Baseline", names, key=KEY_BASELINE, index=default_baseline(available)) if names else None
+        baseline = _baseline(available, names, set(evaluation.names) - {r.name for r in evaluation.runs})
         groups = seed_groups(available)
         repeated = sum(len(g.runs) > 1 for g in groups)
         grouped = st.toggle("Group seeds", value=repeated > 0, key=KEY_GROUPS, disabled=not repeated,
@@ -71,17 +119,15 @@ def sidebar(evaluation: Evaluation, folder: str | None = None) -> Context:
             st.warning(f"{len(evaluation.problems)} run(s) could not be read; see the Overview page.")
         st.caption(f"Folder: {markdown(folder or evaluation.root)}")
     runs = [r for r in available if r.name in chosen]
-    colours = charts.run_colours(names)
-    colours.update({g.name: colours[g.runs[0].name] for g in groups if g.name not in colours})  # its first run's
     return Context(root=evaluation.root, evaluation=evaluation, dataset=dataset, available=available, runs=runs,
-                   folder=folder or str(evaluation.root), baseline=evaluation.run(baseline) if baseline else None,
-                   group_seeds=bool(grouped and repeated), colours=colours)
+                   folder=folder or str(evaluation.root), baseline=baseline, group_seeds=bool(grouped and repeated),
+                   colours=run_colours(evaluation.runs, groups, evaluation.names))
 
 
-def pick(label: str, options: Sequence[str], *, key: str, index: int = 0, container=st) -> str:
+def pick(label: str, options: Sequence[str], *, key: str, index: int = 0, container=st, **widget) -> str:
     """A selectbox whose remembered value is dropped when it left ``options``."""
     _keep_valid(key, options)
-    return container.selectbox(label, options, index=min(index, len(options) - 1), key=key)
+    return container.selectbox(label, options, index=min(index, len(options) - 1), key=key, **widget)
 
 
 def pick_run(label: str, runs: Sequence[RunResult], *, key: str, index: int = 0, container=st) -> RunResult:
@@ -99,9 +145,9 @@ def needs_runs(ctx: Context, minimum: int = 1) -> bool:
 
 
 def number(value: float, *, signed: bool = False, digits: int = 4) -> str:
-    """A metric value as text; "–" for a missing one (NaN: e.g. no super-class scores)."""
+    """A metric value as text; "n/a" for a missing one (NaN: e.g. no samples)."""
     if value != value:
-        return "–"
+        return "n/a"
     return f"{value:+.{digits}f}" if signed else f"{value:.{digits}f}"
 
 

@@ -1,6 +1,7 @@
-"""Compare page: any number of runs against a baseline — is each difference real (paired
-bootstrap interval and exact McNemar p at every level; over seeds for seed groups), where in the
-tree one run beats the baseline (per-node differences), and how their class vectors differ."""
+"""Compare page: the runs selected in the sidebar against its baseline (the one baseline control)
+— is each difference real (paired bootstrap interval and exact McNemar p at every level; over seeds
+for seed groups), where in the tree one run beats the baseline (per-node differences), and how
+their class vectors differ."""
 
 from __future__ import annotations
 
@@ -9,16 +10,15 @@ import streamlit as st
 
 from hseval.app import loading, tables
 from hseval.app.state import Context, context
-from hseval.app.views.common import PLOT, pick, pick_run, shows_problems
+from hseval.app.views.common import chart, pick_run, shows_problems, table_config
 from hseval.io import evaluation_format as eval_format
 from hseval.io.results import RunResult
 from hseval.reporting import charts
-from hseval.reporting.sections import seed_group_table
+from hseval.reporting.columns import display_name
+from hseval.reporting.escape import markdown
+from hseval.reporting.sections import GUIDES, one_tree, seed_group_table
 from hseval.reporting.significance import format_p, not_paired, seed_groups
 from hseval.reporting.summary import level_table
-
-KEY_CHOSEN = "compare_runs"
-KEY_BASE = "compare_baseline"
 
 
 def _differences(runs: list[RunResult], baseline: RunResult) -> pd.DataFrame:
@@ -39,15 +39,16 @@ def _significance(runs: list[RunResult], baseline: RunResult, ctx: Context) -> N
     st.subheader(f"Is the difference real? Each run against {baseline.name}")
     st.caption("Accuracy difference on the same test samples (run − baseline) at every level, with a 95 % interval "
                "from a paired bootstrap over samples (10,000 resamples) and the exact McNemar test's p-value (from "
-               "the samples only one of the two gets right). Filled dots: the interval excludes 0.")
+               "the samples only one of the two gets right). " + GUIDES["intervals"])
     diffs = _differences(runs, baseline)
     if diffs.empty:
         return
     title = f"Difference from {baseline.name}, 95 % paired bootstrap interval"
-    st.plotly_chart(charts.difference_intervals(diffs, colours=ctx.colours, title=title), key="compare_intervals",
-                    config=PLOT)
+    chart(charts.difference_intervals(diffs, colours=ctx.colours, title=title, tree=one_tree(runs)),
+          key="compare_intervals")
     shown = pd.DataFrame({
-        "run": diffs["run"], "metric": diffs["metric"], "run accuracy": diffs["a"], "baseline accuracy": diffs["b"],
+        "run": diffs["run"], "metric": [display_name(m, one_tree(runs)) for m in diffs["metric"]],
+        "run accuracy": diffs["a"], "baseline accuracy": diffs["b"],
         "difference": diffs["delta"], "95 % interval": [f"[{lo:+.4f}, {hi:+.4f}]" for lo, hi in
                                                         zip(diffs["low"], diffs["high"])],
         "McNemar p": [format_p(p) for p in diffs["p_value"]], "only run right": diffs["only_a"],
@@ -86,11 +87,10 @@ def _nodes(runs: list[RunResult], baseline: RunResult) -> None:
         diff = tables.per_node_difference(run.hierarchy, loading.table(run, eval_format.PER_NODE),
                                           loading.table(baseline, eval_format.PER_NODE))
         left, right = st.columns(2)
-        left.plotly_chart(charts.node_sunburst(run.hierarchy, diff, value="delta", diverging=True,
-                                               title=f"{run.name} minus {baseline.name} (blue: {run.name} better)"),
-                          key="compare_sunburst", config=PLOT)
-        right.plotly_chart(charts.node_deltas(diff, title="Largest per-node differences"), key="compare_deltas",
-                           config=PLOT)
+        chart(charts.node_sunburst(run.hierarchy, diff, value="delta", diverging=True,
+                                   title=f"{run.name} minus {baseline.name} (blue: {run.name} better)"),
+              key="compare_sunburst", container=left)
+        chart(charts.node_deltas(diff, title="Largest per-node differences"), key="compare_deltas", container=right)
 
 
 def _geometry(runs: list[RunResult], ctx: Context) -> None:
@@ -101,35 +101,26 @@ def _geometry(runs: list[RunResult], ctx: Context) -> None:
             st.info(f"{run.name}: {run.metrics['geometry']['skipped']}")
     if not kept:
         return
-    st.dataframe(tables.tree_agreement({r.name: r.metrics for r in kept}), hide_index=True, key="compare_agreement",
-                 column_config={"run": st.column_config.TextColumn(pinned=True)})
+    agreement = tables.tree_agreement({r.name: r.metrics for r in kept})
+    st.dataframe(agreement, hide_index=True, key="compare_agreement", column_config=table_config(agreement))
     with shows_problems():
         geometry = tables.concat_runs({r.name: loading.table(r, eval_format.GEOMETRY) for r in kept})
         left, right = st.columns(2)
-        left.plotly_chart(charts.angle_to_parent(geometry, colours=ctx.colours), key="compare_angles", config=PLOT)
-        right.plotly_chart(charts.step_by_depth(geometry, colours=ctx.colours), key="compare_steps", config=PLOT)
+        chart(charts.angle_to_parent(geometry, colours=ctx.colours), key="compare_angles", container=left)
+        chart(charts.step_by_depth(geometry, colours=ctx.colours), key="compare_steps", container=right)
 
 
 def render(ctx: Context) -> None:
     st.title("Compare")
-    names = [r.name for r in ctx.runs]
-    if len(names) < 2:
-        st.info("Select at least 2 run(s) under 'Runs to compare' in the sidebar.")
+    if ctx.baseline is None or len({r.name for r in ctx.runs} | {ctx.baseline.name}) < 2:
+        st.info("Select at least one run besides the baseline under 'Runs to compare' in the sidebar.")
         return
-    left, right = st.columns([3, 1])
-    if KEY_CHOSEN in st.session_state:
-        st.session_state[KEY_CHOSEN] = [n for n in st.session_state[KEY_CHOSEN] if n in names]
-    chosen = left.multiselect("Runs", names, default=names, key=KEY_CHOSEN,
-                              help="Any number of runs; each is compared with the baseline.")
-    default = names.index(ctx.baseline.name) if ctx.baseline is not None and ctx.baseline.name in names else 0
-    base_name = pick("Baseline", names, key=KEY_BASE, index=default, container=right)
-    runs = [r for r in ctx.runs if r.name in chosen or r.name == base_name]
-    baseline = next(r for r in ctx.runs if r.name == base_name)
-    if len(runs) < 2:
-        st.info("Choose at least one run besides the baseline.")
-        return
+    baseline = ctx.baseline
+    runs = [baseline, *(r for r in ctx.runs if r.name != baseline.name)]
+    st.caption(f"{len(runs) - 1} run(s) against the baseline **{markdown(baseline.name)}**; choose the runs and the "
+               "baseline in the sidebar (they hold on every page).")
     levels = tables.level_frame(runs, group_seeds=ctx.group_seeds)
-    st.plotly_chart(charts.accuracy_by_level(levels, colours=ctx.colours), key="compare_levels", config=PLOT)
+    chart(charts.accuracy_by_level(levels, colours=ctx.colours, tree=one_tree(runs)), key="compare_levels")
     _significance(runs, baseline, ctx)
     if ctx.group_seeds:
         _seed_groups(runs, baseline)

@@ -1,5 +1,6 @@
-"""Confusion page: the confusion matrix with classes in tree order (each super-class a block),
-at the leaves or at any super-class level."""
+"""Confusion page: the confusion matrix with classes in tree order (each super-class a block, lines
+at every level above), at the leaves or at any super-class level; classes with no node at a level
+are named with the samples the level leaves out."""
 
 from __future__ import annotations
 
@@ -7,8 +8,9 @@ import streamlit as st
 
 from hseval.app import loading, tables
 from hseval.app.state import Context, context
-from hseval.app.views.common import PLOT, needs_runs, number, pick, pick_run, shows_problems
+from hseval.app.views.common import chart, needs_runs, number, pick, pick_run, shows_problems
 from hseval.reporting import charts
+from hseval.reporting.columns import level_label
 from hseval.reporting.escape import markdown
 
 
@@ -18,22 +20,19 @@ def render(ctx: Context) -> None:
         return
     top = st.columns(3)
     run = pick_run("Run", ctx.runs, key="confusion_run", container=top[0])
-    levels = {"classes (leaves)": None, **{f"level {d}": d for d in range(1, run.hierarchy.max_depth)}}
+    tree = run.hierarchy
+    levels = {"classes (leaves)": None, **{level_label(d, tree): d for d in range(1, tree.max_depth)}}
     level = pick("Level", list(levels), key="confusion_level", container=top[1])
+    depth = levels[level]
     normalize = top[2].toggle("Rows as fractions", value=True, key="confusion_normalize")
     with shows_problems():
-        matrix, labels = loading.confusion(run, levels[level])
-        accuracy = tables.matrix_accuracy(matrix)
-        st.metric(f"Accuracy at {level}", number(accuracy))
-        st.plotly_chart(charts.confusion_heatmap(matrix, labels, run.hierarchy, normalize=normalize,
-                                                 title=f"{run.name}: confusion at {level}, tree order"),
-                        key="confusion_heatmap", config=PLOT)
-        empty = tables.empty_rows(matrix, labels, run.hierarchy)
-        notes = ["Lines separate the super-classes one level up; hover a cell for its count."]
-        if empty:
-            notes.append(f"Rows without samples left out: {markdown(', '.join(empty))} (no test sample's class is there"
-                         + (", or is shallower than this level" if "(shallower class)" in empty else "") + ").")
-        st.caption(" ".join(notes))
+        matrix, labels = loading.confusion(run, depth)
+        shown = "the classes" if depth is None else f"level {depth}"
+        st.metric(f"Accuracy at {shown}", number(tables.matrix_accuracy(matrix)))
+        left_out = charts.shallower_samples(run.targets, tree, depth)
+        chart(charts.confusion_heatmap(matrix, labels, tree, normalize=normalize, left_out=left_out,
+                                       title=f"{run.name}: confusion at {shown}, tree order"), key="confusion_heatmap")
+        st.caption(markdown(charts.confusion_guide(tree, depth)))
 
 
 render(context())

@@ -12,12 +12,13 @@ from hseval.app.neighbours import nearest_nodes
 from hseval.app.selection import selected_rows
 from hseval.app.state import Context, context
 from hseval.app.tables import node_paths
-from hseval.app.views.common import PLOT, needs_runs, pick, pick_run, shows_problems
+from hseval.app.views.common import chart, needs_runs, pick, pick_run, shows_problems
 from hseval.app.views.sample_grid import show_samples
 from hseval.io import evaluation_format as eval_format
 from hseval.io.results import RunResult
 from hseval.reporting import charts
 from hseval.reporting import colours as projection_colours
+from hseval.reporting.columns import level_label
 from hseval.reporting.escape import markdown
 
 COLOURS = {"label": "class", "correct": "correct / wrong"}
@@ -40,21 +41,24 @@ def render(ctx: Context) -> None:
             return
         tree = run.hierarchy
         methods = list(dict.fromkeys(points["method"].astype(str)))
-        method = pick("Projection", methods, key="embeddings_method", container=top[1])
+        method = pick("Projection", methods, key="embeddings_method", container=top[1],
+                      format_func=lambda m: charts.METHOD_NAMES.get(m, m))
         levels = sorted(c for c in points.columns if c.startswith("level"))
-        options = {**{c: f"super-class, {c.replace('level', 'level ')}" for c in levels}, **COLOURS}
+        options = {**{c: f"super-class, {level_label(int(c[5:]), tree)}" for c in levels}, **COLOURS}
         colour = top[2].selectbox("Colour by", list(options), format_func=options.get, key="embeddings_colour")
         paths = node_paths(tree)
         chosen_path = top[3].selectbox("Highlight", [NONE, *paths], key="embeddings_highlight",
                                        help="Draw the samples under this class or super-class in colour; "
                                             "fade the others.")
         highlight = None if chosen_path == NONE else tree.node_names[paths[chosen_path]]
-        vectors = st.toggle("Show class vectors", value=True, key="embeddings_vectors")
         chosen = points[points["method"].astype(str) == method].reset_index(drop=True)
-        event = st.plotly_chart(
+        has_vectors = bool((chosen["kind"] == "class_vector").any()) if "kind" in chosen else False
+        vectors = has_vectors and st.toggle("Show class vectors", value=True, key="embeddings_vectors")
+        chosen = charts.with_predictions(chosen, tree, run.topk)
+        event = chart(
             charts.projection_scatter(chosen, color=colour, show_vectors=vectors, tree=tree, highlight=highlight,
-                                      title=f"{run.name}: {method} of the embeddings"),
-            key="embeddings_scatter", config=PLOT, on_select="rerun", selection_mode=("points", "box", "lasso"))
+                                      title=f"{run.name}: {charts.METHOD_NAMES.get(method, method)} of the embeddings"),
+            key="embeddings_scatter", on_select="rerun", selection_mode=("points", "box", "lasso"))
         st.caption(_caption(chosen, colour, highlight))
         rows = selected_rows(event.selection if event else None, chosen)
         if len(rows):

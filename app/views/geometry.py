@@ -4,36 +4,16 @@ the tree recovered from the vectors with the given one, and one node's children 
 
 from __future__ import annotations
 
-import pandas as pd
 import streamlit as st
 
 from hseval.app import loading, tables
 from hseval.app.state import Context, context
-from hseval.app.views.common import PLOT, needs_runs, pick, pick_run, shows_problems
+from hseval.app.views.common import chart, needs_runs, pick, pick_run, shows_problems, table_config
 from hseval.io import evaluation_format as eval_format
 from hseval.io.results import RunResult
 from hseval.reporting import charts
 from hseval.reporting.escape import markdown
-
-# one precision per kind of column: angles in degrees to 0.1°, norms and steps to 4 decimals
-FORMATS = {"angle": "%.1f", "norm": "%.4f", "count": "%d", "score": "%.3f"}
-
-
-def formats(frame) -> dict:
-    """Column formats for a geometry table: angles %.1f, norms, steps and radii %.4f, scores %.3f."""
-    config = {}
-    for column in frame.columns:
-        if column == "run":
-            config[column] = st.column_config.TextColumn(pinned=True)
-        elif not pd.api.types.is_float_dtype(frame[column]):
-            continue
-        elif "angle" in column:
-            config[column] = st.column_config.NumberColumn(format=FORMATS["angle"], help="degrees")
-        elif any(k in column for k in ("norm", "radius", "step", "delta")):
-            config[column] = st.column_config.NumberColumn(format=FORMATS["norm"])
-        else:
-            config[column] = st.column_config.NumberColumn(format=FORMATS["score"])
-    return config
+from hseval.reporting.sections import GUIDES
 
 
 def _with_vectors(ctx: Context) -> list[RunResult]:
@@ -66,17 +46,16 @@ def _drill_down(runs: list[RunResult], colours: dict[str, str]) -> None:
     name = run.hierarchy.node_names[node]
     with shows_problems():
         children = tables.children_of(loading.table(run, eval_format.GEOMETRY), name)
-        st.plotly_chart(charts.child_angles(children.assign(run=run.name), title=f"Children of {name}: angle to it",
-                                            colours=colours),
-                        key="geometry_children", config=PLOT)
+        chart(charts.child_angles(children.assign(run=run.name), title=f"Children of {name}: angle to it",
+                                  colours=colours), key="geometry_children")
         columns = [c for c in ("name", "depth", "is_leaf", "angle_to_parent", "delta_norm", "radius", "norm")
                    if c in children]
         st.dataframe(children[columns], hide_index=True, key="geometry_children_table",
-                     column_config=formats(children[columns]))
+                     column_config=table_config(children[columns]))
         pairs = tables.child_pair_angles(loading.table(run, eval_format.PAIRS), run.hierarchy, node)
         if not pairs.empty:
             st.caption(f"Angles between children of {markdown(name)} (sampled pairs)")
-            st.dataframe(pairs, hide_index=True, key="geometry_child_pairs", column_config=formats(pairs))
+            st.dataframe(pairs, hide_index=True, key="geometry_child_pairs", column_config=table_config(pairs))
 
 
 def render(ctx: Context) -> None:
@@ -92,23 +71,22 @@ def render(ctx: Context) -> None:
     st.caption("Agreement between the given tree and hierarchical clustering of the leaf vectors: cophenetic "
                "correlation and Rand indices per level (1 = identical).")
     agreement = tables.tree_agreement(metrics)
-    st.dataframe(agreement, hide_index=True, key="geometry_agreement", column_config=formats(agreement))
+    st.dataframe(agreement, hide_index=True, key="geometry_agreement", column_config=table_config(agreement))
     with st.expander("Per-depth summary"):
         depths = tables.depth_summary(metrics)
-        st.dataframe(depths, hide_index=True, key="geometry_depths", column_config=formats(depths))
+        st.dataframe(depths, hide_index=True, key="geometry_depths", column_config=table_config(depths))
         st.caption("Depth 1 has no angle to its parent: its parent is the root, whose vector is w = 0.")
     with shows_problems():
         geometry = tables.concat_runs({r.name: loading.table(r, eval_format.GEOMETRY) for r in runs})
         left, right = st.columns(2)
-        left.plotly_chart(charts.angle_to_parent(geometry, colours=ctx.colours), key="geometry_angles", config=PLOT)
-        right.plotly_chart(charts.step_by_depth(geometry, colours=ctx.colours), key="geometry_step_depth",
-                           config=PLOT)
-        st.plotly_chart(charts.delta_vs_radius(geometry, colours=ctx.colours), key="geometry_steps", config=PLOT)
-        st.caption("For heads with a radius per node (R_p, the Riemannian and manifold heads) the step should follow "
-                   "R_p; heads without radii appear in the step-per-depth chart only.")
+        chart(charts.angle_to_parent(geometry, colours=ctx.colours), key="geometry_angles", container=left)
+        chart(charts.step_by_depth(geometry, colours=ctx.colours), key="geometry_step_depth", container=right)
+        chart(charts.delta_vs_radius(geometry, colours=ctx.colours), key="geometry_steps")
+        st.caption(GUIDES["radius"])
     with shows_problems():
         pairs = tables.concat_runs({r.name: loading.table(r, eval_format.PAIRS) for r in runs})
-        st.plotly_chart(charts.sibling_angles(pairs), key="geometry_siblings", config=PLOT)
+        chart(charts.sibling_angles(pairs), key="geometry_siblings")
+        st.caption(GUIDES["siblings"])
     _drill_down(runs, ctx.colours)
 
 

@@ -7,10 +7,12 @@ import streamlit as st
 
 from hseval.app import loading, tables
 from hseval.app.state import Context, context
-from hseval.app.views.common import PLOT, needs_runs, pick, pick_run, shows_problems
+from hseval.app.views.common import chart, needs_runs, pick, pick_run, shows_problems
 from hseval.io import evaluation_format as eval_format
 from hseval.io.results import RunResult
 from hseval.reporting import charts
+from hseval.reporting.escape import markdown
+from hseval.reporting.sections import sunburst_guide
 
 NONE = "(none)"
 KEY_NODE = "hierarchy_node"
@@ -34,7 +36,9 @@ def _tree_chart(ctx: Context, run: RunResult, kind: str) -> int | None:
             diff = tables.per_node_difference(run.hierarchy, per_node, loading.table(base, eval_format.PER_NODE))
             fig = charts.node_sunburst(run.hierarchy, diff, value="delta", diverging=True, kind=kind,
                                        title=f"Accuracy of {run.name} minus {baseline} (blue: {run.name} better)")
-    event = st.plotly_chart(fig, key="hierarchy_tree", on_select="rerun", selection_mode="points", config=PLOT)
+    event = chart(fig, key="hierarchy_tree", on_select="rerun", selection_mode="points")
+    if baseline == NONE:
+        st.caption(markdown(sunburst_guide(run.hierarchy, per_node)) + " Click a sector to see it in detail below.")
     clicked = tables.clicked_node(event, run.hierarchy)
     if clicked is None or st.session_state.get(_LAST_CLICK) == clicked:
         return None
@@ -53,7 +57,7 @@ def _node_detail(run: RunResult, clicked: int | None) -> None:
     per_node = loading.table(run, eval_format.PER_NODE)
     stats = tables.node_accuracy(per_node, node)
     left, middle, right = st.columns(3)
-    left.metric("Accuracy at this node", f"{stats['accuracy']:.3f}" if stats["support"] else "–")
+    left.metric("Accuracy at this node", f"{stats['accuracy']:.3f}" if stats["support"] else "n/a — no samples")
     middle.metric("Samples under it", f"{stats['support']:,}")
     right.metric("Depth", int(run.hierarchy.depth[node]))
     classes, errors = st.columns(2)

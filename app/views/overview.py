@@ -1,6 +1,7 @@
 """Overview page: every run of the folder in one table (run pinned, scrolls sideways) with its
 difference from the baseline at the leaves (95 % interval, McNemar p), accuracy per level as dots
-on zoomed axes (seed groups as mean ± std), and the training history."""
+on zoomed axes (seed groups as mean ± std), and the training history. Columns carry their display
+name and help; a missing value reads "n/a — reason"."""
 
 from __future__ import annotations
 
@@ -9,29 +10,23 @@ import streamlit as st
 
 from hseval.app import tables
 from hseval.app.state import Context, context
-from hseval.app.views.common import PLOT, needs_runs
+from hseval.app.views.common import chart, needs_runs, table_config
 from hseval.reporting import charts
+from hseval.reporting.columns import identity, level_legend
 from hseval.reporting.escape import markdown
+from hseval.reporting.sections import history_guide, levels_guide, one_tree
 from hseval.reporting.significance import versus
-from hseval.reporting.summary import level_table, summary_table, unavailable_table
+from hseval.reporting.summary import level_table, mark_unavailable, summary_table, unavailable_table
 
-IDENTITY = ("run", "head")  # kept in view while the table scrolls sideways
 # (no bare strings at the top level of a page: Streamlit's magic would print them on the page)
 
 
-def column_config(frame: pd.DataFrame, reasons: dict[str, str]) -> dict:
-    """One precision per column (4 decimals for metrics, integers for counts and seeds), identity
-    columns pinned, and each column with empty cells saying why in its header's help."""
-    config = {}
-    for column in frame.columns:
-        help_text = reasons.get(column)
-        if column in IDENTITY:
-            config[column] = st.column_config.TextColumn(column, pinned=True)
-        elif column in ("seed", "samples", "seeds"):
-            config[column] = st.column_config.NumberColumn(column, format="%d", help=help_text)
-        elif pd.api.types.is_float_dtype(frame[column]):
-            config[column] = st.column_config.NumberColumn(column, format="%.4f", help=help_text)
-    return config
+def shown(frame: pd.DataFrame, runs) -> pd.DataFrame:
+    """``frame`` as the page shows it: without a head column that repeats the run's name, and the
+    columns with empty cells as text, "n/a — reason" in those cells."""
+    frame = identity(frame)
+    gaps = [c for c in frame.columns if c != "run" and frame[c].dtype.kind == "f" and frame[c].isna().any()]
+    return mark_unavailable(frame, runs, columns=gaps) if gaps else frame
 
 
 def render(ctx: Context) -> None:
@@ -40,41 +35,50 @@ def render(ctx: Context) -> None:
                f"{len(ctx.runs)} selected in the sidebar.")
     for problem in ctx.evaluation.problems:
         st.error(f"Skipped a run: {problem}")
+    tree = one_tree(ctx.available)
     summary = tables.overview_columns(summary_table(ctx.available))
     if ctx.baseline is not None and len(ctx.available) > 1:
         column = f"top1 vs {ctx.baseline.name}"
         summary.insert(summary.columns.get_loc("top1") + 1, column,
                        tables.versus_baseline(versus(ctx.available, ctx.baseline)))
     st.subheader("Runs")
-    reasons = tables.missing_reasons(summary, ctx.available)
-    st.dataframe(summary, hide_index=True, column_config=column_config(summary, reasons), key="overview_table")
+    table = shown(summary, ctx.available)
+    config = table_config(table, tree)
     if ctx.baseline is not None and len(ctx.available) > 1:
-        st.caption(f"'{markdown(column)}': leaf accuracy minus {markdown(ctx.baseline.name)}'s on the same test "
-                   "samples, with a 95 % paired bootstrap interval and the exact McNemar test's p-value (choose the "
-                   "baseline in the sidebar; the Compare page has every level).")
+        config[column] = st.column_config.TextColumn(
+            f"top-1 vs {ctx.baseline.name}", help="Leaf accuracy minus the baseline's on the same test samples, with "
+            "a 95 % paired bootstrap interval and the exact McNemar test's p-value.")
+    st.dataframe(table, hide_index=True, key="overview_table", column_config=config)
+    notes = ["Hover a column's name for what it measures."]
+    if ctx.baseline is not None and len(ctx.available) > 1:
+        notes.append(f"'{markdown(column)}': leaf accuracy minus {markdown(ctx.baseline.name)}'s on the same test "
+                     "samples, with a 95 % paired bootstrap interval and the exact McNemar test's p-value (the "
+                     "baseline is chosen in the sidebar; the Compare page has every level).")
+    if tree is not None and tree.max_depth > 1:
+        notes.append(f"Levels: {markdown(level_legend(tree))}.")
+    st.caption(" ".join(notes))
     _not_available(ctx.available)
     if not needs_runs(ctx):
         return
     st.subheader("Accuracy per level")
     st.caption("Super-class accuracy two ways: 'from leaf' maps the predicted class to its ancestor; "
-               "'own scores' uses the head's own super-class scores. Each panel's axis is zoomed to its "
-               "values" + ("; seed groups show mean ± std over seeds." if ctx.group_seeds else "."))
-    st.plotly_chart(charts.accuracy_by_level(tables.level_frame(ctx.runs, group_seeds=ctx.group_seeds),
-                                             colours=ctx.colours), key="overview_levels", config=PLOT)
-    levels = level_table(ctx.runs)
+               "'own scores' uses the head's own super-class scores. " + levels_guide(ctx.group_seeds))
+    chart(charts.accuracy_by_level(tables.level_frame(ctx.runs, group_seeds=ctx.group_seeds), colours=ctx.colours,
+                                   tree=one_tree(ctx.runs)), key="overview_levels")
+    levels = shown(level_table(ctx.runs), ctx.runs)
     st.dataframe(levels, hide_index=True, key="overview_level_table",
-                 column_config=column_config(levels, tables.missing_reasons(levels, ctx.runs)))
+                 column_config=table_config(levels, one_tree(ctx.runs)))
     history = tables.grouped_history(ctx.runs, group_seeds=ctx.group_seeds)
-    if not history.empty:
-        st.plotly_chart(charts.history_curves(history, colours=ctx.colours), key="overview_history", config=PLOT)
+    if not history.empty and "test_acc" in history:
+        chart(charts.history_curves(history, colours=ctx.colours), key="overview_history")
+        st.caption(markdown(history_guide(history)))
 
 
 def _not_available(runs) -> None:
-    """Why cells are empty: each run's unavailable metrics with the reason."""
+    """Why cells are empty: each run's unavailable metrics, named as their columns, with the reason."""
     missing = unavailable_table(runs)
     if not missing.empty:
-        with st.expander(f"Not available: why {len(missing)} group(s) of cells are empty (also in each column's "
-                         "help)"):
+        with st.expander(f"Not available: why {len(missing)} group(s) of cells read n/a"):
             st.dataframe(missing, hide_index=True, key="overview_unavailable")
 
 

@@ -51,8 +51,9 @@ from hseval.io.tables import EVALUATION_TABLES, GROUPED, LEVELS, RERUN, SUMMARY,
 from hseval.tree.hierarchy import Hierarchy
 
 __all__ = ["SCHEMA_VERSION", "METRICS", "PER_NODE", "GEOMETRY", "PAIRS", "PROJECTIONS", "EMBEDDINGS", "PREDICTIONS",
-           "FILES", "TABLES", "ARRAYS", "MetricsRecord", "IndexRecord", "write_run", "read_metrics", "read_arrays",
-           "verified_bytes", "checksums", "INDEX_FILE", "REPORT_FILES", "FOLDER_FILES", "read_index", "write_index"]
+           "FILES", "TABLES", "ARRAYS", "MetricsRecord", "PATTERN_HELP", "IndexRecord", "write_run", "read_metrics",
+           "read_arrays", "verified_bytes", "checksums", "INDEX_FILE", "REPORT_FILES", "FOLDER_FILES", "read_index",
+           "write_index"]
 
 SCHEMA_VERSION = 2
 METRICS, EMBEDDINGS, PREDICTIONS, INDEX_FILE = "metrics.json", "embeddings.npz", "predictions.npz", "index.json"
@@ -72,17 +73,45 @@ _SCORE = r"^(top[1-9][0-9]{0,3}|(avg|best)_hdist@[1-9][0-9]{0,3})$"
 _MEAN = r"^mean_[a-z_]+$"
 
 
+PATTERN_HELP = {
+    r"top([0-9]+)": "Leaf top-{k} accuracy: the share of test samples whose class is {the top k}.",
+    r"avg_hdist@([0-9]+)": "Mean tree distance from the true class to {each of the top k}, over all samples (Making "
+                           "Better Mistakes); lower: the predictions stay near the true class.",
+    r"best_hdist@([0-9]+)": "Tree distance from the true class to {the nearest of the top k}, averaged over the "
+                            "samples; lower is better.",
+}
+"""Help of the scores whose keys follow a pattern (``top5``, ``avg_hdist@1`` ...), for k = the number
+(:func:`hseval.reporting.columns.metric_help` words the braces for k = 1 and for k > 1)."""
+_DISTANCE = " Tree distance d(a, b) = tree height − depth of their lowest common ancestor (0 for the same class)."
+
+
+def _help(text: str) -> Any:
+    return Field(None, description=text)
+
+
 class Scores(Record):
     """Predictions scored: leaf top-k (``top1``, ``top5`` ...), super-class accuracy, mistake
-    severity, hierarchical distance@k (``avg_hdist@5`` ...) and hierarchical precision/recall/F1."""
+    severity, hierarchical distance@k (``avg_hdist@5`` ...) and hierarchical precision/recall/F1.
+    Each field's description (and :data:`PATTERN_HELP`) is the help every table, the report and
+    README show for it (:func:`hseval.reporting.columns.metric_help`)."""
 
     model_config = keys_like(_SCORE)
     __pydantic_extra__: dict[Annotated[str, StringConstraints(pattern=_SCORE)], NonNegative | None]
-    superclass_acc: Levels | None = None
-    mistake_severity: NonNegative | None = None
-    hierarchical_precision: Unit | None = None
-    hierarchical_recall: Unit | None = None
-    hierarchical_f1: Unit | None = None
+    superclass_acc: Levels | None = _help(
+        "Super-class accuracy at each level 'from leaf': the share of samples whose predicted class has the true "
+        "class's ancestor at that level (samples of a class shallower than the level are left out).")
+    mistake_severity: NonNegative | None = _help(
+        "Mean tree distance between the predicted and the true class over the mistakes only (Making Better "
+        "Mistakes); lower: the mistakes are milder." + _DISTANCE)
+    hierarchical_precision: Unit | None = _help(
+        "Hierarchical precision: the share of the predicted class's ancestors (root excluded, the class "
+        "included) that are the true class's, micro-averaged over the samples.")
+    hierarchical_recall: Unit | None = _help(
+        "Hierarchical recall: the share of the true class's ancestors (root excluded, the class included) "
+        "that the prediction's ancestors cover, micro-averaged over the samples.")
+    hierarchical_f1: Unit | None = _help(
+        "Hierarchical F1: the harmonic mean of hierarchical precision and recall; 1 for a perfect head, partial "
+        "credit for a mistake inside the right super-class.")
 
     @model_validator(mode="after")
     def _top_k_is_a_fraction(self) -> Scores:
@@ -121,7 +150,9 @@ class LevelAgreement(Record):
 
 
 class TreeAgreement(Record):
-    cophenetic_correlation: Signed | None = None
+    cophenetic_correlation: Signed | None = _help(
+        "Correlation between the tree's distances between classes and those of the class vectors' "
+        "average-linkage (cosine) dendrogram; 1: the vectors recover the tree.")
     levels: dict[Level, LevelAgreement] | None = None
     skipped: str | None = None
     """Why the class vectors were not clustered (fewer than 3 classes, too many, a zero vector)."""
@@ -148,28 +179,39 @@ class MetricsRecord(Scores):
     """``metrics.json``: the scores of one evaluated run, what it was, and its tree."""
 
     top1: Unit
-    head: str
+    head: str = Field(description="The last layer: plain, multitask, hierarchy, manifold, riemann, hyperbolic ...")
     dataset: str
-    samples: Count
+    samples: Count = Field(description="Test samples evaluated.")
     hierarchy: TreeRecord
-    superclass_acc_from_levels: Levels | None = None
-    level_agreement: Levels | None = None
-    ece: Unit | None = None
-    cross_entropy: NonNegative | None = None
-    reliability: Reliability | None = None
-    feature_norm: dict[Literal["mean", "std", "max"], NonNegative | None] | None = None
-    max_logit: dict[Literal["mean"], float | None] | None = None
-    class_vector_norm: dict[Literal["mean"], NonNegative | None] | None = None
-    geometry: Geometry | None = None
-    crm: Scores | None = None
-    """CRM re-ranking's predictions scored like the argmax's (:mod:`hseval.metrics.crm`)."""
+    superclass_acc_from_levels: Levels | None = _help(
+        "Super-class accuracy at each level from the head's own super-class scores (the parent δ columns of the "
+        "hierarchical heads, the extra heads of multitask); n/a for a head without them.")
+    level_agreement: Levels | None = _help(
+        "How often the head's own super-class prediction at a level is the ancestor of its leaf prediction.")
+    ece: Unit | None = _help(
+        "Expected calibration error: the gap between confidence (top-1 probability) and accuracy over 15 "
+        "equal-width bins, weighted by their samples; 0: the confidence is honest.")
+    cross_entropy: NonNegative | None = _help("Mean negative log-probability of the true class (nats); lower is "
+                                              "better.")
+    reliability: Reliability | None = _help("The reliability diagram's bins (the calibration chart).")
+    feature_norm: dict[Literal["mean", "std", "max"], NonNegative | None] | None = _help(
+        "Mean norm ‖φ(x)‖ of the test embeddings (with std and max): with the class vectors' norms it sets the "
+        "logit scale.")
+    max_logit: dict[Literal["mean"], float | None] | None = _help(
+        "Mean of each sample's largest logit: the logit scale; a sphere head far below its classes' need cannot "
+        "be confident (see the radius guard).")
+    class_vector_norm: dict[Literal["mean"], NonNegative | None] | None = _help("Mean norm of the class vectors.")
+    geometry: Geometry | None = _help("The class vectors' geometry per depth and their agreement with the tree.")
+    crm: Scores | None = _help(
+        "The same scores for CRM re-ranking (Karthik et al., ICLR 2021), which predicts the class of least "
+        "expected tree distance under the head's probabilities instead of the most probable one.")
     unavailable: dict[str, str] | None = None
     """Metric key -> why it could not be computed."""
-    run: str | None = None
+    run: str | None = _help("The run's name (its folder in the evaluation).")
     run_path: str | None = None
-    backbone: str | None = None
+    backbone: str | None = _help("The network that computes the embeddings φ(x).")
     split: Literal["train", "test"] | None = None
-    seed: Count | None = None
+    seed: Count | None = _help("The training seed.")
     training: dict[str, Any] | None = None
     history: list[HistoryEntry] | None = None
     train_seconds: NonNegative | None = None

@@ -24,6 +24,8 @@ from hseval.tree.hierarchy import Hierarchy
 
 __all__ = ["RunResult", "Evaluation", "load_evaluation", "read_run"]
 
+_NOT_EVALUATED = ("run", "runs")  # folders of training runs: the dashboard and the report need their evaluation
+
 @dataclass
 class RunResult:
     """The evaluation of one run, every file checked."""
@@ -72,6 +74,9 @@ class Evaluation:
     root: Path
     runs: list[RunResult] = field(default_factory=list)
     problems: list[str] = field(default_factory=list)
+    names: list[str] = field(default_factory=list)
+    """Every evaluated run's name, readable or not: what a run's colour is chosen among, so that
+    it does not change when another run cannot be read."""
 
     def run(self, name: str) -> RunResult:
         for r in self.runs:
@@ -108,16 +113,26 @@ def load_evaluation(root: str | Path, *, strict: bool = False) -> Evaluation:
     root = Path(root)
     if not root.is_dir():
         raise RunFormatError(f"{root}: no such evaluation folder; write one with 'hseval evaluate RUNS --out {root}'")
+    kind = kind_of(root, error=RunFormatError)
+    if kind == "demo":
+        raise RunFormatError(f"{root}: this is the output of hseval demo; open its evaluation folder {root / 'eval'}")
     evaluation = Evaluation(root=root)
+    trained = []
     for folder in sorted(p for p in root.iterdir() if p.is_dir() and not p.name.startswith(".")):
         try:
-            if kind_of(folder, error=RunFormatError) != "evaluation":
+            folder_kind = kind_of(folder, error=RunFormatError)
+            if folder_kind != "evaluation":
+                trained += [folder.name] if folder_kind == "run" else []
                 continue  # not an evaluated run hseval wrote (e.g. the user's folder of plots)
             evaluation.runs.append(read_run(folder))
         except HsevalError as exc:
             if strict:
                 raise
             evaluation.problems.append(str(exc))
+        evaluation.names.append(folder.name)
+    if kind in _NOT_EVALUATED or (trained and not evaluation.names):
+        what = "a training run" if kind == "run" else "a folder of training runs"
+        raise RunFormatError(f"{root}: this is {what}: evaluate it first with 'hseval evaluate {root} --out EVAL'")
     if not evaluation.runs and not evaluation.problems:
         raise RunFormatError(f"{root}: holds no evaluated runs; write them with 'hseval evaluate RUNS --out {root}'")
     return evaluation

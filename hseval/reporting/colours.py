@@ -1,8 +1,13 @@
-"""Colours of the projection scatter (:func:`hseval.reporting.charts.projection_scatter`) that mean the same
-in every run: correct/wrong always the same two colours, a class or super-class the colour of its
-place in the tree, samples of a shallower class grey; and the per-point fading of a highlight."""
+"""Colours that mean the same everywhere: a run's colour, a function of its name among the runs of
+its folder (:func:`run_colours`: the same on every page, in every chart and in the report, whichever
+runs could be read); and in the projection scatter (:func:`hseval.reporting.charts.projection_scatter`)
+correct/wrong always the same two colours, a class or super-class the colour of its place in the
+tree, samples of a shallower class grey; and the per-point fading of a highlight."""
 
 from __future__ import annotations
+
+import hashlib
+from collections.abc import Iterable
 
 import numpy as np
 import pandas as pd
@@ -11,8 +16,41 @@ import plotly.graph_objects as go
 
 from hseval.tree.hierarchy import Hierarchy
 
-__all__ = ["OUTCOME_COLOURS", "SHALLOWER_COLOUR", "shallower_label", "category_colours", "by_name", "categories",
+__all__ = ["PALETTE", "run_colours", "OUTCOME_COLOURS", "SHALLOWER_COLOUR", "shallower_label", "category_colours",
+           "by_name", "categories",
            "under_node", "fade_unmarked", "legend_title"]
+
+PALETTE = px.colors.qualitative.D3 + px.colors.qualitative.Dark2 + px.colors.qualitative.Set1
+"""Colours of runs: ten well-told-apart ones (D3) first, then Dark2 and Set1 (:func:`run_colours`)."""
+_BLOCKS = (10, 8, 9)  # PALETTE's three palettes, filled in this order
+
+
+def _slot(name: str) -> int:
+    return int.from_bytes(hashlib.sha256(name.encode("utf-8")).digest()[:4], "big")
+
+
+def run_colours(names: Iterable[str], *, known: Iterable[str] = ()) -> dict[str, str]:
+    """One colour per run of ``names``, a function of its name among ``known`` (every run of the
+    folder, readable or not): each name, in sorted order, takes the colour its SHA-256 points to
+    in the first palette (D3), or the next one free there, then in the next palette once the first
+    is full. A run keeps its colour whichever runs are selected or could be read, so the colours
+    agree on every page, chart and in the report (two runs share a colour only past 27 runs)."""
+    names = list(names)
+    taken: dict[str, str] = {}
+    used: set[int] = set()
+    for name in sorted(set(names) | set(known)):
+        slot, start = _slot(name), 0
+        for size in _BLOCKS:
+            free = [start + (slot + k) % size for k in range(size) if start + (slot + k) % size not in used]
+            if free:
+                used.add(free[0])
+                taken[name] = PALETTE[free[0]]
+                break
+            start += size
+        else:
+            taken[name] = PALETTE[slot % len(PALETTE)]
+    return {name: taken[name] for name in names}
+
 
 OUTCOME_COLOURS = {"correct": "#1f77b4", "wrong": "#d62728"}
 """Correct/wrong in every run and chart: blue and red (told apart with red-green colour blindness)."""

@@ -28,7 +28,8 @@ STYLE = ("body{font-family:system-ui,sans-serif;margin:2em auto;max-width:1300px
          "td,th{border:1px solid #ccc;padding:3px 6px;text-align:right;white-space:nowrap}th{background:#f3f3f3}"
          "td:first-child,th:first-child{text-align:left;position:sticky;left:0;background:#fafafa}"
          "h2{margin-top:2.2em;border-bottom:1px solid #ddd}.guide{color:#555;margin:.2em 0 .6em}"
-         ".problem{color:#a00}nav ol{columns:2}.chart{min-height:120px}"
+         ".problem{color:#a00}nav ol{columns:2}.chart{min-height:300px}details.columns{font-size:13px;color:#444}"
+         "details.columns dt{font-weight:600}details.columns dd{margin:0 0 .4em 1.2em}th[title]{cursor:help}"
          "select{font-size:15px;padding:3px}#loading{color:#888}")
 
 
@@ -73,6 +74,8 @@ def _plotly_js() -> str:
 
 _LOADER = """<script>
 (async () => {
+  const folder = decodeURIComponent(location.pathname).replace(/[\\/][^\\/]*$/, '');  // where the page is now
+  document.querySelectorAll('.here').forEach(span => { span.textContent = folder; });
   const status = document.getElementById('loading');
   try {
     const packed = document.getElementById('plotly-gz').textContent;
@@ -125,25 +128,40 @@ class _Figures:
                 f"<script type='application/json' id='{name}-json'>{data}</script>")
 
 
-def _table(frame: pd.DataFrame) -> str:
+def _table(frame: pd.DataFrame, helps: dict[str, str]) -> str:
+    """The table, each column's help in its header's hover and listed below it."""
     if frame.empty:
         return "<p><em>(none)</em></p>"
     shown = pd.DataFrame({html(c): frame[c].map(lambda v: html(v) if isinstance(v, str) else v) for c in frame})
-    return shown.to_html(index=False, escape=False, float_format=lambda v: f"{v:.4f}", na_rep="", border=0)
+    text = shown.to_html(index=False, escape=False, float_format=lambda v: f"{v:.4f}", na_rep="", border=0)
+    described = [c for c in frame.columns if c in helps]
+    for column in described:
+        name = html(column)
+        text = text.replace(f"<th>{name}</th>", f"<th title='{html(helps[column])}'>{name}</th>", 1)
+    if described:
+        text += ("<details class='columns'><summary>What the columns mean</summary><dl>"
+                 + "".join(f"<dt>{html(c)}</dt><dd>{html(helps[c])}</dd>" for c in described) + "</dl></details>")
+    return text
 
 
-def page(title: str, lead: str, problems: list[str], sections: list[Section], details: list[Detail]) -> str:
-    """The whole self-contained page; every text given is plain text (escaped here)."""
+def page(title: str, lead: str, problems: list[str], sections: list[Section], details: list[Detail], *,
+         helps: dict[str, str] | None = None, folder: str | None = None, here: bool = False) -> str:
+    """The whole self-contained page; every text given is plain text (escaped here). ``helps``: the
+    help of each column name of its tables; ``folder``: the evaluation folder, shown under the lead
+    (``here``: the page lies in it, so when opened the page shows the folder it is in now, wherever
+    it was written)."""
     figure = _Figures()
     toc = [f"<li><a href='#{anchor(s.title)}'>{html(s.title)}</a></li>" for s in [*sections, *details]]
-    body = [f"<h1>{html(title)}</h1><p>{html(lead)}</p>", "<p id='loading'>Loading the charts…</p>",
+    where = f"<p>Evaluation folder: <code class='{'here' if here else 'folder'}'>{html(folder)}</code></p>" \
+        if folder else ""
+    body = [f"<h1>{html(title)}</h1><p>{html(lead)}</p>{where}", "<p id='loading'>Loading the charts…</p>",
             *(f"<p class='problem'>Skipped: {html(p)}</p>" for p in problems),
             f"<nav><h2 id='contents'>Contents</h2><ol>{''.join(toc)}</ol></nav>"]
     for section in sections:
         body.append(f"<h2 id='{anchor(section.title)}'>{html(section.title)}</h2>")
         if section.intro:
             body.append(f"<p class='guide'>{html(section.intro)}</p>")
-        body += [_table(t) for t in section.tables]
+        body += [_table(t, helps or {}) for t in section.tables]
         body += [figure(c) for c in section.charts]
     for k, detail in enumerate(details):
         body.append(f"<h2 id='{anchor(detail.title)}'>{html(detail.title)}</h2>"

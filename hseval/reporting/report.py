@@ -24,8 +24,9 @@ from hseval.io.results import Evaluation, load_evaluation
 from hseval.nn import radius_guard as logit_scale
 from hseval.reporting import escape
 from hseval.reporting import sections as report_charts
+from hseval.reporting.columns import column_help, display_name, identity, level_legend
 from hseval.reporting.html import Detail, Section, anchor, page
-from hseval.reporting.paper_tables import paper_table, to_latex, to_markdown
+from hseval.reporting.paper_tables import paper_cells, paper_table, to_latex, to_markdown
 from hseval.reporting.summary import grouped_summary, level_table, mark_unavailable, summary_table, unavailable_table
 
 __all__ = ["write_report", "render"]
@@ -60,11 +61,15 @@ def _mean_std(grouped: pd.DataFrame) -> pd.DataFrame:
     return out
 
 
-def _markdown_sections(root: Path, sections: list[tuple[str, str, pd.DataFrame]]) -> str:
+def _markdown_sections(where: str, sections: list[tuple[str, str, pd.DataFrame | None]],
+                       helps: dict[str, str]) -> str:
     toc = [f"- [{escape.markdown(title)}](#{anchor(title)})" for title, _, _ in sections]
-    md = ["# hseval report", "", f"Evaluation folder {escape.markdown(root)}.", "", "## Contents", "", *toc, ""]
+    md = ["# hseval report", "", f"Evaluation folder: {where}.", "", "## Contents", "", *toc, ""]
     for title, intro, frame in sections:
-        md += [f"## {escape.markdown(title)}", "", *([escape.markdown(intro), ""] if intro else []), _markdown(frame)]
+        md += [f"## {escape.markdown(title)}", "", *([escape.markdown(intro), ""] if intro else []),
+               *([] if frame is None else [_markdown(frame)])]
+        shown = [c for c in ([] if frame is None else frame.columns) if c in helps]
+        md += [f"- *{escape.markdown(c)}*: {escape.markdown(helps[c])}" for c in shown] + ([""] if shown else [])
     return "\n".join(md)
 
 
@@ -92,39 +97,68 @@ def _crm_table(summary: pd.DataFrame) -> pd.DataFrame:
     """Per run: top-1, mistake severity and hierarchical distance@1 of the argmax and of CRM."""
     if "crm_top1" not in summary or summary["crm_top1"].isna().all():
         return pd.DataFrame()
-    out = summary[["run", "head"]].copy()
+    out = identity(summary[["run", "head"]].copy())
     for key in ("top1", "mistake_severity", "avg_hdist@1"):
         if key in summary:
-            out[key], out[f"CRM {key}"] = summary[key], summary[f"crm_{key}"]
-            out[f"Δ {key}"] = summary[f"crm_{key}"] - summary[key]
+            name = display_name(key)
+            out[name], out[f"CRM {name}"] = summary[key], summary[f"crm_{key}"]
+            out[f"Δ {name}"] = summary[f"crm_{key}"] - summary[key]
     return out
 
 
-def render(evaluation: Evaluation, root: Path, *, baseline: str | None = None) -> dict[str, str]:
-    """Every file of the report as text, by name (report.html by its key "report.html")."""
+def _shown(frame: pd.DataFrame, tree, helps: dict[str, str]) -> pd.DataFrame:
+    """``frame`` with each column under its display name; the names' help is added to ``helps``."""
+    names = {c: display_name(c, tree) for c in frame.columns}
+    helps.update({names[c]: h for c in frame.columns if c != "run" and (h := column_help(c, tree))})
+    return frame.rename(columns=names)
+
+
+def _paper_line(runs) -> str:
+    """The one line the report says when no run matches a cell of the paper's tables: what they take."""
+    cells = paper_cells()
+    datasets = sorted({c["dataset"] for c in cells})
+    backbones = sorted({c["backbone"] for c in cells})
+    return (f"None of these {len(runs)} runs matches a cell of the paper's Tables 1–6 and 8: they take runs on "
+            f"{', '.join(datasets)} with {', '.join(backbones)} (paper_tables.md says what each table takes).")
+
+
+def render(evaluation: Evaluation, root: Path, *, baseline: str | None = None,
+           inside: bool = True) -> dict[str, str]:
+    """Every file of the report as text, by name (report.html by its key "report.html");
+    ``inside``: the page is written into ``root`` (its header then shows the folder it is in)."""
     runs = evaluation.runs
-    base = report_charts.baseline(runs, baseline)
+    base, why = report_charts.baseline(runs, baseline)
     drawn = report_charts.entries(runs)
-    palette = report_charts.colours(runs, drawn)
+    palette = report_charts.colours(runs, drawn, evaluation.names)
+    tree = report_charts.one_tree(runs)
     summary = summary_table(runs)
     grouped = grouped_summary(runs)
     levels = level_table(runs)
     paired, over_seeds, differences = report_charts.significance_tables(runs, base, drawn)
-    headline = summary[[c for c in ("run", "head", "top1", "top5", "mistake_severity", "hierarchical_f1", "ece",
-                                    "feature_norm", "max_logit", "cophenetic_correlation") if c in summary]]
+    headline = identity(summary[[c for c in ("run", "head", "top1", "top5", "mistake_severity", "hierarchical_f1",
+                                             "ece", "feature_norm", "max_logit", "cophenetic_correlation")
+                                 if c in summary]])
     missing = unavailable_table(runs)
     crm = _crm_table(summary)
     paper = paper_table(runs)
     seeds = bool((grouped["seeds"] > 1).any())
+    helps: dict[str, str] = {}
     method = ("each run minus the baseline on the same test samples: 95 % interval from a paired bootstrap over "
               "samples (10,000 resamples), p from the exact McNemar test")
-    tables = [("Runs", "", mark_unavailable(headline, runs)),
-              ("Super-class accuracy", "'from leaf': the predicted class's ancestor; 'own scores': the "
-                                       "head's own super-class scores.", mark_unavailable(levels, runs)),
-              (f"Difference from {base.name}", method[0].upper() + method[1:] + ".", paired)]
-    tables.append(("The paper's tables", "The runs laid out as the paper's Tables 1–6 and 8 (leaf accuracy in %, "
-                   "super-class accuracy in Table 6), the paper's number beside each cell the runs fill, and the "
-                   "difference where they follow its recipe (paper_tables.md and .tex).", _paper_shown(paper)))
+    names = f" Levels: {level_legend(tree)}." if tree is not None and tree.max_depth > 1 else ""
+    tables = [("Runs", "What each column measures is listed below the table.",
+               _shown(mark_unavailable(headline, runs), tree, helps)),
+              ("Super-class accuracy", "'from leaf': the predicted class's ancestor; 'own scores': the head's own "
+                                       "super-class scores." + names,
+               _shown(mark_unavailable(identity(levels), runs), tree, helps)),
+              (f"Difference from {base.name}", f"{method[0].upper()}{method[1:]}. Baseline: {why} (--baseline RUN "
+                                               "chooses another).", paired)]
+    if paper["paper"].notna().any():
+        tables.append(("The paper's tables", "The runs laid out as the paper's Tables 1–6 and 8 (leaf accuracy in %, "
+                       "super-class accuracy in Table 6), the paper's number beside each cell the runs fill, and the "
+                       "difference where they follow its recipe (paper_tables.md and .tex).", _paper_shown(paper)))
+    else:
+        tables.append(("The paper's tables", _paper_line(runs), None))
     if not crm.empty:
         tables.append(("Argmax and CRM re-ranking", "CRM (Karthik et al., ICLR 2021) predicts the class of least "
                        "expected tree distance under the model's probabilities instead of the most probable one: "
@@ -139,23 +173,25 @@ def render(evaluation: Evaluation, root: Path, *, baseline: str | None = None) -
                           "outside what their classes need: below it the head cannot reach 90 % confidence, above "
                           "it the softmax saturates. Retrain with the radius given.", scale))
     if not missing.empty:
-        tables.append(("Not available", "Why a cell reads n/a.", missing))
+        tables.append(("Not available", "Why a cell reads n/a (also said in the cell).", missing))
     files = {spec.file: csv_tables.render(frame, spec).decode("utf-8") for frame, spec in
              ((summary, csv_tables.SUMMARY), (grouped, csv_tables.GROUPED), (levels, csv_tables.LEVELS))}
+    where = f"the folder holding this file (written in {escape.markdown(root)})" if inside else escape.markdown(root)
     files.update({"superclass_accuracy.md": "# Super-class accuracy\n\n" + _markdown(levels),
                   "significance.csv": paired.to_csv(index=False),
                   "paper_tables.md": "# The paper's tables from these runs\n\n" + to_markdown(paper),
-                  "paper_tables.tex": to_latex(paper), "report.md": _markdown_sections(root, tables)})
-    sections = [Section(title, intro, [frame]) for title, intro, frame in tables]
+                  "paper_tables.tex": to_latex(paper), "report.md": _markdown_sections(where, tables, helps)})
+    sections = [Section(title, intro, [] if frame is None else [frame]) for title, intro, frame in tables]
     sections.append(Section("Charts", "One entry per seed group (mean ± std over seeds)" if seeds else
                             "One entry per run.", charts=report_charts.overview_charts(
                                 runs, drawn, differences, base.name, palette)))
     detail = Detail("Per run" if not seeds else "Per seed group",
                     "Accuracy per node, the embeddings and the confusion matrix of one entry at a time.",
                     {e.name: report_charts.detail_charts(e) for e in drawn})
-    lead = (f"{len(runs)} run(s){f' in {len(drawn)} seed groups' if seeds else ''} from {root}; dataset(s): "
-            f"{', '.join(evaluation.datasets)}; baseline {base.name}.")
-    files["report.html"] = page("hseval report", lead, evaluation.problems, sections, [detail])
+    lead = (f"{len(runs)} run(s){f' in {len(drawn)} seed groups' if seeds else ''}; dataset(s): "
+            f"{', '.join(evaluation.datasets)}; baseline {why}.")
+    files["report.html"] = page("hseval report", lead, evaluation.problems, sections, [detail], helps=helps,
+                                folder=str(root), here=inside)
     return files
 
 
@@ -177,7 +213,7 @@ def write_report(root: str | Path, *, out: str | Path | None = None, baseline: s
     page_file = OutputFile(out, option="--out", reads=[root]) if out else None
     for problem in evaluation.problems:
         warnings.warn(f"left out of the report: {problem}", HsevalWarning, stacklevel=2)
-    texts = render(evaluation, root, baseline=baseline)
+    texts = render(evaluation, root, baseline=baseline, inside=out is None)
     page_text = texts.pop("report.html")
     with folder:
         for name, text in texts.items():

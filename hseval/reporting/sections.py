@@ -14,6 +14,7 @@ from hseval.core.errors import ConfigError
 from hseval.io.results import RunResult
 from hseval.metrics import confusion_matrix
 from hseval.reporting import charts
+from hseval.reporting.colours import run_colours
 from hseval.reporting.html import Chart
 from hseval.reporting.significance import (
     SeedGroup,
@@ -27,30 +28,75 @@ from hseval.reporting.significance import (
 from hseval.reporting.summary import level_long, level_table
 
 __all__ = ["GUIDES", "entries", "colours", "baseline", "overview_charts", "detail_charts", "significance_tables",
-           "seed_group_table"]
+           "seed_group_table", "history_guide", "sunburst_guide", "one_tree"]
 
 GUIDES = {
-    "levels": "Higher is better. Each panel's axis is zoomed to its values (read the numbers on it); a "
-              "hierarchy-aware head should gain most at the super-class levels. Error bars: ± std over seeds.",
-    "intervals": "Right of the dotted line beats the baseline. A filled dot's 95 % interval excludes 0 (a real "
-                 "difference on this test set); a hollow dot's difference may be noise.",
-    "history": "Curves should rise and flatten; one still rising at the last epoch was stopped early.",
+    "intervals": "Right of the dotted line beats the baseline; each run has its own line within a metric. A filled "
+                 "dot's 95 % interval excludes 0 (a real difference on this test set); a hollow dot's difference may "
+                 "be noise.",
     "angles": "Small angles: children stay near their parent's direction, the tree shapes the geometry; a plain "
               "head shows no such pattern. Depth 1 has no angle (its parent is the root, w = 0).",
     "steps": "How far each node's vector lies from its parent's, per depth; with the hierarchical spheres it is "
              "bounded by the level's radius R_p.",
-    "radius": "For heads whose δ lies on the unit sphere (Riemannian, manifold) the points sit on the line "
-              "step = R_p; heads without radii are named, not drawn.",
+    "radius": "For heads whose δ lies on the unit sphere (Riemannian, manifold) the points sit on the dotted line "
+              "step = R_p; runs with equal steps are drawn a little apart (the hover says so); heads without radii "
+              "are named, not drawn.",
     "siblings": "A head that learned the tree puts siblings (blue) at smaller angles than non-siblings (grey) at "
                 "every depth.",
     "calibration": "On the dotted diagonal the confidence is honest; below it the head is over-confident.",
-    "sunburst": "Sector size is the number of test samples, colour the accuracy on a scale spanning the data: dark "
-                "sectors are the super-classes where the head fails.",
-    "projection": "Samples of one super-class should form one region; diamonds are the class vectors.",
-    "confusion": "Mistakes inside a block (lines) stay within the super-class, the mild kind; mass outside the "
-                 "blocks crosses super-classes. Hover a cell for its count.",
 }
-"""One line per chart: what a good head looks like on it."""
+"""One line per chart whose reading does not depend on the data: what a good head looks like on it."""
+
+
+def levels_guide(seeds: bool) -> str:
+    return ("Higher is better. Each panel's axis is zoomed to its values (read the numbers on it); a hierarchy-aware "
+            "head should gain most at the super-class levels." + (" Error bars: ± std over seeds." if seeds else ""))
+
+
+def history_guide(history: pd.DataFrame) -> str:
+    """What the training history shows: one point per run after one epoch, else which runs still rose."""
+    epochs = int(history["epoch"].max()) if not history.empty else 0
+    if epochs <= 1:
+        return ("One epoch per run: a single point each, no curve to read; train for more epochs to see the "
+                "accuracy's course.")
+    last = history.sort_values("epoch").groupby("run", sort=False)["test_acc"].apply(
+        lambda a: a.iloc[-1] - a.iloc[-2] if len(a) > 1 else 0.0)
+    rising = [str(r) for r, gain in last.items() if gain > 0.005]
+    return ("Curves should rise and flatten. " + (f"Still rising at the last epoch (more epochs may help): "
+                                                 f"{', '.join(rising)}." if rising else "Every run has flattened."))
+
+
+def _branch_ends(tree, limit: int = 3) -> list[int]:
+    """A class at each depth where classes end (the leaves of a tree end at several depths)."""
+    firsts = {}
+    for leaf in tree.preorder().tolist():
+        if leaf < tree.num_leaves:
+            firsts.setdefault(int(tree.depth[leaf]), leaf)
+    return [firsts[d] for d in sorted(firsts)][:limit]
+
+
+def sunburst_guide(tree, per_node: pd.DataFrame) -> str:
+    """How to read the accuracy sunburst, naming its least accurate classes and super-class."""
+    frame = per_node[per_node["support"] > 0].dropna(subset=["accuracy"])
+    leaves = frame[frame["node"] < tree.num_leaves].nsmallest(2, "accuracy")
+    inner = frame[(frame["node"] >= tree.num_leaves) & (tree.depth[frame["node"].to_numpy()] > 0)]
+    inner = inner.nsmallest(1, "accuracy")
+
+    def named(rows: pd.DataFrame) -> str:
+        return ", ".join(f"{tree.node_names[int(n)]} ({a:.2f})" for n, a in zip(rows["node"], rows["accuracy"]))
+
+    text = ("Sector size is the number of test samples, colour the accuracy on a fixed 0–1 scale (the same colours "
+            "in every run). Rings are levels, level 1 at the centre; a branch ends at its class (" +
+            ", ".join(f"{tree.node_names[c]} at level {int(tree.depth[c])}" for c in _branch_ends(tree)) + ").")
+    if not leaves.empty:
+        text += f" Darkest classes: {named(leaves)}"
+        text += f"; weakest super-class: {named(inner)}." if not inner.empty else "."
+    return text
+
+
+def projection_guide(has_vectors: bool) -> str:
+    return "Samples of one super-class should form one region" + ("; diamonds are the class vectors." if has_vectors
+                                                                  else "; this head has no class vectors to overlay.")
 
 
 def entries(runs: list[RunResult]) -> list[SeedGroup]:
@@ -59,21 +105,26 @@ def entries(runs: list[RunResult]) -> list[SeedGroup]:
     return groups if any(len(g.runs) > 1 for g in groups) else [SeedGroup(r.name, [r]) for r in runs]
 
 
-def colours(runs: list[RunResult], drawn: list[SeedGroup]) -> dict[str, str]:
-    """Each run's colour (by position), and each group's: its first run's."""
-    out = charts.run_colours([r.name for r in runs])
-    out.update({e.name: out[e.runs[0].name] for e in drawn})
+def colours(runs: list[RunResult], drawn: list[SeedGroup], known: list[str] = ()) -> dict[str, str]:
+    """Each run's colour, a function of its name among ``known`` (every run of the folder, readable or
+    not: :func:`hseval.reporting.colours.run_colours`), and each group's: its first run's."""
+    out = run_colours([r.name for r in runs], known=known)
+    out.update({e.name: out[e.runs[0].name] for e in drawn if e.name not in out})
     return out
 
 
-def baseline(runs: list[RunResult], name: str | None) -> RunResult:
-    """The run named ``name``; by default the first plain head, else the first run."""
+def baseline(runs: list[RunResult], name: str | None) -> tuple[RunResult, str]:
+    """(the run named ``name``, by default the first plain head, else the first run; and a sentence
+    saying why it is the baseline, which names the fallback when no plain head could be read)."""
     if name is None:
-        return runs[next((i for i, r in enumerate(runs) if r.head == "plain"), 0)]
+        plain = next((r for r in runs if r.head == "plain"), None)
+        if plain is not None:
+            return plain, f"{plain.name} (the first run with the plain head)"
+        return runs[0], f"{runs[0].name}: no readable run has the plain head, so the baseline is the first run"
     for run in runs:
         if run.name == name:
-            return run
-    raise ConfigError(f"--baseline {name!r} is not a run of this folder; choose one of "
+            return run, f"{run.name} (chosen)"
+    raise ConfigError(f"--baseline {name!r} is not a readable run of this folder; choose one of "
                       f"{', '.join(r.name for r in runs)}")
 
 
@@ -82,20 +133,30 @@ def _named(frames: list[tuple[str, pd.DataFrame]]) -> pd.DataFrame:
     return pd.concat(parts, ignore_index=True) if parts else pd.DataFrame()
 
 
+def one_tree(runs: list[RunResult]):
+    """The runs' tree when they share one (its level names label the charts), else None."""
+    trees = [r.hierarchy for r in runs]
+    return trees[0] if trees and all(t == trees[0] for t in trees[1:]) else None
+
+
 def overview_charts(runs: list[RunResult], drawn: list[SeedGroup], differences: pd.DataFrame,
                     base: str | None, palette: dict[str, str]) -> list[Chart]:
     """The charts over all runs (or seed groups), in reading order."""
     grouped = any(len(e.runs) > 1 for e in drawn)
     levels = group_levels(drawn, level_long(runs)) if grouped else level_long(runs)
-    out = [Chart("Accuracy per level", charts.accuracy_by_level(levels, colours=palette), GUIDES["levels"])]
+    tree = one_tree(runs)
+    out = [Chart("Accuracy per level", charts.accuracy_by_level(levels, colours=palette, tree=tree),
+                 levels_guide(grouped))]
     if base and not differences.empty:
         out.append(Chart(f"Difference from {base}", charts.difference_intervals(
-            differences, colours=palette, title=f"Difference from {base}, 95 % interval"), GUIDES["intervals"]))
+            differences, colours=palette, title=f"Difference from {base}, 95 % interval", tree=tree),
+            GUIDES["intervals"]))
     names = {r.name: e.name for e in drawn for r in e.runs}
     history = pd.DataFrame([{**h, "run": names[r.name]} for r in runs for h in r.history])
     if not history.empty and "test_acc" in history:
         history = history.groupby(["run", "epoch"], sort=False, as_index=False)["test_acc"].mean()
-        out.append(Chart("Training history", charts.history_curves(history, colours=palette), GUIDES["history"]))
+        out.append(Chart("Training history", charts.history_curves(history, colours=palette),
+                         history_guide(history)))
     geometry = _named([(names[r.name], r.geometry) for r in runs])
     out += [Chart("Angle between each node and its parent", charts.angle_to_parent(geometry, colours=palette),
                   GUIDES["angles"]),
@@ -125,16 +186,17 @@ def detail_charts(entry: SeedGroup) -> list[Chart]:
     per_node = pd.concat([r.per_node for r in entry.runs]).groupby("node", as_index=False) \
         .agg(support=("support", "first"), accuracy=("accuracy", "mean"))
     out = [Chart(f"{entry.name}: accuracy per node", charts.node_sunburst(
-        tree, per_node, title=f"{entry.name}: accuracy per node{over}"), GUIDES["sunburst"])]
+        tree, per_node, title=f"{entry.name}: accuracy per node{over}"), sunburst_guide(tree, per_node))]
     proj = first.projections
     if not proj.empty:
         method = "tsne" if (proj["method"] == "tsne").any() else proj["method"].iloc[0]
-        points = proj[proj["method"] == method]
+        points = charts.with_predictions(proj[proj["method"] == method], tree, first.topk)
         colour = "level1" if "level1" in points else "label"
         seed = f", seed {first.metrics.get('seed')}" if len(entry.runs) > 1 else ""
-        out.append(Chart(f"{entry.name}: {method} of the embeddings", charts.projection_scatter(
-            points, color=colour, title=f"{first.name}: {method}, coloured by super-class{seed}", tree=tree),
-            GUIDES["projection"]))
+        name = charts.METHOD_NAMES.get(method, method)
+        out.append(Chart(f"{entry.name}: {name} of the embeddings", charts.projection_scatter(
+            points, color=colour, title=f"{first.name}: {name}, coloured by super-class{seed}", tree=tree),
+            projection_guide(bool((points["kind"] == "class_vector").any()) if "kind" in points else False)))
     if tree.num_leaves <= 200:
         matrix, labels = None, None
         for run in entry.runs:
@@ -144,7 +206,7 @@ def detail_charts(entry: SeedGroup) -> list[Chart]:
         summed = f", summed over {len(entry.runs)} seeds" if over else ""
         out.append(Chart(f"{entry.name}: confusion matrix", charts.confusion_heatmap(
             matrix, labels, tree, title=f"{entry.name}: confusion matrix, classes in tree order{summed}"),
-            GUIDES["confusion"]))
+            charts.confusion_guide(tree, None)))
     return out
 
 

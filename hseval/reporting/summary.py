@@ -14,6 +14,7 @@ import pandas as pd
 
 from hseval.io.results import RunResult
 from hseval.io.run_settings import result_settings
+from hseval.reporting.columns import key_name, not_available
 
 __all__ = ["WAYS", "summary_table", "grouped_summary", "level_long", "level_table", "config_key",
            "unavailable_table", "mark_unavailable", "metric_of_column"]
@@ -140,31 +141,29 @@ def metric_of_column(column: str) -> str:
 
 
 def unavailable_table(runs: list[RunResult]) -> pd.DataFrame:
-    """Why metrics are missing: one row per run and reason (columns run, metrics, reason)."""
+    """Why metrics are missing: one row per run and reason (columns run, metrics: named as their
+    columns are, reason)."""
     rows = []
     for r in runs:
         by_reason: dict[str, list[str]] = {}
         for key, reason in r.unavailable.items():
             by_reason.setdefault(reason, []).append(key)
-        rows += [{"run": r.name, "metrics": ", ".join(keys), "reason": reason} for reason, keys in by_reason.items()]
+        rows += [{"run": r.name, "metrics": ", ".join(key_name(k, r.hierarchy) for k in keys), "reason": reason}
+                 for reason, keys in by_reason.items()]
     return pd.DataFrame(rows, columns=["run", "metrics", "reason"])
 
 
-def mark_unavailable(frame: pd.DataFrame, runs: list[RunResult], *, digits: int = 4) -> pd.DataFrame:
-    """``frame`` (one row per run, a "run" column) as text: numbers with ``digits`` decimals, and
-    "n/a" in each empty cell whose metric the run could not compute (the reason is in
-    :func:`unavailable_table`); other empty cells stay empty."""
+def mark_unavailable(frame: pd.DataFrame, runs: list[RunResult], *, digits: int = 4,
+                     columns: list[str] | None = None) -> pd.DataFrame:
+    """``frame`` (one row per run, a "run" column) with its metric ``columns`` (default: every
+    numeric one) as text: numbers with ``digits`` decimals, and "n/a — reason" in each empty cell,
+    the reason the evaluation recorded for that run's metric (:func:`unavailable_table`)."""
     reasons = {r.name: r.unavailable for r in runs}
-    out = frame.astype(object).copy()
-    for column in frame.columns:
+    out = frame.copy()
+    for column in frame.columns if columns is None else columns:
         if not pd.api.types.is_numeric_dtype(frame[column]) or column in ("seed", "samples", "seeds"):
             continue
         key = metric_of_column(column)
-        cells = []
-        for run, value in zip(frame["run"], frame[column]):
-            if isinstance(value, float) and math.isnan(value):
-                cells.append("n/a" if key in reasons.get(run, {}) else "")
-            else:
-                cells.append(f"{value:.{digits}f}")
-        out[column] = cells
+        out[column] = [not_available(reasons.get(run, {}).get(key)) if isinstance(value, float) and math.isnan(value)
+                       else f"{value:.{digits}f}" for run, value in zip(frame["run"], frame[column])]
     return out

@@ -705,6 +705,18 @@ def _(tmp, good):
     return ["dashboard", str(garbage_folder(tmp)), "--port", "1"]
 
 
+@case("dashboard-runs-folder", "dashboard", "`hseval dashboard` on a folder of training runs (not yet evaluated)",
+      "runs: this is a folder of training runs: evaluate it first with 'hseval evaluate …/runs --out EVAL'",
+      subprocess=True)
+def _(tmp, good):
+    from hseval.io.folders import MARKER, new_marker
+
+    runs = tmp / "runs"
+    shutil.copytree(good.run, runs / "plain")
+    (runs / MARKER).write_text(new_marker("runs").model_dump_json())
+    return ["dashboard", str(runs)]
+
+
 @case("dashboard-empty", "dashboard", "`hseval dashboard` on an empty folder", "empty: holds no evaluated runs; write "
       "them with 'hseval evaluate RUNS --out …/empty'", subprocess=True)
 def _(tmp, good):
@@ -789,7 +801,7 @@ def export_to(tmp: Path, eval_dir: Path, out: Path, to: str = "tensorboard") -> 
 
 
 @case("export-a-run-folder", "export", "`hseval export` on a trained run's folder instead of an evaluation folder",
-      "run: holds no evaluated runs; write them with 'hseval evaluate RUNS --out …/run'")
+      "run: this is a training run: evaluate it first with 'hseval evaluate …/run --out EVAL'")
 def _(tmp, good):
     return export_to(tmp, copy_run(good, tmp), tmp / "tb")
 

@@ -2,21 +2,19 @@
 
 The offline HTML report and the Streamlit dashboard draw the same figures from these functions;
 none of them reads a file or computes a metric. ``from hseval.reporting import charts`` gives them
-all: accuracy (:mod:`.accuracy`), geometry (:mod:`.geometry`), embeddings (:mod:`.embeddings`), on
-the template and run colours of :mod:`.common`.
+all: accuracy over runs (:mod:`.accuracy`), over the tree's nodes (:mod:`.nodes`), geometry
+(:mod:`.geometry`), embeddings (:mod:`.embeddings`). Every figure is sized for its content by
+:func:`.common.fit`, and runs take the colours of :func:`hseval.reporting.colours.run_colours`.
 """
 
 from hseval.reporting.charts.accuracy import (
     accuracy_by_level,
-    confusion_heatmap,
     difference_intervals,
     history_curves,
-    node_deltas,
-    node_sunburst,
     reliability_diagram,
 )
-from hseval.reporting.charts.common import PALETTE, TEMPLATE, run_colours
-from hseval.reporting.charts.embeddings import projection_scatter
+from hseval.reporting.charts.common import TEMPLATE, fit
+from hseval.reporting.charts.embeddings import METHOD_NAMES, projection_scatter, with_predictions
 from hseval.reporting.charts.geometry import (
     ROOT_NOTE,
     angle_to_parent,
@@ -25,7 +23,15 @@ from hseval.reporting.charts.geometry import (
     sibling_angles,
     step_by_depth,
 )
+from hseval.reporting.charts.nodes import (
+    confusion_guide,
+    confusion_heatmap,
+    node_deltas,
+    node_sunburst,
+    shallower_samples,
+)
 
 __all__ = ["accuracy_by_level", "node_sunburst", "angle_to_parent", "sibling_angles", "delta_vs_radius",
-           "step_by_depth", "projection_scatter", "confusion_heatmap", "history_curves", "reliability_diagram",
-           "child_angles", "node_deltas", "run_colours", "difference_intervals", "PALETTE", "TEMPLATE", "ROOT_NOTE"]
+           "step_by_depth", "projection_scatter", "with_predictions", "confusion_heatmap", "confusion_guide",
+           "shallower_samples", "history_curves", "reliability_diagram", "child_angles", "node_deltas",
+           "difference_intervals", "fit", "TEMPLATE", "ROOT_NOTE", "METHOD_NAMES"]

@@ -8,7 +8,17 @@ import pandas as pd
 import plotly.express as px
 import plotly.graph_objects as go
 
-from hseval.reporting.charts.common import TEMPLATE, _colour_args, _empty, _merge_orders, _shown, _text
+from hseval.reporting.charts.common import (
+    TEMPLATE,
+    _colour_args,
+    _empty,
+    _merge_orders,
+    _rows,
+    _shown,
+    _text,
+    dodge,
+    fit,
+)
 
 ROOT_NOTE = "depth 1 has no angle to its parent: the parent is the root, whose vector is w = 0"
 
@@ -32,28 +42,32 @@ def angle_to_parent(geometry: pd.DataFrame, *, title: str = "Angle between each 
     if missing:
         fig.add_annotation(text=f"no angle at depth {', '.join(map(str, missing))}: "
                                 + ("the parent is the root (w = 0)" if missing == [1] else "no parent vector"),
-                           showarrow=False, x=0, xanchor="left", y=1.06, yanchor="bottom", xref="paper", yref="paper",
+                           showarrow=False, x=0, xanchor="left", y=1.02, yanchor="bottom", xref="paper", yref="paper",
                            font=dict(size=12, color="#555"))
-    return fig
+    return fit(fig)
 
 
-def sibling_angles(pairs: pd.DataFrame, *, title: str = "Angles between siblings and non-siblings") -> go.Figure:
+def sibling_angles(pairs: pd.DataFrame, *, title: str = "Angles between siblings and non-siblings",
+                   per_row: int = 4) -> go.Figure:
     """Violins of pairwise angles per depth, split by sibling / non-sibling (columns run, depth,
-    kind, angle); each violin's kernel stops at its smallest and largest angle (no tails below 0°
-    or past 180°)."""
+    kind, angle), one panel per run, ``per_row`` panels a row; each violin's kernel stops at its
+    smallest and largest angle (no tails below 0° or past 180°)."""
     if pairs.empty:
         return _empty(title, "no pairs of nodes to compare")
     pairs = _shown(pairs, "run")
     runs = list(dict.fromkeys(pairs["run"])) if "run" in pairs else []
+    wrap = min(len(runs), per_row) if runs else None
     fig = px.violin(pairs, x="depth", y="angle", color="kind", facet_col="run" if runs else None, box=True,
-                    points=False, template=TEMPLATE, title=_text(title), labels={"angle": "angle (°)"},
+                    facet_col_wrap=wrap or 0, points=False, template=TEMPLATE, title=_text(title),
+                    labels={"angle": "angle (°)"},
                     color_discrete_map={"sibling": "#1f77b4", "non-sibling": "#b0b0b0"},
-                    category_orders={"kind": ["sibling", "non-sibling"], "run": runs}, facet_col_spacing=0.03)
+                    category_orders={"kind": ["sibling", "non-sibling"], "run": runs}, facet_col_spacing=0.04,
+                    facet_row_spacing=0.12 / max(1, _rows(len(runs), per_row)))
     fig.update_traces(spanmode="hard")
-    fig.update_yaxes(range=[0, 180], dtick=30)
+    fig.update_yaxes(range=[0, 180], dtick=45)
     fig.update_xaxes(dtick=1)
     fig.for_each_annotation(lambda a: a.update(text=a.text.partition("=")[2]))  # "run=NAME": the name
-    return fig
+    return fit(fig, rows=_rows(len(runs), per_row), row_height=260)
 
 
 def delta_vs_radius(geometry: pd.DataFrame, *, title: str = "‖w_p − w_parent‖ against the radius R_p",
@@ -70,15 +84,27 @@ def delta_vs_radius(geometry: pd.DataFrame, *, title: str = "‖w_p − w_parent
     without = [r for r in runs if r not in set(with_radius["run"])]
     if with_radius.empty:
         return _empty(title, "no radii R_p: these heads have no radius per node (see the step per depth)")
-    with_radius = _shown(with_radius, "run", "name")
-    fig = px.scatter(with_radius, x="radius", y="delta_norm", hover_name="name" if "name" in data else None,
-                     hover_data={"depth": True} if "depth" in data else None, template=TEMPLATE, title=_text(title),
-                     labels={"delta_norm": "‖w_p − w_parent‖", "radius": "R_p"}, **_colour_args(with_radius, colours))
+    with_radius = with_radius.reset_index(drop=True)
+    span = float(np.ptp(np.r_[with_radius["delta_norm"], with_radius["radius"]])) or 1.0
+    node = with_radius["name"].astype(str) if "name" in with_radius else pd.Series("", index=with_radius.index)
+    where = with_radius["radius"].round(6).astype(str) + "|" + node
+    offset, same = dodge(with_radius.assign(where=where), at="where", value="delta_norm", step=0.03 * span)
+    shown = _shown(with_radius.assign(drawn=with_radius["delta_norm"] + offset, same=same), "run", "name")
+    fig = px.scatter(shown, x="radius", y="drawn", hover_name="name" if "name" in data else None,
+                     custom_data=["delta_norm", "same"], template=TEMPLATE, title=_text(title),
+                     labels={"drawn": "step ‖w_p − w_parent‖", "radius": "radius R_p"},
+                     **_colour_args(shown, colours))
+    fig.update_traces(marker=dict(size=9, line=dict(width=1, color="white")),
+                      hovertemplate="%{hovertext}<br>R_p = %{x:.4g}<br>step = %{customdata[0]:.4g}"
+                                    "<br>%{customdata[1]}<extra></extra>")
+    top = float(max(with_radius["radius"].max(), with_radius["delta_norm"].max()))
+    fig.add_trace(go.Scatter(x=[0, top], y=[0, top], mode="lines", name="step = R_p",
+                             line=dict(color="#999", dash="dot"), hoverinfo="skip"))
     if without:
         fig.add_annotation(text=_text(f"not drawn (no radius R_p): {', '.join(without)}"), showarrow=False, x=0,
-                           xanchor="left", y=1.06, yanchor="bottom", xref="paper", yref="paper",
+                           xanchor="left", y=1.02, yanchor="bottom", xref="paper", yref="paper",
                            font=dict(size=12, color="#555"))
-    return fig
+    return fit(fig)
 
 
 def step_by_depth(geometry: pd.DataFrame, *, title: str = "Step ‖w_p − w_parent‖ per depth",
@@ -90,10 +116,10 @@ def step_by_depth(geometry: pd.DataFrame, *, title: str = "Step ‖w_p − w_par
     depths = [str(d) for d in sorted({int(d) for d in geometry["depth"]})]
     geometry = _shown(geometry, "run")
     fig = px.box(geometry.assign(depth=geometry["depth"].astype(int).astype(str)), x="depth", y="delta_norm",
-                 points=False, template=TEMPLATE, title=_text(title), labels={"delta_norm": "‖w_p − w_parent‖"},
+                 points=False, template=TEMPLATE, title=_text(title), labels={"delta_norm": "step ‖w_p − w_parent‖"},
                  **_merge_orders(_colour_args(geometry, colours), {"depth": depths}))
     fig.update_xaxes(type="category", categoryorder="array", categoryarray=depths)
-    return fig
+    return fit(fig)
 
 
 def child_angles(children: pd.DataFrame, *, title: str = "Children: angle to their parent",
@@ -108,4 +134,6 @@ def child_angles(children: pd.DataFrame, *, title: str = "Children: angle to the
     fig = px.bar(data, x="name", y="angle_to_parent", barmode="group", hover_data=hover, template=TEMPLATE,
                  title=_text(title), labels={"angle_to_parent": "angle to parent (°)", "name": "child"},
                  **_colour_args(data, colours))
-    return fig
+    longest = max(len(str(n)) for n in data["name"])
+    fig.update_xaxes(tickangle=-45 if longest * len(data) > 60 else 0)
+    return fit(fig, bottom=60 + (int(5 * longest) if longest * len(data) > 60 else 0))

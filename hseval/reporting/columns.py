@@ -1,0 +1,174 @@
+"""The words of every table and chart: one display name and one help text per column, the level's
+names beside "level k", and "n/a — reason" wherever a value is missing.
+
+A metric's help is written once, where its key is defined (the field descriptions of
+:class:`hseval.io.evaluation_format.MetricsRecord` and its ``PATTERN_HELP``, read by
+:func:`metric_help`); this module only maps a column of a table to that key and names it. The
+report's tables, the dashboard's headers and README's metrics list all read it from there.
+"""
+
+from __future__ import annotations
+
+import re
+import typing
+from typing import Any
+
+import pandas as pd
+
+from hseval.io.evaluation_format import PATTERN_HELP, MetricsRecord
+from hseval.io.records import Record
+from hseval.tree.hierarchy import Hierarchy
+
+__all__ = ["metric_help", "level_names", "level_label", "display_name", "column_help", "not_available", "key_name",
+           "identity", "level_legend"]
+
+_TOP_K = {"{the top k}": ("the head's highest-scored class", "among the head's {k} highest-scored classes"),
+          "{each of the top k}": ("the highest-scored class", "each of the {k} highest-scored classes"),
+          "{the nearest of the top k}": ("the highest-scored class", "the nearest of the {k} highest-scored classes")}
+
+
+def _pattern_help(key: str) -> str | None:
+    for pattern, text in PATTERN_HELP.items():
+        match = re.fullmatch(pattern, key)
+        if match:
+            k = int(match.group(1))
+            for slot, (one, many) in _TOP_K.items():
+                text = text.replace(slot, one if k == 1 else many)
+            return text.replace("{k}", str(k))
+    return None
+
+
+def metric_help(*path: str) -> str | None:
+    """The help of a metrics.json key, written once where the key is defined: a field's description
+    (``metric_help("crm", "top1")`` walks into nested records) or the help of its pattern
+    (:data:`PATTERN_HELP`); None for a key without one."""
+    record: Any = MetricsRecord
+    field = None
+    for key in path:
+        field = getattr(record, "model_fields", {}).get(key)
+        if field is None:
+            break
+        record = next((a for a in typing.get_args(field.annotation) if isinstance(a, type)
+                       and issubclass(a, Record)), field.annotation)
+    return field.description if field is not None and field.description else _pattern_help(path[-1])
+
+
+_LEVEL = re.compile(r"level ?([0-9]+)(?:_(from_leaf|own_scores|agreement)| \((from leaf|own scores)\))")
+_WAY_KEYS = {"from_leaf": "superclass_acc", "from leaf": "superclass_acc", "own_scores": "superclass_acc_from_levels",
+             "own scores": "superclass_acc_from_levels", "agreement": "level_agreement"}
+_WAY_NAMES = {"superclass_acc": "from leaf", "superclass_acc_from_levels": "own scores",
+              "level_agreement": "agreement"}
+_NAMES = {
+    "top1": "top-1", "top5": "top-5", "samples": "test samples", "mistake_severity": "mistake severity",
+    "hierarchical_precision": "hier. precision", "hierarchical_recall": "hier. recall", "hierarchical_f1": "hier. F1",
+    "ece": "ECE", "cross_entropy": "cross-entropy", "feature_norm": "feature norm ‖φ(x)‖", "max_logit": "max logit",
+    "cophenetic_correlation": "cophenetic correlation", "leaf": "leaf (top-1)", "crm": "CRM re-ranking",
+    "superclass_acc_from_levels": "super-class accuracy (own scores)", "superclass_acc": "super-class accuracy",
+    "level_agreement": "level agreement", "projections": "projections", "embeddings": "embeddings",
+    # geometry.csv, pair_angles.csv and the per-depth summary: units in the name
+    "angle_to_parent": "angle to parent (°)", "delta_norm": "step ‖w_p − w_parent‖", "radius": "radius R_p",
+    "norm": "norm ‖w_p‖", "is_leaf": "class", "name": "node", "angle": "angle (°)",
+    "delta_norm_over_radius": "step / R_p", "nodes": "nodes", "vectors": "vectors",
+}
+_HELP = {  # columns that are not a metrics.json key
+    "run": "The run's name (its folder in the evaluation).",
+    "leaf": None,  # top1's
+    "angle_to_parent": "Angle between the node's vector and its parent's, in degrees.",
+    "delta_norm": "‖w_p − w_parent‖: how far the node's vector lies from its parent's.",
+    "radius": "The node's radius R_p (heads with a radius per node).",
+    "norm": "‖w_p‖: the norm of the node's vector.",
+}
+_KEY_OF = {"leaf": ("top1",), "cophenetic_correlation": ("geometry", "tree_agreement", "cophenetic_correlation")}
+
+
+def level_names(tree: Hierarchy, depth: int, *, limit: int | None = 3) -> str:
+    """The nodes of level ``depth`` in tree order ("clothing, footwear, Bag"); past ``limit`` names,
+    the first ones and how many more."""
+    names = [tree.node_names[n] for n in tree.preorder().tolist() if tree.depth[n] == depth]
+    if limit is None or len(names) <= limit:
+        return ", ".join(names)
+    return f"{', '.join(names[:limit])} +{len(names) - limit} more"
+
+
+def level_label(depth: int, tree: Hierarchy | None = None) -> str:
+    """"level k" with its nodes' names beside it ("level 1 · clothing, footwear, Bag")."""
+    if tree is None or depth < 1 or depth >= tree.max_depth + 1:
+        return f"level {depth}"
+    return f"level {depth} · {level_names(tree, depth)}"
+
+
+def level_legend(tree: Hierarchy) -> str:
+    """One line naming every super-class level's nodes: "level 1 = clothing, footwear, Bag; ..."."""
+    return "; ".join(f"level {d} = {level_names(tree, d, limit=12)}" for d in range(1, tree.max_depth))
+
+
+def _split(column: str) -> tuple[str, str | None]:
+    """(the metrics.json key or bare name, and for a CRM column its inner key)."""
+    if column.startswith("crm_"):
+        return "crm", column[4:]
+    return column, None
+
+
+def display_name(column: str, tree: Hierarchy | None = None) -> str:
+    """The one name a column is shown under, in every table of the report and the dashboard (a level's
+    names are in its help and in the line that lists the levels beside the table: :func:`level_legend`)."""
+    match = _LEVEL.fullmatch(column)
+    if match:
+        way = match.group(2) or match.group(3)
+        return f"level {match.group(1)} ({_WAY_NAMES[_WAY_KEYS[way]]})"
+    key, inner = _split(column)
+    if inner is not None:
+        return f"CRM {display_name(inner, tree)}"
+    if key.startswith("mean_"):
+        return f"mean {display_name(key[5:], tree)}"
+    if key in _NAMES:
+        return _NAMES[key]
+    top = re.fullmatch(r"top([0-9]+)", key)
+    if top:
+        return f"top-{top.group(1)}"
+    dist = re.fullmatch(r"(avg|best)_hdist@([0-9]+)", key)
+    if dist:
+        return f"{'mean' if dist.group(1) == 'avg' else 'best'} tree distance@{dist.group(2)}"
+    name = key.replace("_", " ")
+    return f"{name} (°)" if "angle" in name and "(°)" not in name else name
+
+
+def column_help(column: str, tree: Hierarchy | None = None) -> str | None:
+    """The help a column's header carries: its metric's help (from the metric's definition), with
+    the level's names for a level column; None for a column that needs none."""
+    match = _LEVEL.fullmatch(column)
+    if match:
+        depth, key = int(match.group(1)), _WAY_KEYS[match.group(2) or match.group(3)]
+        names = f" Level {depth}: {level_names(tree, depth, limit=None)}." if tree is not None else ""
+        return f"{metric_help(key)}{names}"
+    key, inner = _split(column)
+    if inner is not None:
+        return (f"{column_help(inner, tree)} Here for CRM re-ranking's prediction (the class of least expected tree "
+                "distance under the head's probabilities) instead of the most probable class.")
+    if key in _HELP:
+        return _HELP[key] or column_help("top1")
+    return metric_help(*_KEY_OF.get(key, (key,)))
+
+
+def key_name(key: str, tree: Hierarchy | None = None) -> str:
+    """A metrics.json key as the columns it fills are named ("superclass_acc_from_levels" -> "level
+    1, 2 (own scores)"), for the list of what is not available."""
+    if key in _WAY_NAMES and tree is not None and tree.max_depth > 1:
+        levels = ", ".join(str(d) for d in range(1, tree.max_depth))
+        return f"level {levels} ({_WAY_NAMES[key]})"
+    if key == "crm":
+        return "the CRM columns"
+    return display_name(key, tree)
+
+
+def not_available(reason: str | None) -> str:
+    """The text of a missing value: "n/a — reason"."""
+    return f"n/a — {reason or 'not computed by this evaluation'}"
+
+
+def identity(frame: pd.DataFrame) -> pd.DataFrame:
+    """``frame`` without its ``head`` column when every run is named after its head (the two
+    columns would repeat each other)."""
+    if {"run", "head"} <= set(frame.columns) and (frame["run"].astype(str) == frame["head"].astype(str)).all():
+        return frame.drop(columns="head")
+    return frame
