@@ -1,8 +1,10 @@
 """What the benchmarks share (numpy only: bench/metrics.py must run where torch is not installed):
-the random trees (linear time), the name of the CPU and the writer of README's measured figures."""
+the random trees (linear time), the name of the CPU, the writer of README's measured figures and
+the check that the machine is quiet enough to measure them."""
 
 from __future__ import annotations
 
+import os
 import sys
 from pathlib import Path
 
@@ -13,7 +15,11 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from hseval.tree.hierarchy import Hierarchy  # noqa: E402
 from scripts.readme_blocks import cpu_model, stamp, write_block  # noqa: E402,F401  (the benchmarks' one import)
 
-__all__ = ["random_tree", "cpu_model", "stamp", "write_block"]
+__all__ = ["random_tree", "cpu_model", "stamp", "write_block", "quiet_machine"]
+
+QUIET_LOAD = 0.3
+"""A README figure is measured only while the load average (1 minute) is below this per core."""
+_BUSY = ("hseval", "pytest")
 
 
 def random_tree(num_leaves: int, seed: int = 0, *, max_depth: int = 4, branching: float = 0.5) -> Hierarchy:
@@ -43,3 +49,35 @@ def random_tree(num_leaves: int, seed: int = 0, *, max_depth: int = 4, branching
                               np.where(parent[alive] >= 0, remap[np.maximum(parent[alive], 0)], -1)])
     names = [f"c{i}" for i in range(num_leaves)] + [f"s{i}" for i in range(int(alive.sum()))]
     return Hierarchy(names, parents, num_leaves)
+
+
+def quiet_machine() -> str | None:
+    """Why this machine is too busy for a README figure, or None when it is quiet: the load
+    average over the last minute is below :data:`QUIET_LOAD` per core and no other process runs
+    hseval or pytest (this process and its parents aside)."""
+    cores = os.cpu_count() or 1
+    load = os.getloadavg()[0]
+    if load >= QUIET_LOAD * cores:
+        return f"load average {load:.2f} on {cores} cores (a README figure needs below {QUIET_LOAD * cores:.2f})"
+    mine, pid = set(), os.getpid()
+    while pid > 1:  # this process and its parents (the shell or the script that started it)
+        mine.add(pid)
+        pid = _parent(pid)
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit() or int(entry.name) in mine:
+            continue
+        try:
+            command = (entry / "cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
+        except OSError:  # ended meanwhile, or not ours to read
+            continue
+        if any(word in command for word in _BUSY):
+            return f"another process runs {next(w for w in _BUSY if w in command)} (pid {entry.name}: {command[:80]})"
+    return None
+
+
+def _parent(pid: int) -> int:
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return 0
+    return int(stat.rsplit(")", 1)[1].split()[1])  # the command name in (...) may hold spaces

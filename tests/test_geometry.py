@@ -50,7 +50,7 @@ def test_hyperbolic_head_has_no_vectors():
 def test_pair_angles_label_siblings():
     tree = appendix_a()
     vectors = np.array([[1.0, 0], [0, 1], [-1, 0], [1, 1], [1, 0], [0, 1]])
-    pairs = geometry.pair_angles(tree, vectors)
+    pairs, _ = geometry.pair_angles(tree, vectors)
     sib = pairs[(pairs["depth"] == 2) & (pairs["kind"] == "sibling")]
     assert len(sib) == 2 and sorted(sib["angle"].round(6)) == [90.0, 135.0]
     assert len(pairs[(pairs["depth"] == 2) & (pairs["kind"] == "non-sibling")]) == 4
