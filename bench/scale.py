@@ -119,8 +119,9 @@ def write_inputs(folder: Path, classes: int, samples: int, *, seed: int = 0,
 
 
 # ====================================================================== measuring a command
-def measured(command: list[str]) -> tuple[float, int]:
-    """Run ``command`` (it must succeed): its wall-clock seconds and its peak resident memory in bytes."""
+def measured(command: list[str]) -> tuple[float, float, int]:
+    """Run ``command`` (it must succeed): its wall-clock seconds, its CPU seconds (user and system,
+    which other work on the machine changes far less) and its peak resident memory in bytes."""
     start = time.perf_counter()
     process = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
     _, status, usage = os.wait4(process.pid, 0)
@@ -130,7 +131,7 @@ def measured(command: list[str]) -> tuple[float, int]:
         raise RuntimeError(f"{' '.join(command)} failed ({process.returncode}): "
                            f"{process.stderr.read().decode()[-500:]}")
     process.stderr.close()
-    return seconds, usage.ru_maxrss * 1024  # kilobytes on Linux
+    return seconds, usage.ru_utime + usage.ru_stime, usage.ru_maxrss * 1024  # kilobytes on Linux
 
 
 def hseval(*args: str) -> list[str]:
@@ -138,14 +139,14 @@ def hseval(*args: str) -> list[str]:
 
 
 def evaluate(hierarchy: Path, predictions: Path, out: Path) -> dict[str, float]:
-    seconds, peak = measured(hseval("evaluate", "--predictions", str(predictions), "--hierarchy", str(hierarchy),
-                                    "--projections", "pca", "--out", str(out), "--quiet"))
-    return {"evaluate_s": seconds, "evaluate_peak": peak}
+    seconds, cpu, peak = measured(hseval("evaluate", "--predictions", str(predictions), "--hierarchy", str(hierarchy),
+                                         "--projections", "pca", "--out", str(out), "--quiet"))
+    return {"evaluate_s": seconds, "evaluate_cpu": cpu, "evaluate_peak": peak}
 
 
 def report(out: Path) -> dict[str, float]:
-    seconds, _ = measured(hseval("report", str(out)))
-    return {"report_s": seconds, "report_size": (out / "report.html").stat().st_size}
+    seconds, cpu, _ = measured(hseval("report", str(out)))
+    return {"report_s": seconds, "report_cpu": cpu, "report_size": (out / "report.html").stat().st_size}
 
 
 MEASUREMENTS: tuple[Callable[[Path, Path, Path], dict[str, float]], ...] = (

@@ -13,12 +13,10 @@ computed before the output folder is claimed, so that a damaged row found late w
 from __future__ import annotations
 
 from dataclasses import dataclass
-from functools import partial
 from pathlib import Path
 from typing import Any
 
 import numpy as np
-from scipy.special import softmax
 
 from hseval.core import fileio
 from hseval.data.sampling import stratified_subset
@@ -94,6 +92,14 @@ def evaluate_predictions(file: str | Path, out_dir: str | Path, *, hierarchy: st
     return entry
 
 
+def _softmax(logits: np.ndarray) -> np.ndarray:
+    """scipy.special.softmax(logits, axis=1), the same values, without its temporaries."""
+    out = logits - logits.max(axis=1, keepdims=True)
+    np.exp(out, out=out)
+    out /= out.sum(axis=1, keepdims=True)
+    return out
+
+
 @dataclass
 class _Read:
     """What one pass over a file's rows gives: the scores' metrics, each row's largest score, the
@@ -107,7 +113,7 @@ class _Read:
 
 def _one_pass(preds: Predictions, tree, sample: np.ndarray) -> _Read:
     """The file's scores (or labels), level scores and embeddings, read together in blocks of rows."""
-    scores = Scores(tree, softmax=partial(softmax, axis=1) if preds.kind == "logits" else None)
+    scores = Scores(tree, softmax=_softmax if preds.kind == "logits" else None)
     rows = min(_BATCH, block_rows(tree.num_leaves))
     embeddings = None if preds.embeddings is None else preds.embeddings.blocks(rows)
     if preds.kind == "labels":

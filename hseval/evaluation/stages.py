@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -36,6 +37,9 @@ the batch: the metrics' temporaries take tens of megabytes at 10 or 100,000 clas
 def block_rows(num_classes: int) -> int:
     """How many rows of scores make a block of at most :data:`BLOCK` values (at least one)."""
     return max(1, BLOCK // num_classes)
+
+
+_THREADED = 1 << 18  # a block of this many scores or more: CRM's ranking in a thread of its own
 
 
 def check_sample_options(projections: tuple[str, ...] | list[str], max_points: int) -> None:
@@ -113,7 +117,21 @@ class Scores:
                 self.update(scores[lo: lo + rows], targets[lo: lo + rows],
                             None if level_scores is None else {k: v[lo: lo + rows] for k, v in level_scores.items()})
             return
-        self._add(self.metrics.update(scores, targets, level_scores), targets, level_scores)
+        if len(targets) * self.tree.num_leaves < _THREADED:
+            self._add(self.metrics.update(scores, targets, level_scores), targets, level_scores)
+            self._crm(scores, targets)
+            return
+        with ThreadPoolExecutor(1) as pool:  # CRM beside the metrics: numpy lets go of the GIL, two cores work
+            crm = pool.submit(self._crm, scores, targets)
+            try:
+                top = self.metrics.update(scores, targets, level_scores)
+            except Exception:
+                crm.exception()  # waited for; the metrics' error names the bad input
+                raise
+            crm.result()
+        self._add(top, targets, level_scores)
+
+    def _crm(self, scores: Any, targets: np.ndarray) -> None:
         self.crm.update(scores if self.softmax is None else self.softmax(scores), targets)
 
     def update_labels(self, predictions: np.ndarray, targets: np.ndarray) -> None:

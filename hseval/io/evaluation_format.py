@@ -110,7 +110,7 @@ class DepthGeometry(Record):
     sibling_pairs: Count | None = None
     """The pairs of nodes of this depth with one parent; ``mean_sibling_cosine`` is over all of them."""
     sibling_pairs_measured: Count | None = None
-    """The pairs ``mean_sibling_angle`` is over: all, or a seeded sample (``geometry.PAIR_LIMIT``)."""
+    """The pairs ``mean_sibling_angle`` is over: all, or a seeded sample past a million (``geometry.PAIR_SAMPLE``)."""
     non_sibling_pairs: Count | None = None
     non_sibling_pairs_measured: Count | None = None
 

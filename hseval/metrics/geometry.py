@@ -25,7 +25,9 @@ __all__ = ["node_vectors", "vectors_from", "parent_child_table", "pair_angles", 
 
 MAX_LEAVES_FOR_CLUSTERING = 5000
 PAIR_LIMIT = 1_000_000
-"""At a depth of more pairs than this, each kind's mean angle is over this many pairs drawn (seeded)."""
+"""Of a depth and kind of more pairs than this, :data:`PAIR_SAMPLE` pairs drawn (seeded) are measured."""
+PAIR_SAMPLE = 100_000
+"""Pairs drawn: the mean angle's standard error is then below 0.1° for angles spread over 30°."""
 
 
 def node_vectors(head) -> tuple[np.ndarray, str] | None:
@@ -77,11 +79,11 @@ def parent_child_table(hierarchy: Hierarchy, vectors: np.ndarray, radii: np.ndar
 
 
 def pair_angles(hierarchy: Hierarchy, vectors: np.ndarray, *, max_pairs: int = 20000, seed: int = 0,
-                limit: int = PAIR_LIMIT) -> tuple[pd.DataFrame, dict[int, dict[str, Any]]]:
+                limit: int = PAIR_LIMIT, sample: int = PAIR_SAMPLE) -> tuple[pd.DataFrame, dict[int, dict[str, Any]]]:
     """Angles between pairs of nodes of the same depth, "sibling" (same parent) or "non-sibling".
 
     At each depth the pairs of each kind are measured all when the depth has at most ``limit``
-    pairs, or when the kind has; else ``limit`` of them are drawn uniformly (with replacement,
+    pairs, or when the kind has; else ``sample`` of them are drawn uniformly (with replacement,
     seeded). The mean cosine of each kind is exact at any size: computed from sums of unit vectors.
 
     Returns
@@ -96,6 +98,7 @@ def pair_angles(hierarchy: Hierarchy, vectors: np.ndarray, *, max_pairs: int = 2
     """
     rng = np.random.default_rng(seed)
     rows, stats = [], {}
+    norms = np.linalg.norm(vectors, axis=-1)
     for depth in range(1, hierarchy.max_depth + 1):
         nodes = hierarchy.nodes_at_depth(depth)
         n = len(nodes)
@@ -108,9 +111,9 @@ def pair_angles(hierarchy: Hierarchy, vectors: np.ndarray, *, max_pairs: int = 2
             sibling = hierarchy.parents[a] == hierarchy.parents[b]
             measured = {"sibling": (a[sibling], b[sibling]), "non-sibling": (a[~sibling], b[~sibling])}
         else:
-            measured = _pairs_by_family(hierarchy.parents, nodes, limit, rng)
+            measured = _pairs_by_family(hierarchy.parents, nodes, limit, sample, rng)
         for kind, (ia, ib) in measured.items():
-            angles = _angles(vectors, ia, ib)
+            angles = _angles(vectors, norms, ia, ib)
             key = kind.replace("-", "_")
             stats[depth][f"{key}_pairs_measured"] = len(ia)
             if len(ia):
@@ -124,16 +127,22 @@ def pair_angles(hierarchy: Hierarchy, vectors: np.ndarray, *, max_pairs: int = 2
     return (pd.concat(rows, ignore_index=True) if rows else pd.DataFrame(columns=columns)), stats
 
 
-def _angles(vectors: np.ndarray, a: np.ndarray, b: np.ndarray, block: int = 1 << 16) -> np.ndarray:
-    """:func:`_angle` of the pairs ``(a[i], b[i])``, gathered a block at a time."""
-    return np.concatenate([_angle(vectors[a[lo: lo + block]], vectors[b[lo: lo + block]])
-                           for lo in range(0, len(a), block)]) if len(a) else np.zeros(0)
+def _angles(vectors: np.ndarray, norms: np.ndarray, a: np.ndarray, b: np.ndarray, block: int = 1 << 16) -> np.ndarray:
+    """:func:`_angle` of the pairs ``(a[i], b[i])`` (the same values), the vectors' ``norms`` given,
+    gathered a block at a time."""
+    out = np.empty(len(a))
+    for lo in range(0, len(a), block):
+        i, j = a[lo: lo + block], b[lo: lo + block]
+        with np.errstate(invalid="ignore", divide="ignore"):
+            cos = np.einsum("...d,...d->...", vectors[i], vectors[j]) / (norms[i] * norms[j])
+        out[lo: lo + block] = np.degrees(np.arccos(np.clip(cos, -1.0, 1.0)))
+    return out
 
 
-def _pairs_by_family(parents: np.ndarray, nodes: np.ndarray, limit: int,
+def _pairs_by_family(parents: np.ndarray, nodes: np.ndarray, limit: int, sample: int,
                      rng: np.random.Generator) -> dict[str, tuple[np.ndarray, np.ndarray]]:
     """The sibling and non-sibling pairs of ``nodes``, each kind all when at most ``limit``, else
-    ``limit`` drawn uniformly. In the nodes ordered by parent, the partners of the node at
+    ``sample`` drawn uniformly. In the nodes ordered by parent, the partners of the node at
     position i are a range: its later siblings, or every node of the later families."""
     ordered = nodes[np.argsort(parents[nodes], kind="stable")]
     family = parents[ordered]
@@ -147,7 +156,7 @@ def _pairs_by_family(parents: np.ndarray, nodes: np.ndarray, limit: int,
             first = np.repeat(np.arange(n), count)
             second = np.repeat(low - np.cumsum(count) + count, count) + np.arange(total)
         else:
-            first = rng.choice(n, size=limit, p=count / total)
+            first = rng.choice(n, size=sample, p=count / total)
             second = low[first] + rng.integers(0, count[first])
         out[kind] = (ordered[first], ordered[second])
     return out
