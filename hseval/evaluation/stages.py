@@ -29,7 +29,7 @@ __all__ = ["KS", "BLOCK", "block_rows", "Evaluation", "Scores", "check_sample_op
 
 KS = (1, 5, 20)
 """The k of the top-k metrics that ``hseval evaluate`` reports."""
-BLOCK = 1 << 22
+BLOCK = 1 << 20
 """Scores go through the metrics in blocks of at most this many values (rows × classes), whatever
 the batch: the metrics' temporaries take tens of megabytes at 10 or 100,000 classes alike."""
 
