@@ -7,13 +7,13 @@ For each size a user with a large tree is imitated: a random 3-level tree, a pre
 class weights, then ``hseval evaluate --predictions … --projections pca`` and ``hseval report``,
 each in its own process. A row of the table holds
 
-- evaluate: seconds and peak resident memory (the process's ``ru_maxrss``),
-- report: seconds and the size of ``report.html``,
+- evaluate: wall-clock and CPU seconds (user and system: what other work on the machine changes
+  least) and the peak resident memory (the process's ``ru_maxrss``), and how far that peak lies
+  above the same command's on a 100-class file of as many samples (what the libraries take);
+- report: seconds and the size of ``report.html``.
 
-and the same command on a 100-class file of as many samples first, so that the memory the
-libraries take is seen apart from what the size adds. Each size is a :class:`Size` and each
-column a :class:`Column`, so that a measurement of another command (the dashboard) is one more
-function and its columns.
+Each command measured is a :class:`Measurement` and its columns (:class:`Column`), so that another
+command (the dashboard's pages) is one entry more in :data:`MEASUREMENTS`.
 
 ``--readme`` writes the table into README.md's ``bench-scale`` block, on a quiet machine only
 (:func:`_common.quiet_machine`): figures measured beside other work are not README's.
@@ -96,10 +96,12 @@ def _write_member(archive: zipfile.ZipFile, name: str, shape: tuple[int, ...], d
 
 def write_inputs(folder: Path, classes: int, samples: int, *, seed: int = 0,
                  accuracy: float = 0.55) -> tuple[Path, Path]:
-    """The hierarchy file and the prediction file of one size, in ``folder``."""
+    """The hierarchy file and the prediction file of one size, in ``folder`` (kept where both are there)."""
+    hierarchy, path = folder / f"tree-{classes}-{samples}.txt", folder / f"predictions-{classes}-{samples}.npz"
+    if hierarchy.exists() and path.exists():
+        return hierarchy, path
     rng = np.random.default_rng(seed)
     tree = three_level_tree(classes, seed)
-    hierarchy = folder / f"tree-{classes}.txt"
     write_hierarchy(tree, hierarchy)
     weights = _class_weights(tree, rng)
     sigma = _noise_for(weights, accuracy, rng)
@@ -107,7 +109,6 @@ def write_inputs(folder: Path, classes: int, samples: int, *, seed: int = 0,
     embeddings = (weights[targets] + sigma * rng.normal(size=(samples, DIM))).astype(np.float32)
     scale = 1.2 / np.linalg.norm(weights, axis=1).mean()  # mean top probability near the accuracy
     rows = max(1, (1 << 24) // classes)
-    path = folder / f"predictions-{classes}.npz"
     with zipfile.ZipFile(path, "w", zipfile.ZIP_STORED, allowZip64=True) as archive:
         _write_member(archive, "targets", (samples,), np.int64, lambda: [targets])
         _write_member(archive, "logits", (samples, classes), np.float32,
@@ -140,20 +141,13 @@ def hseval(*args: str) -> list[str]:
 
 def evaluate(hierarchy: Path, predictions: Path, out: Path) -> dict[str, float]:
     seconds, cpu, peak = measured(hseval("evaluate", "--predictions", str(predictions), "--hierarchy", str(hierarchy),
-                                         "--projections", "pca", "--out", str(out), "--quiet"))
+                                         "--projections", "pca", "--out", str(out)))
     return {"evaluate_s": seconds, "evaluate_cpu": cpu, "evaluate_peak": peak}
 
 
-def report(out: Path) -> dict[str, float]:
+def report(hierarchy: Path, predictions: Path, out: Path) -> dict[str, float]:
     seconds, cpu, _ = measured(hseval("report", str(out)))
     return {"report_s": seconds, "report_cpu": cpu, "report_size": (out / "report.html").stat().st_size}
-
-
-MEASUREMENTS: tuple[Callable[[Path, Path, Path], dict[str, float]], ...] = (
-    lambda tree, file, out: evaluate(tree, file, out),
-    lambda tree, file, out: report(out),
-)
-"""What is measured of each size, in order (later ones may read what earlier ones wrote in ``out``)."""
 
 
 @dataclass(frozen=True)
@@ -162,22 +156,38 @@ class Column:
     show: Callable[[dict[str, float]], str]
 
 
+@dataclass(frozen=True)
+class Measurement:
+    """A command measured at each size: ``run(hierarchy, predictions, out)`` gives its figures (it
+    may read what earlier measurements wrote in ``out``), ``columns`` show them in the table."""
+
+    run: Callable[[Path, Path, Path], dict[str, float]]
+    columns: tuple[Column, ...]
+
+
 GB = 1024 ** 3
-COLUMNS = (
-    Column("classes × samples", lambda r: f"{r['classes']:,} × {r['samples']:,} "
-                                          f"(logits {r['logits_bytes'] / GB:.2f} GB)"),
-    Column("evaluate: time", lambda r: f"{r['evaluate_s']:.1f} s"),
-    Column("evaluate: peak memory", lambda r: f"{r['evaluate_peak'] / GB:.2f} GB"),
-    Column("above the 100-class file", lambda r: f"{(r['evaluate_peak'] - r['baseline_peak']) / GB:.2f} GB "
-                                                 f"({_above(r):.2f}× the logits)"),
-    Column("report", lambda r: f"{r['report_s']:.1f} s"),
-    Column("report.html", lambda r: f"{r['report_size'] / 1e6:.1f} MB"),
+
+
+def _above(row: dict[str, float]) -> str:
+    """The peak memory above the 100-class file's, and how many logits files that is."""
+    above = row["evaluate_peak"] - row["baseline_peak"]
+    return f"{above / GB:.2f} GB ({above / row['logits_bytes']:.2f}× the logits)"
+
+
+MEASUREMENTS = (
+    Measurement(evaluate, (
+        Column("evaluate: time", lambda r: f"{r['evaluate_s']:.1f} s"),
+        Column("evaluate: CPU", lambda r: f"{r['evaluate_cpu']:.1f} s"),
+        Column("evaluate: peak memory", lambda r: f"{r['evaluate_peak'] / GB:.2f} GB"),
+        Column("above the 100-class file", _above))),
+    Measurement(report, (
+        Column("report: time", lambda r: f"{r['report_s']:.1f} s"),
+        Column("report.html", lambda r: f"{r['report_size'] / 1e6:.1f} MB"))),
 )
-
-
-def _above(row: dict[str, float]) -> float:
-    """The peak memory above the 100-class file's, in logits files."""
-    return (row["evaluate_peak"] - row["baseline_peak"]) / row["logits_bytes"]
+"""What is measured of each size, in order; a command more (the dashboard) is one more entry."""
+COLUMNS = (Column("classes × samples", lambda r: f"{r['classes']:,} × {r['samples']:,} "
+                                                f"(logits {r['logits_bytes'] / GB:.2f} GB)"),
+           *(c for m in MEASUREMENTS for c in m.columns))
 
 
 def markdown(rows: list[dict[str, float]]) -> str:
@@ -187,18 +197,20 @@ def markdown(rows: list[dict[str, float]]) -> str:
 
 
 def measure(classes: int, samples: int, root: Path) -> dict[str, float]:
-    """One row: the 100-class baseline of as many samples, then every measurement at ``classes``."""
+    """One row: ``hseval evaluate`` of a 100-class file of as many samples (what the libraries take),
+    then every measurement at ``classes``."""
     folder = root / str(classes)
     folder.mkdir(parents=True, exist_ok=True)
     base_tree, base_file = write_inputs(folder, BASELINE_CLASSES, samples)
     baseline = evaluate(base_tree, base_file, folder / "eval-baseline")
     tree, file = write_inputs(folder, classes, samples)
     row = {"classes": classes, "samples": samples, "logits_bytes": 4 * classes * samples,
-           "baseline_peak": baseline["evaluate_peak"], "baseline_s": baseline["evaluate_s"]}
+           "baseline_peak": baseline["evaluate_peak"], "baseline_s": baseline["evaluate_s"],
+           "baseline_cpu": baseline["evaluate_cpu"]}
     for measurement in MEASUREMENTS:
-        row.update(measurement(tree, file, folder / "eval"))
-    print(" | ".join(c.show(row) for c in COLUMNS), f"| 100-class baseline {row['baseline_s']:.1f} s, "
-          f"{row['baseline_peak'] / GB:.2f} GB", flush=True)
+        row.update(measurement.run(tree, file, folder / "eval"))
+    print(" | ".join(c.show(row) for c in COLUMNS), f"| 100-class file: {row['baseline_s']:.1f} s, CPU "
+          f"{row['baseline_cpu']:.1f} s, {row['baseline_peak'] / GB:.2f} GB", flush=True)
     return row
 
 
@@ -207,7 +219,8 @@ def main() -> int:
     parser.add_argument("--classes", default=",".join(str(c) for c in SAMPLES),
                         help=f"comma-separated sizes among {', '.join(map(str, SAMPLES))}")
     parser.add_argument("--samples", type=int, help="samples of every size (default: the table's)")
-    parser.add_argument("--keep", type=Path, help="write the inputs and outputs here and keep them")
+    parser.add_argument("--keep", type=Path, help="write the inputs and outputs here and keep them (inputs "
+                        "found there are used again)")
     parser.add_argument("--readme", action="store_true", help="write the table into README.md (bench-scale)")
     args = parser.parse_args()
     sizes = [int(c) for c in args.classes.split(",")]
@@ -215,8 +228,8 @@ def main() -> int:
         busy = quiet_machine()
         if busy:
             parser.error(f"--readme needs a quiet machine: {busy}")
-    root = args.keep or Path(tempfile.mkdtemp(prefix="hseval-scale-"))
-    rows = [measure(c, args.samples or SAMPLES.get(c, 10_000), root) for c in sizes]
+    with tempfile.TemporaryDirectory(prefix="hseval-scale-") as scratch:
+        rows = [measure(c, args.samples or SAMPLES.get(c, 10_000), args.keep or Path(scratch)) for c in sizes]
     print(markdown(rows))
     if args.readme:
         write_block("bench-scale", markdown(rows) + f"\n\n({stamp('python bench/scale.py --readme')})")
