@@ -90,7 +90,8 @@ def norm_summary(norms: np.ndarray) -> dict[str, float]:
 class Scores:
     """A model's class scores, fed batch by batch: the streamed metrics, CRM's re-ranking, and the
     per-sample arrays of predictions.npz (targets, top-k classes, own super-class predictions). A
-    batch of more than :data:`BLOCK` scores goes through in blocks of :func:`block_rows` rows.
+    batch of more than :data:`BLOCK` scores goes through in blocks of :func:`block_rows` rows, and
+    CRM's ranking of a large block in a thread beside the metrics (the results do not depend on it).
 
     Parameters
     ----------
@@ -123,11 +124,7 @@ class Scores:
             return
         with ThreadPoolExecutor(1) as pool:  # CRM beside the metrics: numpy lets go of the GIL, two cores work
             crm = pool.submit(self._crm, scores, targets)
-            try:
-                top = self.metrics.update(scores, targets, level_scores)
-            except Exception:
-                crm.exception()  # waited for; the metrics' error names the bad input
-                raise
+            top = self.metrics.update(scores, targets, level_scores)  # its error, if any, once CRM is done
             crm.result()
         self._add(top, targets, level_scores)
 
