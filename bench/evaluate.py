@@ -81,7 +81,7 @@ def bench_metrics(samples: int) -> dict[str, float]:
     def geom():
         vectors, _ = geometry.node_vectors(head)
         table = geometry.parent_child_table(tree, vectors, head.radii().numpy())
-        pairs = geometry.pair_angles(tree, vectors)
+        pairs, _ = geometry.pair_angles(tree, vectors)
         geometry.tree_agreement(tree, vectors[: tree.num_leaves])
         return table, pairs
 

@@ -50,7 +50,7 @@ def test_hyperbolic_head_has_no_vectors():
 def test_pair_angles_label_siblings():
     tree = appendix_a()
     vectors = np.array([[1.0, 0], [0, 1], [-1, 0], [1, 1], [1, 0], [0, 1]])
-    pairs = geometry.pair_angles(tree, vectors)
+    pairs, _ = geometry.pair_angles(tree, vectors)
     sib = pairs[(pairs["depth"] == 2) & (pairs["kind"] == "sibling")]
     assert len(sib) == 2 and sorted(sib["angle"].round(6)) == [90.0, 135.0]
     assert len(pairs[(pairs["depth"] == 2) & (pairs["kind"] == "non-sibling")]) == 4
@@ -114,3 +114,47 @@ def test_tsne_and_umap_run_through_their_libraries():
         assert np.linalg.norm(a - b) > 2 * xy[:40].std(0).mean()
     again, _ = project(x, "tsne", seed=0)
     np.testing.assert_allclose(again, project(x, "tsne", seed=0)[0])
+
+
+def _brute_pairs(tree, vectors, depth):
+    """Every pair of nodes of ``depth`` by kind: (angle, cosine) lists, by a double loop."""
+    out = {"sibling": [], "non-sibling": []}
+    nodes = list(tree.nodes_at_depth(depth))
+    for x, a in enumerate(nodes):
+        for b in nodes[x + 1:]:
+            cos = vectors[a] @ vectors[b] / np.linalg.norm(vectors[a]) / np.linalg.norm(vectors[b])
+            kind = "sibling" if tree.parents[a] == tree.parents[b] else "non-sibling"
+            out[kind].append((np.degrees(np.arccos(np.clip(cos, -1, 1))), cos))
+    return out
+
+
+def test_pair_statistics_are_exact_and_sampled_past_the_limit():
+    from tests.helpers import random_tree
+
+    tree = random_tree(300, 2, branching=0.15)
+    vectors = np.random.default_rng(2).normal(size=(tree.num_nodes, 5))
+    table, stats = geometry.pair_angles(tree, vectors, max_pairs=50)
+    sampled_table, sampled = geometry.pair_angles(tree, vectors, max_pairs=50, limit=1000, sample=30_000)
+    for depth in stats:
+        brute = _brute_pairs(tree, vectors, depth)
+        for kind, key in (("sibling", "sibling"), ("non-sibling", "non_sibling")):
+            pairs = brute[kind]
+            for result in (stats, sampled):
+                assert result[depth][f"{key}_pairs"] == len(pairs)
+                if pairs:  # the mean cosine from sums is exact whatever was measured
+                    assert result[depth][f"mean_{key}_cosine"] == pytest.approx(np.mean([c for _, c in pairs]))
+            if not pairs:
+                continue
+            assert stats[depth][f"{key}_pairs_measured"] == len(pairs)
+            assert stats[depth][f"mean_{key}_angle"] == pytest.approx(np.mean([a for a, _ in pairs]))
+            measured = sampled[depth][f"{key}_pairs_measured"]
+            assert measured == (len(pairs) if len(pairs) <= 1000 else 30_000)
+            # 30,000 uniform draws: the sample's mean within 5 standard errors of the exact one
+            error = 5 * np.std([a for a, _ in pairs]) / np.sqrt(min(measured, len(pairs)))
+            assert sampled[depth][f"mean_{key}_angle"] == pytest.approx(np.mean([a for a, _ in pairs]), abs=error)
+            for frame in (table, sampled_table):
+                rows = frame[(frame["depth"] == depth) & (frame["kind"] == kind)]
+                assert len(rows) == min(50, measured)
+                same = tree.parents[rows["node_a"]] == tree.parents[rows["node_b"]]
+                assert same.all() if kind == "sibling" else not same.any()
+    assert sampled == geometry.pair_angles(tree, vectors, max_pairs=50, limit=1000, sample=30_000)[1]  # seeded

@@ -1,5 +1,7 @@
-"""CRM re-ranking (Karthik et al. 2021) against a brute force: for every sample, every class's
-expected tree distance summed by hand from hierarchical_distance."""
+"""CRM re-ranking (Karthik et al. 2021) against exact CRM by brute force: for every sample, every
+class's expected tree distance summed over a distance matrix built by walking the paths
+(``metric_tester.brute_distance``), at sizes where that matrix fits; and, through sparse
+probabilities, at more classes than any |L|×|L| matrix would."""
 
 from __future__ import annotations
 
@@ -8,45 +10,71 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from hseval.metrics import hierarchical_distance
-from hseval.metrics.crm import MAX_CLASSES, class_distances, crm_scores, crm_summary, too_many_classes
+from hseval.metrics import HierarchicalMetrics
+from hseval.metrics.accuracy import _topk
+from hseval.metrics.crm import CrmMetrics, crm_risk, crm_summary
 from tests.helpers import random_tree
+from tests.metric_tester import brute_distance
 
 
-def brute_force_crm(probs: np.ndarray, tree) -> np.ndarray:
-    leaves = np.arange(tree.num_leaves)
-    risk = np.zeros_like(probs)
-    for k in leaves:
-        risk[:, k] = sum(probs[:, j] * hierarchical_distance(np.array([k]), np.array([j]), tree)[0] for j in leaves)
-    return risk
+def distance_matrix(tree) -> np.ndarray:
+    """(|L|, |L|) tree distances, path by path (no hseval code)."""
+    leaves = range(tree.num_leaves)
+    return np.array([[brute_distance(tree, k, j) for j in leaves] for k in leaves], dtype=np.float64)
 
 
-def test_distances_are_the_hierarchical_distance(small_tree):
-    d = class_distances(small_tree)
-    leaves = np.arange(small_tree.num_leaves)
-    expected = hierarchical_distance(leaves[:, None], leaves[None, :], small_tree)
-    np.testing.assert_array_equal(d, expected)
-    assert (np.diag(d) == 0).all() and (d == d.T).all()
+def softmax(logits: np.ndarray) -> np.ndarray:
+    e = np.exp(logits - logits.max(axis=1, keepdims=True))
+    return e / e.sum(axis=1, keepdims=True)
 
 
-@given(st.integers(0, 10_000), st.integers(3, 24))
-@settings(max_examples=15, deadline=None)
-def test_crm_is_the_brute_force_argmin(seed, leaves):
-    tree = random_tree(leaves, seed)
+@given(st.integers(0, 10_000), st.integers(2, 40))
+@settings(max_examples=25, deadline=None)
+def test_risk_is_the_expected_distance_of_every_class(seed, leaves):
+    tree = random_tree(leaves, seed)  # classes at several depths
     rng = np.random.default_rng(seed)
-    logits = rng.normal(size=(12, tree.num_leaves)) * 3
-    probs = np.exp(logits) / np.exp(logits).sum(axis=1, keepdims=True)
-    scores = crm_scores(probs, class_distances(tree))
-    risk = brute_force_crm(probs, tree)
-    np.testing.assert_allclose(-scores, risk, rtol=1e-5, atol=1e-5)
-    # the chosen class has the least risk (up to float32 ties)
-    chosen = risk[np.arange(len(risk)), scores.argmax(axis=1)]
-    np.testing.assert_allclose(chosen, risk.min(axis=1), rtol=1e-5, atol=1e-5)
+    probs = softmax(rng.normal(size=(9, tree.num_leaves)) * rng.uniform(0.1, 8))
+    np.testing.assert_allclose(crm_risk(probs, tree), probs @ distance_matrix(tree), rtol=1e-12, atol=1e-12)
+
+
+def test_ranking_equals_exact_crm_where_both_run():
+    """Every sample's 20 best classes, as exact CRM with a distance matrix ranks them."""
+    tree = random_tree(250, 3, branching=0.2)
+    rng = np.random.default_rng(3)
+    probs = softmax(rng.normal(size=(300, tree.num_leaves)) * 4)
+    exact = _topk(-(probs @ distance_matrix(tree)), 20)
+    assert np.array_equal(_topk(-crm_risk(probs, tree), 20), exact)
+
+
+def test_metrics_are_those_of_the_exact_ranking():
+    tree = random_tree(80, 5)
+    rng = np.random.default_rng(5)
+    probs = softmax(rng.normal(size=(400, tree.num_leaves)) * 3)
+    targets = rng.integers(0, tree.num_leaves, 400)
+    crm = CrmMetrics(tree, topk=(1, 5, 20))
+    crm.update(probs[:150], targets[:150])
+    crm.update(probs[150:], targets[150:])
+    reference = HierarchicalMetrics(tree, topk=(1, 5, 20))
+    reference.update(-(probs @ distance_matrix(tree)), targets)
+    assert crm.compute() == crm_summary(reference.compute())
+
+
+def test_crm_at_more_classes_than_a_distance_matrix_holds():
+    """30,000 classes (a distance matrix of 3.6 GB): probabilities on a few classes make the exact
+    risk a short sum, which the formula must give for every class."""
+    tree = random_tree(30_000, 1, branching=0.05)
+    rng = np.random.default_rng(1)
+    support = rng.choice(tree.num_leaves, 3, replace=False)
+    probs = np.zeros((2, tree.num_leaves))
+    probs[:, support] = rng.dirichlet(np.ones(3), 2)
+    every = np.arange(tree.num_leaves)
+    exact = sum(probs[:, [j]] * np.array([brute_distance(tree, k, j) for k in every])[None, :] for j in support)
+    np.testing.assert_allclose(crm_risk(probs, tree), exact, atol=1e-12)
 
 
 def test_a_certain_model_keeps_its_prediction(small_tree):
     probs = np.eye(small_tree.num_leaves)
-    assert (crm_scores(probs, class_distances(small_tree)).argmax(axis=1) == np.arange(small_tree.num_leaves)).all()
+    assert (crm_risk(probs, small_tree).argmin(axis=1) == np.arange(small_tree.num_leaves)).all()
 
 
 def test_crm_moves_an_unsure_prediction_towards_the_likely_subtree():
@@ -56,16 +84,13 @@ def test_crm_moves_an_unsure_prediction_towards_the_likely_subtree():
     tree = appendix_a()
     probs = np.zeros((1, tree.num_leaves))
     probs[0, [tree.index("apple"), tree.index("cat"), tree.index("dog")]] = [0.4, 0.3, 0.3]
-    chosen = int(crm_scores(probs, class_distances(tree)).argmax())
+    chosen = int(crm_risk(probs, tree).argmin())
     assert tree.node_names[chosen] in ("cat", "dog")
 
 
-def test_wrong_shapes_and_too_many_classes_say_why(small_tree):
+def test_wrong_shapes_say_why(small_tree):
     with pytest.raises(ValueError, match="columns but the hierarchy has"):
-        crm_scores(np.ones((2, small_tree.num_leaves + 1)), class_distances(small_tree))
-    assert too_many_classes(small_tree) is None
-    big = random_tree(MAX_CLASSES + 1, 0, branching=0.01)
-    assert "not computed above 20,000 classes" in too_many_classes(big)
+        crm_risk(np.ones((2, small_tree.num_leaves + 1)), small_tree)
 
 
 def test_summary_keeps_what_means_something_for_a_ranking():

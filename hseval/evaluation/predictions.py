@@ -4,22 +4,26 @@ The file is read and checked by :mod:`hseval.io.prediction_format`; its scores (
 embeddings and class vectors go through the same stages as a run's forward pass
 (:mod:`hseval.evaluation.stages`) into the same writer, so ``hseval report`` and the dashboard show
 it beside hseval's own runs. Each metric the file does not allow is recorded with the reason.
+
+The per-sample matrices are read once, in blocks of rows (:func:`_one_pass`), as a run's forward
+pass goes over its batches: the memory is that of a few blocks, not of the file. Everything is
+computed before the output folder is claimed, so that a damaged row found late writes nothing.
 """
 
 from __future__ import annotations
 
-from functools import partial
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import numpy as np
-from scipy.special import softmax
 
 from hseval.core import fileio
 from hseval.data.sampling import stratified_subset
 from hseval.evaluation.stages import (
     Evaluation,
     Scores,
+    block_rows,
     check_sample_options,
     geometry_stage,
     norm_summary,
@@ -58,44 +62,81 @@ def evaluate_predictions(file: str | Path, out_dir: str | Path, *, hierarchy: st
     evaluation = Evaluation(name, source, fileio.json_ready({"sha256": preds.sha256, "hierarchy": tree.to_dict(),
                                                              "projections": list(projections),
                                                              "max_points": max_points, "seed": seed}), tree)
+    log(f"evaluating {file} ({len(preds.targets)} samples; {', '.join(preds.members)}) -> {out_dir / name}")
+    sample = stratified_subset(preds.targets, max_points, seed=seed)
+    read = _one_pass(preds, tree, sample)
+    scores_stage(evaluation, read.scores,
+                 no_level_scores=MISSING.format("level_scores_<k> arrays (the model's own super-class scores)"))
+    evaluation.describe(head=head or "external", backbone=None, dataset=dataset or "external", split="test",
+                        seed=None, source={"kind": "predictions", "path": source, "sha256": preds.sha256,
+                                           "format": preds.format, "inputs": preds.members})
+    metrics, unavailable = evaluation.metrics, evaluation.metrics["unavailable"]
+    if preds.kind == "logits":
+        metrics["max_logit"] = {"mean": float(read.max_logits.mean())}
+    else:
+        unavailable["max_logit"] = "the predictions file gives probabilities, not logits" \
+            if preds.kind == "probs" else MISSING.format("scores")
+    vectors = vectors_from(tree, class_weights=preds.class_weights, node_weights=preds.node_weights)
+    class_vectors = geometry_stage(evaluation, vectors, None, seed=seed,
+                                   skipped=MISSING.format("'class_weights' or 'node_weights'"))
+    if read.embeddings is not None:
+        metrics["feature_norm"] = norm_summary(read.feature_norms)
+        emb = read.embeddings
+    else:
+        unavailable["feature_norm"] = unavailable["projections"] = MISSING.format("'embeddings' (N, d)")
+        emb, sample = None, np.zeros(0, np.int64)
+    sample_stage(evaluation, emb, sample, class_vectors, methods=projections, seed=seed)
     with root:
-        log(f"evaluating {file} ({len(preds.targets)} samples; {', '.join(preds.members)}) -> {out_dir / name}")
-        scores_stage(evaluation, _scores(preds, tree),
-                     no_level_scores=MISSING.format("level_scores_<k> arrays (the model's own super-class scores)"))
-        evaluation.describe(head=head or "external", backbone=None, dataset=dataset or "external", split="test",
-                            seed=None, source={"kind": "predictions", "path": source, "sha256": preds.sha256,
-                                               "format": preds.format, "inputs": preds.members})
-        metrics, unavailable = evaluation.metrics, evaluation.metrics["unavailable"]
-        if preds.kind == "logits":
-            metrics["max_logit"] = {"mean": float(preds.scores.max(axis=1).mean())}
-        else:
-            unavailable["max_logit"] = "the predictions file gives probabilities, not logits" \
-                if preds.kind == "probs" else MISSING.format("scores")
-        vectors = vectors_from(tree, class_weights=preds.class_weights, node_weights=preds.node_weights)
-        class_vectors = geometry_stage(evaluation, vectors, None, seed=seed,
-                                       skipped=MISSING.format("'class_weights' or 'node_weights'"))
-        emb = preds.embeddings
-        if emb is not None:
-            metrics["feature_norm"] = norm_summary(np.linalg.norm(emb, axis=1))
-            sample = stratified_subset(preds.targets, max_points, seed=seed)
-            emb = emb[sample]
-        else:
-            unavailable["feature_norm"] = unavailable["projections"] = MISSING.format("'embeddings' (N, d)")
-            sample = np.zeros(0, np.int64)
-        sample_stage(evaluation, emb, sample, class_vectors, methods=projections, seed=seed)
         entry = write_evaluation(root, evaluation)
         update_index(out_dir, {name: entry})
     log(f"  leaf top-1 {entry['leaf_top1']:.4f} -> {out_dir / name}")
     return entry
 
 
-def _scores(preds: Predictions, tree) -> Scores:
-    """The file's scores (or labels), streamed in batches."""
-    scores = Scores(tree, softmax=partial(softmax, axis=1) if preds.kind == "logits" else None)
+def _softmax(logits: np.ndarray) -> np.ndarray:
+    """scipy.special.softmax(logits, axis=1), the same values, without its temporaries."""
+    out = logits - logits.max(axis=1, keepdims=True)
+    np.exp(out, out=out)
+    out /= out.sum(axis=1, keepdims=True)
+    return out
+
+
+@dataclass
+class _Read:
+    """What one pass over a file's rows gives: the scores' metrics, each row's largest score, the
+    embeddings' norms and the embeddings of the sample (None without embeddings)."""
+
+    scores: Scores
+    max_logits: np.ndarray
+    feature_norms: np.ndarray | None
+    embeddings: np.ndarray | None
+
+
+def _one_pass(preds: Predictions, tree, sample: np.ndarray) -> _Read:
+    """The file's scores (or labels), level scores and embeddings, read together in blocks of rows."""
+    scores = Scores(tree, softmax=_softmax if preds.kind == "logits" else None)
+    rows = min(_BATCH, block_rows(tree.num_leaves))
+    embeddings = None if preds.embeddings is None else preds.embeddings.blocks(rows)
     if preds.kind == "labels":
         scores.update_labels(preds.predictions, preds.targets)
-        return scores
-    for lo in range(0, len(preds.targets), _BATCH):
-        scores.update(preds.scores[lo: lo + _BATCH], preds.targets[lo: lo + _BATCH],
-                      {k: v[lo: lo + _BATCH] for k, v in preds.level_scores.items()} or None)
-    return scores
+        blocks = (None for _ in range(0, len(preds.targets), rows))
+    else:
+        blocks = preds.scores.blocks(rows)
+    levels = {k: v.blocks(rows) for k, v in preds.level_scores.items()}
+    in_sample = np.zeros(len(preds.targets), dtype=bool)
+    in_sample[sample] = True
+    max_logits, norms, kept = [], [], []
+    for lo, block in zip(range(0, len(preds.targets), rows), blocks):
+        if block is not None:
+            scores.update(block, preds.targets[lo: lo + len(block)], {k: next(v) for k, v in levels.items()} or None)
+            max_logits.append(block.max(axis=1))
+        if embeddings is not None:
+            emb = next(embeddings)
+            norms.append(np.linalg.norm(emb, axis=1))
+            kept.append(emb[in_sample[lo: lo + len(emb)]])
+    for rest in (blocks, embeddings, *levels.values()):  # to the end, where a damaged archive shows
+        for _ in rest or ():
+            pass
+    return _Read(scores, np.concatenate(max_logits) if max_logits else np.zeros(0),
+                 None if embeddings is None else np.concatenate(norms),
+                 None if embeddings is None else np.concatenate(kept))

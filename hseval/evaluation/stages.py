@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -23,11 +24,22 @@ from hseval.metrics.crm import CrmMetrics
 from hseval.metrics.streaming import NO_LEVEL_SCORES
 from hseval.tree.hierarchy import Hierarchy
 
-__all__ = ["KS", "Evaluation", "Scores", "check_sample_options", "norm_summary", "scores_stage", "geometry_stage",
-           "sample_stage"]
+__all__ = ["KS", "BLOCK", "block_rows", "Evaluation", "Scores", "check_sample_options", "norm_summary", "scores_stage",
+           "geometry_stage", "sample_stage"]
 
 KS = (1, 5, 20)
 """The k of the top-k metrics that ``hseval evaluate`` reports."""
+BLOCK = 1 << 20
+"""Scores go through the metrics in blocks of at most this many values (rows × classes), whatever
+the batch: the metrics' temporaries take tens of megabytes at 10 or 100,000 classes alike."""
+
+
+def block_rows(num_classes: int) -> int:
+    """How many rows of scores make a block of at most :data:`BLOCK` values (at least one)."""
+    return max(1, BLOCK // num_classes)
+
+
+_THREADED = 1 << 18  # a block of this many scores or more: CRM's ranking in a thread of its own
 
 
 def check_sample_options(projections: tuple[str, ...] | list[str], max_points: int) -> None:
@@ -77,7 +89,9 @@ def norm_summary(norms: np.ndarray) -> dict[str, float]:
 
 class Scores:
     """A model's class scores, fed batch by batch: the streamed metrics, CRM's re-ranking, and the
-    per-sample arrays of predictions.npz (targets, top-k classes, own super-class predictions).
+    per-sample arrays of predictions.npz (targets, top-k classes, own super-class predictions). A
+    batch of more than :data:`BLOCK` scores goes through in blocks of :func:`block_rows` rows, and
+    CRM's ranking of a large block in a thread beside the metrics (the results do not depend on it).
 
     Parameters
     ----------
@@ -90,7 +104,7 @@ class Scores:
         self.tree, self.softmax = tree, softmax
         self.metrics = HierarchicalMetrics(tree, topk=KS, scores="probs" if softmax is None else "logits")
         self.crm = CrmMetrics(tree, topk=KS)
-        self.crm_skipped = self.crm.skipped
+        self.crm_skipped: str | None = None
         self.targets: list[np.ndarray] = []
         self.topk: list[np.ndarray] = []
         self.levels: list[np.ndarray] = []
@@ -98,9 +112,24 @@ class Scores:
     def update(self, scores: Any, targets: np.ndarray, level_scores: dict[int, np.ndarray] | None = None) -> None:
         """A batch: (B, |L|) scores (numpy or torch), (B,) targets and the model's own level scores
         {level: (B, #nodes of that depth)} or None."""
-        self._add(self.metrics.update(scores, targets, level_scores), targets, level_scores)
-        if self.crm_skipped is None:
-            self.crm.update(scores if self.softmax is None else self.softmax(scores), targets)
+        rows = block_rows(self.tree.num_leaves)
+        if len(targets) > rows:
+            for lo in range(0, len(targets), rows):
+                self.update(scores[lo: lo + rows], targets[lo: lo + rows],
+                            None if level_scores is None else {k: v[lo: lo + rows] for k, v in level_scores.items()})
+            return
+        if len(targets) * self.tree.num_leaves < _THREADED:
+            self._add(self.metrics.update(scores, targets, level_scores), targets, level_scores)
+            self._crm(scores, targets)
+            return
+        with ThreadPoolExecutor(1) as pool:  # CRM beside the metrics: numpy lets go of the GIL, two cores work
+            crm = pool.submit(self._crm, scores, targets)
+            top = self.metrics.update(scores, targets, level_scores)  # its error, if any, once CRM is done
+            crm.result()
+        self._add(top, targets, level_scores)
+
+    def _crm(self, scores: Any, targets: np.ndarray) -> None:
+        self.crm.update(scores if self.softmax is None else self.softmax(scores), targets)
 
     def update_labels(self, predictions: np.ndarray, targets: np.ndarray) -> None:
         """A batch of predicted classes without scores: only the top-1 metrics, no re-ranking."""
@@ -155,10 +184,10 @@ def geometry_stage(evaluation: Evaluation, vectors: tuple[np.ndarray, str] | Non
     node_vec, kind = vectors
     table = geometry.parent_child_table(tree, node_vec, radii)
     table.insert(0, "vectors", kind)
-    pairs = geometry.pair_angles(tree, node_vec, seed=seed)
+    pairs, pair_stats = geometry.pair_angles(tree, node_vec, seed=seed)
     agreement = geometry.tree_agreement(tree, node_vec[: tree.num_leaves])
     evaluation.tables[eval_format.GEOMETRY], evaluation.tables[eval_format.PAIRS] = table, pairs
-    metrics["geometry"] = geometry.geometry_summary(tree, table, pairs, kind, agreement)
+    metrics["geometry"] = geometry.geometry_summary(tree, table, pair_stats, kind, agreement)
     metrics["class_vector_norm"] = {"mean": float(np.linalg.norm(node_vec[: tree.num_leaves], axis=1).mean())}
     return node_vec
 

@@ -141,6 +141,12 @@ class DepthGeometry(Record):
     model_config = keys_like(_MEAN)
     __pydantic_extra__: dict[Annotated[str, StringConstraints(pattern=_MEAN)], float | None]
     nodes: Count | None = None
+    sibling_pairs: Count | None = None
+    """The pairs of nodes of this depth with one parent; ``mean_sibling_cosine`` is over all of them."""
+    sibling_pairs_measured: Count | None = None
+    """The pairs ``mean_sibling_angle`` is over: all, or a seeded sample past a million (``geometry.PAIR_SAMPLE``)."""
+    non_sibling_pairs: Count | None = None
+    non_sibling_pairs_measured: Count | None = None
 
 
 class LevelAgreement(Record):

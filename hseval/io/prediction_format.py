@@ -26,14 +26,18 @@ probabilities they are.
 Class indices follow the tree's leaf order, or the order of ``classes`` (one name per class, as
 the model numbers them) when it is given: the scores' columns and the class weights are then
 permuted into the tree's order.
+
+A file's layout (its members, their shapes and types) and its small arrays are checked when it is
+read; the per-sample matrices (scores, level scores, embeddings) are :class:`Rows`, read from the
+file (:mod:`hseval.io.prediction_arrays`) and checked a block of rows at a time as the evaluation
+goes through them, so that a file of any size is evaluated in the memory of a few blocks.
 """
 
 from __future__ import annotations
 
 import difflib
-import io
 import re
-import zipfile
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -41,11 +45,12 @@ import numpy as np
 
 from hseval.core.errors import DataError
 from hseval.core.fileio import read_text, sha256
+from hseval.io.prediction_arrays import Member, in_memory, npz_members, safetensors_members
 from hseval.io.tables import Column, failure, parse_column, read_cells
 from hseval.metrics._checks import PROBABILITY_TOLERANCE, probability_problem
 from hseval.tree.hierarchy import Hierarchy
 
-__all__ = ["Predictions", "read_predictions", "read_class_list", "SUFFIXES", "MEMBERS", "SCORE_KINDS",
+__all__ = ["Predictions", "Rows", "read_predictions", "read_class_list", "SUFFIXES", "MEMBERS", "SCORE_KINDS",
            "PROBABILITY_TOLERANCE"]
 
 SUFFIXES = (".npz", ".safetensors", ".csv")
@@ -66,11 +71,11 @@ class Predictions:
     format: str
     sha256: str
     targets: np.ndarray                              # (N,) int64
-    scores: np.ndarray | None = None                 # (N, |L|) float64 logits or probabilities
+    scores: Rows | None = None                       # (N, |L|) logits or probabilities
     kind: str = "logits"                             # "logits", "probs" or "labels"
     predictions: np.ndarray | None = None            # (N,) int64 when only classes were given
-    level_scores: dict[int, np.ndarray] = field(default_factory=dict)
-    embeddings: np.ndarray | None = None
+    level_scores: dict[int, Rows] = field(default_factory=dict)
+    embeddings: Rows | None = None                   # (N, d)
     class_weights: np.ndarray | None = None
     node_weights: np.ndarray | None = None
 
@@ -84,6 +89,39 @@ class Predictions:
 
 
 _fail = failure(DataError, "")
+
+
+class Rows:
+    """A per-sample matrix of a prediction file, (N, C), read in blocks of rows: each block float64,
+    checked (finite values) and, with ``columns`` (:func:`read_class_list`'s order), its columns
+    permuted into the tree's order. With ``kind`` the scores are checked against it as
+    :func:`_check_kind` checks a whole matrix: "probs" whose row is no distribution, "logits" whose
+    every row is one. A damaged value is one line (``DataError``) naming the member and the row
+    when its block is read. ``np.asarray(rows)`` reads the whole matrix."""
+
+    def __init__(self, path: Path, name: str, member: Member, *, columns: np.ndarray | None = None,
+                 kind: str | None = None) -> None:
+        self.path, self.name, self.shape = path, name, member.shape
+        self._member, self._columns, self._kind = member, columns, kind
+
+    def blocks(self, rows: int) -> Iterator[np.ndarray]:
+        """The rows in order, ``rows`` at a time (the last block may be shorter)."""
+        first, all_probabilities = 0, True
+        for raw in self._member.blocks(rows):
+            block = _values(self.path, self.name, raw, first)
+            if self._kind is not None:
+                problem = probability_problem(block)
+                all_probabilities = all_probabilities and problem is None
+                if self._kind == "probs":
+                    _check_kind(self.path, f"'{self.name}'", problem, "probs", _ARRAY_HINTS, first=first)
+            yield block if self._columns is None else _permuted(block, self._columns)
+            first += len(block)
+        if self._kind == "logits" and all_probabilities and first:
+            _check_kind(self.path, f"'{self.name}'", None, "logits", _ARRAY_HINTS)
+
+    def __array__(self, dtype=None, copy=None) -> np.ndarray:
+        whole = np.concatenate(list(self.blocks(max(1, (1 << 20) // self.shape[1]))))
+        return whole if dtype is None else whole.astype(dtype)
 
 
 def read_class_list(path: str | Path, tree: Hierarchy) -> np.ndarray:
@@ -128,66 +166,29 @@ def read_predictions(path: str | Path, tree: Hierarchy, *, classes: np.ndarray |
     if path.suffix.lower() not in SUFFIXES:
         raise _fail(path, f"unknown kind of prediction file {path.suffix or '(no suffix)'!r}; give a .npz, "
                           ".safetensors or .csv file (never a pickle)")
+    fmt = path.suffix.lower()[1:]
     try:
-        data = path.read_bytes()
+        with open(path, "rb") as fh:
+            data = fh.read() if fmt == "csv" else b""
     except FileNotFoundError:
         raise _fail(path, "no such file") from None
     except IsADirectoryError:
         raise _fail(path, "is a folder; give a .npz, .safetensors or .csv file") from None
-    digest = sha256(data)
-    fmt = path.suffix.lower()[1:]
     if fmt == "csv":
         out = _read_csv(path, data, tree, classes, scores)
+        if out.scores is not None:  # parsed, checked and permuted whole
+            out.scores = Rows(path, out.kind, in_memory(out.scores))
     else:
-        arrays = _read_npz(path, data) if fmt == "npz" else _read_safetensors(path, data)
-        out = _from_arrays(path, arrays, tree, classes, scores)
-    out.format, out.sha256 = fmt, digest
+        members = npz_members(path, _fail) if fmt == "npz" else safetensors_members(path, _fail)
+        out = _from_members(path, members, tree, classes, scores)
+    out.format, out.sha256 = fmt, sha256(data if fmt == "csv" else path, error=DataError)
     return out
 
 
 # ====================================================================== arrays
-def _read_npz(path: Path, data: bytes) -> dict[str, np.ndarray]:
-    try:
-        archive = np.load(io.BytesIO(data), allow_pickle=False)
-        if not isinstance(archive, np.lib.npyio.NpzFile):
-            raise _fail(path, "holds one array, not named arrays; save with np.savez(path, targets=..., "
-                              "logits=...)")
-        with archive:
-            return {name: archive[name] for name in archive.files}
-    except DataError:
-        raise
-    except ValueError as exc:
-        if "allow_pickle" in str(exc) or "Object arrays" in str(exc):
-            raise _fail(path, "holds Python objects (a pickle), which hseval never loads; save numeric arrays "
-                              "only") from None
-        raise _fail(path, f"not a readable .npz archive ({exc})") from None
-    except (OSError, KeyError, EOFError, zipfile.BadZipFile) as exc:
-        raise _fail(path, f"not a readable .npz archive ({type(exc).__name__})") from None
-
-
-def _read_safetensors(path: Path, data: bytes) -> dict[str, np.ndarray]:
-    import torch  # only for a .safetensors file: an .npz or a CSV does not load torch
-    from safetensors import SafetensorError  # (the same reason)
-    from safetensors.torch import load  # (the same reason)
-
-    try:
-        tensors = load(data)
-    except (SafetensorError, ValueError, RuntimeError, OverflowError) as exc:
-        raise _fail(path, f"not a readable safetensors file ({str(exc)[:80]})") from None
-    out = {}
-    for name, tensor in tensors.items():
-        if tensor.is_floating_point():
-            tensor = tensor.to(torch.float64)
-        elif tensor.dtype == torch.bool or tensor.is_complex():
-            raise _fail(path, f"'{name}' holds {tensor.dtype} values; expected numbers")
-        else:
-            tensor = tensor.to(torch.int64)
-        out[name] = tensor.numpy()
-    return out
-
-
-def _from_arrays(path: Path, arrays: dict[str, np.ndarray], tree: Hierarchy, classes: np.ndarray | None,
-                 declared: str | None) -> Predictions:
+def _from_members(path: Path, arrays: dict[str, Member], tree: Hierarchy, classes: np.ndarray | None,
+                  declared: str | None) -> Predictions:
+    """Check the members' layout and the small arrays; the per-sample matrices become :class:`Rows`."""
     known = {"targets", "logits", "probs", "embeddings", "class_weights", "node_weights"}
     for name in arrays:
         if name not in known and not _LEVEL.fullmatch(name):
@@ -202,13 +203,11 @@ def _from_arrays(path: Path, arrays: dict[str, np.ndarray], tree: Hierarchy, cla
     if declared not in (None, kind):
         raise _fail(path, f"holds '{kind}', but {declared} were declared (--scores {declared}); the array's name "
                           "says what it holds")
-    targets = _class_indices(path, "targets", arrays["targets"], tree, classes)
+    targets = _class_indices(path, "targets", arrays["targets"].load(), tree, classes)
     n = len(targets)
     out = Predictions(path=path, format="", sha256="", targets=targets, kind=kind)
-    out.scores = _matrix(path, kind, arrays[kind], (n, tree.num_leaves), "class")
-    _check_kind(path, f"'{kind}'", out.scores, kind, _ARRAY_HINTS)
-    if classes is not None:
-        out.scores = _permuted(out.scores, classes)
+    _layout(path, kind, arrays[kind], (n, tree.num_leaves), "class")
+    out.scores = Rows(path, kind, arrays[kind], columns=classes, kind=kind)
     for name, values in arrays.items():
         match = _LEVEL.fullmatch(name)
         if match:
@@ -216,17 +215,19 @@ def _from_arrays(path: Path, arrays: dict[str, np.ndarray], tree: Hierarchy, cla
             if not 1 <= level < tree.max_depth:
                 raise _fail(path, f"'{name}': level {level} is not a super-class level of the hierarchy "
                                   f"(1..{tree.max_depth - 1})")
-            out.level_scores[level] = _matrix(path, name, values, (n, len(tree.nodes_at_depth(level))),
-                                              f"node at depth {level}")
+            _layout(path, name, values, (n, len(tree.nodes_at_depth(level))), f"node at depth {level}")
+            out.level_scores[level] = Rows(path, name, values)
     if "embeddings" in arrays:
-        out.embeddings = _matrix(path, "embeddings", arrays["embeddings"], (n, None), "feature")
+        _layout(path, "embeddings", arrays["embeddings"], (n, None), "feature")
+        out.embeddings = Rows(path, "embeddings", arrays["embeddings"])
     if "class_weights" in arrays and "node_weights" in arrays:
         raise _fail(path, "holds both 'class_weights' and 'node_weights'; keep one")
     if "class_weights" in arrays:
-        weights = _matrix(path, "class_weights", arrays["class_weights"], (tree.num_leaves, None), "feature")
+        weights = _matrix(path, "class_weights", arrays["class_weights"].load(), (tree.num_leaves, None), "feature")
         out.class_weights = weights if classes is None else _permuted(weights.T, classes).T
     if "node_weights" in arrays:
-        out.node_weights = _matrix(path, "node_weights", arrays["node_weights"], (tree.num_nodes, None), "feature")
+        out.node_weights = _matrix(path, "node_weights", arrays["node_weights"].load(), (tree.num_nodes, None),
+                                   "feature")
     vectors = out.class_weights if out.class_weights is not None else out.node_weights
     if out.embeddings is not None and vectors is not None and vectors.shape[1] != out.embeddings.shape[1]:
         raise _fail(path, f"the class vectors have {vectors.shape[1]} features but 'embeddings' has "
@@ -260,9 +261,15 @@ def _class_indices(path: Path, name: str, values: np.ndarray, tree: Hierarchy,
 
 def _matrix(path: Path, name: str, values: np.ndarray, shape: tuple[int, int | None], what: str) -> np.ndarray:
     values = np.asarray(values)
+    _layout(path, name, values, shape, what)
+    return _values(path, name, values)
+
+
+def _layout(path: Path, name: str, values: np.ndarray | Member, shape: tuple[int, int | None], what: str) -> None:
+    """Refuse an array (or a member, by its header) of another shape than ``shape`` or not of numbers."""
     rows, columns = shape
     expected = f"({rows}, {columns if columns is not None else 'd'})"
-    if values.ndim != 2 or values.shape[0] != rows or (columns is not None and values.shape[1] != columns) \
+    if len(values.shape) != 2 or values.shape[0] != rows or (columns is not None and values.shape[1] != columns) \
             or values.shape[1] == 0:
         detail = f"{rows} rows (one per {'sample' if name not in ('class_weights', 'node_weights') else 'node'})"
         if columns is not None:
@@ -270,21 +277,26 @@ def _matrix(path: Path, name: str, values: np.ndarray, shape: tuple[int, int | N
         raise _fail(path, f"'{name}' has shape {values.shape}, expected {expected}: {detail}")
     if values.dtype.kind not in "iuf":
         raise _fail(path, f"'{name}' holds {values.dtype} values; expected numbers")
+
+
+def _values(path: Path, name: str, values: np.ndarray, first: int = 0) -> np.ndarray:
+    """``values`` as float64, refused where one is NaN or infinite (rows counted from ``first``)."""
     values = values.astype(np.float64)
-    bad = np.argwhere(~np.isfinite(values))
-    if len(bad):
-        raise _fail(path, f"'{name}' holds a NaN or infinite value (row {bad[0][0]}); check the model's output")
+    if not np.isfinite(values).all():
+        row = first + int(np.argwhere(~np.isfinite(values))[0][0])
+        raise _fail(path, f"'{name}' holds a NaN or infinite value (row {row}); check the model's output")
     return values
 
 
-def _check_kind(path: Path, what: str, scores: np.ndarray, kind: str, hints: dict[str, str], *,
-                csv: bool = False) -> None:
+def _check_kind(path: Path, what: str, problem: tuple[int, str] | None, kind: str, hints: dict[str, str], *,
+                csv: bool = False, first: int = 0) -> None:
     """Scores declared ``kind`` whose values say otherwise: probabilities that are not, or logits
-    that are probabilities in every row. ``what``: the array, or the CSV's columns (``csv``);
-    ``hints``: how this format declares each kind."""
-    problem = probability_problem(scores)
+    that are probabilities in every row. ``problem``: :func:`probability_problem` of the scores (of
+    the block from row ``first``); ``what``: the array, or the CSV's columns (``csv``); ``hints``:
+    how this format declares each kind."""
     if kind == "probs" and problem is not None:
         row, why = problem
+        row += first
         if csv:
             raise _fail(path, f"{why}, so the {what} columns are not probabilities; {hints['logits']}", row + 2)
         raise _fail(path, f"{what} row {row} {why}, so these are not probabilities; {hints['logits']}")
@@ -334,7 +346,7 @@ def _read_csv(path: Path, data: bytes, tree: Hierarchy, classes: np.ndarray | No
     scores = np.stack([parse_column(column[f"{prefix}_{i}"], Column(f"{prefix}_{i}", float), path, _fail)
                        for i in range(tree.num_leaves)], axis=1)
     hints = {k: f"{_CSV_HINTS[k]}" + (f" or pass --scores {k}" if named is None else "") for k in SCORE_KINDS}
-    _check_kind(path, f"{prefix}_<i>", scores, kind, hints, csv=True)
+    _check_kind(path, f"{prefix}_<i>", probability_problem(scores), kind, hints, csv=True)
     out.kind, out.scores = kind, scores if classes is None else _permuted(scores, classes)
     return out
 

@@ -117,13 +117,13 @@ def _topk(scores: np.ndarray, k: int) -> np.ndarray:
     k = min(k, c)
     if n == 0 or 4 * k >= c:
         return np.argsort(-scores, axis=1, kind="stable")[:, :k]
-    above = scores >= np.partition(scores, c - k, axis=1)[:, c - k, None]
-    plain = np.count_nonzero(above, axis=1) == k
+    best = np.argpartition(scores, c - k, axis=1)[:, c - k:]  # each row's k largest, the k-th first
+    plain = np.count_nonzero(scores >= np.take_along_axis(scores, best[:, :1], axis=1), axis=1) == k
     out = np.empty((n, k), np.int64)
     rows = np.flatnonzero(plain)
     if len(rows):
-        part, mask = (scores, above) if len(rows) == n else (scores[rows], above[rows])
-        columns = np.nonzero(mask)[1].reshape(len(rows), k)  # each row's top-k set, in column order
+        part = scores if len(rows) == n else scores[rows]
+        columns = np.sort(best if len(rows) == n else best[rows], axis=1)  # the top-k set, in column order
         order = np.argsort(-np.take_along_axis(part, columns, axis=1), axis=1, kind="stable")
         out[rows] = np.take_along_axis(columns, order, axis=1)
     tied = np.flatnonzero(~plain)

@@ -118,8 +118,9 @@ def _scores_update(scores: np.ndarray, target: np.ndarray, *, logits: bool) -> t
     rows = np.arange(len(target))
     if logits:
         shifted = scores - scores.max(axis=1, keepdims=True)
-        log_norm = np.log(np.exp(shifted).sum(axis=1))
-        return np.exp(-log_norm), log_norm - shifted[rows, target]  # the largest softmax probability
+        picked = shifted[rows, target]
+        log_norm = np.log(np.exp(shifted, out=shifted).sum(axis=1))
+        return np.exp(-log_norm), log_norm - picked  # the largest softmax probability
     return scores.max(axis=1), -np.log(np.maximum(scores[rows, target], 1e-12))
 
 

@@ -1,57 +1,103 @@
 """Conditional risk minimisation (CRM; Karthik et al., ICLR 2021, "No cost likelihood manipulation
 at test time for making better mistakes"): predict the class of least expected tree distance
-under the model's probabilities, ``argmin_k Σ_j p(j|x) d(k, j)``, instead of the argmax.
+under the model's probabilities, ``argmin_k R(k)`` with ``R(k) = Σ_j p(j|x) d(k, j)``, instead of
+the argmax.
 
 ``d`` is the hierarchical distance of :func:`hseval.metrics.mistakes.hierarchical_distance`
-(height − depth of the LCA, 0 on the diagonal), so CRM's mistakes are scored by the same ruler
-as the argmax's. The cost is one (N, |L|) × (|L|, |L|) product: the distance matrix is built once
-(|L|² float32, 1.6 GB at 20,000 classes) and the product is done in blocks of classes. Above
-:data:`MAX_CLASSES` CRM is not computed, and the evaluation says why. :class:`CrmMetrics` streams
-CRM's ranking through :class:`~hseval.metrics.HierarchicalMetrics`, as an evaluation does.
+(``H − depth(LCA)``, 0 on the diagonal), so CRM's mistakes are scored by the same ruler as the
+argmax's. No |L|×|L| distance matrix is needed: the depth of the LCA of k and j counts the
+(non-root) nodes above both, so ``Σ_j p_j depth(LCA(k, j))`` is ``s_k``, the sum over the nodes on
+k's path of the probability below each node, and
+
+    R(k) = H · (Σ_j p_j − p_k) − s_k + depth(k) · p_k,    s_k = p_k + s(parent(k)),
+
+where ``s(q)``, the same sum for k's parent, is shared by k's siblings: the probabilities are
+summed per family (the classes of one parent), the families' sums carried to the internal nodes
+above them and back down their paths (sparse products of the small size of the tree's internal
+nodes). Exact for every class and every tree, at a few passes over the probabilities: CRM at any
+number of classes, in the time of a softmax.
+:class:`CrmMetrics` ranks each batch by it and scores the ranking as
+:class:`~hseval.metrics.HierarchicalMetrics` scores the argmax's, from the same statistics.
 """
 
 from __future__ import annotations
 
 import numpy as np
+import scipy.sparse as sp
 
-from hseval.metrics import _checks
-from hseval.metrics.streaming import HierarchicalMetrics
+from hseval.metrics import _checks, statistics
+from hseval.metrics.accuracy import _topk
+from hseval.metrics.confusion import SparseConfusion
 from hseval.tree.hierarchy import Hierarchy
 
-__all__ = ["MAX_CLASSES", "class_distances", "crm_scores", "too_many_classes", "crm_summary", "CrmMetrics"]
-
-MAX_CLASSES = 20_000
-"""Above this, the distance matrix alone takes more than 1.6 GB and each sample |L|² operations."""
-_BLOCK = 2048
+__all__ = ["crm_risk", "crm_summary", "CrmMetrics"]
 
 
-def too_many_classes(hierarchy: Hierarchy) -> str | None:
-    """Why CRM is not computed for this tree (None when it is)."""
-    if hierarchy.num_leaves > MAX_CLASSES:
-        return (f"CRM re-ranking needs a {hierarchy.num_leaves:,}² distance matrix and as many operations per "
-                f"sample; not computed above {MAX_CLASSES:,} classes")
-    return None
+class _Paths:
+    """A tree's paths, for the risk of every class at once: the classes grouped by parent (a
+    family), the internal nodes on each family's path, and the coefficients of the formula."""
+
+    def __init__(self, hierarchy: Hierarchy) -> None:
+        L = hierarchy.num_leaves
+        family, self.family_of = np.unique(hierarchy.parents[:L], return_inverse=True)  # -1: the root's
+        self.families = len(family)
+        rows, = np.nonzero(family >= 0)
+        on_path = hierarchy.ancestor_table[family[rows]] - L  # the internal nodes on each family's path
+        rows, columns = np.repeat(rows, on_path.shape[1]), on_path.ravel()
+        keep = columns >= 0
+        self.paths = sp.csr_array((np.ones(keep.sum()), (rows[keep], columns[keep])),
+                                  shape=(len(family), hierarchy.num_nodes - L))
+        self.paths_t = self.paths.T.tocsr()
+        self.coefficient = hierarchy.max_depth + 1.0 - hierarchy.depth[:L]
+        self.max_depth = float(hierarchy.max_depth)
+        self._index = np.zeros(0, np.int64)
+
+    def scores(self, probs: np.ndarray) -> np.ndarray:
+        """(B, |L|) float64 minus each class's risk, from (B, |L|) float64 probabilities."""
+        n, L = probs.shape
+        if len(self._index) < n * L:  # each value's place in the (B, families) sums, made once
+            self._index = (self.family_of[None, :] + self.families * np.arange(n)[:, None]).ravel()
+        sums = np.bincount(self._index[: n * L], weights=probs.ravel(), minlength=n * self.families)
+        masses = (self.paths_t @ sums.reshape(n, self.families).T)  # (internal nodes, B): the mass below each
+        path_sums = np.ascontiguousarray((self.paths @ masses).T)  # (B, families): Σ over the path's nodes
+        out = np.take(path_sums, self.family_of, axis=1)
+        out += self.coefficient * probs
+        out -= self.max_depth * probs.sum(axis=1, keepdims=True)
+        return out
 
 
-def class_distances(hierarchy: Hierarchy) -> np.ndarray:
-    """(|L|, |L|) float32: the hierarchical distance between every pair of classes."""
-    leaves = np.arange(hierarchy.num_leaves)
-    out = np.empty((len(leaves), len(leaves)), dtype=np.float32)
-    for lo in range(0, len(leaves), _BLOCK):
-        block = leaves[lo: lo + _BLOCK]
-        depth = hierarchy.lca_depth(block[:, None], leaves[None, :])
-        out[lo: lo + _BLOCK] = np.where(block[:, None] == leaves[None, :], 0, hierarchy.max_depth - depth)
-    return out
+def crm_risk(probs: np.ndarray, hierarchy: Hierarchy) -> np.ndarray:
+    """Each class's expected hierarchical distance under ``probs``; CRM predicts the least.
 
+    Parameters
+    ----------
+    probs : (N, |L|) array_like
+        Rows of class probabilities (softmax outputs), columns in the tree's leaf order.
+    hierarchy : Hierarchy
+        The tree whose leaves are the classes.
 
-def crm_scores(probs: np.ndarray, distances: np.ndarray) -> np.ndarray:
-    """(N, |L|) float32 scores whose argmax (and ranking) is CRM's: minus the expected distance
-    ``-(p @ D)``; ``probs`` (N, |L|) rows of probabilities, ``distances`` from :func:`class_distances`."""
-    p = _checks.scores(probs, "probs", distances.shape[0])
-    out = np.empty((len(p), distances.shape[1]), dtype=np.float32)
-    for lo in range(0, distances.shape[1], _BLOCK):
-        out[:, lo: lo + _BLOCK] = -(p.astype(np.float32) @ distances[:, lo: lo + _BLOCK])
-    return out
+    Returns
+    -------
+    (N, |L|) ndarray of float64
+        ``R[i, k] = Σ_j probs[i, j] · d(k, j)``, computed through the tree's paths (no |L|×|L| matrix).
+
+    Raises
+    ------
+    ValueError
+        If ``probs`` is not 2-D with one column per class, or holds NaN or infinite values.
+
+    Examples
+    --------
+    apple 0.4, cat 0.3, dog 0.3: the argmax says apple, but an animal costs less in expectation.
+
+    >>> import numpy as np
+    >>> from hseval.tree.hierarchy import Hierarchy
+    >>> from hseval.metrics.crm import crm_risk
+    >>> tree = Hierarchy.from_paths([["fruit", "apple"], ["animal", "cat"], ["animal", "dog"]])
+    >>> crm_risk(np.array([[0.4, 0.3, 0.3]]), tree).round(3).tolist()
+    [[1.2, 1.1, 1.1]]
+    """
+    return -_Paths(hierarchy).scores(_checks.scores(probs, "probs", hierarchy.num_leaves))
 
 
 def crm_summary(computed: dict) -> dict:
@@ -66,17 +112,28 @@ def crm_summary(computed: dict) -> dict:
 
 class CrmMetrics:
     """The metrics of CRM's ranking, fed batch by batch: :meth:`update` takes a batch's
-    probabilities, :meth:`compute` gives :func:`crm_summary`. ``skipped`` says why CRM is not
-    computed for the tree (None when it is); then ``update`` does nothing."""
+    probabilities, :meth:`compute` gives :func:`crm_summary`. A shell over the statistics of
+    :mod:`hseval.metrics.statistics`, as :class:`~hseval.metrics.HierarchicalMetrics` is, fed the
+    ranked classes (no scores: nothing of calibration is computed)."""
 
     def __init__(self, hierarchy: Hierarchy, *, topk: tuple[int, ...]) -> None:
-        self.skipped = too_many_classes(hierarchy)
-        self._distances = None if self.skipped else class_distances(hierarchy)
-        self._metrics = HierarchicalMetrics(hierarchy, topk=topk)
+        self.hierarchy = hierarchy
+        self.ks = tuple(sorted({1, *topk}))
+        self._capped = tuple(min(k, hierarchy.num_leaves) for k in self.ks)
+        self._paths = _Paths(hierarchy)
+        self._state = statistics.state_zeros(hierarchy, len(self.ks), 1)
+        self._confusion = SparseConfusion(hierarchy.num_leaves)
 
     def update(self, probs: np.ndarray, targets: np.ndarray) -> None:
-        if self._distances is not None:
-            self._metrics.update(crm_scores(probs, self._distances), targets)
+        """A batch: (B, |L|) probabilities and (B,) class indices, checked (the scores they come from were)."""
+        top = _topk(self._paths.scores(np.asarray(probs, dtype=np.float64)), max(self._capped))
+        for name, value in statistics.batch_update(top, targets, self.hierarchy, self._capped).items():
+            if name == "pairs":
+                self._confusion.add(value)
+            else:
+                self._state[name] += value
 
     def compute(self) -> dict:
-        return crm_summary(self._metrics.compute())
+        shown = [i for i, k in enumerate(self.ks) if k == 1 or k < self.hierarchy.num_leaves]
+        return crm_summary(statistics.state_compute(self._state, self._confusion.pairs(), self.hierarchy, self.ks,
+                                                    shown=shown, levels=None, scored=False))

@@ -1,0 +1,63 @@
+"""Evaluation at many classes takes the memory of its input, not a multiple of it.
+
+``hseval evaluate --predictions`` of a 5,000-class file runs in a fresh process, after the same
+command on a 10-class file has loaded every library: the growth of the peak resident memory
+(``ru_maxrss``, which other work on the machine does not change) is what the large file costs.
+The scores go through the metrics a block of rows at a time, so it stays below the logits' size;
+reading the whole file, a float64 copy, a softmax of every row or a |L|×|L| distance matrix would
+each break the bound."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+
+from hseval.tree import write_hierarchy
+from tests.helpers import random_tree
+
+ROOT = Path(__file__).resolve().parents[1]
+CLASSES, SAMPLES = 5000, 6000
+
+MEASURE = """
+import json, resource, sys
+from hseval.cli.main import main
+
+def peak():
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024  # kilobytes on Linux
+
+small, big, out = sys.argv[1:4]
+for name in (small, big):
+    assert main(["evaluate", "--predictions", f"{name}.npz", "--hierarchy", f"{name}.txt", "--out", out,
+                 "--projections", "pca", "--max-points", "500"]) == 0, name
+    print(json.dumps({"peak": peak()}))
+"""
+
+
+def _prediction_file(path: Path, classes: int, samples: int) -> int:
+    """A tree and a prediction file as np.savez writes it (float32 logits, 16-d embeddings); the
+    logits' size in bytes."""
+    tree = random_tree(classes, 0, branching=0.1)
+    write_hierarchy(tree, path.with_suffix(".txt"))
+    rng = np.random.default_rng(0)
+    logits = rng.normal(size=(samples, classes)).astype(np.float32)
+    logits[np.arange(samples), rng.integers(0, classes, samples)] += 4.0
+    np.savez(path.with_suffix(".npz"), targets=rng.integers(0, classes, samples), logits=logits,
+             embeddings=rng.normal(size=(samples, 16)).astype(np.float32))
+    return logits.nbytes
+
+
+def test_evaluate_takes_the_memory_of_its_input_at_5000_classes(tmp_path):
+    _prediction_file(tmp_path / "small", 10, 200)
+    logits = _prediction_file(tmp_path / "big", CLASSES, SAMPLES)
+    done = subprocess.run([sys.executable, "-c", MEASURE, str(tmp_path / "small"), str(tmp_path / "big"),
+                           str(tmp_path / "out")], capture_output=True, text=True, timeout=600, cwd=ROOT)
+    assert done.returncode == 0, done.stderr[-3000:]
+    small, big = (json.loads(line)["peak"] for line in done.stdout.splitlines() if line.startswith("{"))
+    grown = big - small
+    assert grown <= 1.5 * logits, f"evaluate grew by {grown / 2**20:.0f} MiB for {logits / 2**20:.0f} MiB of logits"
+    metrics = json.loads((tmp_path / "out" / "big" / "metrics.json").read_text())
+    assert metrics["samples"] == SAMPLES and 0 <= metrics["crm"]["top1"] <= 1
