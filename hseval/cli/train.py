@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import argparse
 import itertools
+import json
 import time
 from pathlib import Path
 from typing import Any
@@ -28,6 +29,13 @@ def add_train_arguments(parser: argparse.ArgumentParser, *, many: bool) -> None:
     parser.add_argument("--set", action="append", default=[], metavar="KEY=VALUE",
                         help="override a setting, e.g. --set optim.lr=0.05 (repeatable)")
     parser.add_argument("--hierarchy", help="a hierarchy file that replaces the dataset's tree")
+    parser.add_argument("--init", metavar="FILE", help="start the backbone from this state dict (.safetensors, or "
+                        ".pt/.pth read weights-only; torchvision's keys, timm's for timm:NAME); the head starts fresh")
+    parser.add_argument("--prefix", help="strip this prefix from the keys of the --init file")
+    parser.add_argument("--map", action="append", default=[], metavar="BACKBONE_KEY=FILE_KEY",
+                        help="take a backbone tensor from another key of the --init file (repeatable)")
+    parser.add_argument("--ignore", action="append", default=[], metavar="FILE_KEY",
+                        help="drop a tensor of the --init file the backbone does not use (repeatable)")
     parser.add_argument("--device", help="auto, cpu, cuda or cuda:N (default: auto)")
     parser.add_argument("--force", action="store_true", help="overwrite a finished or unfinished run")
     parser.add_argument("--resume", action="store_true", help="continue an interrupted run")
@@ -45,9 +53,13 @@ def add_train_arguments(parser: argparse.ArgumentParser, *, many: bool) -> None:
 def _config(args: argparse.Namespace, head: str, extra: list[str]):
     from hseval.train.config import default_recipe, load_config  # yaml: only the training commands read recipes
 
+    init = str(Path(args.init).expanduser().absolute()) if args.init else None  # the run may train elsewhere
     given = {"data.dataset": args.dataset, "data.root": args.data_root, "model.backbone": args.backbone,
-             "engine.device": args.device, "engine.progress": "false" if args.quiet else None}  # None: the recipe's
-    overrides = [f"{key}={value}" for key, value in given.items() if value] + [f"model.head={head}", *args.set, *extra]
+             "engine.device": args.device, "engine.progress": "false" if args.quiet else None,  # None: the recipe's
+             "model.init": json.dumps(init), "model.init_prefix": json.dumps(args.prefix),
+             "model.init_map": json.dumps(args.map), "model.init_ignore": json.dumps(args.ignore)}
+    overrides = [f"{key}={value}" for key, value in given.items() if value not in (None, "null", "[]")] + \
+        [f"model.head={head}", *args.set, *extra]
     recipe = args.recipe or default_recipe(args.dataset or "fashion-mnist", args.backbone)
     return load_config(recipe, overrides)
 

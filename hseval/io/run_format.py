@@ -95,8 +95,10 @@ class DeviceInfo(Record):
     gpu: str | None = None
 
 
-class ImportSource(Record):
-    """Where an imported run's tensors came from (``hseval import``)."""
+class TensorSource(Record):
+    """A state dict a run's tensors came from: every tensor (``hseval import``) or the backbone's
+    (``hseval train --init``). ``mapping``: {the run's tensor: the file's key, or None where the
+    run kept its own}; ``dropped``: the file's keys it did not use."""
 
     path: str
     sha256: Sha256
@@ -105,6 +107,15 @@ class ImportSource(Record):
     prefix: str | None
     mapping: dict[str, str | None]
     dropped: list[str]
+
+
+class FeaturesSource(Record):
+    """The cached backbone features a probe run trained its head on (``train-all --probe``)."""
+
+    path: str
+    sha256: Sha256
+    key: Sha256
+    """The fingerprint of the frozen backbone, the data and the extraction settings."""
 
 
 class RunRecord(Record):
@@ -128,7 +139,10 @@ class RunRecord(Record):
     train_seconds: NonNegative | None = None
     train_subset: Count | None = None
     world_size: int | None = Field(None, ge=1)
-    imported_from: ImportSource | None = None
+    imported_from: TensorSource | None = None
+    initialised_from: TensorSource | None = None
+    """The file the backbone started from (``model.init``)."""
+    features: FeaturesSource | None = None
 
     @field_validator("schema_version")
     @classmethod
