@@ -1,5 +1,7 @@
 """Many runs into one folder of runs (``hseval train-all``, ``hseval demo``): every folder and
-setting checked before the first run trains, the dataset loaded once, finished runs kept."""
+setting checked before the first run trains, the dataset loaded once, finished runs kept; the runs
+left train here one after another, or through a launcher (:mod:`hseval.train.launch`). A probe
+extracts each frozen backbone's features once and trains every head on them."""
 
 from __future__ import annotations
 
@@ -8,36 +10,47 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
+from hseval.core.device import resolve_device
 from hseval.core.errors import ConfigError
 from hseval.data import LoadedDataset
 from hseval.io.output import OutputFolder
-from hseval.train import distributed
+from hseval.train import distributed, loader
 from hseval.train.checks import check_before_training
 from hseval.train.config import TrainConfig
 from hseval.train.engine import load_data, train
+from hseval.train.launch import PlannedRun, RunOutcome
+from hseval.train.probe import FEATURES, Features, extract_features, feature_key
 from hseval.train.run_folder import check_run_folder, existing_run
+from hseval.train.session import initial_model
+from hseval.train.step import Context
 
-__all__ = ["train_runs"]
+__all__ = ["train_runs", "probe_features", "Launcher"]
+
+Launcher = Callable[[list[PlannedRun]], dict[str, RunOutcome]]
+"""Trains the planned runs elsewhere (other processes, jobs) and says how each went."""
 
 
 def train_runs(configs: list[tuple[TrainConfig, str]], root: Path, *, resume: bool, force: bool,
                hierarchy: str | None, data: LoadedDataset | None = None, replace_stale: bool = False,
-               log: Callable[[str], None] = print) -> dict[str, float]:
+               log: Callable[[str], None] = print, probe: bool = False, launcher: Launcher | None = None
+               ) -> dict[str, RunOutcome]:
     """Train the runs of ``configs`` (config, folder name) in the folder of runs ``root``.
 
     With ``resume``, a finished run trained with these settings is kept and an interrupted one
     continued. A finished run that does not serve (other settings, or a run.json that does not
     verify) is refused, naming what differs, unless ``force`` or ``replace_stale`` (``hseval
     demo``, which owns its folder) trains it again. ``data``: the dataset when the caller has
-    loaded it. Returns the training seconds of each run in plan order, read from ``run.json`` for
-    the kept ones."""
+    loaded it. ``probe``: train on the cached features of each frozen backbone. ``launcher``: where
+    the runs left train (default: here, one after another). Returns each run's outcome in plan
+    order (seconds and device read from ``run.json`` for the kept ones)."""
     writer = distributed.setup().rank == 0  # under torchrun every rank trains, rank 0 writes
     with OutputFolder(root, "runs") if writer else contextlib.nullcontext() as runs:
-        todo, seconds = [], {}
+        todo, outcomes = [], {}
         for config, name in configs:
             out = root / name
             state, meta, why = existing_run(out, config)
-            seconds[name] = float(meta.get("train_seconds") or 0.0)
+            outcomes[name] = RunOutcome(float(meta.get("train_seconds") or 0.0), (meta.get("device") or {}).get(
+                "device"), state="kept")
             if resume and state == "finished":
                 log(f"{out} is finished with these settings; reusing it")
                 continue
@@ -53,9 +66,32 @@ def train_runs(configs: list[tuple[TrainConfig, str]], root: Path, *, resume: bo
         data = data or load_data(configs[0][0], hierarchy)
         for config, *_ in todo:
             check_before_training(config, data)
-        for k, (config, out, again, replace, folder) in enumerate(todo, start=1):
+        features = probe_features([(c, out.name) for c, out, *_ in todo], data, root / FEATURES, log=log) \
+            if probe else {}
+        if launcher is not None:
+            outcomes.update(launcher([PlannedRun(out.name, config, out, again, replace, hierarchy, str(
+                features[out.name].path) if probe else None) for config, out, again, replace, _ in todo]))
+        for k, (config, out, again, replace, folder) in enumerate(todo if launcher is None else [], start=1):
             log(f"[{k}/{len(todo)}] {'continuing' if again else 'training'} {out.name}")
             start = time.perf_counter()
-            train(config, out, resume=again, force=replace, data=data, folder=folder)
-            seconds[out.name] = time.perf_counter() - start
-    return seconds
+            train(config, out, resume=again, force=replace, data=data, folder=folder, features=features.get(out.name))
+            outcomes[out.name] = RunOutcome(time.perf_counter() - start, str(resolve_device(config.engine.device)))
+    return {name: outcomes[name] for _, name in configs}
+
+
+def probe_features(configs: list[tuple[TrainConfig, str]], data: LoadedDataset, folder: Path, *,
+                   log: Callable[[str], None] = print) -> dict[str, Features]:
+    """The features file of each run's frozen backbone (:mod:`hseval.train.probe`) in ``folder``,
+    extracted once per backbone (runs of one ``--init`` share it whatever their head and seed)."""
+    plain, found, out = loader.unaugmented(data), {}, {}
+    for config, name in configs:
+        if not (config.model.freeze_backbone and not config.data.augment):
+            raise ConfigError(f"{name}: a probe trains on cached features: it needs model.freeze_backbone=true and "
+                              "data.augment=false")
+        ctx = Context.create(config.engine, distributed.Dist())
+        model = initial_model(config, plain)[0].to(ctx.device)
+        key = feature_key(model, plain, config, ctx)
+        if key not in found:
+            found[key] = extract_features(model, plain, config, ctx, folder, log=log)
+        out[name] = found[key]
+    return out

@@ -72,15 +72,17 @@ def cmd_demo(args: argparse.Namespace) -> int:
     runs, eval_dir = out / "runs", out / "eval"
     plan = argparse.Namespace(  # train-all's plan: every head, the CPU recipe, one seed
         dataset=None, recipe="fashion-mnist", backbone=None, data_root=args.data_root, device=args.device,
-        quiet=args.quiet, set=QUICK if args.quick else [], heads="all", seeds=None, sweep=[])
+        quiet=args.quiet, set=QUICK if args.quick else [], heads="all", seeds=None, sweep=[], init=None, prefix=None,
+        map=[], ignore=[])
     configs = planned_configs(plan)
     folder = OutputFolder(out, "demo")  # the runs, the evaluation and demo.json
     data = load_data(configs[0][0])
     with folder:
         print(f"hseval demo: {len(configs)} heads on Fashion-MNIST ({data.root}), "
               f"{'quick' if args.quick else 'CPU recipe'}; output in {out}")
-        seconds = train_runs(configs, runs, resume=not args.force, force=args.force, hierarchy=None, data=data,
-                                replace_stale=True)
+        outcomes = train_runs(configs, runs, resume=not args.force, force=args.force, hierarchy=None, data=data,
+                              replace_stale=True)
+        seconds = {name: outcome.seconds for name, outcome in outcomes.items()}
         print("evaluating")
         projections = ["pca"] if args.quick else ["pca", "tsne"]
         entries = evaluate_runs([str(runs / name) for _, name in configs], eval_dir, projections=projections,

@@ -222,7 +222,9 @@ def save_run(run_dir: str | Path, model: HierarchicalClassifier, meta: dict[str,
     tensors = {name: t.detach().to("cpu").contiguous() for name, t in model.state_dict().items()}
     # serialised in memory, then written by fileio: a full disk or a read-only folder is one
     # line that names the file, and the previous model.safetensors stays in place
-    data = save(tensors, metadata={"format": "pt", "hseval_schema": str(SCHEMA_VERSION)})
+    # one metadata key: safetensors writes a map's keys in a random order, and a run's bytes must
+    # depend on its tensors alone (the same run trained in two processes is the same file)
+    data = save(tensors, metadata={"format": "pt"})
     record = dict(meta or {})
     record.update({
         "schema_version": SCHEMA_VERSION,
