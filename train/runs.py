@@ -68,7 +68,7 @@ def train_runs(configs: list[tuple[TrainConfig, str]], root: Path, *, resume: bo
             check_before_training(config, data)
         features = probe_features([(c, out.name) for c, out, *_ in todo], data, root / FEATURES, log=log) \
             if probe else {}
-        if launcher is not None:
+        if launcher is not None and todo:
             outcomes.update(launcher([PlannedRun(out.name, config, out, again, replace, hierarchy, str(
                 features[out.name].path) if probe else None) for config, out, again, replace, _ in todo]))
         for k, (config, out, again, replace, folder) in enumerate(todo if launcher is None else [], start=1):

@@ -24,7 +24,7 @@ from submitit.slurm.slurm import _make_sbatch_string
 from hseval.core.errors import ConfigError, first_line
 from hseval.train.launch import PlannedRun, RunOutcome, train_reporting
 
-__all__ = ["SlurmSettings", "RunJob", "submit", "JOBS"]
+__all__ = ["SlurmSettings", "RunJob", "check_cluster", "submit", "sbatch_script", "JOBS"]
 
 JOBS = "jobs"
 """The folder of a folder of runs where submitit keeps its scripts, pickles and logs."""
@@ -41,11 +41,11 @@ class SlurmSettings:
     mem_gb: float | None = None
     parallel: int | None = None  # at most this many runs at once (the array's %N)
 
-    def sbatch(self, runs: int) -> dict[str, Any]:
+    def sbatch(self) -> dict[str, Any]:
         """The parameters of submitit's ``SlurmExecutor`` (sbatch's, in submitit's names)."""
         params = {"job_name": "hseval", "partition": self.partition, "time": self.time_min,
                   "gpus_per_node": self.gpus_per_run or None, "cpus_per_task": self.cpus_per_run,
-                  "mem": f"{self.mem_gb:g}GB" if self.mem_gb else None, "array_parallelism": self.parallel or runs}
+                  "mem": f"{self.mem_gb:g}GB" if self.mem_gb else None, "array_parallelism": self.parallel}
         return {k: v for k, v in params.items() if v is not None}
 
 
@@ -66,29 +66,35 @@ def sbatch_script(runs: int, settings: SlurmSettings, folder: Path) -> str:
     """The sbatch script submitit writes for an array of ``runs`` jobs (a dry run prints it)."""
     command = " ".join([shlex.quote(sys.executable), "-u -m submitit.core._submit", shlex.quote(str(folder))])
     array = {"map_count": runs} if runs > 1 else {}
-    return _make_sbatch_string(command=command, folder=folder, **array, **settings.sbatch(runs))
+    return _make_sbatch_string(command=command, folder=folder, **array, **settings.sbatch())
+
+
+def check_cluster(cluster: str) -> None:
+    """Refuse ``--launcher slurm`` where Slurm is not (before any work, writing nothing)."""
+    if cluster == "slurm" and submitit.SlurmExecutor.affinity() <= 0:
+        raise ConfigError("--launcher slurm: Slurm's srun is not on this machine's PATH; submit from a Slurm login "
+                          "node, or try the plan here with --launcher local")
 
 
 def submit(runs: list[PlannedRun], root: Path, *, cluster: str, settings: SlurmSettings,
            log: Callable[[str], None] = print) -> dict[str, RunOutcome]:
-    """Submit ``runs`` as one job array (``cluster`` "slurm") or as local jobs ("local", waited for)."""
-    folder = root / JOBS / "%j"
-    if cluster == "slurm":
-        try:
-            executor: submitit.Executor = submitit.SlurmExecutor(folder=folder)
-        except RuntimeError as exc:  # no sbatch/srun here
-            raise ConfigError(f"--launcher slurm: {first_line(exc)}; submit from a Slurm login node, or try the "
-                              "plan here with --launcher local") from None
-        executor.update_parameters(**settings.sbatch(len(runs)))
+    """Submit ``runs`` as one job array (``cluster`` "slurm": sbatch with ``settings``, left to run)
+    or as jobs on this machine ("local", waited for); submitit's files go to ``root/jobs``."""
+    check_cluster(cluster)
+    if not runs:
+        return {}
+    folder, slurm = root.absolute() / JOBS / "%j", cluster == "slurm"
+    executor: submitit.Executor
+    if slurm:
+        executor = submitit.SlurmExecutor(folder=folder)
+        executor.update_parameters(**settings.sbatch())
     else:
         executor = submitit.LocalExecutor(folder=folder)
         executor.update_parameters(timeout_min=settings.time_min, gpus_per_node=0)
     with executor.batch():
         jobs = [executor.submit(RunJob(run)) for run in runs]
-    if not jobs:
-        return {}
     log(f"submitted {len(jobs)} job(s) ({jobs[0].job_id.split('_')[0]}); logs in {root / JOBS}")
-    if cluster == "slurm":
+    if slurm:
         return {run.name: RunOutcome(0.0, f"slurm job {job.job_id}", state="submitted") for run, job in zip(runs, jobs)}
     outcomes = {}
     for run, job in zip(runs, jobs):

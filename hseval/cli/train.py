@@ -185,8 +185,11 @@ def _launcher(args: argparse.Namespace, root: Path):
         raise ConfigError("--probe trains on cached features in seconds per run: run it without --launcher (on a GPU "
                           "node, for the extraction)")
     check_installed("submitit", purpose=f"--launcher {args.launcher}")
-    from hseval.train.slurm import submit  # submitit: an extra, for --launcher only
+    from hseval.train.slurm import check_cluster, submit  # submitit: an extra, for --launcher only
 
+    if args.dry_run:
+        return None
+    check_cluster(args.launcher)
     settings = _slurm_settings(args)
     return lambda runs: submit(runs, root, cluster=args.launcher, settings=settings)
 
