@@ -17,6 +17,7 @@ from torch import nn
 from hseval.cli.main import main
 from hseval.core.errors import ConfigError
 from hseval.core.fileio import sha256
+from hseval.io.run_format import load_run
 from hseval.io.state_dict import StateDictError
 from hseval.nn.backbones import create_backbone
 from hseval.train.config import load_config
@@ -149,3 +150,20 @@ def test_a_bad_init_file_is_one_line_and_writes_nothing(fashion_like, tmp_path, 
 def test_init_map_needs_init():
     with pytest.raises(ConfigError, match=r"model.init_map applies to the file of model.init"):
         load_config("paper", ["model.init_map=['a=b']"])
+
+
+def test_a_timm_backbone_trains_from_timms_file_and_loads_back(fashion_like, tmp_path, capsys):
+    import timm
+
+    full = timm.create_model("test_resnet", pretrained=False, num_classes=5, in_chans=1)
+    _randomise(full)
+    torch.save(full.state_dict(), tmp_path / "timm.pth")
+    out = tmp_path / "run"
+    assert main(["train", "--data-root", str(fashion_like), "--backbone", "timm:test_resnet", "--init",
+                 str(tmp_path / "timm.pth"), "--set", "model.freeze_backbone=true", *QUICK, "--out", str(out)]) == 0
+    capsys.readouterr()
+    run = load_run(out)
+    assert run.meta["model"]["backbone"]["name"] == "timm:test_resnet"
+    for key, tensor in run.model.backbone.body.state_dict().items():
+        assert torch.equal(tensor, full.state_dict()[key]), key
+    assert run.model(torch.zeros(2, 1, 28, 28)).shape == (2, 10)
