@@ -5,16 +5,20 @@ real submitit path here), and a dry run prints the sbatch script."""
 
 from __future__ import annotations
 
+import importlib.util
 import re
+import sys
+from pathlib import Path
 
 import pytest
 
-from hseval.cli.main import main
+from hseval.cli.main import build_parser, main
 from hseval.io.folders import locked
 from hseval.io.output import OutputFolder
 from hseval.io.run_format import load_run
 
 HEADS = ("plain", "hierarchy", "riemann")
+ROOT = Path(__file__).resolve().parents[1]
 
 
 def _args(fashion_like, *extra: str) -> list[str]:
@@ -90,3 +94,20 @@ def test_local_launcher_runs_a_submitit_job_whose_run_evaluates(fashion_like, tm
     assert main(["evaluate", str(out), "--data-root", str(fashion_like), "--projections", "pca", "--quiet",
                  "--out", str(tmp_path / "eval")]) == 0
     assert (tmp_path / "eval" / "plain" / "metrics.json").is_file()
+
+
+def test_reproduce_paper_submits_each_table_through_the_launcher(capsys, monkeypatch):
+    spec = importlib.util.spec_from_file_location("reproduce_paper", ROOT / "scripts" / "reproduce_paper.py")
+    module = importlib.util.module_from_spec(spec)
+    monkeypatch.setitem(sys.modules, "reproduce_paper", module)  # its dataclasses look their module up
+    spec.loader.exec_module(module)
+    assert module.main(["4", "--dry-run", "--launcher", "slurm", "--slurm-partition", "gpu", "--slurm-time",
+                        "600"]) == 0
+    commands = [line.split() for line in capsys.readouterr().out.splitlines() if line.startswith("hseval train-all")]
+    assert len(commands) == 2
+    for command in commands:
+        assert command[-8:-2] == ["--launcher", "slurm", "--slurm-partition", "gpu", "--slurm-time", "600"]
+        args = build_parser().parse_args(command[1:])
+        assert (args.launcher, args.slurm_partition, args.slurm_time) == ("slurm", "gpu", 600)
+    with pytest.raises(SystemExit):
+        module.main(["4", "--dry-run", "--slurm-partition", "gpu"])  # --slurm-* without --launcher
