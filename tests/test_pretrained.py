@@ -21,7 +21,7 @@ from hseval.io.run_format import load_run
 from hseval.io.state_dict import StateDictError
 from hseval.nn.backbones import create_backbone
 from hseval.train.config import load_config
-from hseval.train.engine import load_data
+from hseval.train.engine import load_data, train
 from hseval.train.optim import build_optimizers
 from hseval.train.pretrained import load_init, read_init
 from hseval.train.session import initial_model
@@ -167,3 +167,22 @@ def test_a_timm_backbone_trains_from_timms_file_and_loads_back(fashion_like, tmp
     for key, tensor in run.model.backbone.body.state_dict().items():
         assert torch.equal(tensor, full.state_dict()[key]), key
     assert run.model(torch.zeros(2, 1, 28, 28)).shape == (2, 10)
+
+
+def test_a_frozen_run_resumes_bit_identically_without_saving_its_backbone(fashion_like, tmp_path):
+    """The training state leaves the frozen body out (it is rebuilt from the seed and the file),
+    and a resumed run ends as the straight one; a file changed in between is refused."""
+    path, _ = small_cnn_file(tmp_path)
+    settings = [f"model.init={path}", "model.backbone=small-cnn", "model.freeze_backbone=true", "data.train_subset=64",
+                "data.batch_size=16", "optim.milestones=[1]"]
+    straight = train(quick(fashion_like, "plain", *settings, "optim.epochs=2"), tmp_path / "a", log=lambda _: None)
+    halfway = train(quick(fashion_like, "plain", *settings, "optim.epochs=1"), tmp_path / "b", log=lambda _: None)
+    (halfway / "run.json").unlink()  # interrupted after epoch 1: its training state is there
+    state = torch.load(halfway / "train_state.pt", weights_only=True)
+    assert state["model"] and not any(k.startswith("backbone.body.") for k in state["model"])
+    train(quick(fashion_like, "plain", *settings, "optim.epochs=2"), halfway, resume=True, log=lambda _: None)
+    assert (straight / "model.safetensors").read_bytes() == (halfway / "model.safetensors").read_bytes()
+    (halfway / "run.json").unlink()
+    small_cnn_file(tmp_path)  # the same file name, other weights
+    with pytest.raises(ConfigError, match=r"cnn.pt: changed since .* started \(its SHA-256 differs\)"):
+        train(quick(fashion_like, "plain", *settings, "optim.epochs=3"), halfway, resume=True, log=lambda _: None)

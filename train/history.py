@@ -17,7 +17,7 @@ from hseval.nn.model import HierarchicalClassifier
 from hseval.train.config import TrainConfig
 from hseval.train.optim import Optimizers
 
-__all__ = ["RunWriter", "epoch_line"]
+__all__ = ["RunWriter", "epoch_line", "trained_state"]
 
 
 def epoch_line(head: str, record: dict[str, Any], epochs: int) -> str:
@@ -51,8 +51,8 @@ class RunWriter:
                     for depth, v in value.items():
                         self.tensorboard.add_scalar(f"{key}/depth{depth}", v, record["epoch"])
         run_format.save_train_state(self.out, {
-            "epoch": record["epoch"], "history": history, "config": self.config.to_dict(), "model": model.state_dict(),
-            "optimizers": optimizers.state_dict(), "sources": self.sources,
+            "epoch": record["epoch"], "history": history, "config": self.config.to_dict(),
+            "model": trained_state(model), "optimizers": optimizers.state_dict(), "sources": self.sources,
             "rng": {"torch": torch.get_rng_state(), "numpy": np.random.get_state()[1].tolist(),
                     "python": list(random.getstate()[1])}})
         run_format.write_history(self.out, history)
@@ -62,6 +62,13 @@ class RunWriter:
         run_format.save_run(self.out, model, {**meta, **self.sources})
         if self.tensorboard is not None:
             self.tensorboard.close()
+
+
+def trained_state(model: HierarchicalClassifier) -> dict[str, torch.Tensor]:
+    """The tensors a resumed training needs: all but a frozen body's (rebuilt from the seed and
+    ``model.init``, the same every epoch; for a probe, most of the bytes)."""
+    frozen = model.backbone.frozen
+    return {k: v for k, v in model.state_dict().items() if not (frozen and k.startswith("backbone.body."))}
 
 
 def _summary_writer(folder: Path):

@@ -18,7 +18,7 @@ import numpy as np
 import torch
 from torch import nn
 
-from hseval.core.errors import RunFormatError, first_line
+from hseval.core.errors import ConfigError, RunFormatError, first_line
 from hseval.data import LoadedDataset
 from hseval.io import run_format
 from hseval.nn.model import HierarchicalClassifier, build_model
@@ -79,8 +79,13 @@ def open_session(config: TrainConfig, out: Path, data: LoadedDataset, indices: n
                  ) -> Session:
     """Seeds, the model and its optimisers (loaded from ``state`` when resuming), the training
     step and the data on the device (a probe: its ``features`` instead)."""
-    model, loaded = initial_model(config, data, init=state is None)
+    frozen = config.model.freeze_backbone  # a frozen body is rebuilt on resuming, not read from the state
+    model, loaded = initial_model(config, data, init=state is None or frozen)
     sources = {"initialised_from": loaded} if loaded else {}
+    started = ((state or {}).get("sources") or {}).get("initialised_from") or {}
+    if state is not None and loaded and loaded["sha256"] != started.get("sha256"):
+        raise ConfigError(f"{config.model.init}: changed since {out} started (its SHA-256 differs), so the frozen "
+                          "backbone would not be the one trained with; restore the file, or train again with --force")
     if features is not None:
         if feature_key(model, data, config, ctx) != features.key:
             raise RuntimeError(f"{features.path}: not the features of this run's backbone; this is a bug in hseval")
@@ -92,7 +97,9 @@ def open_session(config: TrainConfig, out: Path, data: LoadedDataset, indices: n
     start_epoch, history = 0, []
     if state is not None:
         try:
-            model.load_state_dict(state["model"])
+            keys = model.load_state_dict(state["model"], strict=not frozen)
+            if frozen and (keys.unexpected_keys or any(not k.startswith("backbone.body.") for k in keys.missing_keys)):
+                raise KeyError(f"{(keys.unexpected_keys or keys.missing_keys)[0]!r} is not the saved head's")
             optimizers.load_state_dict(state["optimizers"])
         except (KeyError, RuntimeError, ValueError, TypeError) as exc:
             raise RunFormatError(f"{out / run_format.STATE_FILE}: does not match the model "
