@@ -28,6 +28,7 @@ WRITERS = {
     "bench-train-step": ("bench/train_step.py", True),
     "bench-evaluate": ("bench/evaluate.py", True),
     "bench-metrics": ("bench/metrics.py", True),
+    "bench-probe": ("bench/probe.py", True),
     "bad-inputs-count": ("tests/bad_inputs/cases.py", False),
 }
 DATE = re.compile(r"\b20\d\d-\d\d-\d\d\b")
