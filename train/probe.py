@@ -102,7 +102,9 @@ class Features:
 def feature_key(model: HierarchicalClassifier, data: LoadedDataset, config: TrainConfig, ctx: Context) -> str:
     """The fingerprint of the features ``model``'s body gives on ``data`` (SHA-256, hex)."""
     body = {k: t.detach().to("cpu").contiguous() for k, t in model.backbone.body.state_dict().items()}
-    facts = {"backbone": model.spec()["backbone"], "data": data.describe(), "batch_size": config.data.eval_batch_size,
+    backbone = model.spec()["backbone"]
+    backbone["config"]["embedding_dim"] = None  # the bottleneck comes after the body: not part of its features
+    facts = {"backbone": backbone, "data": data.describe(), "batch_size": config.data.eval_batch_size,
              "device": ctx.device.type, "amp": ctx.amp and ctx.device.type == "cuda",
              "channels_last": ctx.channels_last}
     text = json.dumps(fileio.json_ready(facts), sort_keys=True)

@@ -43,7 +43,10 @@ def train_runs(configs: list[tuple[TrainConfig, str]], root: Path, *, resume: bo
     loaded it. ``probe``: train on the cached features of each frozen backbone. ``launcher``: where
     the runs left train (default: here, one after another). Returns each run's outcome in plan
     order (seconds and device read from ``run.json`` for the kept ones)."""
-    writer = distributed.setup().rank == 0  # under torchrun every rank trains, rank 0 writes
+    dist = distributed.setup()
+    writer = dist.rank == 0  # under torchrun every rank trains, rank 0 writes
+    if dist.world > 1 and (probe or launcher is not None):
+        raise ConfigError("--probe, --devices and --launcher start their own processes; run them without torchrun")
     with OutputFolder(root, "runs") if writer else contextlib.nullcontext() as runs:
         todo, outcomes = [], {}
         for config, name in configs:
