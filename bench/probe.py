@@ -79,11 +79,14 @@ def main() -> int:
         with OutputFolder(root, "runs"):  # the folder of runs train-all makes, where the features go
             pass
         start = time.perf_counter()
-        features = probe_features(configs[:1], data, root / FEATURES, log=lambda _: None)[heads[0]]
+        said: list[str] = []
+        features = probe_features(configs[:1], data, root / FEATURES, log=said.append)[heads[0]]
         extraction = time.perf_counter() - start
+        reused = any(line.startswith("reusing") for line in said)
         shape = tuple(features.tensors["train"].shape)
-        print(f"extracted {shape[0]} + {len(features.tensors['test'])} features of {shape[1]} dimensions with "
-              f"resnet18 in {extraction:.0f} s ({torch.get_num_threads()} threads)")
+        extracted = "read from an earlier call" if reused else f"extracted in {extraction:.0f} s"
+        print(f"{shape[0]} + {len(features.tensors['test'])} features of {shape[1]} dimensions with resnet18 "
+              f"{extracted} ({torch.get_num_threads()} threads)")
         start = time.perf_counter()
         outcomes = train_runs(configs, root, resume=False, force=True, hierarchy=None, data=data, probe=True,
                               log=lambda _: None)
@@ -94,8 +97,8 @@ def main() -> int:
         text = (f"{len(heads)} heads × {args.epochs} epochs (batch {args.batch}) on {shape[0]:,} cached {shape[1]}-d "
                 f"features, each tested on {len(features.tensors['test']):,} after every epoch: {total:.0f} s in all, "
                 f"{min(o.seconds for o in outcomes.values()):.0f}–{max(o.seconds for o in outcomes.values()):.0f} s a "
-                f"head (`hyperbolic` the slowest); extracting the features with a ResNet-18 took {extraction:.0f} s, "
-                f"once (load average {load:.0f} during the run: the machine was shared; "
+                f"head (`hyperbolic` the slowest); the features of a ResNet-18 were {extracted}, once per backbone "
+                f"(load average {load:.0f} during the run: the machine was shared; "
                 f"{stamp('python bench/probe.py --readme', threads=args.threads)})")
         print(text)
         if args.readme:

@@ -50,7 +50,6 @@ class Session:
     history: list[dict[str, Any]]
     writer: RunWriter | None  # rank 0 writes, the other ranks only train
     features: Features | None = None  # a probe's cached body features, which replace the images
-    sources: dict[str, Any] | None = None  # where the backbone and the features came from (run.json)
 
     @property
     def trained(self) -> nn.Module:
@@ -116,7 +115,7 @@ def open_session(config: TrainConfig, out: Path, data: LoadedDataset, indices: n
                  for split in (data.train, data.test)]
     writer = RunWriter(out, config, log, sources=sources) if dist.rank == 0 else None
     return Session(config, data, indices, ctx, dist, model, optimizers, step, *on_device, start_epoch, history, writer,
-                   features, sources)
+                   features)
 
 
 @contextlib.contextmanager
