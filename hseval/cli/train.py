@@ -18,7 +18,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from hseval.cli import positive_int
+from hseval.cli import non_negative_int, positive_int
 from hseval.core.errors import ConfigError, HsevalError
 from hseval.core.extras import check_installed
 
@@ -65,7 +65,8 @@ def add_train_arguments(parser: argparse.ArgumentParser, *, many: bool) -> None:
         parser.add_argument("--launcher", choices=["slurm", "local"], help="one job per run through submitit: a "
                             "Slurm job array, or the same jobs on this machine (local)")
         parser.add_argument("--slurm-partition", help="Slurm partition of the jobs")
-        parser.add_argument("--slurm-gpus-per-run", type=int, default=1, help="GPUs of each job (default 1)")
+        parser.add_argument("--slurm-gpus-per-run", type=non_negative_int, default=1,
+                            help="GPUs of each job (default 1)")
         parser.add_argument("--slurm-cpus-per-run", type=positive_int, help="CPU cores of each job")
         parser.add_argument("--slurm-time", type=positive_int, default=24 * 60, metavar="MINUTES",
                             help="time limit of each job (default 1440; a job stopped by it is requeued and resumes)")
