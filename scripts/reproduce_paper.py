@@ -3,12 +3,14 @@ each would take where a throughput has been measured.
 
     python scripts/reproduce_paper.py 1|2|3|4|5|6|8|all --data-root DATA [--dry-run]
                                       [--throughput resnet18@224=2000]
+                                      [--launcher slurm --slurm-partition gpu ...]
 
 Every step is a ``train-all`` of the row's shipped recipe (300 epochs, batch 64, seed 0):
 Tables 1–2 one step per dataset × backbone (the five heads of the columns); Table 3 +Riemann and the
 hyperbolic head at the three learning rates, six seeds each; Table 4 the learnable-radius heads;
 Table 5 the four hierarchy-aware columns on a random tree (``hseval hierarchy build`` then
-``hseval hierarchy random`` write it first); Table 6 reads the super-class accuracy of Table 1's
+``hseval hierarchy random`` write it first); with ``--launcher slurm`` every ``train-all`` submits its
+runs as a Slurm job array (its ``--slurm-*`` options are passed on); Table 6 reads the super-class accuracy of Table 1's
 ResNet-18 runs, so it trains nothing of its own; Table 8 riemann at the eleven radius decays. The
 estimate is runs × epochs × training images / images per second, from :data:`MEASURED` (backbone,
 input side) figures; a step without one says "not measured" instead of guessing (measure with
@@ -141,8 +143,16 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--dry-run", action="store_true", help="print the commands and estimates only")
     parser.add_argument("--throughput", type=_throughput, action="append", default=[],
                         help="a measured BACKBONE@SIDE=IMAGES_PER_S (repeatable)")
-    args = parser.parse_args(argv)
+    parser.add_argument("--launcher", choices=["slurm", "local"],
+                        help="each train-all submits one job per run through submitit (pass --slurm-* options on)")
+    args, slurm = parser.parse_known_args(argv)
+    if any(a.startswith("-") and not a.startswith("--slurm-") for a in slurm) or (slurm and not args.launcher):
+        parser.error(f"unrecognized arguments: {' '.join(slurm)} (only --slurm-* options, with --launcher)")
     steps = plan(args.table, args.data_root, dict(args.throughput))
+    for step in steps if args.launcher else []:
+        for command in step.commands:
+            if command[1] == "train-all":
+                command[-2:-2] = ["--launcher", args.launcher, *slurm]
     training = [s for s in steps if s.runs]
     known = [s for s in training if s.seconds_per_run is not None]
     for step in steps:

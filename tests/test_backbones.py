@@ -58,3 +58,56 @@ def test_no_bias_before_the_head_and_2d_bottleneck():
 def test_bad_backbone_options(kwargs, message):
     with pytest.raises(ConfigError, match=message):
         create_backbone(**kwargs)
+
+
+# ------------------------------------------------------------------ timm:NAME (a tiny timm model, no download)
+def test_timm_backbone_small_stem_and_channels():
+    small = create_backbone("timm:test_resnet", in_channels=1, image_size=28)
+    first = small.body.get_submodule(small.body.pretrained_cfg["first_conv"])
+    assert (first.in_channels, first.kernel_size, first.stride) == (1, (3, 3), (1, 1))
+    assert isinstance(small.body.maxpool, nn.Identity) and small.classifier == "fc"
+    z = small(torch.randn(2, 1, 28, 28))
+    assert z.shape == (2, small.out_features) and small.out_features == small.body.num_features
+    large = create_backbone("timm:test_resnet", image_size=224)
+    assert large.body.get_submodule("conv1.0").stride == (2, 2) and isinstance(large.body.maxpool, nn.MaxPool2d)
+    with torch.device("meta"):  # what the checks before training build
+        assert create_backbone("timm:test_resnet", image_size=32, embedding_dim=2).out_features == 2
+
+
+def test_timm_backbone_takes_timms_keys(tmp_path):
+    """A timm model's state dict (its classifier included) starts the backbone (``--init``)."""
+    import timm
+    from safetensors.torch import save_file
+
+    from hseval.train.config import load_config
+    from hseval.train.pretrained import load_init
+
+    full = timm.create_model("test_resnet", pretrained=False, num_classes=7)
+    with torch.no_grad():
+        for tensor in full.state_dict().values():
+            tensor.copy_(torch.rand(tensor.shape) if tensor.is_floating_point() else tensor)
+    save_file(full.state_dict(), str(tmp_path / "timm.safetensors"))
+    backbone = create_backbone("timm:test_resnet", image_size=224)
+    record = load_init(load_config("paper", [f"model.init={tmp_path / 'timm.safetensors'}"]).model, backbone)
+    for key, tensor in backbone.body.state_dict().items():
+        assert torch.equal(tensor, full.state_dict()[key]), key
+    assert record["dropped"] == ["fc.bias", "fc.weight"]
+
+
+@pytest.mark.parametrize(("name", "kwargs", "message"), [
+    ("timm:no_such_model", {}, r"unknown backbone 'timm:no_such_model': timm .* has no model 'no_such_model'"),
+    ("timm:test_vit", {"image_size": 32}, r"'timm:test_vit' has no small-image stem .*model.small_stem=false"),
+    ("vgg", {}, r"unknown backbone 'vgg'; choose one of .*, or timm:MODEL"),
+])
+def test_bad_timm_backbones(name, kwargs, message):
+    with pytest.raises(ConfigError, match=message):
+        create_backbone(name, **kwargs)
+
+
+def test_without_timm_the_error_names_the_extra(monkeypatch):
+    from hseval.core import extras
+
+    monkeypatch.setattr(extras, "installed", lambda module: module != "timm")
+    with pytest.raises(ConfigError, match=r"backbone 'timm:resnet18' needs the package 'timm'.*pip install "
+                                          r"'hseval\[timm\]'"):
+        create_backbone("timm:resnet18")

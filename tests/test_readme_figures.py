@@ -29,6 +29,7 @@ WRITERS = {
     "bench-train-step": ("bench/train_step.py", True),
     "bench-evaluate": ("bench/evaluate.py", True),
     "bench-metrics": ("bench/metrics.py", True),
+    "bench-probe": ("bench/probe.py", True),
     "bad-inputs-count": ("tests/bad_inputs/cases.py", False),
     "metrics-help": ("scripts/json_schemas.py", False),  # the metrics' help, from where they are defined
 }

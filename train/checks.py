@@ -5,6 +5,7 @@ head's logit scale, before the first step and after the first epoch."""
 from __future__ import annotations
 
 import warnings
+from collections.abc import Callable
 from typing import Any
 
 import numpy as np
@@ -19,6 +20,7 @@ from hseval.nn.heads import create_head, head_class, head_options, list_heads
 from hseval.nn.model import HierarchicalClassifier
 from hseval.train import loader
 from hseval.train.config import TrainConfig, load_config
+from hseval.train.pretrained import read_init
 from hseval.train.step import Context, model_spec
 from hseval.tree.hierarchy import Hierarchy
 
@@ -30,8 +32,9 @@ _PROBE_TREE = Hierarchy(["a", "b", "s"], [2, 2, -1], 2)  # a tiny tree to build 
 
 def check_before_training(config: TrainConfig, data: LoadedDataset, *, world: int = 1) -> np.ndarray:
     """Everything about ``config`` that can fail, checked before anything is written or trained:
-    the device, the head and its options (types and values), the training subset and that an
-    epoch has at least one full batch. Returns the indices of the training images."""
+    the device, the head and its options (types and values), the backbone's ``model.init`` file,
+    the training subset and that an epoch has at least one full batch. Returns the indices of the
+    training images."""
     device = resolve_device(config.engine.device, option="engine.device")
     if config.engine.cuda_graphs and device.type != "cuda":
         raise ConfigError("engine.cuda_graphs=true needs a CUDA device; keep engine.compile=true alone on the CPU")
@@ -41,7 +44,9 @@ def check_before_training(config: TrainConfig, data: LoadedDataset, *, world: in
     head_class(config.model.head)
     spec = model_spec(config, data)
     with torch.device("meta"):  # the backbone's name and options, without allocating its weights
-        create_backbone(spec["backbone"]["name"], **spec["backbone"]["config"])
+        backbone = create_backbone(spec["backbone"]["name"], **spec["backbone"]["config"])
+    if config.model.init:  # every tensor of the file checked against the backbone's shapes
+        read_init(config.model, backbone)
     create_head(config.model.head, _PROBE_TREE, 2, **spec["head"]["config"])
     indices = loader.stratified_subset(data.train.labels, config.data.train_subset, config.engine.seed)
     if loader.num_train_batches(len(indices), config.data.batch_size, world) == 0:
@@ -103,17 +108,17 @@ def _warn_on_scale(model: HierarchicalClassifier, head: str, *, feature_norm: fl
         warnings.warn(check.message(f"{head}, {when}"), HsevalWarning, stacklevel=2)
 
 
-def guard_before_training(config: TrainConfig, model: HierarchicalClassifier, data: LoadedDataset, ctx: Context, *,
-                          test_images: torch.Tensor | None) -> dict[str, Any]:
-    """The radius guard's first reading (sphere heads), on the first test batch: a warning when the
-    scale is off, and the norms it found, for the first epoch's record."""
+def guard_before_training(config: TrainConfig, model: HierarchicalClassifier, first: Callable[[], torch.Tensor],
+                          ctx: Context) -> dict[str, Any]:
+    """The radius guard's first reading (sphere heads), on the first test batch (``first()``: its
+    inputs, images or a probe's features): a warning when the scale is off, and the norms it found,
+    for the first epoch's record."""
     if not radius_guard.takes_radius(config.model.head):
         return {}
     check_recipe_backbone(config)
     with ctx.fork_rng():  # a DataLoader draws its seed from the global stream
-        first = next(iter(loader.eval_batches(data.test, batch_size=config.data.batch_size, device=ctx.device,
-                                              device_images=test_images)))[0]
-    initial = initial_logit_scale(model, first, ctx)
+        batch = first()
+    initial = initial_logit_scale(model, batch, ctx)
     _warn_on_scale(model, config.model.head, feature_norm=initial.get("initial_feature_norm"),
                    class_norm=initial.get("initial_class_norm"), when="before training", at_start=True)
     return initial

@@ -64,6 +64,7 @@ class DataConfig(_Section):
     batch_size: Positive = 64
     eval_batch_size: Positive = 512
     workers: int = Field(4, ge=0, le=THREADS_MAX)  # loader processes for datasets read from files
+    augment: bool = True                 # the dataset's training augmentation (false: the test's transform)
 
 
 class ModelConfig(_Section):
@@ -73,6 +74,11 @@ class ModelConfig(_Section):
     small_stem: bool | None = None       # None: the CIFAR stem below 100 pixels
     # each head takes the ones it knows and checks their meaning; here, that numbers are finite
     head_options: dict[str, Annotated[Any, AfterValidator(_finite)]] = Field(default_factory=dict)
+    init: Text | None = None             # a state dict the backbone starts from (hseval train --init)
+    init_prefix: Text | None = None      # stripped from its keys (--prefix)
+    init_map: list[str] = Field(default_factory=list)     # BACKBONE_KEY=FILE_KEY (--map)
+    init_ignore: list[str] = Field(default_factory=list)  # file keys to drop (--ignore)
+    freeze_backbone: bool = False        # linear probing: the backbone's weights and batch-norm statistics fixed
 
 
 class OptimConfig(_Section):
@@ -136,6 +142,9 @@ class TrainConfig(_Section):
         device = self.engine.device
         if not (device in ("auto", "cpu") or device.startswith("cuda")):
             raise ConfigError(f"engine.device must be auto, cpu or cuda[:N], got {device!r}")
+        given = [k for k in ("init_prefix", "init_map", "init_ignore") if getattr(self.model, k)]
+        if given and not self.model.init:
+            raise ConfigError(f"model.{given[0]} applies to the file of model.init (--init FILE), which is not given")
 
 
 def flatten_settings(data: Any, prefix: str = "") -> list[tuple[str, Any]]:

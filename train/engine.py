@@ -7,7 +7,8 @@ Device-agnostic: CPU, one GPU (bf16 autocast, channels_last, the dataset on the 
 or several through ``torchrun`` (DDP; rank 0 writes). A checkpoint of the whole training state is
 written atomically after every epoch; ``resume=True`` continues from it and, on CPU with the same
 seed, ends with weights bit-identical to an uninterrupted run (data order and augmentation depend
-only on the seed and the epoch).
+only on the seed and the epoch). A probe (``features``) takes the frozen backbone's features from
+a file instead of computing them, and otherwise trains as the same frozen run does on the images.
 """
 
 from __future__ import annotations
@@ -34,6 +35,7 @@ from hseval.train import distributed, loader
 from hseval.train.checks import check_before_training, guard_after_epoch, guard_before_training
 from hseval.train.config import TrainConfig
 from hseval.train.optim import Optimizers
+from hseval.train.probe import Features
 from hseval.train.run_folder import check_run_folder, resume_state, resumes
 from hseval.train.session import Session, open_session, torch_threads
 from hseval.train.step import Context
@@ -113,7 +115,7 @@ def evaluate(model: HierarchicalClassifier, batches: Batches, ctx: Context) -> d
 
 def train(config: TrainConfig, out: str | Path, *, resume: bool = False, force: bool = False,
           data: LoadedDataset | None = None, log: Callable[[str], None] = print,
-          folder: OutputFolder | None = None) -> Path:
+          folder: OutputFolder | None = None, features: Features | None = None) -> Path:
     """Train ``config`` into the run folder ``out`` and return it.
 
     Everything that can be checked is checked before ``out`` is touched (the folder, the device,
@@ -132,6 +134,8 @@ def train(config: TrainConfig, out: str | Path, *, resume: bool = False, force: 
     data : the dataset of ``config``, already loaded (``train-all`` loads it once per data setting).
     log : where the per-epoch lines go.
     folder : ``out`` already checked by :func:`check_run_folder` (``train-all`` checks every run first).
+    features : a probe's cached backbone features (:mod:`hseval.train.probe`), which the training
+        takes instead of computing them (``model.freeze_backbone`` and no ``data.augment``).
 
     Returns
     -------
@@ -151,13 +155,17 @@ def train(config: TrainConfig, out: str | Path, *, resume: bool = False, force: 
         folder = check_run_folder(out, resume=resume, force=force)
     ctx = Context.create(config.engine, dist)
     data = data or load_data(config)
+    data = data if config.data.augment else loader.unaugmented(data)
     indices = check_before_training(config, data, world=dist.world)
+    if features is not None and not (config.model.freeze_backbone and not config.data.augment):
+        raise ConfigError("training on cached features needs model.freeze_backbone=true and data.augment=false")
     state = resume_state(out, config) if resume else None
     with folder if writes else contextlib.nullcontext(), torch_threads(config.engine.threads):
         distributed.barrier(dist)
-        s = open_session(config, folder.target if writes else out, data, indices, ctx, dist, state=state, log=log)
-        initial = guard_before_training(config, s.model, data, ctx, test_images=s.test_images) \
-            if writes and s.start_epoch == 0 else {}
+        s = open_session(config, folder.target if writes else out, data, indices, ctx, dist, state=state, log=log,
+                         features=features)
+        initial = guard_before_training(config, s.trained, lambda: next(iter(_test_batches(
+            s, config.data.batch_size, workers=0)))[0], ctx) if writes and s.start_epoch == 0 else {}
         started = time.perf_counter()
         for epoch in range(s.start_epoch, config.optim.epochs):
             _epoch(s, epoch, extra=initial if epoch == 0 else {})
@@ -169,9 +177,13 @@ def _epoch(s: Session, epoch: int, *, extra: dict[str, Any]) -> None:
     """Train one epoch, test when due, and record it (rank 0: the log, the checkpoint)."""
     config, ctx, dist = s.config, s.ctx, s.dist
     epochs, batch_size = config.optim.epochs, config.data.batch_size
-    batches = loader.train_batches(s.data.train, s.indices, batch_size=batch_size, seed=config.engine.seed,
-                                   epoch=epoch, device=ctx.device, device_images=s.train_images,
-                                   workers=config.data.workers, rank=dist.rank, world=dist.world)
+    if s.features is None:
+        batches = loader.train_batches(s.data.train, s.indices, batch_size=batch_size, seed=config.engine.seed,
+                                       epoch=epoch, device=ctx.device, device_images=s.train_images,
+                                       workers=config.data.workers, rank=dist.rank, world=dist.world)
+    else:
+        batches = s.features.train_batches(s.indices, batch_size=batch_size, seed=config.engine.seed, epoch=epoch,
+                                           device=ctx.device, rank=dist.rank, world=dist.world)
     total = loader.num_train_batches(len(s.indices), batch_size, dist.world) * batch_size * dist.world
     record: dict[str, Any] = {"epoch": epoch + 1, "lr": s.optimizers.lr, **extra}
     record.update(train_one_epoch(s.step, s.optimizers, batches, ctx, total=total, progress=config.engine.progress,
@@ -179,15 +191,22 @@ def _epoch(s: Session, epoch: int, *, extra: dict[str, Any]) -> None:
     s.optimizers.epoch_end()
     if ctx.rank == 0 and ((epoch + 1) % config.engine.eval_every == 0 or epoch + 1 == epochs):
         with ctx.fork_rng():  # eval_every must not change the run
-            record.update(evaluate(s.model, loader.eval_batches(s.data.test, batch_size=config.data.eval_batch_size,
-                                                                device=ctx.device, device_images=s.test_images,
-                                                                workers=config.data.workers), ctx))
+            record.update(evaluate(s.trained, _test_batches(s, config.data.eval_batch_size,
+                                                            workers=config.data.workers), ctx))
     s.history.append(record)
     if s.writer is not None:
         s.writer.epoch(s.history, s.model, s.optimizers)
         if epoch == s.start_epoch:  # the first epoch this process trains
             guard_after_epoch(s.model, config.model.head, record)
     distributed.barrier(dist)
+
+
+def _test_batches(s: Session, batch_size: int, *, workers: int) -> Batches:
+    """Every test sample, in order: images, or a probe's cached features."""
+    if s.features is not None:
+        return s.features.test_batches(batch_size=batch_size, device=s.ctx.device)
+    return loader.eval_batches(s.data.test, batch_size=batch_size, device=s.ctx.device, device_images=s.test_images,
+                               workers=workers)
 
 
 def _finish(s: Session, *, seconds: float) -> None:

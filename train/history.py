@@ -17,7 +17,7 @@ from hseval.nn.model import HierarchicalClassifier
 from hseval.train.config import TrainConfig
 from hseval.train.optim import Optimizers
 
-__all__ = ["RunWriter", "epoch_line"]
+__all__ = ["RunWriter", "epoch_line", "trained_state"]
 
 
 def epoch_line(head: str, record: dict[str, Any], epochs: int) -> str:
@@ -33,8 +33,10 @@ def epoch_line(head: str, record: dict[str, Any], epochs: int) -> str:
 class RunWriter:
     """The outputs of one training into the run folder ``out``."""
 
-    def __init__(self, out: Path, config: TrainConfig, log: Callable[[str], None]) -> None:
+    def __init__(self, out: Path, config: TrainConfig, log: Callable[[str], None], *,
+                 sources: dict[str, Any] | None = None) -> None:
         self.out, self.config, self.log = out, config, log
+        self.sources = dict(sources or {})  # the backbone's file and a probe's features, for run.json
         self.tensorboard = _summary_writer(out / "tensorboard") if config.engine.tensorboard else None
 
     def epoch(self, history: list[dict[str, Any]], model: HierarchicalClassifier, optimizers: Optimizers) -> None:
@@ -49,17 +51,24 @@ class RunWriter:
                     for depth, v in value.items():
                         self.tensorboard.add_scalar(f"{key}/depth{depth}", v, record["epoch"])
         run_format.save_train_state(self.out, {
-            "epoch": record["epoch"], "history": history, "config": self.config.to_dict(), "model": model.state_dict(),
-            "optimizers": optimizers.state_dict(),
+            "epoch": record["epoch"], "history": history, "config": self.config.to_dict(),
+            "model": trained_state(model), "optimizers": optimizers.state_dict(), "sources": self.sources,
             "rng": {"torch": torch.get_rng_state(), "numpy": np.random.get_state()[1].tolist(),
                     "python": list(random.getstate()[1])}})
         run_format.write_history(self.out, history)
 
     def finish(self, model: HierarchicalClassifier, meta: dict[str, Any]) -> None:
         """``run.json`` (``meta``) and the weights."""
-        run_format.save_run(self.out, model, meta)
+        run_format.save_run(self.out, model, {**meta, **self.sources})
         if self.tensorboard is not None:
             self.tensorboard.close()
+
+
+def trained_state(model: HierarchicalClassifier) -> dict[str, torch.Tensor]:
+    """The tensors a resumed training needs: all but a frozen body's (rebuilt from the seed and
+    ``model.init``, the same every epoch; for a probe, most of the bytes)."""
+    frozen = model.backbone.frozen
+    return {k: v for k, v in model.state_dict().items() if not (frozen and k.startswith("backbone.body."))}
 
 
 def _summary_writer(folder: Path):

@@ -10,18 +10,21 @@ batch of one); evaluation never drops a sample (:func:`hseval.data.sampling.eval
 
 from __future__ import annotations
 
+import copy
+import dataclasses
 from collections.abc import Iterator
 
 import numpy as np
 import torch
 from torch.utils.data import DataLoader, Dataset, Subset
 
-from hseval.data import TensorImages, sampling
-from hseval.data.base import worker_errors
+from hseval.core.errors import ConfigError
+from hseval.data import LoadedDataset, TensorImages, sampling
+from hseval.data.base import ImageFiles, TensorPreprocess, worker_errors
 from hseval.data.sampling import eval_batches
 
-__all__ = ["epoch_generator", "stratified_subset", "train_batches", "eval_batches", "num_train_batches",
-           "to_device_dataset"]
+__all__ = ["epoch_generator", "stratified_subset", "epoch_order", "index_batches", "train_batches", "eval_batches",
+           "num_train_batches", "to_device_dataset", "unaugmented"]
 
 
 def epoch_generator(seed: int, epoch: int, stream: int = 0) -> torch.Generator:
@@ -60,27 +63,53 @@ def num_train_batches(n: int, batch_size: int, world: int = 1) -> int:
     return per_rank // batch_size
 
 
+def epoch_order(indices: np.ndarray, *, seed: int, epoch: int, rank: int = 0, world: int = 1) -> torch.Tensor:
+    """The training samples of an epoch, in the order this rank sees them."""
+    perm = torch.randperm(len(indices), generator=epoch_generator(seed, epoch))
+    return _shard(torch.as_tensor(indices)[perm], rank, world)
+
+
+def index_batches(indices: np.ndarray, *, batch_size: int, seed: int, epoch: int, rank: int = 0,
+                  world: int = 1) -> Iterator[torch.Tensor]:
+    """The indices of each full training batch of an epoch (what every in-memory source batches)."""
+    order = epoch_order(indices, seed=seed, epoch=epoch, rank=rank, world=world)
+    for step in range(num_train_batches(len(indices), batch_size, world)):
+        idx = order[step * batch_size: (step + 1) * batch_size]
+        if len(idx) < min(batch_size, len(order)):
+            break
+        yield idx
+
+
 def train_batches(dataset: Dataset, indices: np.ndarray, *, batch_size: int, seed: int, epoch: int,
                   device: torch.device, device_images: torch.Tensor | None = None, workers: int = 0,
                   rank: int = 0, world: int = 1) -> Iterator[tuple[torch.Tensor, torch.Tensor]]:
     """One epoch of shuffled, augmented training batches on ``device``."""
-    perm = torch.randperm(len(indices), generator=epoch_generator(seed, epoch))
-    order = _shard(torch.as_tensor(indices)[perm], rank, world)
-    steps = num_train_batches(len(indices), batch_size, world)
     if isinstance(dataset, TensorImages):
         augment = epoch_generator(seed, epoch, stream=1)
         labels = torch.as_tensor(dataset.labels)
-        for step in range(steps):
-            idx = order[step * batch_size: (step + 1) * batch_size]
-            if len(idx) < min(batch_size, len(order)):
-                break
+        for idx in index_batches(indices, batch_size=batch_size, seed=seed, epoch=epoch, rank=rank, world=world):
             source = device_images if device_images is not None else dataset.images
             images = source[idx.to(source.device)].to(device, non_blocking=True)
             x = dataset.preprocess(images, train=True, generator=augment)
             yield x, labels[idx].to(device, non_blocking=True)
         return
+    order = epoch_order(indices, seed=seed, epoch=epoch, rank=rank, world=world)
     loader = DataLoader(Subset(dataset, order.tolist()), batch_size=batch_size, shuffle=False, drop_last=True,
                         num_workers=workers, pin_memory=device.type == "cuda",
                         generator=epoch_generator(seed, epoch, stream=2), persistent_workers=False)
     for x, y in worker_errors(loader):
         yield x.to(device, non_blocking=True), y.to(device, non_blocking=True)
+
+
+def unaugmented(data: LoadedDataset) -> LoadedDataset:
+    """``data`` whose training split goes through the test split's transform (``data.augment=false``:
+    what a probe on cached features sees); the images are shared, not copied."""
+    train = copy.copy(data.train)
+    if isinstance(train, TensorImages):
+        train.preprocess = TensorPreprocess(train.preprocess.mean, train.preprocess.std)
+    elif isinstance(train, ImageFiles) and isinstance(data.test, ImageFiles):
+        train.transform = data.test.transform
+    else:
+        raise ConfigError(f"data.augment=false: the training split of {data.name!r} ({type(train).__name__}) has no "
+                          "augmentation hseval can turn off")
+    return dataclasses.replace(data, train=train, info={**data.info, "augmentation": "none (data.augment=false)"})

@@ -71,7 +71,8 @@ def cmd_demo(args: argparse.Namespace) -> int:
     runs, eval_dir = out / "runs", out / "eval"
     plan = argparse.Namespace(  # train-all's plan: every head, the CPU recipe, one seed
         dataset=None, recipe="fashion-mnist", backbone=None, data_root=args.data_root, device=args.device,
-        quiet=args.quiet, set=QUICK if args.quick else [], heads="all", seeds=None, sweep=[], hierarchy=None)
+        quiet=args.quiet, set=QUICK if args.quick else [], heads="all", seeds=None, sweep=[], hierarchy=None,
+        init=None, prefix=None, map=[], ignore=[])
     configs = planned_configs(plan)
     folder = OutputFolder(out, "demo", writes=[DEMO_FILE])  # and the runs and the evaluation, in folders of their own
     datasets = Datasets()
@@ -79,8 +80,9 @@ def cmd_demo(args: argparse.Namespace) -> int:
     with folder:
         print(f"hseval demo: {len(configs)} heads on Fashion-MNIST ({data.root}), "
               f"{'quick' if args.quick else 'CPU recipe'}; output in {out}")
-        seconds = train_runs(configs, runs, resume=not args.force, force=args.force, datasets=datasets,
-                             replace_stale=True)
+        outcomes = train_runs(configs, runs, resume=not args.force, force=args.force, datasets=datasets,
+                              replace_stale=True)
+        seconds = {name: outcome.seconds for name, outcome in outcomes.items()}
         print("evaluating")
         projections = ["pca"] if args.quick else ["pca", "tsne"]
         entries = evaluate_runs([str(runs / name) for _, name in configs], eval_dir, projections=projections,

@@ -6,20 +6,33 @@ commands, so that ``hseval --help`` stays light.
 ``train-all`` trains one run per (head, seed, sweep value) with the same data order and backbone
 initialisation for every head of a seed, so the heads compare fairly; each dataset is loaded once
 (per distinct data setting: a sweep may vary the tree, the folder or the dataset).
+``--probe`` trains every head on the cached features of the frozen backbone; ``--devices`` spreads
+the runs one per device, ``--launcher slurm`` one per Slurm job (submitit).
 """
 
 from __future__ import annotations
 
 import argparse
 import itertools
+import json
 import re
 import time
 from pathlib import Path
 from typing import Any
 
-from hseval.core.errors import ConfigError
+from hseval.cli import non_negative_int, positive_int
+from hseval.core.errors import ConfigError, HsevalError
+from hseval.core.extras import check_installed
 
-__all__ = ["add_train_arguments", "cmd_train", "cmd_train_all", "plan_runs", "planned_configs"]
+__all__ = ["add_train_arguments", "cmd_train", "cmd_train_all", "plan_runs", "planned_configs", "RunsFailed",
+           "PROBE_SETTINGS"]
+
+PROBE_SETTINGS = ["model.freeze_backbone=true", "data.augment=false"]
+"""What a probe is: a frozen backbone, no augmentation (its features are computed once)."""
+
+
+class RunsFailed(HsevalError):
+    """Some runs of a plan failed (the others are finished)."""
 
 MEMORY_ADVICE = "use smaller batches (--set data.batch_size=... and --set data.eval_batch_size=...)"
 _SEPARATORS = re.compile(r"[/\\]")  # in a sweep value that is a path (data.hierarchy=trees/a.txt): no nested folder
@@ -33,6 +46,13 @@ def add_train_arguments(parser: argparse.ArgumentParser, *, many: bool) -> None:
     parser.add_argument("--set", action="append", default=[], metavar="KEY=VALUE",
                         help="override a setting, e.g. --set optim.lr=0.05 (repeatable)")
     parser.add_argument("--hierarchy", help="a hierarchy file that replaces the dataset's tree")
+    parser.add_argument("--init", metavar="FILE", help="start the backbone from this state dict (.safetensors, or "
+                        ".pt/.pth read weights-only; torchvision's keys, timm's for timm:NAME); the head starts fresh")
+    parser.add_argument("--prefix", help="strip this prefix from the keys of the --init file")
+    parser.add_argument("--map", action="append", default=[], metavar="BACKBONE_KEY=FILE_KEY",
+                        help="take a backbone tensor from another key of the --init file (repeatable)")
+    parser.add_argument("--ignore", action="append", default=[], metavar="FILE_KEY",
+                        help="drop a tensor of the --init file the backbone does not use (repeatable)")
     parser.add_argument("--device", help="auto, cpu, cuda or cuda:N (default: auto)")
     parser.add_argument("--force", action="store_true", help="train anew over a finished or unfinished run")
     parser.add_argument("--resume", action="store_true",
@@ -45,6 +65,22 @@ def add_train_arguments(parser: argparse.ArgumentParser, *, many: bool) -> None:
         parser.add_argument("--seeds", default=None, help="comma-separated seeds (default: the recipe's)")
         parser.add_argument("--sweep", action="append", default=[], metavar="KEY=V1,V2,...",
                             help="repeat the grid for each value, e.g. model.head_options.radius_decay=0.5,0.7,0.9")
+        parser.add_argument("--probe", action="store_true", help="linear probing: extract the frozen backbone's "
+                            "features once (OUT/features/), train every head on them")
+        parser.add_argument("--devices", metavar="DEV,DEV,...", help="one process per device, each taking the next "
+                            "run, e.g. cuda:0,cuda:1,cuda:2,cuda:3")
+        parser.add_argument("--launcher", choices=["slurm", "local"], help="one job per run through submitit: a "
+                            "Slurm job array, or the same jobs on this machine (local)")
+        parser.add_argument("--slurm-partition", help="Slurm partition of the jobs")
+        parser.add_argument("--slurm-gpus-per-run", type=non_negative_int, default=1,
+                            help="GPUs of each job (default 1)")
+        parser.add_argument("--slurm-cpus-per-run", type=positive_int, help="CPU cores of each job")
+        parser.add_argument("--slurm-time", type=positive_int, default=24 * 60, metavar="MINUTES",
+                            help="time limit of each job (default 1440; a job stopped by it is requeued and resumes)")
+        parser.add_argument("--slurm-mem", type=float, metavar="GB", help="memory of each job")
+        parser.add_argument("--slurm-parallel", type=positive_int, help="at most this many jobs at once")
+        parser.add_argument("--dry-run", action="store_true", help="with --launcher slurm: print the sbatch script "
+                            "and the runs it would submit, submit nothing")
     else:
         parser.add_argument("--head", help="head (see the README's table; default: the recipe's, plain)")
 
@@ -55,15 +91,21 @@ def _config(args: argparse.Namespace, head: str | None, extra: list[str]):
     be recorded or believed, and not used."""
     from hseval.train.config import default_recipe, load_config  # yaml: only the training commands read recipes
 
+    init = str(Path(args.init).expanduser().absolute()) if args.init else None  # the run may train elsewhere
     flags = {"--dataset": ("data.dataset", args.dataset), "--data-root": ("data.root", args.data_root),
              "--hierarchy": ("data.hierarchy", args.hierarchy), "--backbone": ("model.backbone", args.backbone),
              "--device": ("engine.device", args.device),
              "--quiet": ("engine.progress", "false" if args.quiet else None),
+             "--init": ("model.init", json.dumps(init) if init else None),
+             "--prefix": ("model.init_prefix", json.dumps(args.prefix) if args.prefix else None),
+             "--map": ("model.init_map", json.dumps(args.map) if args.map else None),
+             "--ignore": ("model.init_ignore", json.dumps(args.ignore) if args.ignore else None),
              "--heads" if hasattr(args, "heads") else "--head": ("model.head", head)}
     given = [(flag, f"{key}={value}") for flag, (key, value) in flags.items() if value is not None]
     given += [("--set", item) for item in args.set]
     seeds = getattr(args, "seeds", None) is not None  # plan_runs refuses --seeds with a sweep of engine.seed
-    given += [("--seeds" if seeds and item.startswith("engine.seed=") else "--sweep", item) for item in extra]
+    given += [("--probe" if item in PROBE_SETTINGS else "--seeds" if seeds and item.startswith("engine.seed=")
+               else "--sweep", item) for item in extra]
     _refuse_repeated(given)
     recipe = args.recipe or default_recipe(args.dataset or "fashion-mnist", args.backbone)
     return load_config(recipe, [item for _, item in given])
@@ -147,19 +189,87 @@ def cmd_train(args: argparse.Namespace) -> int:
     return 0
 
 
-def planned_configs(args: argparse.Namespace) -> list[tuple[Any, str]]:
+def planned_configs(args: argparse.Namespace, extra: list[str] | None = None) -> list[tuple[Any, str]]:
     """(config, folder name) of every run of ``train-all``'s grid (heads × sweeps × seeds)."""
-    return [(_config(args, head, overrides), name) for head, overrides, name in plan_runs(args)]
+    return [(_config(args, head, [*overrides, *(extra or [])]), name) for head, overrides, name in plan_runs(args)]
+
+
+def _launcher(args: argparse.Namespace, root: Path):
+    """Where ``train-all``'s runs train: None (here, one after another), one process per device of
+    --devices, or submitit's jobs (--launcher); the options checked before any work."""
+    slurm = [f"--slurm-{k}" for k in ("partition", "cpus-per-run", "mem", "parallel")
+             if getattr(args, f"slurm_{k.replace('-', '_')}") is not None]
+    if slurm and args.launcher is None:
+        raise ConfigError(f"{slurm[0]} applies to --launcher slurm")
+    if args.dry_run and args.launcher != "slurm":
+        raise ConfigError("--dry-run prints the sbatch script of --launcher slurm")
+    if args.devices:
+        from hseval.core.device import resolve_device  # torch: only the training commands check devices
+        from hseval.train.launch import on_devices  # torch: only the training commands launch runs
+
+        if args.launcher or args.device:
+            raise ConfigError(f"--devices gives each run its device; it does not go with "
+                              f"{'--launcher' if args.launcher else '--device'}")
+        devices = _split(args.devices, "--devices")
+        for device in devices:
+            resolve_device(device, option="--devices")
+        args.device = devices[0]  # where a probe extracts its features
+        return lambda runs: on_devices(runs, devices)
+    if args.launcher is None:
+        return None
+    if args.probe:
+        raise ConfigError("--probe trains on cached features in seconds per run: run it without --launcher (on a GPU "
+                          "node, for the extraction)")
+    check_installed("submitit", purpose=f"--launcher {args.launcher}")
+    from hseval.train.slurm import check_cluster, submit  # submitit: an extra, for --launcher only
+
+    if args.dry_run:
+        return None
+    check_cluster(args.launcher)
+    settings = _slurm_settings(args)
+    return lambda runs: submit(runs, root, cluster=args.launcher, settings=settings)
+
+
+def _slurm_settings(args: argparse.Namespace):
+    from hseval.train.slurm import SlurmSettings  # submitit: an extra, for --launcher only
+
+    return SlurmSettings(partition=args.slurm_partition, gpus_per_run=args.slurm_gpus_per_run,
+                         cpus_per_run=args.slurm_cpus_per_run, time_min=args.slurm_time, mem_gb=args.slurm_mem,
+                         parallel=args.slurm_parallel)
+
+
+def _dry_run(args: argparse.Namespace, configs: list[tuple[Any, str]], root: Path) -> int:
+    from hseval.train.run_folder import existing_run  # torch: only the training commands read runs
+    from hseval.train.slurm import JOBS, sbatch_script  # submitit: an extra, for --launcher only
+
+    todo = [name for config, name in configs
+            if not (args.resume and existing_run(root / name, config)[0] == "finished")]
+    print(sbatch_script(len(todo), _slurm_settings(args), root.absolute() / JOBS / "%j"))
+    print(f"# {len(todo)} job(s), one per run: {', '.join(todo) or '(none: every run is finished)'}")
+    return 0
 
 
 def cmd_train_all(args: argparse.Namespace) -> int:
-    from hseval.train.runs import train_runs  # torch: only for the commands that train
+    from hseval.train.runs import train_runs  # torch: for the commands that train
 
-    configs = planned_configs(args)
     root = Path(args.out)
-    seconds = train_runs(configs, root, resume=args.resume, force=args.force)
-    for name, value in seconds.items():
-        print(f"  {name}: {value:.0f} s")
+    launcher = _launcher(args, root)
+    configs = planned_configs(args, PROBE_SETTINGS if args.probe else [])
+    if args.dry_run:
+        return _dry_run(args, configs, root)
+    outcomes = train_runs(configs, root, resume=args.resume, force=args.force, probe=args.probe, launcher=launcher)
+    for name, outcome in outcomes.items():
+        where = f" on {outcome.device}" if outcome.device else ""
+        state = {"kept": " (kept)", "submitted": " (submitted)"}.get(outcome.state, "")
+        print(f"  {name}: {'FAILED' if outcome.state == 'failed' else f'{outcome.seconds:.0f} s'}{where}{state}")
+    failed = [name for name, outcome in outcomes.items() if outcome.state == "failed"]
+    if failed:
+        raise RunsFailed(f"{len(failed)} of {len(outcomes)} runs failed ({', '.join(failed)}; each one's error is "
+                         f"above); fix the cause and run the same command with --resume to train them")
+    if any(outcome.state == "submitted" for outcome in outcomes.values()):
+        print(f"submitted the runs to Slurm (squeue shows them); when they end, evaluate them with: hseval evaluate "
+              f"{root} --out EVAL_DIR (the same command with --resume trains any that did not finish)")
+        return 0
     print(f"wrote {len(configs)} runs under {root}; evaluate them with: hseval evaluate {root} --out EVAL_DIR")
     return 0
 

@@ -2,8 +2,9 @@
 says which extra brings it back.
 
 A bare install holds the metrics, the heads, training and evaluation with PCA. The extras add
-t-SNE and UMAP (``projections``), the Streamlit dashboard (``dashboard``) and WordNet trees
-(``wordnet``); ``all`` is every one of them, and ``./install.sh`` installs ``all``.
+t-SNE and UMAP (``projections``), the Streamlit dashboard (``dashboard``), WordNet trees
+(``wordnet``), timm's backbones (``timm``) and Slurm jobs through submitit (``slurm``); ``all``
+is every one of them, and ``./install.sh`` installs ``all``.
 """
 
 from __future__ import annotations
@@ -16,7 +17,8 @@ from hseval.core.errors import ConfigError
 
 __all__ = ["EXTRAS", "installed", "check_installed", "require"]
 
-EXTRAS = {"openTSNE": "projections", "umap": "projections", "streamlit": "dashboard", "nltk": "wordnet"}
+EXTRAS = {"openTSNE": "projections", "umap": "projections", "streamlit": "dashboard", "nltk": "wordnet",
+          "timm": "timm", "submitit": "slurm"}
 """Optional top-level module -> the extra of hseval that installs it."""
 
 

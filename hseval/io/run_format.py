@@ -96,8 +96,10 @@ class DeviceInfo(Record):
     gpu: str | None = None
 
 
-class ImportSource(Record):
-    """Where an imported run's tensors came from (``hseval import``)."""
+class TensorSource(Record):
+    """A state dict a run's tensors came from: every tensor (``hseval import``) or the backbone's
+    (``hseval train --init``). ``mapping``: {the run's tensor: the file's key, or None where the
+    run kept its own}; ``dropped``: the file's keys it did not use."""
 
     path: str
     sha256: Sha256
@@ -125,6 +127,15 @@ class TrainState(Record):
         return self
 
 
+class FeaturesSource(Record):
+    """The cached backbone features a probe run trained its head on (``train-all --probe``)."""
+
+    path: str
+    sha256: Sha256
+    key: Sha256
+    """The fingerprint of the frozen backbone, the data and the extraction settings."""
+
+
 class RunRecord(Record):
     """``run.json``: everything that rebuilds the model and says how it was trained."""
 
@@ -146,7 +157,10 @@ class RunRecord(Record):
     train_seconds: NonNegative | None = None
     train_subset: Count | None = None
     world_size: int | None = Field(None, ge=1)
-    imported_from: ImportSource | None = None
+    imported_from: TensorSource | None = None
+    initialised_from: TensorSource | None = None
+    """The file the backbone started from (``model.init``)."""
+    features: FeaturesSource | None = None
 
     @field_validator("schema_version")
     @classmethod
@@ -226,7 +240,9 @@ def save_run(run_dir: str | Path, model: HierarchicalClassifier, meta: dict[str,
     tensors = {name: t.detach().to("cpu").contiguous() for name, t in model.state_dict().items()}
     # serialised in memory, then written by fileio: a full disk or a read-only folder is one
     # line that names the file, and the previous model.safetensors stays in place
-    data = save(tensors, metadata={"format": "pt", "hseval_schema": str(SCHEMA_VERSION)})
+    # one metadata key: safetensors writes a map's keys in a random order, and a run's bytes must
+    # depend on its tensors alone (the same run trained in two processes is the same file)
+    data = save(tensors, metadata={"format": "pt"})
     record = dict(meta or {})
     record.update({
         "schema_version": SCHEMA_VERSION,

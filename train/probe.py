@@ -1,0 +1,214 @@
+"""Linear probing on cached features (``hseval train-all --probe``): the frozen backbone's features
+of both splits extracted once to a features file, then every head trained on them.
+
+A probe run is a frozen-backbone run (``model.freeze_backbone=true``) without augmentation
+(``data.augment=false``): the engine trains it as any run, but takes each batch's body features
+from the file instead of computing them, so it ends where the same run trained on the images ends,
+and its run folder (the whole model, run.json) is a normal run's.
+
+The file, ``features/KEY.safetensors`` in the folder of runs, holds ``train``/``test`` (N, d)
+float32 and their labels, every sample of each split in dataset order. KEY is a fingerprint of what
+the features depend on: the body's tensors, the data, the batch size and the device type (so
+another seed of a randomly initialised backbone, or another dataset, gets its own file). Extraction
+writes chunks of whole evaluation batches to ``features/KEY.partial/`` as it goes, so an
+interrupted extraction continues where it stopped; the SHA-256 of the file is recorded in run.json.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import torch
+from safetensors import SafetensorError
+from safetensors.torch import load, save
+from torch import nn
+from torch.utils.data import Dataset, Subset
+
+from hseval.core import fileio
+from hseval.core.errors import DataError
+from hseval.core.progress import bar as progress_bar
+from hseval.data import LoadedDataset, TensorImages
+from hseval.nn.model import HierarchicalClassifier
+from hseval.train import loader
+from hseval.train.config import TrainConfig
+from hseval.train.step import Context
+
+__all__ = ["FEATURES", "Features", "FeatureView", "feature_key", "extract_features", "read_features"]
+
+FEATURES = "features"
+"""The folder of a folder of runs that holds the features files."""
+CHUNK = 8192
+"""Images per chunk of an extraction (rounded to whole evaluation batches)."""
+SPLITS = ("train", "test")
+
+
+class FeatureView(nn.Module):
+    """``model`` seen from its body's features: what the engine trains and tests on cached features
+    (``embed`` is the bottleneck alone, the head is the model's)."""
+
+    def __init__(self, model: HierarchicalClassifier) -> None:
+        super().__init__()
+        self.model = model
+
+    @property
+    def head(self) -> nn.Module:
+        return self.model.head
+
+    @property
+    def hierarchy(self):
+        return self.model.hierarchy
+
+    def embed(self, z: torch.Tensor) -> torch.Tensor:
+        return self.model.backbone.project(z)
+
+    def forward(self, z: torch.Tensor) -> torch.Tensor:
+        return self.model.head(self.embed(z))
+
+
+@dataclass
+class Features:
+    """A features file, read: each split's body features (N, d) and labels, in dataset order."""
+
+    path: Path
+    sha256: str
+    key: str
+    tensors: dict[str, torch.Tensor] = field(repr=False)
+
+    def train_batches(self, indices: np.ndarray, *, batch_size: int, seed: int, epoch: int, device: torch.device,
+                      rank: int = 0, world: int = 1) -> Iterator[tuple[torch.Tensor, torch.Tensor]]:
+        """An epoch's batches in the order :func:`loader.train_batches` gives the images."""
+        z, y = self.tensors["train"], self.tensors["train_labels"]
+        for idx in loader.index_batches(indices, batch_size=batch_size, seed=seed, epoch=epoch, rank=rank,
+                                        world=world):
+            yield z[idx].to(device, non_blocking=True), y[idx].to(device, non_blocking=True)
+
+    def test_batches(self, *, batch_size: int, device: torch.device) -> Iterator[tuple[torch.Tensor, torch.Tensor]]:
+        """Every test sample, in order, as :func:`loader.eval_batches` gives the images."""
+        z, y = self.tensors["test"], self.tensors["test_labels"]
+        for start in range(0, len(y), batch_size):
+            yield z[start: start + batch_size].to(device), y[start: start + batch_size].to(device)
+
+    def record(self) -> dict[str, Any]:
+        """What run.json records of the file."""
+        return {"path": str(self.path.resolve()), "sha256": self.sha256, "key": self.key}
+
+
+def feature_key(model: HierarchicalClassifier, data: LoadedDataset, config: TrainConfig, ctx: Context) -> str:
+    """The fingerprint of the features ``model``'s body gives on ``data`` (SHA-256, hex)."""
+    body = {k: t.detach().to("cpu").contiguous() for k, t in model.backbone.body.state_dict().items()}
+    backbone = model.spec()["backbone"]
+    backbone["config"]["embedding_dim"] = None  # the bottleneck comes after the body: not part of its features
+    facts = {"backbone": backbone, "data": data.describe(), "batch_size": config.data.eval_batch_size,
+             "device": ctx.device.type, "amp": ctx.amp and ctx.device.type == "cuda",
+             "channels_last": ctx.channels_last}
+    text = json.dumps(fileio.json_ready(facts), sort_keys=True)
+    return fileio.sha256(save(body, metadata={"facts": text}))
+
+
+def _part(dataset: Dataset, start: int, stop: int) -> Dataset:
+    if isinstance(dataset, TensorImages):  # a view: eval_batches slices it as it slices the split
+        return TensorImages(dataset.images[start:stop], dataset.labels[start:stop], dataset.preprocess, train=False)
+    return Subset(dataset, range(start, stop))
+
+
+@torch.inference_mode()
+def _chunk(model: HierarchicalClassifier, dataset: Dataset, ctx: Context, *, batch_size: int, workers: int,
+           bar) -> dict[str, torch.Tensor]:
+    model.eval()
+    zs, ys = [], []
+    for x, y in loader.eval_batches(dataset, batch_size=batch_size, device=ctx.device, workers=workers):
+        with ctx.autocast():
+            zs.append(model.backbone.features(ctx.prepare(x)).float().cpu())
+        ys.append(y.cpu())
+        bar.update(len(y))
+    return {"features": torch.cat(zs), "labels": torch.cat(ys)}
+
+
+def extract_features(model: HierarchicalClassifier, data: LoadedDataset, config: TrainConfig, ctx: Context,
+                     folder: Path, *, log: Callable[[str], None] = print) -> Features:
+    """The features file of ``model``'s body on ``data`` in ``folder``: read when it is there, else
+    extracted (continuing an interrupted extraction) and written. ``data``'s training split must be
+    unaugmented (:func:`loader.unaugmented`)."""
+    key = feature_key(model, data, config, ctx)
+    final = folder / f"{key[:16]}.safetensors"
+    if final.is_file():
+        log(f"reusing the features in {final}")
+        return read_features(final, key=key, data=data)
+    partial = folder / f"{key[:16]}.partial"
+    batch = config.data.eval_batch_size
+    rows = batch * max(1, CHUNK // batch)  # whole batches: the test features are those an evaluation computes
+    tensors: dict[str, torch.Tensor] = {}
+    total = sum(len(data.split(s)) for s in SPLITS)
+    bar = progress_bar(total=total, desc="features", unit="img", unit_scale=True, leave=False,
+                       enabled=config.engine.progress)
+    log(f"extracting the features of {total} images into {final}")
+    for split in SPLITS:
+        dataset, parts = data.split(split), []
+        for start in range(0, len(dataset), rows):
+            path = partial / f"{split}-{start:010d}.safetensors"
+            part = _read_part(path, key)
+            if part is None:
+                part = _chunk(model, _part(dataset, start, min(start + rows, len(dataset))), ctx, batch_size=batch,
+                              workers=config.data.workers, bar=bar)
+                path.parent.mkdir(parents=True, exist_ok=True)
+                fileio.write_bytes(path, save(part, metadata={"key": key}))
+            else:
+                bar.update(len(part["labels"]))
+            parts.append(part)
+        tensors[split] = torch.cat([p["features"] for p in parts])
+        tensors[f"{split}_labels"] = torch.cat([p["labels"] for p in parts])
+    bar.close()
+    fileio.write_bytes(final, save(tensors, metadata={"key": key}))
+    shutil.rmtree(partial, ignore_errors=True)
+    return read_features(final, key=key, data=data)
+
+
+def _read_part(path: Path, key: str) -> dict[str, torch.Tensor] | None:
+    """A chunk of an interrupted extraction, or None when it is missing or not this key's."""
+    try:
+        data = path.read_bytes()
+        part = load(data)
+    except (OSError, SafetensorError, ValueError):
+        return None
+    return part if _metadata(data).get("key") == key and set(part) == {"features", "labels"} else None
+
+
+def _metadata(data: bytes) -> dict[str, str]:
+    size = int.from_bytes(data[:8], "little")
+    try:
+        return json.loads(data[8: 8 + size]).get("__metadata__", {}) or {}
+    except (ValueError, UnicodeDecodeError):
+        return {}
+
+
+def read_features(path: str | Path, *, key: str | None = None, data: LoadedDataset | None = None) -> Features:
+    """Read a features file, checked: readable, of ``key`` (when given), of ``data``'s labels (when
+    given), finite. One-line :class:`DataError`s name the file."""
+    path = Path(path)
+    try:
+        raw = path.read_bytes()
+        tensors = load(raw)
+    except (OSError, SafetensorError, ValueError) as exc:
+        raise DataError(f"{path}: cannot be read as a features file ({type(exc).__name__}); remove it to extract the "
+                        "features again") from None
+    found = _metadata(raw).get("key")
+    names = {"train", "test", "train_labels", "test_labels"}
+    if set(tensors) != names or not found:
+        raise DataError(f"{path}: not a features file written by hseval (it holds {sorted(tensors)}); remove it")
+    if key is not None and found != key:
+        raise DataError(f"{path}: holds the features of another backbone or data; remove it to extract them again")
+    for split in SPLITS:
+        z, y = tensors[split], tensors[f"{split}_labels"]
+        expected = None if data is None else np.asarray(data.split(split).labels)
+        if z.dim() != 2 or len(z) != len(y) or (expected is not None and not np.array_equal(y.numpy(), expected)):
+            raise DataError(f"{path}: its {split} features do not match the {split} split of the data; remove it to "
+                            "extract them again")
+        if not bool(torch.isfinite(z).all()):
+            raise DataError(f"{path}: its {split} features hold NaN or infinite values (the backbone diverged?)")
+    return Features(path=path, sha256=fileio.sha256(raw), key=found, tensors=tensors)
