@@ -164,3 +164,22 @@ def image_folder(tmp_path, classes=("husky", "beagle", "tabby")):
     (tmp_path / "data" / "train" / "husky" / "notes.txt").write_text("not an image")
     (tmp_path / "tree.txt").write_text("animal/dog/husky\nanimal/dog/beagle\nanimal/cat/tabby\n")
     return tmp_path / "data", tmp_path / "tree.txt"
+
+
+def read_rows(got) -> np.ndarray:
+    """Every per-sample matrix of a read prediction file (:class:`~hseval.io.prediction_format.Rows`,
+    whose values are checked as they are read); the scores."""
+    for rows in (got.embeddings, *got.level_scores.values()):
+        if rows is not None:
+            np.asarray(rows)
+    return np.asarray(got.scores)
+
+
+def read_checked(path, tree, **options):
+    """:func:`~hseval.io.prediction_format.read_predictions` with every row read, so that a damaged
+    value is refused here as ``hseval evaluate`` refuses it."""
+    from hseval.io.prediction_format import read_predictions
+
+    got = read_predictions(path, tree, **options)
+    read_rows(got)
+    return got

@@ -95,7 +95,7 @@ def test_report_writes_tables_and_an_offline_page(evaluated, tmp_path, capsys):
     assert significance["McNemar p"].notna().all()
     markdown = (folder / "report.md").read_text()
     assert "## Contents" in markdown and "- [Difference from plain](#difference-from-plain)" in markdown
-    assert "## Argmax and CRM re-ranking" in markdown and "| CRM top1 | Δ top1 |" in markdown
+    assert "## Argmax and CRM re-ranking" in markdown and "| CRM top-1 | Δ top-1 |" in markdown
     assert "## The paper's tables" in markdown  # and its own files: a small CNN on Fashion-MNIST has no paper cell
     paper = (folder / "paper_tables.md").read_text()
     assert "no matching paper cell" in paper and "## Table 6: Super-class accuracy" in paper
@@ -107,7 +107,7 @@ def test_report_writes_tables_and_an_offline_page(evaluated, tmp_path, capsys):
     assert main(["report", str(folder), "--baseline", "riemann"]) == 0
     assert set(pd.read_csv(folder / "significance.csv")["run"]) == {"multitask", "plain"}
     assert main(["report", str(folder), "--baseline", "nope"]) == 2
-    assert "--baseline 'nope' is not a run of this folder" in capsys.readouterr().err
+    assert "--baseline 'nope' is not a readable run of this folder" in capsys.readouterr().err
 
 
 def test_runs_grouped_over_seeds(fashion_like, tmp_path):

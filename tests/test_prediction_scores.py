@@ -15,9 +15,9 @@ from scipy.special import softmax
 
 from hseval.cli.main import main
 from hseval.core.errors import DataError
-from hseval.io.prediction_format import PROBABILITY_TOLERANCE, read_predictions
+from hseval.io.prediction_format import PROBABILITY_TOLERANCE
 from hseval.tree import write_hierarchy
-from tests.helpers import fashion_tree
+from tests.helpers import fashion_tree, read_checked
 
 
 def _csv(path, prefix: str, targets: np.ndarray, scores: np.ndarray, decimals: int | None = None):
@@ -82,7 +82,7 @@ def test_declared_scores_whose_values_say_otherwise_are_refused(tmp_path, fmt, k
     expected = r"hold probabilities, not logits" if kind.startswith("logit") else \
         r"holds values outside \[0, 1\], so .* not probabilities"
     with pytest.raises(DataError, match=expected) as caught:
-        read_predictions(path, tree)
+        read_checked(path, tree)
     assert "\n" not in str(caught.value) and str(caught.value).startswith(str(path))
 
 
@@ -98,11 +98,11 @@ def test_a_declaration_that_contradicts_the_file_is_refused(tmp_path, fmt, decla
     else:
         path.write_text("target,pred\n0,1\n2,2\n")
     with pytest.raises(DataError, match=rf"{declared} were declared \(--scores {declared}\)"):
-        read_predictions(path, tree, scores=declared)
+        read_checked(path, tree, scores=declared)
     if fmt != "csv-pred":  # the same declaration as the file's own is no contradiction
-        assert read_predictions(path, tree, scores="probs").kind == "probs"
+        assert read_checked(path, tree, scores="probs").kind == "probs"
     with pytest.raises(ValueError, match=r"scores must be one of"):
-        read_predictions(path, tree, scores="softmax")
+        read_checked(path, tree, scores="softmax")
 
 
 @settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
@@ -124,14 +124,14 @@ def test_npz_and_csv_share_one_tolerance_for_probabilities(tmp_path, offset, row
     accepted = []
     for file in files:
         try:
-            accepted.append(read_predictions(file, tree, scores="probs").kind == "probs")
+            accepted.append(read_checked(file, tree, scores="probs").kind == "probs")
         except DataError as exc:
             assert "not probabilities" in str(exc) and (f"row {row} " in str(exc) or f"line {row + 2}:" in str(exc))
             accepted.append(False)
     assert accepted == [abs(offset) < 1] * 3
     for file in logits:
         try:
-            read_predictions(file, tree, scores="logits")
+            read_checked(file, tree, scores="logits")
             refused = False
         except DataError as exc:
             assert "hold probabilities, not logits" in str(exc), str(exc)

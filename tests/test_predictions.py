@@ -24,7 +24,7 @@ from hseval.io.prediction_format import read_class_list, read_predictions
 from hseval.io.results import load_evaluation
 from hseval.metrics import HierarchicalMetrics
 from hseval.tree import write_hierarchy
-from tests.helpers import fashion_tree
+from tests.helpers import fashion_tree, read_rows
 
 
 def _sequential_outputs(fashion_like: Path) -> dict[str, np.ndarray]:
@@ -236,14 +236,6 @@ def test_any_damage_to_a_good_file_is_one_line_or_a_correct_read(tmp_path, membe
     np.testing.assert_array_equal(scores, arrays["logits"])
     assert got.members == [m for m in ("targets", "logits", "level_scores_1", "embeddings", "class_weights")
                            if m in arrays]
-
-
-def read_rows(got) -> np.ndarray:
-    """Every per-sample matrix of a read file, whose values are checked as they are read; the scores."""
-    for rows in (got.embeddings, *got.level_scores.values()):
-        if rows is not None:
-            np.asarray(rows)
-    return np.asarray(got.scores)
 
 
 def _good_csv(scores: bool) -> str:

@@ -13,7 +13,7 @@ from hseval.core.errors import DataError
 from hseval.core.fileio import sha256
 from hseval.io.run_format import load_run
 from hseval.train import probe
-from hseval.train.engine import load_data, train
+from hseval.train.engine import train
 from hseval.train.runs import train_runs
 from tests.helpers import quick
 from tests.test_pretrained import small_cnn_file
@@ -51,10 +51,10 @@ def test_a_probe_run_is_the_frozen_run_trained_on_the_images(fashion_like, init_
 
 
 def test_extraction_continues_where_it_stopped(fashion_like, init_file, tmp_path, monkeypatch):
-    from hseval.train.runs import probe_features
+    from hseval.train.runs import Datasets, probe_features
 
     config = quick(fashion_like, "plain", f"model.init={init_file}", *SETTINGS)
-    data = load_data(config)
+    data = Datasets()
     monkeypatch.setattr(probe, "CHUNK", 128)  # 600 + 200 images: 5 + 2 chunks of two batches
     computed, limit, real = [], [3], probe._chunk
 

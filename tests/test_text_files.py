@@ -20,7 +20,7 @@ from hseval.nn.model import build_model
 from hseval.train.config import load_config
 from hseval.tree import read_hierarchy, write_hierarchy
 from hseval.tree.formats import FORMATS
-from tests.helpers import appendix_a, fashion_tree
+from tests.helpers import appendix_a, fashion_tree, read_rows
 
 BOM = b"\xef\xbb\xbf"
 TREE = fashion_tree()
@@ -53,7 +53,7 @@ def _csv(folder: Path):
     rows = "".join(f"{TREE.leaf_names[i % 10]},{','.join(str(float(i % 10 == j)) for j in range(10))}\n"
                    for i in range(20))
     path.write_text("target," + ",".join(f"prob_{j}" for j in range(10)) + "\n" + rows, encoding="utf-8")
-    return path, lambda p: read_predictions(p, TREE).scores.tolist()
+    return path, lambda p: read_rows(read_predictions(p, TREE)).tolist()
 
 
 def _recipe(folder: Path):

@@ -119,6 +119,7 @@ class TrainState(Record):
     model: dict[str, Any]
     optimizers: dict[str, Any]
     rng: dict[str, Any]
+    sources: dict[str, Any] = Field(default_factory=dict)  # the backbone's --init file, a probe's features
 
     @model_validator(mode="after")
     def _history_to_the_epoch(self) -> TrainState:
