@@ -50,8 +50,14 @@ def copy_run(src, dst):
     return dst
 
 
-@pytest.mark.parametrize("backbone", list_backbones())
-@pytest.mark.parametrize("head", list_heads())
+# every head on the small CNN, every backbone under the plain head and the head with the most state
+# (a learnable radius per node): a head's tensors do not depend on the backbone under it
+ROUND_TRIPS = [(head, "small-cnn") for head in list_heads()] + \
+    [(head, backbone) for backbone in list_backbones() if backbone != "small-cnn"
+     for head in ("plain", "riemann-learnable-radius")]
+
+
+@pytest.mark.parametrize(("head", "backbone"), ROUND_TRIPS)
 def test_round_trip_gives_bit_identical_logits(tmp_path, head, backbone):
     model = make_model(head, backbone).eval()
     x = torch.randn(2, 1, SIZE, SIZE)

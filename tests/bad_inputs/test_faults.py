@@ -35,7 +35,7 @@ from hseval.io.run_format import load_train_state
 
 ROOT = Path(__file__).parents[2]
 KILL_SEED = 20240611
-TRAIN_KILLS = 3
+TRAIN_KILLS = 2
 EPOCHS = 4
 RUN_NAMES = ("a", "b", "c", "d", "e")
 REPORT_FILES = ("summary.csv", "summary_grouped.csv", "superclass_accuracy.csv", "superclass_accuracy.md",
@@ -140,7 +140,7 @@ def test_kill_9_during_evaluate_leaves_only_complete_runs(good, three_runs, tmp_
     window = time.monotonic() - start  # writing the runs one after the other (and exiting)
     rng = random.Random(KILL_SEED + 1)
     seen = []
-    for k in range(3):
+    for k in range(2):
         out = tmp_path / f"eval-{k}"
         victim = hseval_process(*argv, "--out", str(out))
         wait_for(out, victim)
@@ -175,7 +175,7 @@ def test_kill_9_during_report_leaves_the_old_or_the_new_file(good, tmp_path, cap
     duration = seconds_to_run("report", str(Path(shutil.copytree(folder, tmp_path / "timed"))))
     rng = random.Random(KILL_SEED + 2)
     outcomes = []
-    for _ in range(3):
+    for _ in range(2):
         victim = hseval_process("report", str(folder))
         time.sleep(rng.uniform(0.8, 1.0) * duration)  # the files are written at the very end
         kill_9(victim)
