@@ -45,6 +45,16 @@ def _seed():
     np.random.seed(0)
 
 
+@pytest.fixture(autouse=True)
+def _main_module():
+    """Puts back ``sys.modules["__main__"]`` after each test: Streamlit's AppTest runs the dashboard
+    script as ``__main__`` and leaves it there, and a process spawned later in the same worker (the
+    launcher's, ``--devices``) would run the dashboard script again while it starts."""
+    main = sys.modules["__main__"]
+    yield
+    sys.modules["__main__"] = main
+
+
 @pytest.fixture(params=["appendix_a", "fashion", "unbalanced"])
 def small_tree(request) -> Hierarchy:
     return {"appendix_a": appendix_a, "fashion": fashion_tree, "unbalanced": unbalanced}[request.param]()
