@@ -89,6 +89,9 @@ def test_geometry_page(at):
     children = table(at, "angle_to_parent")
     assert children["name"].tolist() == ["Sandal", "Sneaker", "Ankle boot"]
     assert np.allclose(children["delta_norm"], children["radius"], rtol=1e-4)  # riemann: ‖R δ‖ = R
+    at.selectbox(key="geometry_run").set_value("multitask").run()
+    radius = table(at, "angle_to_parent")["radius"]  # a head without radii: the reason, not "None"
+    assert (radius == "n/a — head 'multitask' has no radius R_p").all()
 
 
 def test_embeddings_page_colours_and_vectors(at):

@@ -12,6 +12,7 @@ from hseval.app.views.common import chart, needs_runs, pick, pick_run, shows_pro
 from hseval.io import evaluation_format as eval_format
 from hseval.io.results import RunResult
 from hseval.reporting import charts
+from hseval.reporting.columns import not_available
 from hseval.reporting.escape import markdown
 from hseval.reporting.sections import GUIDES
 
@@ -50,8 +51,10 @@ def _drill_down(runs: list[RunResult], colours: dict[str, str]) -> None:
                                   colours=colours), key="geometry_children")
         columns = [c for c in ("name", "depth", "is_leaf", "angle_to_parent", "delta_norm", "radius", "norm")
                    if c in children]
-        st.dataframe(children[columns], hide_index=True, key="geometry_children_table",
-                     column_config=table_config(children[columns]))
+        shown = children[columns]
+        if "radius" in shown and shown["radius"].isna().all():  # a head without radii: say so, not "None"
+            shown = shown.assign(radius=not_available(f"head '{run.head}' has no radius R_p"))
+        st.dataframe(shown, hide_index=True, key="geometry_children_table", column_config=table_config(shown))
         pairs = tables.child_pair_angles(loading.table(run, eval_format.PAIRS), run.hierarchy, node)
         if not pairs.empty:
             st.caption(f"Angles between children of {markdown(name)} (sampled pairs)")
