@@ -1,21 +1,11 @@
-"""The run format, the contract between ``train`` and the rest of hseval.
-
-A run is a folder with:
-
-- ``model.safetensors`` — every tensor of backbone and head (no pickle anywhere);
-- ``run.json`` — schema version, the model spec, the hierarchy, dataset, training config, seed,
-  history, final metrics, library versions, timestamp and the SHA-256 of ``model.safetensors``;
-- ``train_state.pt`` — optimiser/scheduler/RNG state for resuming, read with
-  ``torch.load(weights_only=True)`` only.
-
-Writes are atomic; :func:`load_run` rebuilds the model from ``run.json`` alone and checks the
-schema, both checksums, tensor names, shapes and values, with one-line errors.
-
-Two SHA-256 checksums make a run tamper-evident: ``model_sha256`` of ``model.safetensors``, and
-``meta_sha256`` of ``run.json`` itself (every key but this one, as canonical JSON), so that an
-edited tree, class list or head option is refused instead of silently relabelling the classes.
-``run.json`` is a :class:`RunRecord`; ``history.csv`` is its history flat, one line per epoch
-(:data:`hseval.io.tables.HISTORY`), for spreadsheets.
+"""The run format, the contract between ``train`` and the rest of hseval. A run is a folder with
+``model.safetensors`` (every tensor of backbone and head), ``run.json`` (a :class:`RunRecord`: the
+model spec, tree, dataset, config, seed, history, metrics, versions and two SHA-256: ``model_sha256``
+of the tensors and ``meta_sha256`` of run.json itself, so an edited tree or class list is refused,
+not silently relabelled), ``history.csv`` (the history flat, :data:`hseval.io.tables.HISTORY`) and,
+while training, ``train_state.pt`` (a :class:`TrainState`, read with ``weights_only=True`` only).
+Writes are atomic; :func:`load_run` rebuilds the model from run.json alone and checks every
+checksum, tensor name, shape and value, with one-line errors. No pickle anywhere.
 """
 
 from __future__ import annotations
@@ -133,8 +123,7 @@ class FeaturesSource(Record):
 
     path: str
     sha256: Sha256
-    key: Sha256
-    """The fingerprint of the frozen backbone, the data and the extraction settings."""
+    key: Sha256  # the fingerprint of the frozen backbone, the data and the extraction settings
 
 
 class RunRecord(Record):
