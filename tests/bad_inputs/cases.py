@@ -909,6 +909,12 @@ def _(tmp, good):
 
 
 # ====================================================================== prediction files (models trained elsewhere)
+def score_csv(path: Path, prefix: str, columns: int, target: int, value: str) -> Path:
+    """A prediction CSV of one sample: ``target`` and ``columns`` score columns ``prefix_<i>``, each ``value``."""
+    header = "target," + ",".join(f"{prefix}_{i}" for i in range(columns))
+    return write(path, f"{header}\n{target}," + ",".join([value] * columns) + "\n")
+
+
 def predictions(tmp: Path, good: Good, file: Path, *extra: str) -> list[str]:
     """`hseval evaluate --predictions FILE --hierarchy tree.txt --out ev`: ev must not appear."""
     from tests.helpers import fashion_tree
@@ -998,8 +1004,7 @@ def _(tmp, good):
       "p.csv, line 1: score columns must be one kind (score_, logit_ or prob_) numbered 0..9, one per class; got 9 "
       "columns")
 def _(tmp, good):
-    header = "target," + ",".join(f"score_{i}" for i in range(9))
-    return predictions(tmp, good, write(tmp / "p.csv", header + "\n0," + ",".join(["0.1"] * 9) + "\n"))
+    return predictions(tmp, good, score_csv(tmp / "p.csv", "score", 9, 0, "0.1"))
 
 
 @case("predictions-classes-incomplete", "predictions", "`--classes` listing 9 of the 10 classes",
@@ -1186,16 +1191,14 @@ predictions_case("predictions-scores-contradict", "`--predictions` .npz of `prob
       "`score_<i>` columns (used to be read as logits)", "p.csv, line 1: score_<i> columns do not say whether they "
       "hold logits or probabilities; name them logit_<i> or prob_<i>, or pass --scores logits or --scores probs")
 def _(tmp, good):
-    header = "target," + ",".join(f"score_{i}" for i in range(10))
-    return predictions(tmp, good, write(tmp / "p.csv", header + "\n3," + ",".join(["0.1000"] * 10) + "\n"))
+    return predictions(tmp, good, score_csv(tmp / "p.csv", "score", 10, 3, "0.1000"))
 
 
 @case("predictions-csv-probs-not-probabilities", "predictions", "prediction CSV with `prob_<i>` columns of logits",
       "p.csv, line 2: holds values outside [0, 1], so the prob_<i> columns are not probabilities; name the columns "
       "logit_<i>")
 def _(tmp, good):
-    header = "target," + ",".join(f"prob_{i}" for i in range(10))
-    return predictions(tmp, good, write(tmp / "p.csv", header + "\n3," + ",".join(["2.5"] * 10) + "\n"))
+    return predictions(tmp, good, score_csv(tmp / "p.csv", "prob", 10, 3, "2.5"))
 
 
 @case("train-state-history-entry", "run", "a `history` entry that is a string in train_state.pt, then `--resume` "
