@@ -17,6 +17,7 @@ import numpy as np
 import pandas as pd
 import streamlit as st
 
+from hseval.app import tables
 from hseval.app.selection import data_location
 from hseval.core.errors import HsevalError, first_line
 from hseval.io import evaluation_format as eval_format
@@ -26,7 +27,7 @@ from hseval.metrics.confusion import confusion_matrix
 from hseval.reporting.significance import compare_runs
 from hseval.tree.hierarchy import Hierarchy
 
-__all__ = ["fingerprint", "evaluation", "table", "confusion", "paired"]
+__all__ = ["fingerprint", "evaluation", "table", "confusion", "confused_pairs", "paired"]
 
 _ATTRIBUTE = {eval_format.PER_NODE: "per_node", eval_format.GEOMETRY: "geometry",
               eval_format.PAIRS: "pair_angles", eval_format.PROJECTIONS: "projections"}
@@ -85,11 +86,22 @@ def paired(a: RunResult, b: RunResult) -> pd.DataFrame:
 
 
 @st.cache_data(show_spinner=False, max_entries=64, hash_funcs={RunResult: _run_key})
-def confusion(run: RunResult, depth: int | None = None) -> tuple[np.ndarray, np.ndarray]:
+def confusion(run: RunResult, depth: int | None = None, within: int | None = None) -> tuple[np.ndarray, np.ndarray]:
     """The run's confusion matrix in tree order (:func:`hseval.metrics.confusion.confusion_matrix`)
-    at the leaves (``depth=None``) or at one super-class level, counted from predictions.npz."""
+    at the leaves (``depth=None``) or at one super-class level, or of the classes under super-class
+    ``within`` (:func:`hseval.app.tables.confusion_within`), counted from predictions.npz. Dense:
+    callers ask only for matrices of at most :data:`hseval.reporting.charts.HEATMAP_MAX` labels."""
     targets, topk = run.predictions()
+    if within is not None:
+        return tables.confusion_within(topk[:, 0], targets, run.hierarchy, within)
     return confusion_matrix(topk[:, 0], targets, run.hierarchy, depth)
+
+
+@st.cache_data(show_spinner=False, max_entries=64, hash_funcs={RunResult: _run_key})
+def confused_pairs(run: RunResult, depth: int | None = None, under: int | None = None) -> pd.DataFrame:
+    """The run's most-confused pairs (:func:`hseval.app.tables.confused_pairs`), at any size."""
+    targets, topk = run.predictions()
+    return tables.confused_pairs(topk[:, 0], targets, run.hierarchy, depth=depth, under=under)
 
 
 def _embeddings_key(run: RunResult) -> tuple:

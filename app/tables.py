@@ -7,20 +7,22 @@ metric over samples: the heaviest step is picking cells out of an already-counte
 
 from __future__ import annotations
 
+import functools
 import math
 from typing import Any
 
 import numpy as np
 import pandas as pd
 
+from hseval.metrics.confusion import tree_order
 from hseval.reporting.significance import group_levels, seed_groups
 from hseval.reporting.summary import level_long
 from hseval.tree.hierarchy import Hierarchy
 
-__all__ = ["overview_columns", "node_paths", "per_node_difference", "classes_under",
-           "top_confusions", "concat_runs", "tree_agreement", "depth_summary", "children_of", "child_pair_angles",
-           "node_accuracy", "history", "clicked_node", "matrix_accuracy", "metric_deltas",
-           "versus_baseline", "level_frame", "grouped_history"]
+__all__ = ["overview_columns", "node_paths", "per_node_difference", "worst_children", "confused_pairs",
+           "confusion_within", "find_nodes", "page_of", "concat_runs", "tree_agreement", "depth_summary",
+           "children_of", "child_pair_angles", "node_accuracy", "history", "clicked_node", "accuracy_at",
+           "matrix_labels", "busiest_superclass", "metric_deltas", "versus_baseline", "level_frame", "grouped_history"]
 
 SEP = " / "
 """How a node's path is written in selectboxes, tables and hover texts."""
@@ -40,8 +42,10 @@ def overview_columns(summary: pd.DataFrame) -> pd.DataFrame:
     return summary[columns].dropna(axis=1, how="all")
 
 
+@functools.lru_cache(maxsize=8)
 def node_paths(hierarchy: Hierarchy) -> dict[str, int]:
-    """``{"clothing / tops / Coat": node index}`` for every node, in tree order."""
+    """``{"clothing / tops / Coat": node index}`` for every node, in tree order (kept for the last
+    trees asked: a page asks on every rerun, and 100,000 paths take a second). Read-only."""
     return {SEP.join(hierarchy.path_names(n)): n for n in hierarchy.preorder().tolist()}
 
 
@@ -70,45 +74,96 @@ def per_node_difference(hierarchy: Hierarchy, a: pd.DataFrame, b: pd.DataFrame) 
     return frame
 
 
-def classes_under(hierarchy: Hierarchy, per_node: pd.DataFrame, node: int) -> pd.DataFrame:
-    """The classes (leaves) under ``node`` with their support, correct count and accuracy, in tree order."""
-    leaves = set(hierarchy.subtree_leaves(node).tolist())
-    order = [n for n in hierarchy.preorder().tolist() if n in leaves]
-    table = per_node.set_index("node").reindex(order)
-    return pd.DataFrame({"class": [hierarchy.node_names[n] for n in order],
-                         "path": [SEP.join(hierarchy.path_names(n)) for n in order],
-                         "support": table["support"].fillna(0).astype(int).to_numpy(),
-                         "correct": table["correct"].fillna(0).astype(int).to_numpy(),
-                         "accuracy": table["accuracy"].to_numpy(dtype=float)})
+def worst_children(hierarchy: Hierarchy, per_node: pd.DataFrame, node: int) -> pd.DataFrame:
+    """The children of ``node`` (-1: the top-level nodes), least accurate first (those without
+    samples last): columns child, kind (class or super-class), classes (under it), support, correct,
+    accuracy."""
+    children = np.asarray(hierarchy.children[node] if node >= 0 else np.flatnonzero(hierarchy.parents < 0),
+                          dtype=np.int64)
+    table = per_node.set_index("node").reindex(children)
+    frame = pd.DataFrame({"child": [hierarchy.node_names[n] for n in children.tolist()],
+                          "kind": np.where(children < hierarchy.num_leaves, "class", "super-class"),
+                          "classes": np.asarray(hierarchy.H[children, :].sum(axis=1)).ravel().astype(np.int64),
+                          "support": table["support"].fillna(0).astype(np.int64).to_numpy(),
+                          "correct": table["correct"].fillna(0).astype(np.int64).to_numpy(),
+                          "accuracy": table["accuracy"].to_numpy(dtype=float)})
+    return frame.sort_values(["accuracy", "support"], ascending=[True, False], na_position="last",
+                             kind="stable").reset_index(drop=True)
 
 
-def top_confusions(matrix: np.ndarray, labels: np.ndarray, hierarchy: Hierarchy, node: int, *,
-                   k: int = 10) -> pd.DataFrame:
-    """The ``k`` most frequent mistakes among samples whose true class lies under ``node``, from a
-    leaf-level confusion matrix (rows true, columns predicted, classes ``labels``): columns true,
-    predicted, count, share (of the true class's samples), tree_distance, inside (whether the
-    prediction is still under ``node``)."""
-    columns = ["true", "predicted", "count", "share", "tree_distance", "inside"]
-    labels = np.asarray(labels)
-    m = np.asarray(matrix, dtype=np.int64)
-    if m.size == 0:
-        return pd.DataFrame(columns=columns)
-    under = np.isin(labels, hierarchy.subtree_leaves(node))
-    errors = np.where(np.eye(len(labels), dtype=bool), 0, m)
-    errors[~under] = 0
-    rows, cols = np.nonzero(errors)
-    if len(rows) == 0:
-        return pd.DataFrame(columns=columns)
-    counts = errors[rows, cols]
+PAIRS_SHOWN = 200
+"""The most-confused pairs a table lists (sorted by count): the head of a long tail."""
+
+
+def confused_pairs(pred: np.ndarray, target: np.ndarray, hierarchy: Hierarchy, *, depth: int | None = None,
+                   under: int | None = None, k: int = PAIRS_SHOWN) -> pd.DataFrame:
+    """The ``k`` most frequent mistakes, at the classes (``depth`` None) or between the super-classes
+    of level ``depth``, among the samples whose true class lies under node ``under`` (None: all).
+    Counted from the (true, predicted) pairs that occur, never a |L|×|L| matrix. Columns: true,
+    predicted (a class shallower than the level: "(no level-d node)"), count, share (of the true
+    label's samples), lca (their lowest common ancestor, "(root)" at the top), tree_distance (edges
+    between the two) and, with ``under``, inside (whether the prediction still lies under it)."""
+    target = np.asarray(target, dtype=np.int64)
+    pred = np.asarray(pred, dtype=np.int64)
+    if under is not None:
+        kept = np.isin(target, hierarchy.subtree_leaves(under))
+        target, pred = target[kept], pred[kept]
+    if depth is not None:
+        target, pred = hierarchy.ancestor_at_depth(target, depth), hierarchy.ancestor_at_depth(pred, depth)
+        kept = target >= 0  # a class shallower than the level has no label there (as in the level accuracy)
+        target, pred = target[kept], pred[kept]
+    support = np.bincount(target, minlength=hierarchy.num_nodes)
+    wrong = target != pred
+    width = hierarchy.num_nodes + 1  # pred + 1: -1 (no node at this level) is a label too
+    keys, counts = np.unique(target[wrong] * width + pred[wrong] + 1, return_counts=True)
     best = np.argsort(-counts, kind="stable")[:k]
-    rows, cols, counts = rows[best], cols[best], counts[best]
-    totals = m.sum(axis=1)[rows]
-    true, pred = labels[rows], labels[cols]
-    return pd.DataFrame({"true": [hierarchy.node_names[t] for t in true],
-                         "predicted": [hierarchy.node_names[p] for p in pred],
-                         "count": counts, "share": counts / np.maximum(totals, 1),
-                         "tree_distance": hierarchy.tree_distance(true, pred),
-                         "inside": under[cols]}, columns=columns)
+    true, predicted, counts = keys[best] // width, keys[best] % width - 1, counts[best]
+    known = predicted >= 0
+    ancestor = np.full(len(best), -1, np.int64)
+    ancestor[known] = hierarchy.lca(true[known], predicted[known])
+    distance = np.full(len(best), np.nan)
+    distance[known] = hierarchy.tree_distance(true[known], predicted[known])
+    names = hierarchy.node_names
+    frame = pd.DataFrame({"true": [names[t] for t in true.tolist()],
+                          "predicted": [names[p] if p >= 0 else f"(no level-{depth} node)" for p in predicted.tolist()],
+                          "count": counts.astype(np.int64), "share": counts / np.maximum(support[true], 1),
+                          "lca": [names[a] if a >= 0 else "(root)" for a in ancestor.tolist()],
+                          "tree_distance": distance})
+    if under is not None:
+        level = int(hierarchy.depth[under]) - 1
+        frame["inside"] = known & (hierarchy.ancestor_table[np.maximum(predicted, 0), level] == under)
+    return frame
+
+
+def confusion_within(pred: np.ndarray, target: np.ndarray, hierarchy: Hierarchy,
+                     node: int) -> tuple[np.ndarray, np.ndarray]:
+    """The confusion matrix of the classes under super-class ``node``, in tree order, for the samples
+    whose true class is one of them, and a last column -1 for their predictions outside ``node``
+    (its row is zero): what :func:`hseval.reporting.charts.confusion_heatmap` draws with ``outside``."""
+    order = tree_order(hierarchy)
+    classes = order[np.isin(order, hierarchy.subtree_leaves(node))]
+    position = np.full(hierarchy.num_leaves, len(classes), np.int64)  # outside: the last column
+    position[classes] = np.arange(len(classes))
+    target = np.asarray(target, dtype=np.int64)
+    kept = position[target] < len(classes)
+    matrix = np.zeros((len(classes) + 1, len(classes) + 1), np.int64)
+    np.add.at(matrix, (position[target[kept]], position[np.asarray(pred, dtype=np.int64)[kept]]), 1)
+    return matrix, np.append(classes, -1)
+
+
+def find_nodes(paths: dict[str, int], query: str, *, limit: int) -> list[str]:
+    """The first ``limit`` node paths (in tree order) that contain every word of ``query``, ignoring
+    case: the server-side search of a node picker over a tree too large to send whole."""
+    words = query.lower().split()
+    found = (p for p in paths if all(w in p.lower() for w in words))
+    return [p for _, p in zip(range(limit), found)]
+
+
+def page_of(frame: pd.DataFrame, page: int, rows: int) -> tuple[pd.DataFrame, int]:
+    """Page ``page`` (from 1, clipped to the last) of ``rows`` rows of ``frame``, and the number of pages."""
+    pages = max(1, -(-len(frame) // rows))
+    page = min(max(page, 1), pages)
+    return frame.iloc[(page - 1) * rows: page * rows], pages
 
 
 def concat_runs(frames: dict[str, pd.DataFrame]) -> pd.DataFrame:
@@ -192,11 +247,35 @@ def clicked_node(selection: Any, hierarchy: Hierarchy) -> int | None:
     return None
 
 
-def matrix_accuracy(matrix: np.ndarray) -> float:
-    """Fraction of the samples on the diagonal of a confusion matrix (NaN without samples)."""
-    m = np.asarray(matrix)
-    total = m.sum()
-    return float(np.trace(m)) / float(total) if total else math.nan
+def accuracy_at(pred: np.ndarray, target: np.ndarray, hierarchy: Hierarchy, depth: int | None) -> float:
+    """Top-1 accuracy at the classes (``depth`` None) or at super-class level ``depth`` (predicted
+    class's ancestor against the true one's; samples of classes shallower than the level left out,
+    as in the confusion matrix); NaN without samples."""
+    target = np.asarray(target, dtype=np.int64)
+    pred = np.asarray(pred, dtype=np.int64)
+    if depth is not None:
+        target, pred = hierarchy.ancestor_at_depth(target, depth), hierarchy.ancestor_at_depth(pred, depth)
+        pred = pred[target >= 0]
+        target = target[target >= 0]
+    return float((target == pred).mean()) if len(target) else math.nan
+
+
+def matrix_labels(hierarchy: Hierarchy, depth: int | None) -> int:
+    """Rows (and columns) of the confusion matrix at the classes or at level ``depth``, without building it."""
+    if depth is None:
+        return hierarchy.num_leaves
+    shallower = bool((hierarchy.depth[: hierarchy.num_leaves] < depth).any())
+    return len(hierarchy.nodes_at_depth(depth)) + shallower
+
+
+def busiest_superclass(hierarchy: Hierarchy, per_node: pd.DataFrame, nodes: list[int]) -> int:
+    """Position in ``nodes`` of the one whose samples have the most mistakes (support − correct): where
+    a look inside pays first; 0 without per-node counts."""
+    if per_node.empty or not nodes:
+        return 0
+    table = per_node.set_index("node").reindex(nodes)
+    errors = (table["support"] - table["correct"]).fillna(0).to_numpy()
+    return int(np.argmax(errors))
 
 
 def metric_deltas(levels: pd.DataFrame, a: str, b: str) -> pd.DataFrame:

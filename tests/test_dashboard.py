@@ -66,14 +66,15 @@ def test_hierarchy_colours_follow_the_chosen_run(at):
 def test_hierarchy_node_detail_shows_classes_and_confusions(at):
     page(at, "hierarchy")
     at.selectbox(key="hierarchy_node").set_value("clothing / tops").run()
-    classes = table(at, "class")
-    assert classes["class"].tolist() == ["T-shirt/top", "Pullover", "Coat", "Shirt"]
+    classes = table(at, "child")
+    assert sorted(classes["child"]) == sorted(["T-shirt/top", "Pullover", "Coat", "Shirt"])
+    assert classes["accuracy"].is_monotonic_increasing  # the worst child first
     confusions = table(at, "predicted")
     assert set(confusions.columns) == {"true", "predicted", "count", "share", "tree_distance", "inside"}
-    assert set(confusions["true"]) <= set(classes["class"])
+    assert set(confusions["true"]) <= set(classes["child"])
     samples = {m.label: m.value for m in at.metric}["Samples under it"]
     at.selectbox(key="hierarchy_node").set_value("footwear").run()
-    assert table(at, "class")["class"].tolist() == ["Sandal", "Sneaker", "Ankle boot"]
+    assert sorted(table(at, "child")["child"]) == sorted(["Sandal", "Sneaker", "Ankle boot"])
     assert {m.label: m.value for m in at.metric}["Samples under it"] != samples
 
 
@@ -113,12 +114,35 @@ def test_confusion_page_levels(at):
     z = np.asarray(leaf["z"], dtype=float) if not isinstance(leaf["z"], dict) else array(leaf["z"]).reshape(10, 10)
     assert z.shape == (10, 10) and np.allclose(z.sum(axis=1), 1)
     leaf_accuracy = float(at.metric[0].value)
+    if leaf_accuracy < 1:  # the mistakes, most frequent first (test_large_tree_pages checks them at 5,000 classes)
+        pairs = table(at, "lca")
+        assert pairs["count"].is_monotonic_decreasing and (pairs["true"] != pairs["predicted"]).all()
+    else:
+        assert any(i.value == "No mistakes at the classes." for i in at.info)
     level = at.selectbox(key="confusion_level").options[1]
     assert level == "level 1 · Bag, clothing, footwear"  # the level's names beside "level 1"
     at.selectbox(key="confusion_level").set_value(level).run()
     level1 = figures(at)["confusion_heatmap"]["data"][0]
     assert list(level1["x"]) == ["Bag", "clothing", "footwear"]  # tree order
     assert float(at.metric[0].value) >= leaf_accuracy
+    within = figures(at)["confusion_within_map"]["data"][0]
+    assert within["x"][-1].startswith("outside ") and len(within["x"]) <= 7
+
+
+def test_large_trees_are_shown_in_parts(at, monkeypatch):
+    """Past HEATMAP_MAX labels the matrix is not drawn but said; past SECTORS_MAX sectors the tree
+    chart draws the levels that fit and a click draws it again from the clicked node."""
+    monkeypatch.setattr("hseval.reporting.charts.HEATMAP_MAX", 4)
+    monkeypatch.setattr("hseval.reporting.charts.nodes.SECTORS_MAX", 6)
+    page(at, "confusion")
+    assert "confusion_heatmap" not in figures(at)
+    assert any("too many to draw" in i.value for i in at.info)
+    within = figures(at)["confusion_within_map"]["data"][0]
+    assert len(within["x"]) <= 5  # at most 4 classes and "outside"
+    page(at, "hierarchy")
+    tree = figures(at)["hierarchy_tree"]["data"][0]
+    assert len(tree["ids"]) == 3 and tree["maxdepth"] == 1  # the 3 top-level nodes: 6 sectors hold 1 level
+    assert any("1 of its 3 levels" in c.value for c in at.caption)
 
 
 def test_compare_page(at):

@@ -42,39 +42,115 @@ def test_node_paths_in_tree_order():
     assert tables.node_paths(tree)["animal / dog"] == tree.index("dog")
 
 
-def test_per_node_difference_and_classes_under():
+def test_per_node_difference_and_worst_children():
     tree = appendix_a()
     a, b = per_node(tree, np.full(tree.num_nodes, 0.8)), per_node(tree, np.full(tree.num_nodes, 0.5))
     diff = tables.per_node_difference(tree, a, b)
     np.testing.assert_allclose(diff["delta"], 0.3)
     assert diff.loc[tree.index("cat"), "path"] == "animal / cat" and diff["support"].tolist() == a["support"].tolist()
-    classes = tables.classes_under(tree, a, tree.index("animal"))
-    assert classes["class"].tolist() == ["cat", "dog"] and classes["support"].tolist() == [10, 10]
+    a.loc[tree.index("dog"), ["correct", "accuracy"]] = [1, 0.1]
+    children = tables.worst_children(tree, a, tree.index("animal"))
+    assert children["child"].tolist() == ["dog", "cat"] and children["support"].tolist() == [10, 10]
+    assert children["kind"].tolist() == ["class", "class"] and children["classes"].tolist() == [1, 1]
+    top = tables.worst_children(tree, a, -1)
+    assert set(top["child"]) == {"fruit", "animal"} and set(top["kind"]) == {"super-class"}
     assert tables.node_accuracy(a, tree.index("fruit")) == {"support": 20, "correct": 16, "accuracy": 0.8}
     assert np.isnan(tables.node_accuracy(a.iloc[:0], 0)["accuracy"])
 
 
-def test_top_confusions_match_a_brute_force_count():
+def _mistakes(seed=0, n=500):
     tree = fashion_tree()
-    rng = np.random.default_rng(0)
-    target = rng.integers(0, tree.num_leaves, 500)
-    pred = np.where(rng.random(500) < 0.6, target, rng.integers(0, tree.num_leaves, 500))
+    rng = np.random.default_rng(seed)
+    target = rng.integers(0, tree.num_leaves, n)
+    pred = np.where(rng.random(n) < 0.6, target, rng.integers(0, tree.num_leaves, n))
+    return tree, pred, target
+
+
+@pytest.mark.parametrize("seed", range(3))
+@pytest.mark.parametrize("depth", [None, 1, 2])
+@pytest.mark.parametrize("under", [None, "tops", "clothing"])
+def test_confused_pairs_match_a_brute_force_count(seed, depth, under):
+    tree, pred, target = _mistakes(seed)
+    node = None if under is None else tree.index(under)
+    top = tables.confused_pairs(pred, target, tree, depth=depth, under=node, k=5)
+    leaves = set(tree.subtree_leaves(node).tolist()) if node is not None else set(range(tree.num_leaves))
+
+    def at_level(c):
+        return c if depth is None else int(tree.ancestor_at_depth([c], depth)[0])
+
+    seen = [(at_level(t), at_level(p)) for t, p in zip(target.tolist(), pred.tolist()) if t in leaves]
+    seen = [(t, p) for t, p in seen if t >= 0]
+    support = pd.Series([t for t, _ in seen]).value_counts()
+    expected = pd.Series([(t, p) for t, p in seen if t != p]).value_counts()
+    assert len(top) == min(5, len(expected))
+    assert top["count"].is_monotonic_decreasing and top["count"].iloc[0] == expected.max()
+    for row in top.to_dict("records"):
+        t = tree.index(row["true"])
+        p = tree.index(row["predicted"]) if not row["predicted"].startswith("(no level") else -1
+        assert row["count"] == expected[(t, p)]
+        assert row["share"] == pytest.approx(row["count"] / support[t])
+        if p >= 0:
+            path_t, path_p = tree.path(t), tree.path(p)
+            common = [a for a, b in zip(path_t, path_p) if a == b]
+            assert row["lca"] == (tree.node_names[common[-1]] if common else "(root)")
+            assert row["tree_distance"] == len(path_t) + len(path_p) - 2 * len(common)
+        if node is not None:
+            assert row["inside"] == (p >= 0 and node in tree.path(p))
+    assert ("inside" in top) == (node is not None)
+
+
+def test_confused_pairs_without_mistakes_and_accuracy_at_levels():
+    tree, pred, target = _mistakes()
+    assert tables.confused_pairs(target, target, tree).empty
+    assert tables.accuracy_at(pred, target, tree, None) == pytest.approx((pred == target).mean())
+    for depth in (1, 2):
+        from hseval.metrics.confusion import confusion_matrix
+
+        matrix, _ = confusion_matrix(pred, target, tree, depth)
+        assert tables.accuracy_at(pred, target, tree, depth) == pytest.approx(np.trace(matrix) / matrix.sum())
+        assert tables.matrix_labels(tree, depth) == len(matrix)
+    assert tables.matrix_labels(tree, None) == tree.num_leaves
+    assert np.isnan(tables.accuracy_at(pred[:0], target[:0], tree, None))
+
+
+def test_confusion_within_a_super_class_is_the_block_of_the_full_matrix():
     from hseval.metrics.confusion import confusion_matrix
 
-    matrix, labels = confusion_matrix(pred, target, tree)
-    node = tree.index("tops")
-    top = tables.top_confusions(matrix, labels, tree, node, k=5)
-    under = set(tree.subtree_leaves(node).tolist())
-    pairs = pd.Series([(tree.node_names[t], tree.node_names[p]) for t, p in zip(target, pred) if t != p and t in under])
-    expected = pairs.value_counts()
-    assert len(top) == 5
-    for row in top.to_dict("records"):
-        assert row["count"] == expected[(row["true"], row["predicted"])]
-        assert row["inside"] == (tree.index(row["predicted"]) in under)
-    assert top["count"].is_monotonic_decreasing and top["count"].iloc[0] == expected.max()
-    assert tables.top_confusions(np.eye(tree.num_leaves, dtype=int), labels, tree, node).empty
-    assert tables.matrix_accuracy(matrix) == pytest.approx((pred == target).mean())
-    assert np.isnan(tables.matrix_accuracy(np.zeros((2, 2))))
+    tree, pred, target = _mistakes()
+    full, labels = confusion_matrix(pred, target, tree)
+    for name in ("tops", "clothing", "footwear"):
+        node = tree.index(name)
+        matrix, within = tables.confusion_within(pred, target, tree, node)
+        classes = within[:-1]
+        assert within[-1] == -1 and set(classes.tolist()) == set(tree.subtree_leaves(node).tolist())
+        block = np.isin(labels, classes)
+        assert list(labels[block]) == list(classes)  # tree order, as in the full matrix
+        np.testing.assert_array_equal(matrix[:-1, :-1], full[np.ix_(block, block)])
+        np.testing.assert_array_equal(matrix[:-1, -1], full[block][:, ~block].sum(axis=1))
+        assert not matrix[-1].any()
+
+
+def test_busiest_superclass_has_the_most_mistakes():
+    tree = appendix_a()
+    frame = per_node(tree, np.array([0.9 if n != tree.index("animal") else 0.2 for n in range(tree.num_nodes)]))
+    nodes = [tree.index("fruit"), tree.index("animal")]
+    assert tables.busiest_superclass(tree, frame, nodes) == 1
+    assert tables.busiest_superclass(tree, frame.iloc[:0], nodes) == 0
+
+
+def test_find_nodes_and_pages():
+    paths = {f"top{i // 100} / mid{i // 10} / leaf{i}": i for i in range(1000)}
+    assert tables.find_nodes(paths, "LEAF99", limit=5) == ["top0 / mid9 / leaf99", "top9 / mid99 / leaf990",
+                                                            "top9 / mid99 / leaf991", "top9 / mid99 / leaf992",
+                                                            "top9 / mid99 / leaf993"]
+    assert tables.find_nodes(paths, "top3 leaf35", limit=100) == [f"top3 / mid{i // 10} / leaf{i}"
+                                                                   for i in range(350, 360)]
+    assert len(tables.find_nodes(paths, "", limit=7)) == 7 and tables.find_nodes(paths, "zebra", limit=7) == []
+    frame = pd.DataFrame({"x": range(101)})
+    shown, pages = tables.page_of(frame, 3, 50)
+    assert pages == 3 and shown["x"].tolist() == [100]
+    assert tables.page_of(frame, 99, 50)[0]["x"].tolist() == [100] and tables.page_of(frame, 0, 50)[0]["x"].iloc[0] == 0
+    assert tables.page_of(frame.iloc[:0], 1, 50)[1] == 1
 
 
 def test_clicked_node_from_a_plotly_selection():

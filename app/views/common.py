@@ -8,8 +8,10 @@ from __future__ import annotations
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 
+import pandas as pd
 import streamlit as st
 
+from hseval.app import tables
 from hseval.app.state import KEY_BASELINE, KEY_DATASET, KEY_GROUPS, KEY_RUNS, Context
 from hseval.core.errors import HsevalError
 from hseval.io.results import Evaluation, RunResult
@@ -19,7 +21,8 @@ from hseval.reporting.sections import baseline as default_baseline
 from hseval.reporting.sections import colours as run_colours
 from hseval.reporting.significance import seed_groups
 
-__all__ = ["sidebar", "pick", "pick_run", "shows_problems", "needs_runs", "number", "PLOT", "chart", "table_config"]
+__all__ = ["sidebar", "pick", "pick_run", "pick_node", "paged_table", "PICKER_MAX", "ROWS", "shows_problems",
+           "needs_runs", "number", "PLOT", "chart", "table_config"]
 
 PLOT = {"displaylogo": False}
 _RUNS_OF = "_hseval_runs_dataset"  # the dataset the remembered run selection belongs to
@@ -128,6 +131,49 @@ def pick(label: str, options: Sequence[str], *, key: str, index: int = 0, contai
     """A selectbox whose remembered value is dropped when it left ``options``."""
     _keep_valid(key, options)
     return container.selectbox(label, options, index=min(index, len(options) - 1), key=key, **widget)
+
+
+PICKER_MAX = 1000
+"""The most nodes a node picker lists; a larger tree is searched on the server (:func:`pick_node`)."""
+ROWS = 50
+"""Rows per page of :func:`paged_table`."""
+
+
+def pick_node(label: str, paths: dict[str, int], *, key: str, index: int = 0, container=st, **widget) -> int:
+    """One node of ``paths`` (:func:`hseval.app.tables.node_paths`, perhaps filtered), chosen by its
+    path. Up to :data:`PICKER_MAX` nodes are one searchable list; a larger tree gets a search box
+    first and the list holds the first matches (in tree order), never the whole tree. A node set in
+    ``st.session_state[key]`` (a click on a chart) stays chosen whatever the search."""
+    names = list(paths)
+    if len(names) > PICKER_MAX:
+        box = container.container()
+        query = box.text_input(f"Find a node among {len(names):,}", key=f"{key}_find", placeholder="words of its path",
+                               help="Every word must appear in the node's path (any case); the list below "
+                                    f"offers the first {PICKER_MAX:,} matches in tree order.")
+        found = tables.find_nodes(paths, query, limit=PICKER_MAX)
+        chosen = st.session_state.get(key)
+        names = [chosen, *(n for n in found if n != chosen)] if chosen in paths else found
+        if not names:
+            box.warning(f"No node's path contains {markdown(query)}.")
+            names = list(paths)[:1]
+        container = box
+    return paths[pick(label, names, key=key, index=index, container=container, **widget)]
+
+
+def paged_table(frame: pd.DataFrame, *, key: str, rows: int = ROWS, what: str = "rows", container=st,
+                **options) -> None:
+    """``st.dataframe`` of one page of ``frame`` (:data:`ROWS` rows; a page number above it when
+    there are more): a table is never sent whole to the browser. ``frame`` comes sorted the way
+    that matters (the caption says so); sorting a column sorts the page shown."""
+    page = 1
+    if len(frame) > rows:
+        pages = -(-len(frame) // rows)
+        left, right = container.columns([1, 3])
+        page = int(left.number_input("Page", min_value=1, max_value=pages, value=1, step=1, key=f"{key}_page"))
+        right.caption(f"{what} {(page - 1) * rows + 1:,}–{min(page * rows, len(frame)):,} of {len(frame):,} "
+                      f"(page {page} of {pages:,})")
+    shown, _ = tables.page_of(frame, page, rows)
+    container.dataframe(shown, hide_index=True, key=key, **options)
 
 
 def pick_run(label: str, runs: Sequence[RunResult], *, key: str, index: int = 0, container=st) -> RunResult:

@@ -12,7 +12,7 @@ from hseval.app.neighbours import nearest_nodes
 from hseval.app.selection import selected_rows
 from hseval.app.state import Context, context
 from hseval.app.tables import node_paths
-from hseval.app.views.common import chart, needs_runs, pick, pick_run, shows_problems
+from hseval.app.views.common import chart, needs_runs, pick, pick_node, pick_run, shows_problems
 from hseval.app.views.sample_grid import show_samples
 from hseval.io import evaluation_format as eval_format
 from hseval.io.results import RunResult
@@ -47,10 +47,11 @@ def render(ctx: Context) -> None:
         options = {**{c: f"super-class, {level_label(int(c[5:]), tree)}" for c in levels}, **COLOURS}
         colour = top[2].selectbox("Colour by", list(options), format_func=options.get, key="embeddings_colour")
         paths = node_paths(tree)
-        chosen_path = top[3].selectbox("Highlight", [NONE, *paths], key="embeddings_highlight",
-                                       help="Draw the samples under this class or super-class in colour; "
-                                            "fade the others.")
-        highlight = None if chosen_path == NONE else tree.node_names[paths[chosen_path]]
+        picked = pick_node("Highlight", {NONE: -1, **paths}, key="embeddings_highlight", container=top[3],
+                           help="Draw the samples under this class or super-class in colour (and name its class "
+                                "vectors); fade the others.")
+        highlight = None if picked < 0 else tree.node_names[picked]
+        chosen_path = None if picked < 0 else st.session_state["embeddings_highlight"]
         chosen = points[points["method"].astype(str) == method].reset_index(drop=True)
         has_vectors = bool((chosen["kind"] == "class_vector").any()) if "kind" in chosen else False
         vectors = has_vectors and st.toggle("Show class vectors", value=True, key="embeddings_vectors")
@@ -88,8 +89,9 @@ def _neighbours(run: RunResult, highlighted: str | None, paths: dict[str, int]) 
     if not vectors.size:
         st.info(f"Head '{run.head}' has no class vectors: there are no nearest classes to list.")
         return
-    path = highlighted or pick("Nearest to", list(paths), key="embeddings_neighbours_of")
-    table = nearest_nodes(run.hierarchy, vectors, paths[path], k=NEIGHBOURS)
+    node = paths[highlighted] if highlighted else pick_node("Nearest to", paths, key="embeddings_neighbours_of")
+    path = highlighted or st.session_state["embeddings_neighbours_of"]
+    table = nearest_nodes(run.hierarchy, vectors, node, k=NEIGHBOURS)
     st.caption(f"The {len(table)} nodes whose vectors point closest to {markdown(path)}'s (cosine similarity); "
                "tree distance is the number of edges between the two nodes."
                + (" Choose 'Highlight (none)' to pick another node." if highlighted else ""))

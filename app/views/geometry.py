@@ -8,7 +8,7 @@ import streamlit as st
 
 from hseval.app import loading, tables
 from hseval.app.state import Context, context
-from hseval.app.views.common import chart, needs_runs, pick, pick_run, shows_problems, table_config
+from hseval.app.views.common import chart, needs_runs, paged_table, pick_node, pick_run, shows_problems, table_config
 from hseval.io import evaluation_format as eval_format
 from hseval.io.results import RunResult
 from hseval.reporting import charts
@@ -42,8 +42,7 @@ def _drill_down(runs: list[RunResult], colours: dict[str, str]) -> None:
     if not paths:
         st.info("This tree has no super-classes.")
         return
-    path = pick("Super-class", list(paths), key="geometry_node", container=right)
-    node = paths[path]
+    node = pick_node("Super-class", paths, key="geometry_node", container=right)
     name = run.hierarchy.node_names[node]
     with shows_problems():
         children = tables.children_of(loading.table(run, eval_format.GEOMETRY), name)
@@ -54,11 +53,11 @@ def _drill_down(runs: list[RunResult], colours: dict[str, str]) -> None:
         shown = children[columns]
         if "radius" in shown and shown["radius"].isna().all():  # a head without radii: say so, not "None"
             shown = shown.assign(radius=not_available(f"head '{run.head}' has no radius R_p"))
-        st.dataframe(shown, hide_index=True, key="geometry_children_table", column_config=table_config(shown))
+        paged_table(shown, key="geometry_children_table", what="children", column_config=table_config(shown))
         pairs = tables.child_pair_angles(loading.table(run, eval_format.PAIRS), run.hierarchy, node)
         if not pairs.empty:
             st.caption(f"Angles between children of {markdown(name)} (sampled pairs)")
-            st.dataframe(pairs, hide_index=True, key="geometry_child_pairs", column_config=table_config(pairs))
+            paged_table(pairs, key="geometry_child_pairs", what="pairs", column_config=table_config(pairs))
 
 
 def render(ctx: Context) -> None:

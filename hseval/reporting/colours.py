@@ -55,7 +55,7 @@ def run_colours(names: Iterable[str], *, known: Iterable[str] = ()) -> dict[str,
 OUTCOME_COLOURS = {"correct": "#1f77b4", "wrong": "#d62728"}
 """Correct/wrong in every run and chart: blue and red (told apart with red-green colour blindness)."""
 SHALLOWER_COLOUR = "#c7c7c7"
-_FADED = "#e0e0e0"
+FADED = "#e0e0e0"
 
 
 def shallower_label(column: str) -> str:
@@ -119,7 +119,7 @@ def fade_unmarked(fig: go.Figure, marked: np.ndarray) -> None:
         if trace.customdata is None:
             continue
         hit = marked[np.asarray(trace.customdata)[:, 0].astype(int)]
-        trace.marker.color = np.where(hit, trace.marker.color, _FADED).tolist()
+        trace.marker.color = np.where(hit, trace.marker.color, FADED).tolist()
         trace.marker.size = np.where(hit, 8, 3).tolist()
         trace.marker.opacity = np.where(hit, 0.95, 0.35).tolist()
 

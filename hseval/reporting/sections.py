@@ -197,7 +197,7 @@ def detail_charts(entry: SeedGroup) -> list[Chart]:
         out.append(Chart(f"{entry.name}: {name} of the embeddings", charts.projection_scatter(
             points, color=colour, title=f"{first.name}: {name}, coloured by super-class{seed}", tree=tree),
             projection_guide(bool((points["kind"] == "class_vector").any()) if "kind" in points else False)))
-    if tree.num_leaves <= 200:
+    if tree.num_leaves <= charts.HEATMAP_MAX:
         matrix, labels = None, None
         for run in entry.runs:
             targets, topk = run.predictions()

@@ -24,14 +24,18 @@ from hseval.reporting.charts.geometry import (
     step_by_depth,
 )
 from hseval.reporting.charts.nodes import (
+    HEATMAP_MAX,
+    SECTORS_MAX,
     confusion_guide,
     confusion_heatmap,
     node_deltas,
     node_sunburst,
     shallower_samples,
+    sunburst_levels,
 )
 
 __all__ = ["accuracy_by_level", "node_sunburst", "angle_to_parent", "sibling_angles", "delta_vs_radius",
            "step_by_depth", "projection_scatter", "with_predictions", "confusion_heatmap", "confusion_guide",
            "shallower_samples", "history_curves", "reliability_diagram", "child_angles", "node_deltas",
-           "difference_intervals", "fit", "TEMPLATE", "ROOT_NOTE", "METHOD_NAMES"]
+           "difference_intervals", "fit", "TEMPLATE", "ROOT_NOTE", "METHOD_NAMES", "sunburst_levels", "HEATMAP_MAX",
+           "SECTORS_MAX"]

@@ -16,6 +16,10 @@ __all__ = ["projection_scatter", "with_predictions", "METHOD_NAMES"]
 
 METHOD_NAMES = {"pca": "PCA", "tsne": "t-SNE", "umap": "UMAP"}
 _PLOT_PX = (560, 460)  # the smallest plot area the scatter is drawn in: labels are placed for it
+LABELS_MAX = 40
+"""The most class vectors named on the scatter: all of them up to this many, else those under the
+highlighted node (when they are this few); the others are named in their hover."""
+WEBGL_FROM = 1000
 _SPOTS = {"top center": (0, 1), "bottom center": (0, -1), "middle right": (1, 0), "middle left": (-1, 0),
           "top right": (1, 1), "top left": (-1, 1), "bottom right": (1, -1), "bottom left": (-1, -1)}
 
@@ -55,15 +59,24 @@ def _label_spots(x: np.ndarray, y: np.ndarray, labels: list[str], extent: tuple[
     return out
 
 
-def _vectors(fig: go.Figure, vectors: pd.DataFrame, data: pd.DataFrame) -> None:
+def _vectors(fig: go.Figure, vectors: pd.DataFrame, data: pd.DataFrame, named: np.ndarray) -> None:
+    """The class vectors as diamonds; those of ``named`` (at most :data:`LABELS_MAX`) with their
+    names placed off each other, the others named in their hover only. Many unnamed diamonds are
+    drawn with WebGL."""
     x, y = vectors["x"].to_numpy(float), vectors["y"].to_numpy(float)
     extent = (float(data["x"].min()), float(data["x"].max()), float(data["y"].min()), float(data["y"].max()))
-    labels = vectors["label"].astype(str).tolist()
-    spots = _label_spots(x, y, labels, extent)
-    fig.add_trace(go.Scatter(x=x, y=y, mode="markers+text", name="class vectors", hovertext=vectors["path"].map(_text),
+    labels = vectors["label"].astype(str).to_numpy()
+    spots = np.full(len(vectors), None, dtype=object)
+    spots[named] = _label_spots(x[named], y[named], labels[named].tolist(), extent)
+    marker = dict(symbol="diamond", size=11, color="black", line=dict(width=1, color="white"))
+    hover = vectors["path"].map(_text)
+    if not named.any() and len(vectors) > WEBGL_FROM:
+        fig.add_trace(go.Scattergl(x=x, y=y, mode="markers", name="class vectors", hovertext=hover, hoverinfo="text",
+                                   marker=marker))
+        return
+    fig.add_trace(go.Scatter(x=x, y=y, mode="markers+text", name="class vectors", hovertext=hover,
                              hoverinfo="text", text=[_text(lb) if s else "" for lb, s in zip(labels, spots)],
-                             textposition=[s or "top center" for s in spots], textfont=dict(size=12),
-                             marker=dict(symbol="diamond", size=11, color="black", line=dict(width=1, color="white"))))
+                             textposition=[s or "top center" for s in spots], textfont=dict(size=12), marker=marker))
 
 
 def projection_scatter(points: pd.DataFrame, *, color: str = "level1", title: str = "Embeddings",
@@ -80,7 +93,9 @@ def projection_scatter(points: pd.DataFrame, *, color: str = "level1", title: st
     shallower than the chosen level are a grey category of their own. ``highlight`` (a node name)
     draws the samples under that node larger and in colour, and fades the others to grey; the
     legend keeps each category's colour (its entries are drawn apart from the points). The class
-    vectors' names are placed off each other; a name with no free spot is in its hover only."""
+    vectors' names are placed off each other (at most :data:`LABELS_MAX`: with more vectors, those
+    under ``highlight``); a name with no free spot is in its hover only. Thousands of classes are
+    one WebGL trace coloured point by point, without a legend."""
     if points.empty or not {"x", "y", "label"} <= set(points.columns):
         return _empty(title, "no projection (run 'hseval evaluate --projections pca,tsne')")
     data = points.copy() if "kind" in points else points.assign(kind="sample")
@@ -102,17 +117,26 @@ def projection_scatter(points: pd.DataFrame, *, color: str = "level1", title: st
     shown_palette = {_text(k): v for k, v in palette.items()}
     hover = {"x": False, "y": False, "row": False, "colour": False}
     hover.update({c: True for c in ("predicted", "correct", "index") if c in samples})
-    fig = px.scatter(samples, x="x", y="y", color="colour", hover_name="path", template=TEMPLATE, title=_text(title),
-                     custom_data=["row"], hover_data=hover, render_mode="webgl", opacity=0.6,
-                     color_discrete_map=shown_palette, category_orders={"colour": [_text(c) for c in present]})
+    shown = samples["colour"].nunique() <= max_legend
+    if shown:  # a trace per category, each with its legend entry
+        fig = px.scatter(samples, x="x", y="y", color="colour", hover_name="path", template=TEMPLATE,
+                         title=_text(title), custom_data=["row"], hover_data=hover, render_mode="webgl", opacity=0.6,
+                         color_discrete_map=shown_palette, category_orders={"colour": [_text(c) for c in present]})
+    else:  # thousands of classes: one trace coloured point by point (a trace each would take the browser minutes)
+        fig = px.scatter(samples, x="x", y="y", hover_name="path", template=TEMPLATE, title=_text(title),
+                         custom_data=["row"], hover_data=hover, render_mode="webgl", opacity=0.6)
+        fig.data[0].marker.color = samples["colour"].map(shown_palette).fillna(colours.FADED).tolist()
     fig.update_traces(marker=dict(size=4), showlegend=False)
     if highlight:
         colours.fade_unmarked(fig, marked)
-    shown = samples["colour"].nunique() <= max_legend
     for category in present if shown else []:
         fig.add_trace(legend_only(category, palette[category], group=_text(category)))
     if show_vectors and not vectors.empty:
-        _vectors(fig, vectors, data)
+        vector_marked = marked[(data["kind"] == "class_vector").to_numpy()]
+        named = (np.ones(len(vectors), dtype=bool) if len(vectors) <= LABELS_MAX
+                 else vector_marked if highlight and vector_marked.sum() <= LABELS_MAX
+                 else np.zeros(len(vectors), dtype=bool))
+        _vectors(fig, vectors, data, named)
     method = str(points["method"].iloc[0]) if "method" in points and len(points) else ""
     name = METHOD_NAMES.get(method, method)
     fig.update_layout(xaxis_title=f"{name} 1".strip(), yaxis_title=f"{name} 2".strip(),

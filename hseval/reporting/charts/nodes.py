@@ -11,7 +11,16 @@ from hseval.reporting.charts.common import TEMPLATE, _empty, _text, fit
 from hseval.reporting.columns import level_names
 from hseval.tree.hierarchy import Hierarchy
 
-__all__ = ["node_sunburst", "node_deltas", "confusion_heatmap", "shallower_samples", "confusion_guide"]
+__all__ = ["node_sunburst", "sunburst_levels", "node_deltas", "confusion_heatmap", "shallower_samples",
+           "confusion_guide", "HEATMAP_MAX", "SECTORS_MAX"]
+
+HEATMAP_MAX = 200
+"""The most rows (and columns) a confusion heatmap is drawn with: past it the cells are too small to
+read or hover, and the figure too large to send; larger matrices are shown in parts."""
+SECTORS_MAX = 2500
+"""The most sectors a sunburst or treemap draws at once: a browser draws a few thousand in a second,
+10,000 in half a minute, and past a few hundred per ring they are slivers. Deeper levels open on a click."""
+LEVELS_MAX = 3
 
 _BLOCK_LINES = {1: dict(color="#222", width=2.5), 2: dict(color="#555", width=1.2)}
 _DEEPER_LINE = dict(color="#777", width=0.8, dash="dot")
@@ -22,11 +31,36 @@ def _line(depth: int) -> dict:
     return _BLOCK_LINES.get(depth, _DEEPER_LINE)
 
 
+def sunburst_levels(hierarchy: Hierarchy, top: int | None = None, *,
+                    max_sectors: int | None = None) -> tuple[np.ndarray, int, int]:
+    """What :func:`node_sunburst` sends and draws of the subtree under ``top`` (None: the whole tree):
+    (nodes sent, levels drawn at first, levels below ``top``). The whole subtree is sent when it has
+    at most ``max_sectors`` nodes (a click then opens any level in the browser) and up to
+    :data:`LEVELS_MAX` levels are drawn; a larger subtree sends only the levels that fit in
+    ``max_sectors`` (default :data:`SECTORS_MAX`; at least one level), which are then all drawn."""
+    max_sectors = SECTORS_MAX if max_sectors is None else max_sectors
+    base = 0 if top is None else int(hierarchy.depth[top])
+    nodes = (np.flatnonzero(hierarchy.depth > 0) if top is None
+             else np.flatnonzero(hierarchy.ancestor_table[:, base - 1] == top))  # top and its descendants
+    below = hierarchy.depth[nodes] - base  # 0 for top itself
+    deepest = int(below.max()) if len(nodes) else 0
+    if len(nodes) <= max_sectors:
+        return nodes, min(LEVELS_MAX, deepest), deepest
+    per_level = np.cumsum(np.bincount(below, minlength=deepest + 1))
+    levels = max(1, min(LEVELS_MAX, int(np.searchsorted(per_level, max_sectors, side="right")) - 1))
+    return nodes[below <= levels], levels, deepest
+
+
 def node_sunburst(hierarchy: Hierarchy, per_node: pd.DataFrame, *, value: str = "accuracy",
-                  title: str = "Accuracy per node", diverging: bool = False, kind: str = "sunburst") -> go.Figure:
+                  title: str = "Accuracy per node", diverging: bool = False, kind: str = "sunburst",
+                  top: int | None = None, max_sectors: int | None = None) -> go.Figure:
     """The tree as a sunburst (or ``kind="treemap"``): sector size = support (samples), colour =
     ``value`` per node. An accuracy is coloured on the fixed scale 0–1, so one accuracy has one
     colour in every run, page and the report; a difference (``diverging``) on a scale centred on 0.
+
+    A large tree is shown, not all of it: the subtree under ``top`` (None: the whole tree), at most
+    3 levels at first (plotly's ``maxdepth``; a click on a sector opens it) and never more than
+    ``max_sectors`` sectors sent (:func:`sunburst_levels`).
 
     ``per_node`` has the columns node (canonical index), support and ``value``; each sector's
     ``customdata`` is its node index, so a click can be mapped back to the tree."""
@@ -34,14 +68,16 @@ def node_sunburst(hierarchy: Hierarchy, per_node: pd.DataFrame, *, value: str = 
         raise ValueError(f"kind must be 'sunburst' or 'treemap', got {kind!r}")
     if per_node.empty or not {"node", "support", value} <= set(per_node.columns):
         return _empty(title, f"no per-node {value} to show")
-    names = [*hierarchy.node_names]
-    parents = ["" if p < 0 else names[p] for p in hierarchy.parents.tolist()]
-    frame = per_node.set_index("node").reindex(range(hierarchy.num_nodes))
+    nodes, levels, _ = sunburst_levels(hierarchy, top, max_sectors=max_sectors)
+    all_names = hierarchy.node_names
+    names = [all_names[n] for n in nodes.tolist()]
+    parents = ["" if n == top or (p := int(hierarchy.parents[n])) < 0 else all_names[p] for n in nodes.tolist()]
+    frame = per_node.set_index("node").reindex(nodes)
     support = frame["support"].fillna(0).to_numpy(dtype=float)
     colour = frame[value].to_numpy(dtype=float)
     hover = [f"{_text(' / '.join(hierarchy.path_names(i)))}<br>{value}: "
              + (f"{c:.3f}" if c == c else "n/a — no samples")
-             + f"<br>samples: {int(s):,}" for i, (c, s) in enumerate(zip(colour, support))]
+             + f"<br>samples: {int(s):,}" for i, c, s in zip(nodes.tolist(), colour, support)]
     finite = np.isfinite(colour)
     if diverging:
         limit = float(np.abs(colour[finite]).max()) if finite.any() else 0.0
@@ -52,7 +88,7 @@ def node_sunburst(hierarchy: Hierarchy, per_node: pd.DataFrame, *, value: str = 
     trace = go.Sunburst if kind == "sunburst" else go.Treemap
     fig = go.Figure(trace(ids=names, labels=[_text(n) for n in names], parents=parents, values=np.maximum(support, 0),
                           branchvalues="total", marker=dict(**marker, showscale=True), hovertext=hover,
-                          hoverinfo="text", customdata=np.arange(hierarchy.num_nodes)))
+                          hoverinfo="text", customdata=nodes, maxdepth=levels + (top is not None)))
     fig.update_layout(title=_text(title), template=TEMPLATE, margin=dict(l=0, r=0))
     return fit(fig, row_height=480, bottom=10)
 
@@ -109,20 +145,22 @@ def confusion_guide(hierarchy: Hierarchy, depth: int | None) -> str:
 
 def confusion_heatmap(matrix: np.ndarray, nodes: np.ndarray, hierarchy: Hierarchy, *,
                       title: str = "Confusion matrix (tree order)", normalize: bool = True,
-                      left_out: dict[str, int] | None = None) -> go.Figure:
+                      left_out: dict[str, int] | None = None, outside: str | None = None) -> go.Figure:
     """Rows = true class, columns = prediction, in tree order (``nodes``: the node of each row and
     column, -1 for the classes shallower than this level), labelled by name; lines separate the
     super-classes of every level above (thicker for shallower levels); hover gives the count, the
     row's share and both classes' super-class. Rows without samples are left out; ``left_out``
     (:func:`shallower_samples`) names the classes with no node at this level and their samples,
-    which the subtitle says are not counted. ``normalize`` colours by the row's share."""
+    which the subtitle says are not counted. ``normalize`` colours by the row's share. ``outside``
+    names the label -1 instead when it stands for the predictions outside a super-class
+    (:func:`hseval.app.tables.confusion_within`)."""
     counts = np.asarray(matrix, dtype=float)
     if counts.size == 0:
         return _empty(title, "no samples")
     nodes = np.asarray(nodes, dtype=np.int64)
     left_out = left_out or {}
     depth = int(hierarchy.depth[nodes[nodes >= 0]].max()) if (nodes >= 0).any() else 0
-    shallow = f"{', '.join(left_out) or 'shallower class'} (no level-{depth} node)"
+    shallow = outside or f"{', '.join(left_out) or 'shallower class'} (no level-{depth} node)"
     names = [_text(hierarchy.node_names[n] if n >= 0 else shallow) for n in nodes.tolist()]
     sums = counts.sum(axis=1, keepdims=True)
     share = np.divide(counts, sums, out=np.zeros_like(counts), where=sums > 0)
