@@ -11,7 +11,7 @@ import pytest
 import torch
 
 from hseval.tree.hierarchy import Hierarchy
-from tests.helpers import appendix_a, built_once, fashion_tree, unbalanced, write_fashion_like
+from tests.helpers import appendix_a, built_once, fashion_tree, prediction_file, unbalanced, write_fashion_like
 
 
 class _InstalledNamesOnly(importlib.abc.MetaPathFinder):
@@ -28,7 +28,7 @@ class _InstalledNamesOnly(importlib.abc.MetaPathFinder):
 sys.meta_path.insert(0, _InstalledNamesOnly())
 
 
-TRAINED = {"fashion_like", "evaluated"}
+TRAINED = {"fashion_like", "evaluated", "large_evaluated"}
 """Fixtures that mean a test trains or evaluates real runs: such a test is ``slow``, and
 ``pytest -m "not slow"`` is the fast lane of units and contracts."""
 
@@ -83,3 +83,23 @@ def evaluated(tmp_path_factory, fashion_like) -> Path:
     return built_once(tmp_path_factory, "evaluated", build) / "eval"
 
 
+
+
+LARGE = (5000, 3000)
+"""Classes × samples of :func:`large_evaluated`."""
+
+
+@pytest.fixture(scope="session")
+def large_evaluated(tmp_path_factory) -> Path:
+    """An evaluation folder of a 5,000-class, 4-level tree (:func:`tests.helpers.prediction_file`,
+    about 60 % top-1) written by ``hseval evaluate --predictions`` with PCA: what the dashboard
+    shows in parts. Built once per test run."""
+    from hseval.cli.main import main
+
+    def build(root: Path) -> None:
+        root.mkdir(parents=True)
+        prediction_file(root / "large", *LARGE)
+        assert main(["evaluate", "--predictions", str(root / "large.npz"), "--hierarchy", str(root / "large.txt"),
+                     "--projections", "pca", "--max-points", "1500", "--out", str(root / "eval")]) == 0
+
+    return built_once(tmp_path_factory, "large-evaluated", build) / "eval"

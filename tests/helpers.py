@@ -99,6 +99,31 @@ def write_fashion_like(folder: Path, *, n_train: int = 600, n_test: int = 200, s
     return folder
 
 
+def prediction_file(path: Path, classes: int, samples: int, *, seed: int = 0, dim: int = 32) -> int:
+    """A tree (``random_tree``, written to ``path.with_suffix(".txt")``) and a prediction file as
+    ``np.savez`` writes it (``path.with_suffix(".npz")``): each class vector its parent's plus noise,
+    each embedding its class's vector plus noise, float32 logits of their nearest-vector scores — so
+    about 60 % top-1 and most mistakes inside a super-class, as a trained model makes them. Returns
+    the logits' size in bytes."""
+    from hseval.tree import write_hierarchy
+
+    tree = random_tree(classes, seed, branching=0.1)
+    write_hierarchy(tree, path.with_suffix(".txt"))
+    rng = np.random.default_rng(seed)
+    vectors = np.zeros((tree.num_nodes + 1, dim))  # the last row: the root
+    parents = np.where(tree.parents >= 0, tree.parents, tree.num_nodes)
+    for depth in range(1, tree.max_depth + 1):
+        nodes = tree.nodes_at_depth(depth)
+        vectors[nodes] = vectors[parents[nodes]] + rng.normal(size=(len(nodes), dim))
+    weights = vectors[:classes]
+    targets = rng.integers(0, classes, samples)
+    embeddings = weights[targets] + 2.0 * rng.normal(size=(samples, dim))
+    logits = (embeddings @ weights.T - 0.5 * (weights ** 2).sum(axis=1)).astype(np.float32)
+    np.savez(path.with_suffix(".npz"), targets=targets, logits=logits, embeddings=embeddings.astype(np.float32),
+             class_weights=weights.astype(np.float32))
+    return logits.nbytes
+
+
 def built_once(tmp_path_factory, name: str, build: Callable[[Path], None]) -> Path:
     """``name``'s folder, built by ``build(folder)`` once per test run and shared by every xdist
     worker: the workers' temporary folders share a parent, where the first worker to take the lock

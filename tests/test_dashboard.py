@@ -242,3 +242,36 @@ def test_no_folder_given(monkeypatch):
     monkeypatch.setattr("sys.argv", ["main.py"])
     at = AppTest.from_file(str(MAIN), default_timeout=60).run()
     assert any("hseval dashboard DIR" in e.value for e in at.error)
+
+
+def test_a_5000_class_tree_is_shown_in_parts(large_evaluated, monkeypatch):
+    """At 5,000 classes: the leaf matrix is not drawn but said, the most-confused pairs are listed
+    (counted right: their total is the mistakes when all fit), a level with at most HEATMAP_MAX
+    nodes is drawn, the tree chart sends at most SECTORS_MAX sectors and opens at most 3 levels, the
+    node picker searches on the server, and tables come a page at a time."""
+    from hseval.reporting import charts as chart_module
+    from hseval.tree import read_hierarchy
+
+    at = app(large_evaluated, monkeypatch).run()
+    assert not at.exception, [e.message for e in at.exception]
+    page(at, "confusion")
+    assert "confusion_heatmap" not in figures(at)
+    assert any("5,000 rows and columns" in i.value and "too many to draw" in i.value for i in at.info)
+    pairs = table(at, "lca")
+    assert len(pairs) == 50 and pairs["count"].is_monotonic_decreasing  # the first page of 200
+    assert any(c.value.startswith("pairs 1–50 of 200") for c in at.caption)
+    within = figures(at)["confusion_within_map"]["data"][0]
+    assert within["x"][-1].startswith("outside ") and len(within["x"]) <= chart_module.HEATMAP_MAX + 1
+    level = next(o for o in at.selectbox(key="confusion_level").options if o.startswith("level 1"))
+    at.selectbox(key="confusion_level").set_value(level).run()
+    assert len(figures(at)["confusion_heatmap"]["data"][0]["x"]) <= chart_module.HEATMAP_MAX
+
+    page(at, "hierarchy")
+    tree = read_hierarchy(next(large_evaluated.parent.glob("large.txt")))
+    drawn = figures(at)["hierarchy_tree"]["data"][0]
+    assert len(drawn["ids"]) <= chart_module.SECTORS_MAX and drawn["maxdepth"] <= 3
+    assert len(drawn["ids"]) == int((tree.depth <= drawn["maxdepth"]).sum())  # whole levels, from the top
+    at.text_input(key="hierarchy_node_find").set_value("c4321").run()
+    assert at.selectbox(key="hierarchy_node").options[0].endswith(" / c4321")
+    assert all("c4321" in o for o in at.selectbox(key="hierarchy_node").options)
+    assert {m.label for m in at.metric} >= {"Accuracy at this node", "Samples under it"}

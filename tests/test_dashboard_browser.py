@@ -13,83 +13,23 @@ from __future__ import annotations
 import json
 import os
 import shutil
-import signal
-import subprocess
-import sys
-import threading
 import time
 import urllib.request
-from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
 
 from hseval.core import fileio
 from hseval.core.errors import HsevalWarning
+from tests.browser import CHROMIUM, dashboard_page, drawn, settle
 from tests.dashboard_helpers import copy_runs
 from tests.helpers import reseal
 
-sync_api = pytest.importorskip("playwright.sync_api", reason="playwright is not installed: pip install playwright "
-                                                             "(the browser comes from the system, not playwright)")
-CHROMIUM = os.environ.get("HSEVAL_CHROMIUM", "/usr/bin/chromium")
+pytest.importorskip("playwright.sync_api", reason="playwright is not installed: pip install playwright "
+                                                  "(the browser comes from the system, not playwright)")
 pytestmark = pytest.mark.skipif(not Path(CHROMIUM).is_file(),
                                 reason=f"no Chromium at {CHROMIUM}: apt-get install chromium (or set $HSEVAL_CHROMIUM)")
-CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
-                 "--disable-component-update", "--disable-sync", "--no-first-run"]
-ROOT = Path(__file__).parents[1]
 PLOTS = "document.querySelectorAll('.js-plotly-plot')"
-
-
-def dashboard_argv(folder: Path, port: int) -> list[str]:
-    return [sys.executable, "-m", "hseval", "dashboard", str(folder), "--port", str(port)]
-
-
-class Server:
-    """The dashboard process; its output is drained by a thread (a full pipe would block it)."""
-
-    def __init__(self, argv: list[str]) -> None:
-        self.lines: list[str] = []
-        self.url: str | None = None
-        self.ready = threading.Event()
-        self.process = subprocess.Popen(argv, cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
-        threading.Thread(target=self._drain, daemon=True).start()
-
-    def _drain(self) -> None:
-        for line in self.process.stdout:
-            self.lines.append(line)
-            if line.startswith("hseval dashboard: http"):
-                self.url = line.split()[2]
-                self.ready.set()
-
-    def wait_ready(self, timeout: float = 60) -> str:
-        if not self.ready.wait(timeout):
-            raise AssertionError("the dashboard did not come up:\n" + "".join(self.lines))
-        return self.url
-
-    def stop(self) -> int:
-        if self.process.poll() is None:
-            self.process.send_signal(signal.SIGINT)
-        try:  # hseval stops streamlit within ~10 s (terminate, then kill)
-            return self.process.wait(timeout=30)
-        except subprocess.TimeoutExpired:
-            self.process.kill()
-            raise
-
-
-@contextmanager
-def dashboard_page(folder: Path):
-    """The dashboard on ``folder`` and a headless Chromium page; the server is stopped with Ctrl-C
-    afterwards and its exit code kept in ``server.code``."""
-    from hseval.cli.dashboard import free_port
-
-    server = Server(dashboard_argv(folder, free_port()))
-    try:
-        with sync_api.sync_playwright() as playwright:
-            browser = playwright.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS, headless=True)
-            yield server, browser.new_page(viewport={"width": 1400, "height": 900})
-            browser.close()
-    finally:
-        server.code = server.stop()
 
 
 LOOK = """() => {
@@ -100,6 +40,16 @@ LOOK = """() => {
   const inside = (a, b) => a.left >= b.left - 1 && a.right <= b.right + 1 && a.top >= b.top - 1
     && a.bottom <= b.bottom + 1;
   const pairs = rects => rects.flatMap((a, i) => rects.slice(i + 1).filter(b => overlap(a, b))).length;
+  // slanted tick labels are parallel lines of text: two overlap when the gap between their lines
+  // (the ticks' spacing times the sine of the angle) is less than the text's height
+  const slanted = root => {
+    const ticks = [...root.querySelectorAll('.xtick text')].filter(e => e.textContent.trim())
+      .map(e => /translate\(([-\d.]+)[^)]*\)\s*rotate\(([-\d.]+)/.exec(e.getAttribute('transform') || ''))
+      .filter(m => m).map(m => [parseFloat(m[1]), Math.abs(Math.sin(parseFloat(m[2]) * Math.PI / 180))]);
+    const size = parseFloat(getComputedStyle(root.querySelector('.xtick text') || root).fontSize) || 12;
+    const xs = ticks.map(t => t[0]).sort((a, b) => a - b);
+    return xs.slice(1).filter((x, i) => (x - xs[i]) * ticks[0][1] < 0.9 * size).length;
+  };
   return [...document.querySelectorAll('.js-plotly-plot')].filter(p => p._fullLayout && p.offsetParent).map(p => {
     const svg = p.querySelector('.main-svg').getBoundingClientRect();
     const legend = p.querySelector('.legend');
@@ -113,7 +63,7 @@ LOOK = """() => {
     return {title: String((p._fullLayout.title || {}).text || '').split('<br>')[0], height: svg.height,
             shown: p._fullLayout.showlegend ? p._fullData.filter(t => t.visible === true && t.showlegend).length : 0,
             items: items.length, clipped: items.filter(r => !inside(r, frame) || !inside(r, svg)).length,
-            ticks: pairs(boxes(p, '.xtick text, .ytick text')), labels: pairs(boxes(p, '.textpoint text')),
+            ticks: pairs(boxes(p, '.xtick text:not([transform*="rotate"]), .ytick text')) + slanted(p), labels: pairs(boxes(p, '.textpoint text')),
             colours};
   });
 }"""
@@ -168,15 +118,6 @@ class Look:
         return figures
 
 
-def _drawn(page, minimum: int = 1, timeout: int = 60_000) -> None:
-    """Wait until ``minimum`` plotly figures are drawn and their number has stopped growing."""
-    page.wait_for_function(f"() => document.querySelectorAll('.js-plotly-plot .main-svg').length >= {minimum}",
-                           timeout=timeout)
-    count = -1
-    while count != (count := page.evaluate("document.querySelectorAll('.js-plotly-plot .main-svg').length")):
-        page.wait_for_timeout(1500)
-
-
 def _break(folder: Path, run: str) -> None:
     """Edit a run's metrics.json as a user might: its checksum no longer matches, so it is skipped."""
     path = folder / run / "metrics.json"
@@ -205,7 +146,7 @@ def test_report_and_every_page_read_right(nine_runs, tmp_path, record_property):
         requests: list[str] = []
         page.on("request", lambda request: requests.append(request.url))
         page.goto((moved / "report.html").as_uri())
-        _drawn(page, minimum=10)
+        drawn(page, minimum=10)
         report = look(page, "report")
         assert page.locator(".here").inner_text() == str(moved)  # not where it was written
         assert [url for url in requests if not url.startswith("file:")] == []
@@ -224,7 +165,7 @@ def test_report_and_every_page_read_right(nine_runs, tmp_path, record_property):
         print(f"\nfirst render of the overview (9 runs): {first_render:.2f} s after the server was up")
         assert page.locator("h1").first.inner_text() == "Overview"
         _wait_text(page, "top1 vs plain")
-        _drawn(page, minimum=2)
+        drawn(page, minimum=2)
         look(page, "overview")
 
         page.get_by_role("link", name="Hierarchy").click()
@@ -238,7 +179,7 @@ def test_report_and_every_page_read_right(nine_runs, tmp_path, record_property):
         page.get_by_role("link", name="Geometry").click()
         page.wait_for_function(f"() => [...{PLOTS}].some(p => (p.data || []).some(t => t.type === 'violin'))",
                                timeout=30_000)
-        _drawn(page, minimum=5)
+        drawn(page, minimum=5)
         extent = page.evaluate(f"""() => [...{PLOTS}].flatMap(p => (p.calcdata || []).flat())
             .flatMap(c => (c && c.density) ? c.density.map(d => d.t) : [])""")
         assert extent and 0 <= min(extent) and max(extent) <= 180, (min(extent), max(extent))
@@ -275,18 +216,18 @@ def test_report_and_every_page_read_right(nine_runs, tmp_path, record_property):
         runs = page.evaluate(f"""() => [...{PLOTS}].filter(p => String((p.layout.title || {{}}).text || '')
             .includes('Difference from')).flatMap(p => p.data.map(t => t.name))""")
         assert len(set(runs) & names) == 8, runs  # every other run against the baseline, each with its interval
-        _drawn(page, minimum=6)
+        drawn(page, minimum=6)
         look(page, "compare")
 
         _break(nine_runs, "plain")  # the baseline is skipped now: it changes, and the page says so
         page.get_by_role("link", name="Overview").click()
         _wait_text(page, "The baseline plain could not be read: comparing with plain-2 instead.")
-        _drawn(page, minimum=2)
+        drawn(page, minimum=2)
         look(page, "overview-without-plain")
         with pytest.warns(HsevalWarning, match="left out of the report"):  # said, and drawn without it
             write_report(nine_runs)
         page.goto((nine_runs / "report.html").as_uri())
-        _drawn(page, minimum=10)
+        drawn(page, minimum=10)
         look(page, "report-without-plain")
     assert not look.failures, "\n".join(look.failures)
     assert server.code == 0, "".join(server.lines)
@@ -308,3 +249,38 @@ def _traces(page, name: str) -> list[dict]:
 
 def _wait_text(page, text: str, timeout: int = 30_000) -> None:
     page.wait_for_function(f"() => document.body.innerText.includes({text!r})", timeout=timeout)
+
+
+def test_a_5000_class_tree_is_shown_in_parts(large_evaluated, tmp_path):
+    """At 5,000 classes, as a person sees it: every page settles; the confusion page says the leaf
+    matrix is too large to draw and shows the most-confused pairs table; the hierarchy chart draws
+    at most 3 levels at first; the figures are readable (the checks of :data:`LOOK`)."""
+    look = Look(Path(os.environ.get("HSEVAL_SCREENSHOTS") or tmp_path / "screens") / "large", {"large"})
+    with dashboard_page(large_evaluated) as (server, page):
+        page.goto(server.wait_ready())
+        page.wait_for_selector(".js-plotly-plot .main-svg", timeout=60_000)
+        times = {name: settle(page, name) for name in ("Hierarchy", "Confusion", "Embeddings", "Geometry")}
+        print("\nseconds to settle at 5,000 classes:", times, f"server peak {server.peak_memory() / 2**30:.2f} GB")
+
+        page.get_by_role("link", name="Confusion").click()
+        _wait_text(page, "too many to draw")
+        _wait_text(page, "Most-confused pairs")
+        page.wait_for_selector('[data-testid="stDataFrame"]', timeout=30_000)
+        page.wait_for_function(f"() => [...{PLOTS}].some(p => (p.data || []).some(t => t.type === 'heatmap'))",
+                               timeout=30_000)
+        heatmaps = page.evaluate(f"() => [...{PLOTS}].flatMap(p => p.data).filter(t => t.type === 'heatmap')"
+                                 ".map(t => t.x.length)")
+        assert heatmaps and max(heatmaps) <= 201  # only the one super-class's classes (and "outside")
+        look(page, "confusion")
+
+        page.get_by_role("link", name="Hierarchy").click()
+        page.wait_for_selector(".js-plotly-plot .sunburstlayer g.slice", timeout=60_000)
+        drawn(page)
+        levels = page.evaluate(f"""() => [...{PLOTS}].flatMap(p => (p._fullData || []))
+            .filter(t => t.type === 'sunburst').map(t => t.maxdepth)""")
+        slices = page.locator(".sunburstlayer g.slice").count()
+        total = page.evaluate(f"() => [...{PLOTS}].flatMap(p => p.data).find(t => t.type === 'sunburst').ids.length")
+        assert levels and 1 <= levels[0] <= 3 and slices <= total
+        look(page, "hierarchy")
+    assert not look.failures, "\n".join(look.failures)
+    assert server.code == 0, "".join(server.lines)

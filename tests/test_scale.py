@@ -14,10 +14,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-import numpy as np
-
-from hseval.tree import write_hierarchy
-from tests.helpers import random_tree
+from tests.helpers import prediction_file
 
 ROOT = Path(__file__).resolve().parents[1]
 CLASSES, SAMPLES = 5000, 6000
@@ -37,22 +34,9 @@ for name in (small, big):
 """
 
 
-def _prediction_file(path: Path, classes: int, samples: int) -> int:
-    """A tree and a prediction file as np.savez writes it (float32 logits, 16-d embeddings); the
-    logits' size in bytes."""
-    tree = random_tree(classes, 0, branching=0.1)
-    write_hierarchy(tree, path.with_suffix(".txt"))
-    rng = np.random.default_rng(0)
-    logits = rng.normal(size=(samples, classes)).astype(np.float32)
-    logits[np.arange(samples), rng.integers(0, classes, samples)] += 4.0
-    np.savez(path.with_suffix(".npz"), targets=rng.integers(0, classes, samples), logits=logits,
-             embeddings=rng.normal(size=(samples, 16)).astype(np.float32))
-    return logits.nbytes
-
-
 def test_evaluate_takes_the_memory_of_its_input_at_5000_classes(tmp_path):
-    _prediction_file(tmp_path / "small", 10, 200)
-    logits = _prediction_file(tmp_path / "big", CLASSES, SAMPLES)
+    prediction_file(tmp_path / "small", 10, 200)
+    logits = prediction_file(tmp_path / "big", CLASSES, SAMPLES)
     done = subprocess.run([sys.executable, "-c", MEASURE, str(tmp_path / "small"), str(tmp_path / "big"),
                            str(tmp_path / "out")], capture_output=True, text=True, timeout=600, cwd=ROOT)
     assert done.returncode == 0, done.stderr[-3000:]

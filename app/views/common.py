@@ -143,7 +143,8 @@ def pick_node(label: str, paths: dict[str, int], *, key: str, index: int = 0, co
     """One node of ``paths`` (:func:`hseval.app.tables.node_paths`, perhaps filtered), chosen by its
     path. Up to :data:`PICKER_MAX` nodes are one searchable list; a larger tree gets a search box
     first and the list holds the first matches (in tree order), never the whole tree. A node set in
-    ``st.session_state[key]`` (a click on a chart) stays chosen whatever the search."""
+    ``st.session_state[key]`` (a click on a chart) stays chosen while no search is typed; a search
+    chooses its first match unless the node chosen matches it too."""
     names = list(paths)
     if len(names) > PICKER_MAX:
         box = container.container()
@@ -152,7 +153,7 @@ def pick_node(label: str, paths: dict[str, int], *, key: str, index: int = 0, co
                                     f"offers the first {PICKER_MAX:,} matches in tree order.")
         found = tables.find_nodes(paths, query, limit=PICKER_MAX)
         chosen = st.session_state.get(key)
-        names = [chosen, *(n for n in found if n != chosen)] if chosen in paths else found
+        names = [chosen, *(n for n in found if n != chosen)] if chosen in paths and not query else found
         if not names:
             box.warning(f"No node's path contains {markdown(query)}.")
             names = list(paths)[:1]

@@ -17,6 +17,8 @@ from hseval.reporting import charts
 from hseval.reporting.columns import level_label
 from hseval.reporting.escape import markdown
 
+WITHIN_FIRST = 30
+"""The super-class shown first inside has at most this many classes (every name readable at once)."""
 PAIR_COLUMNS = {"share": st.column_config.NumberColumn("share", format="%.3f",
                                                        help="Of the true class's (or super-class's) samples"),
                 "lca": st.column_config.TextColumn("LCA", help="Lowest common ancestor of the two"),
@@ -43,10 +45,14 @@ def _within(run: RunResult, normalize: bool) -> None:
     if not paths:
         st.info(f"No super-class has at most {charts.HEATMAP_MAX} classes to draw.")
         return
-    default = tables.busiest_superclass(tree, loading.table(run, eval_format.PER_NODE), list(paths.values()))
+    nodes = list(paths.values())
+    readable = [n for n in nodes if len(tree.subtree_leaves(n)) <= WITHIN_FIRST] or nodes
+    busiest = readable[tables.busiest_superclass(tree, loading.table(run, eval_format.PER_NODE), readable)]
+    default = nodes.index(busiest)
     node = pick_node("Super-class", paths, key="confusion_within", index=default,
                      help="Its classes' confusions; the last column counts predictions outside it. "
-                          "The default is the super-class with the most mistakes.")
+                          f"The default is the super-class of at most {WITHIN_FIRST} classes with the most "
+                          "mistakes.")
     name = tree.node_names[node]
     matrix, labels = loading.confusion(run, within=node)
     chart(charts.confusion_heatmap(matrix, labels, tree, normalize=normalize, outside=f"outside {name}",

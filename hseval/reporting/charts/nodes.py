@@ -14,12 +14,13 @@ from hseval.tree.hierarchy import Hierarchy
 __all__ = ["node_sunburst", "sunburst_levels", "node_deltas", "confusion_heatmap", "shallower_samples",
            "confusion_guide", "HEATMAP_MAX", "SECTORS_MAX"]
 
-HEATMAP_MAX = 200
-"""The most rows (and columns) a confusion heatmap is drawn with: past it the cells are too small to
-read or hover, and the figure too large to send; larger matrices are shown in parts."""
-SECTORS_MAX = 2500
-"""The most sectors a sunburst or treemap draws at once: a browser draws a few thousand in a second,
-10,000 in half a minute, and past a few hundred per ring they are slivers. Deeper levels open on a click."""
+HEATMAP_MAX = 100
+"""The most rows (and columns) a confusion heatmap is drawn with (CIFAR-100's classes): past it the
+cells and their names are too small to read at a screen's width, and the figure too large to send;
+larger matrices are shown in parts."""
+SECTORS_MAX = 600
+"""The most sectors a sunburst or treemap sends at once: past a few hundred per ring they are slivers
+(and 10,000 take a browser half a minute to draw). Deeper levels open on a click."""
 LEVELS_MAX = 3
 
 _BLOCK_LINES = {1: dict(color="#222", width=2.5), 2: dict(color="#555", width=1.2)}
