@@ -44,7 +44,7 @@ LOOK = """() => {
   // (the ticks' spacing times the sine of the angle) is less than the text's height
   const slanted = root => {
     const ticks = [...root.querySelectorAll('.xtick text')].filter(e => e.textContent.trim())
-      .map(e => /translate\(([-\d.]+)[^)]*\)\s*rotate\(([-\d.]+)/.exec(e.getAttribute('transform') || ''))
+      .map(e => /translate\\(([-\\d.]+)[^)]*\\)\\s*rotate\\(([-\\d.]+)/.exec(e.getAttribute('transform') || ''))
       .filter(m => m).map(m => [parseFloat(m[1]), Math.abs(Math.sin(parseFloat(m[2]) * Math.PI / 180))]);
     const size = parseFloat(getComputedStyle(root.querySelector('.xtick text') || root).fontSize) || 12;
     const xs = ticks.map(t => t[0]).sort((a, b) => a - b);
@@ -63,8 +63,8 @@ LOOK = """() => {
     return {title: String((p._fullLayout.title || {}).text || '').split('<br>')[0], height: svg.height,
             shown: p._fullLayout.showlegend ? p._fullData.filter(t => t.visible === true && t.showlegend).length : 0,
             items: items.length, clipped: items.filter(r => !inside(r, frame) || !inside(r, svg)).length,
-            ticks: pairs(boxes(p, '.xtick text:not([transform*="rotate"]), .ytick text')) + slanted(p), labels: pairs(boxes(p, '.textpoint text')),
-            colours};
+            ticks: pairs(boxes(p, '.xtick text:not([transform*="rotate"]), .ytick text')) + slanted(p),
+            labels: pairs(boxes(p, '.textpoint text')), colours};
   });
 }"""
 """Every drawn figure of the page: its height, its legend (entries in the DOM, traces it should
