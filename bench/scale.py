@@ -10,7 +10,9 @@ each in its own process. A row of the table holds
 - evaluate: wall-clock and CPU seconds (user and system: what other work on the machine changes
   least) and the peak resident memory (the process's ``ru_maxrss``), and how far that peak lies
   above the same command's on a 100-class file of as many samples (what the libraries take);
-- report: seconds and the size of ``report.html``.
+- report: seconds and the size of ``report.html``;
+- dashboard: the server's peak resident memory and the seconds each page takes to settle on a
+  second visit in headless Chromium (``tests/browser.py``; Debian's ``chromium`` and playwright).
 
 Each command measured is a :class:`Measurement` and its columns (:class:`Column`), so that another
 command (the dashboard's pages) is one entry more in :data:`MEASUREMENTS`.
@@ -38,6 +40,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from hseval.tree import write_hierarchy  # noqa: E402
 from hseval.tree.hierarchy import Hierarchy  # noqa: E402
+from tests.browser import PAGES, dashboard_page, settle  # noqa: E402
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from _common import require_quiet, stamp, write_block  # noqa: E402
@@ -150,6 +153,20 @@ def report(hierarchy: Path, predictions: Path, out: Path) -> dict[str, float]:
     return {"report_s": seconds, "report_cpu": cpu, "report_size": (out / "report.html").stat().st_size}
 
 
+def dashboard(hierarchy: Path, predictions: Path, out: Path) -> dict[str, float]:
+    """``hseval dashboard`` on the evaluation in headless Chromium: every page visited twice, the
+    seconds for each to settle on the second visit (:func:`tests.browser.settle`), and the server's
+    peak resident memory after both rounds."""
+    with dashboard_page(out) as (server, page):
+        page.goto(server.wait_ready())
+        page.wait_for_selector(".js-plotly-plot .main-svg", timeout=120_000)
+        for name in (*PAGES[1:], PAGES[0]):  # the first round: each page once, ending where the second starts
+            settle(page, name)
+        row = {f"page_{name}": settle(page, name) for name in PAGES[1:] + PAGES[:1]}
+        row["server_peak"] = server.peak_memory()
+    return row
+
+
 @dataclass(frozen=True)
 class Column:
     title: str
@@ -183,6 +200,9 @@ MEASUREMENTS = (
     Measurement(report, (
         Column("report: time", lambda r: f"{r['report_s']:.1f} s"),
         Column("report.html", lambda r: f"{r['report_size'] / 1e6:.1f} MB"))),
+    Measurement(dashboard, (
+        Column("dashboard server: peak memory", lambda r: f"{r['server_peak'] / GB:.2f} GB"),
+        *(Column(f"{name} (s)", lambda r, name=name: f"{r[f'page_{name}']:.1f}") for name in PAGES))),
 )
 """What is measured of each size, in order; a command more (the dashboard) is one more entry."""
 COLUMNS = (Column("classes × samples", lambda r: f"{r['classes']:,} × {r['samples']:,} "

@@ -299,3 +299,48 @@ def test_projection_scatter_highlight_fades_without_dropping():
     palette = category_colours(appendix_a(), "level1")  # the legend keeps the colours the highlight fades
     assert {t.name: t.marker.color for t in fig.data if t.showlegend and t.name in palette} == \
         {"fruit": palette["fruit"], "animal": palette["animal"]}
+
+
+def _many_classes(classes: int, per_class: int = 2) -> pd.DataFrame:
+    """Projection rows of ``classes`` classes under 10 super-classes: samples and one vector each."""
+    rng = np.random.default_rng(0)
+    label = np.repeat([f"c{i}" for i in range(classes)], per_class).tolist() + [f"c{i}" for i in range(classes)]
+    kind = ["sample"] * (classes * per_class) + ["class_vector"] * classes
+    return pd.DataFrame({"method": "pca", "kind": kind, "x": rng.normal(size=len(kind)),
+                         "y": rng.normal(size=len(kind)), "label": label,
+                         "level1": [f"s{int(c[1:]) % 10}" for c in label]})
+
+
+def test_projection_scatter_at_many_classes_draws_one_trace_and_only_the_highlighted_vectors():
+    points = _many_classes(charts.VECTORS_MAX + 200)
+    fig = charts.projection_scatter(points, color="label")
+    assert len(samples(fig)) == 1 and len(set(samples(fig)[0].marker.color)) >= 20  # one trace, coloured per point
+    assert "class vectors" not in [t.name for t in fig.data]  # 500 diamonds would hide the samples
+    lit = charts.projection_scatter(points, color="level1", highlight="s3")
+    vectors = next(t for t in lit.data if t.name == "class vectors")
+    assert len(vectors.x) == 50 and not any(vectors.text)  # its 50 vectors, named in their hover only (> 40)
+    few = charts.projection_scatter(_many_classes(30), color="level1")
+    assert sum(bool(t) for t in next(t for t in few.data if t.name == "class vectors").text) > 0
+
+
+def test_sunburst_levels_send_whole_levels_within_the_budget():
+    from tests.helpers import random_tree
+
+    tree = random_tree(2000, 1, branching=0.2)
+    per_level = np.bincount(tree.depth)[1:]
+    for budget in (per_level[0], per_level[:2].sum(), tree.num_nodes, 10):
+        nodes, levels, deepest = charts.sunburst_levels(tree, max_sectors=budget)
+        assert deepest == tree.max_depth and 1 <= levels <= 3
+        if len(nodes) < tree.num_nodes:  # cut: whole levels from the top, as many as fit (at least one)
+            assert set(nodes.tolist()) == set(np.flatnonzero(tree.depth <= levels).tolist())
+            assert len(nodes) <= budget or levels == 1
+        fig = charts.node_sunburst(tree, per_node_frame(tree, np.full(tree.num_nodes, 0.5)), max_sectors=budget)
+        assert list(fig.data[0].customdata) == nodes.tolist() and fig.data[0].maxdepth == levels
+    top = int(np.flatnonzero(tree.depth == 1)[np.argmax([len(tree.subtree_leaves(n))
+                                                          for n in np.flatnonzero(tree.depth == 1)])])
+    nodes, levels, _ = charts.sunburst_levels(tree, top, max_sectors=10_000)
+    under = {n for n in range(tree.num_nodes) if top in tree.path(n)}
+    assert set(nodes.tolist()) == under
+    fig = charts.node_sunburst(tree, per_node_frame(tree, np.full(tree.num_nodes, 0.5)), top=top)
+    parents = dict(zip(fig.data[0].ids, fig.data[0].parents))
+    assert parents[tree.node_names[top]] == "" and fig.data[0].maxdepth == levels + 1

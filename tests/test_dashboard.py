@@ -262,12 +262,15 @@ def test_a_5000_class_tree_is_shown_in_parts(large_evaluated, monkeypatch):
     assert any(c.value.startswith("pairs 1–50 of 200") for c in at.caption)
     within = figures(at)["confusion_within_map"]["data"][0]
     assert within["x"][-1].startswith("outside ") and len(within["x"]) <= chart_module.HEATMAP_MAX + 1
+    tree = read_hierarchy(next(large_evaluated.parent.glob("large.txt")))
     level = next(o for o in at.selectbox(key="confusion_level").options if o.startswith("level 1"))
     at.selectbox(key="confusion_level").set_value(level).run()
-    assert len(figures(at)["confusion_heatmap"]["data"][0]["x"]) <= chart_module.HEATMAP_MAX
+    tops = set(tree.node_names[n] for n in tree.nodes_at_depth(1))
+    assert len(tops) > chart_module.HEATMAP_MAX and "confusion_heatmap" not in figures(at)
+    assert any(f"at level 1 has {len(tops)} rows" in i.value for i in at.info)
+    assert set(table(at, "lca")["true"]) <= tops  # the pairs of level-1 super-classes
 
     page(at, "hierarchy")
-    tree = read_hierarchy(next(large_evaluated.parent.glob("large.txt")))
     drawn = figures(at)["hierarchy_tree"]["data"][0]
     assert len(drawn["ids"]) <= chart_module.SECTORS_MAX and drawn["maxdepth"] <= 3
     assert len(drawn["ids"]) == int((tree.depth <= drawn["maxdepth"]).sum())  # whole levels, from the top

@@ -148,7 +148,8 @@ def pick_node(label: str, paths: dict[str, int], *, key: str, index: int = 0, co
     names = list(paths)
     if len(names) > PICKER_MAX:
         box = container.container()
-        query = box.text_input(f"Find a node among {len(names):,}", key=f"{key}_find", placeholder="words of its path",
+        nodes = sum(n >= 0 for n in paths.values())  # a "(none)" entry is not a node
+        query = box.text_input(f"Find a node among {nodes:,}", key=f"{key}_find", placeholder="words of its path",
                                help="Every word must appear in the node's path (any case); the list below "
                                     f"offers the first {PICKER_MAX:,} matches in tree order.")
         found = tables.find_nodes(paths, query, limit=PICKER_MAX)

@@ -17,8 +17,7 @@ from hseval.reporting import charts
 from hseval.reporting.columns import level_label
 from hseval.reporting.escape import markdown
 
-WITHIN_FIRST = 30
-"""The super-class shown first inside has at most this many classes (every name readable at once)."""
+WITHIN_FIRST = 30  # the super-class shown first inside has at most this many classes (every name readable)
 PAIR_COLUMNS = {"share": st.column_config.NumberColumn("share", format="%.3f",
                                                        help="Of the true class's (or super-class's) samples"),
                 "lca": st.column_config.TextColumn("LCA", help="Lowest common ancestor of the two"),

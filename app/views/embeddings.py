@@ -78,9 +78,13 @@ def _caption(chosen, colour: str, highlight: str | None) -> str:
         text += f", of which {shallow:,} have no {colour.replace('level', 'level-')} super-class (grey)"
     if highlight:
         text += f"; {int(projection_colours.under_node(samples, highlight).sum()):,} under {highlight} highlighted"
-    vectors_note = ("diamonds are the class vectors, scaled to the embeddings' radius" if len(samples) < len(chosen)
-                    else "this head has no class vectors to overlay")
-    return f"{text}; {vectors_note}."
+    vectors = len(chosen) - len(samples)
+    if not vectors:
+        return f"{text}; this head has no class vectors to overlay."
+    if vectors <= charts.VECTORS_MAX:
+        return f"{text}; diamonds are the class vectors, scaled to the embeddings' radius."
+    return (f"{text}; of the {vectors:,} class vectors only those under the highlighted node are drawn (diamonds, "
+            "scaled to the embeddings' radius): choose a super-class under 'Highlight' to see them.")
 
 
 def _neighbours(run: RunResult, highlighted: str | None, paths: dict[str, int]) -> None:

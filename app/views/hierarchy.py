@@ -56,9 +56,10 @@ def _tree_chart(ctx: Context, run: RunResult, kind: str) -> int | None:
     sent, levels, deepest = charts.sunburst_levels(tree, top)
     where = "the top of the tree" if top is None else markdown(" / ".join(tree.path_names(top)))
     note = ("" if levels == deepest else f" Drawn from {where}: {levels} of its {deepest} levels at first "
-            f"({len(sent):,} of {tree.num_nodes:,} nodes sent); click a sector to open it.")
-    st.caption((markdown(sunburst_guide(tree, per_node)) if baseline == NONE else "")
-               + note + " Click a sector to see it in detail below.")
+            f"({len(sent):,} of {tree.num_nodes:,} nodes sent).")
+    st.caption((markdown(sunburst_guide(tree, per_node)) if baseline == NONE else "") + note
+               + (" Click a sector to open it and see it in detail below." if note else
+                  " Click a sector to see it in detail below."))
     if top is not None and st.button("Back to the top of the tree", key="hierarchy_top_button"):
         st.session_state[_TOP] = None
         st.rerun()

@@ -12,10 +12,12 @@ from hseval.reporting import colours
 from hseval.reporting.charts.common import TEMPLATE, _empty, _shown, _text, fit, legend_only
 from hseval.tree.hierarchy import Hierarchy
 
-__all__ = ["projection_scatter", "with_predictions", "METHOD_NAMES"]
+__all__ = ["projection_scatter", "with_predictions", "METHOD_NAMES", "VECTORS_MAX", "LABELS_MAX"]
 
 METHOD_NAMES = {"pca": "PCA", "tsne": "t-SNE", "umap": "UMAP"}
 _PLOT_PX = (560, 460)  # the smallest plot area the scatter is drawn in: labels are placed for it
+VECTORS_MAX = 300
+"""The most class vectors drawn: with more, only those under the highlighted node (none without one)."""
 LABELS_MAX = 40
 """The most class vectors named on the scatter: all of them up to this many, else those under the
 highlighted node (when they are this few); the others are named in their hover."""
@@ -94,7 +96,8 @@ def projection_scatter(points: pd.DataFrame, *, color: str = "level1", title: st
     draws the samples under that node larger and in colour, and fades the others to grey; the
     legend keeps each category's colour (its entries are drawn apart from the points). The class
     vectors' names are placed off each other (at most :data:`LABELS_MAX`: with more vectors, those
-    under ``highlight``); a name with no free spot is in its hover only. Thousands of classes are
+    under ``highlight``); a name with no free spot is in its hover only. Past :data:`VECTORS_MAX`
+    vectors only those under ``highlight`` are drawn. Thousands of classes are
     one WebGL trace coloured point by point, without a legend."""
     if points.empty or not {"x", "y", "label"} <= set(points.columns):
         return _empty(title, "no projection (run 'hseval evaluate --projections pca,tsne')")
@@ -131,8 +134,10 @@ def projection_scatter(points: pd.DataFrame, *, color: str = "level1", title: st
         colours.fade_unmarked(fig, marked)
     for category in present if shown else []:
         fig.add_trace(legend_only(category, palette[category], group=_text(category)))
+    vector_marked = marked[(data["kind"] == "class_vector").to_numpy()]
+    if len(vectors) > VECTORS_MAX:  # thousands of diamonds would hide the samples: those under the highlight only
+        vectors, vector_marked = vectors[vector_marked] if highlight else vectors.iloc[:0], vector_marked[vector_marked]
     if show_vectors and not vectors.empty:
-        vector_marked = marked[(data["kind"] == "class_vector").to_numpy()]
         named = (np.ones(len(vectors), dtype=bool) if len(vectors) <= LABELS_MAX
                  else vector_marked if highlight and vector_marked.sum() <= LABELS_MAX
                  else np.zeros(len(vectors), dtype=bool))
