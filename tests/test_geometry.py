@@ -7,7 +7,7 @@ import pytest
 import torch
 
 from hseval.core.errors import ConfigError
-from hseval.data.sampling import stratified_subset
+from hseval.core.sampling import stratified_subset
 from hseval.evaluation.projections import project
 from hseval.metrics import geometry
 from hseval.nn.heads import create_head

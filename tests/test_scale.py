@@ -45,3 +45,23 @@ def test_evaluate_takes_the_memory_of_its_input_at_5000_classes(tmp_path):
     assert grown <= 1.5 * logits, f"evaluate grew by {grown / 2**20:.0f} MiB for {logits / 2**20:.0f} MiB of logits"
     metrics = json.loads((tmp_path / "out" / "big" / "metrics.json").read_text())
     assert metrics["samples"] == SAMPLES and 0 <= metrics["crm"]["top1"] <= 1
+
+
+IMPORTS = """
+import sys
+from hseval.cli.main import main
+
+assert main(["evaluate", "--predictions", sys.argv[1] + ".npz", "--hierarchy", sys.argv[1] + ".txt",
+             "--out", sys.argv[2], "--projections", "pca"]) == 0
+print(sorted(m for m in ("torch", "torchvision", "geoopt", "hseval.data") if m in sys.modules))
+"""
+
+
+def test_evaluating_a_prediction_file_imports_neither_torch_nor_a_dataset(tmp_path):
+    """Its fixed cost was 13 s of imports (a dataset module pulls in torchvision): a prediction file
+    needs numpy, the metrics and scikit-learn's PCA only."""
+    prediction_file(tmp_path / "p", 20, 100)
+    done = subprocess.run([sys.executable, "-c", IMPORTS, str(tmp_path / "p"), str(tmp_path / "out")],
+                          capture_output=True, text=True, timeout=300, cwd=ROOT)
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert done.stdout.strip().splitlines()[-1] == "[]"

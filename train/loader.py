@@ -18,8 +18,9 @@ import numpy as np
 import torch
 from torch.utils.data import DataLoader, Dataset, Subset
 
+from hseval.core import sampling
 from hseval.core.errors import ConfigError
-from hseval.data import LoadedDataset, TensorImages, sampling
+from hseval.data import LoadedDataset, TensorImages
 from hseval.data.base import ImageFiles, TensorPreprocess, worker_errors
 from hseval.data.sampling import eval_batches
 

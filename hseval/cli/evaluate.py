@@ -25,10 +25,8 @@ def _int(text: str) -> int:
 
 
 def cmd_evaluate(args: argparse.Namespace) -> int:
-    from hseval.evaluation.predictions import evaluate_predictions  # torch: for this command only
-    from hseval.evaluation.runs import evaluate_runs  # torch: for this command only
-
     if args.predictions is not None:
+        from hseval.evaluation.predictions import evaluate_predictions  # numpy and scikit-learn: no torch
         if args.runs:
             raise ConfigError(f"give run folders or --predictions, not both (got {args.runs[0]!r} and --predictions); "
                               "evaluate them in two commands with the same --out")
@@ -46,6 +44,7 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
         raise ConfigError("give run folders to evaluate, or --predictions FILE --hierarchy TREE for a model trained "
                           "elsewhere")
     refuse_unused(args, PREDICTION_OPTIONS, why="applies only with --predictions; a run carries its own tree and names")
+    from hseval.evaluation.runs import evaluate_runs  # torch and the datasets: for run folders only
     given = {option: getattr(args, option) for option in ("data_root", "split", "device", "batch_size", "workers")}
     entries = evaluate_runs(args.runs, args.out, projections=_methods(args.projections), max_points=args.max_points,
                             progress=not args.quiet, **{k: v for k, v in given.items() if v is not None})

@@ -1,54 +1,16 @@
-"""Which samples, in what batches: a class-stratified subset (training's ``data.train_subset``, the
-sample of embeddings an evaluation keeps) and the batches of an evaluation pass, which never drop a
-sample."""
+"""The batches of an evaluation pass, which never drop a sample (the stratified subset is
+:func:`hseval.core.sampling.stratified_subset`)."""
 
 from __future__ import annotations
 
 from collections.abc import Iterator
 
-import numpy as np
 import torch
 from torch.utils.data import DataLoader, Dataset
 
-from hseval.core.errors import ConfigError, first_line
 from hseval.data.base import TensorImages, worker_errors
 
-__all__ = ["stratified_subset", "eval_batches"]
-
-
-def stratified_subset(labels: np.ndarray, size: int | None, *, seed: int = 0, setting: str | None = None) -> np.ndarray:
-    """Sorted indices of a random subset of ``size`` samples, every class in proportion (all of
-    them when ``size`` is None or not below their number).
-
-    A stratified subset needs two samples of each class, and at least one sample per class in the
-    subset and out of it. Where it cannot be drawn: with ``setting`` (the option that asked for the
-    subset, named in the message) a one-line :class:`ConfigError`; without (a sample to look at),
-    a uniform random subset.
-    """
-    labels = np.asarray(labels)
-    n = len(labels)
-    if size is None or size >= n:
-        return np.arange(n)
-    if size < 1:
-        raise ConfigError(f"{setting or 'the subset size'} must be a positive integer, got {size}")
-    classes = len(np.unique(labels))
-    if setting is not None and size < classes:
-        raise ConfigError(f"{setting}={size} is smaller than the {classes} classes; a stratified subset needs at "
-                          f"least one image per class: use {setting} >= {classes}")
-    if setting is not None and n - size < classes:
-        raise ConfigError(f"{setting}={size} leaves out fewer images than there are classes ({classes}), which a "
-                          f"stratified split cannot do: use at most {n - classes}, or leave {setting} unset to "
-                          f"train on all {n}")
-    from sklearn.model_selection import train_test_split  # only when a subset is drawn: seconds to import
-
-    try:
-        chosen, _ = train_test_split(np.arange(n), train_size=size, stratify=labels, random_state=seed)
-    except ValueError as exc:  # a class with a single sample (or, without ``setting``, any of the above)
-        if setting is not None:
-            raise ConfigError(f"{setting}={size}: a stratified subset of these {n} images cannot be drawn "
-                              f"({first_line(exc)}); leave {setting} unset") from None
-        chosen = np.random.default_rng(seed).choice(n, size, replace=False)
-    return np.sort(chosen)
+__all__ = ["eval_batches"]
 
 
 def eval_batches(dataset: Dataset, *, batch_size: int, device: torch.device, device_images: torch.Tensor | None = None,

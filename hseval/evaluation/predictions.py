@@ -19,7 +19,7 @@ from typing import Any
 import numpy as np
 
 from hseval.core import fileio
-from hseval.data.sampling import stratified_subset
+from hseval.core.sampling import stratified_subset
 from hseval.evaluation.stages import (
     Evaluation,
     Scores,

@@ -28,9 +28,10 @@ from hseval.core import fileio
 from hseval.core.device import resolve_device
 from hseval.core.errors import ConfigError, DataError, HsevalWarning, RunFormatError
 from hseval.core.progress import bar as progress_bar
+from hseval.core.sampling import stratified_subset
 from hseval.data import load_dataset
 from hseval.data.base import check_split, dataset_options
-from hseval.data.sampling import eval_batches, stratified_subset
+from hseval.data.sampling import eval_batches
 from hseval.evaluation.stages import (
     Evaluation,
     Scores,

@@ -195,7 +195,7 @@ def geometry_stage(evaluation: Evaluation, vectors: tuple[np.ndarray, str] | Non
 def sample_stage(evaluation: Evaluation, embeddings: np.ndarray | None, sample: np.ndarray,
                  class_vectors: np.ndarray | None, *, methods: tuple[str, ...] | list[str], seed: int) -> None:
     """projections.csv and embeddings.npz: the ``embeddings`` of the samples ``sample`` (their
-    positions in the evaluated split, from :func:`hseval.data.sampling.stratified_subset`) with their
+    positions in the evaluated split, from :func:`hseval.core.sampling.stratified_subset`) with their
     labels and predictions, and the class vectors, projected by each of ``methods``. Without
     embeddings (None) the sample is empty, and as wide as the class vectors (the format's rule)."""
     if embeddings is None:

@@ -4,6 +4,8 @@ the sparse confusion counts by ``all_gather`` (padded to the longest)."""
 
 from __future__ import annotations
 
+import sys
+
 import numpy as np
 
 
@@ -13,11 +15,10 @@ def all_processes(sums: dict[str, np.ndarray], keys: np.ndarray, counts: np.ndar
     """None when no process group of several processes is initialised; else ``sums`` added over
     every process, each process's (keys, counts), and the mode ("scores" or "labels") and the
     levels given level scores of the processes that had samples. Every process must call it."""
-    try:
-        import torch  # only to reduce across processes: importing the metrics does not load torch
-        import torch.distributed as dist  # (the same reason)
-    except ImportError:  # pragma: no cover - torch is a dependency
-        return None
+    dist = sys.modules.get("torch.distributed")
+    if dist is None:  # a process group needs torch.distributed imported: without it there is none (and
+        return None   # importing torch to find out would cost seconds to every numpy-only caller)
+    import torch
     if not (dist.is_available() and dist.is_initialized()) or dist.get_world_size() == 1:
         return None
     device = torch.device("cuda", torch.cuda.current_device()) if dist.get_backend() == "nccl" else torch.device("cpu")
