@@ -18,7 +18,8 @@ def all_processes(sums: dict[str, np.ndarray], keys: np.ndarray, counts: np.ndar
     dist = sys.modules.get("torch.distributed")
     if dist is None:  # a process group needs torch.distributed imported: without it there is none (and
         return None   # importing torch to find out would cost seconds to every numpy-only caller)
-    import torch
+    import torch  # loaded already (torch.distributed is): importing the metrics does not load torch
+
     if not (dist.is_available() and dist.is_initialized()) or dist.get_world_size() == 1:
         return None
     device = torch.device("cuda", torch.cuda.current_device()) if dist.get_backend() == "nccl" else torch.device("cpu")
