@@ -120,7 +120,7 @@ def test_prefix_and_map_as_import(fashion_like, tmp_path, capsys):
 
 
 @pytest.mark.parametrize(("damage", "message"), [
-    ("missing", r"cnn.pt: has no '3.weight' of shape \(32, 32, 3, 3\) for backbone 'small-cnn'.*is it a small-cnn "
+    ("missing", r"cnn.pt: has no '4.weight' of shape \(64, 32, 3, 3\) for backbone 'small-cnn'.*is it a small-cnn "
                 r"state dict\?"),
     ("shape", r"cnn.pt: '0.weight' has shape \(32, 3, 3, 3\) but backbone 'small-cnn' .* needs \(32, 1, 3, 3\) for "
               r"body.0.weight: the file's first convolution takes 3 channel\(s\), the data has 1"),
@@ -131,7 +131,7 @@ def test_prefix_and_map_as_import(fashion_like, tmp_path, capsys):
 def test_a_bad_init_file_is_one_line_and_writes_nothing(fashion_like, tmp_path, capsys, damage, message):
     path, state = small_cnn_file(tmp_path)
     if damage == "missing":
-        del state["3.weight"]
+        del state["4.weight"]
     elif damage == "shape":
         state["0.weight"] = torch.randn(32, 3, 3, 3)
     elif damage == "unused":

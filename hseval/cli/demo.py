@@ -86,7 +86,7 @@ def cmd_demo(args: argparse.Namespace) -> int:
         print("evaluating")
         projections = ["pca"] if args.quick else ["pca", "tsne"]
         entries = evaluate_runs([str(runs / name) for _, name in configs], eval_dir, projections=projections,
-                                max_points=1000 if args.quick else 3000, device=args.device or "auto",
+                                max_points=1000 if args.quick else 2000, device=args.device or "auto",
                                 progress=not args.quiet, data_root=args.data_root, reuse=not args.force,
                                 log=lambda _: None)
         for path in write_report(eval_dir):

@@ -192,15 +192,16 @@ def _register_torchvision() -> None:
 
 @register_backbone("small-cnn")
 def _small_cnn(*, in_channels: int, small_stem: bool) -> tuple[nn.Module, int]:
-    """Four 3×3 conv layers (32, 32, 64, 128 channels, ~100k weights) and global average
-    pooling: 128-d features, fast enough to train on a laptop CPU."""
+    """Three 3×3 conv layers (32, 64, 128 channels, ~93k weights), each wide layer after a 2×2
+    max-pool, and global average pooling: 128-d features. 7.4 M multiply-adds per 28×28 image,
+    half of a second 32-channel layer at full resolution (14.6 M), for the same accuracy on the
+    demo's budget (see the fashion-mnist recipe's header): fast enough to train on a laptop CPU."""
 
     def block(cin: int, cout: int) -> list[nn.Module]:
         return [nn.Conv2d(cin, cout, 3, padding=1, bias=False), nn.BatchNorm2d(cout), nn.ReLU(inplace=True)]
 
-    body = nn.Sequential(*block(in_channels, 32), *block(32, 32), nn.MaxPool2d(2),
-                         *block(32, 64), nn.MaxPool2d(2), *block(64, 128),
-                         nn.AdaptiveAvgPool2d(1), nn.Flatten())
+    body = nn.Sequential(*block(in_channels, 32), nn.MaxPool2d(2), *block(32, 64), nn.MaxPool2d(2),
+                         *block(64, 128), nn.AdaptiveAvgPool2d(1), nn.Flatten())
     return body, 128
 
 
