@@ -855,18 +855,18 @@ def import_case(id: str, input: str, expect: str, edit=None, *extra: str, name: 
         lambda tmp, good: import_cnn(tmp, good, foreign_cnn(tmp, good, edit, name), *extra))
 
 
-import_case("import-missing-key", "`hseval import` of a small-CNN state dict without `3.weight`",
-            "ckpt.pt: has no '3.weight' of shape (32, 32, 3, 3) for backbone.body.3.weight of backbone 'small-cnn'; "
-            "is it a small-cnn state dict? (strip a prefix with --prefix, or --map backbone.body.3.weight=KEY)",
-            lambda s: s.pop("3.weight"))
+import_case("import-missing-key", "`hseval import` of a small-CNN state dict without `4.weight`",
+            "ckpt.pt: has no '4.weight' of shape (64, 32, 3, 3) for backbone.body.4.weight of backbone 'small-cnn'; "
+            "is it a small-cnn state dict? (strip a prefix with --prefix, or --map backbone.body.4.weight=KEY)",
+            lambda s: s.pop("4.weight"))
 import_case("import-extra-key", "`hseval import` of a state dict with a tensor the model does not use",
             "ckpt.pt: 'aux.weight' of shape (3, 4) is not used by backbone 'small-cnn' with head 'plain'; map it with "
             "--map HSEVAL_KEY=aux.weight or drop it with --ignore aux.weight",
             lambda s: s.update({"aux.weight": s["fc.weight"][:3, :4].clone()}))
 import_case("import-misshapen-key", "`hseval import` with a 5×5 kernel where the small CNN has 3×3",
-            "ckpt.pt: '7.weight' has shape (64, 32, 5, 5) but backbone 'small-cnn' (in_channels=1, small_stem=True) "
-            "needs (64, 32, 3, 3) for backbone.body.7.weight",
-            lambda s: s.update({"7.weight": s["7.weight"].new_zeros(64, 32, 5, 5)}))
+            "ckpt.pt: '4.weight' has shape (64, 32, 5, 5) but backbone 'small-cnn' (in_channels=1, small_stem=True) "
+            "needs (64, 32, 3, 3) for backbone.body.4.weight",
+            lambda s: s.update({"4.weight": s["4.weight"].new_zeros(64, 32, 5, 5)}))
 import_case("import-wrong-class-count", "`hseval import` of a 1000-class `fc` onto a 10-class tree",
             "ckpt.pt: 'fc.weight' has shape (1000, 128) but head 'plain' on this tree (10 classes, 13 nodes) with "
             "128-d features needs (10, 128) for head.classifier.weight: the checkpoint has 1000 classes, the tree 10",
