@@ -238,6 +238,7 @@ def test_a_report_of_hostile_names_reads_back(hostile, capsys):
     check_report(files, [*RUNS, "<b>head</b>|h", str(hostile)])
 
 
+@pytest.mark.slow  # seconds each: the fast lane keeps units and contracts
 @settings(max_examples=6, deadline=None, derandomize=True, phases=[Phase.explicit, Phase.generate],
           suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow])  # seconds each
 @given(names=st.lists(TEXT.filter(lambda t: one_line(t).strip()), min_size=3, max_size=3,

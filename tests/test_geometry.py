@@ -103,6 +103,7 @@ def test_pca_projection_matches_sklearn_and_places_class_vectors():
     assert cxy.shape == (3, 2)
 
 
+@pytest.mark.slow  # seconds each: the fast lane keeps units and contracts
 def test_tsne_and_umap_run_through_their_libraries():
     rng = np.random.default_rng(0)
     x = np.concatenate([rng.normal(0, 1, (40, 8)), rng.normal(8, 1, (40, 8))]).astype(np.float32)

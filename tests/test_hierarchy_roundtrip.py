@@ -258,6 +258,7 @@ def big_tree(num_leaves: int = 200_000) -> Hierarchy:
     return Hierarchy(names, parents, num_leaves)
 
 
+@pytest.mark.slow  # seconds each: the fast lane keeps units and contracts
 def test_200000_classes_in_every_format(tmp_path):
     """Every reader and writer is linear: this took minutes (paths: quadratic) before."""
     tree = big_tree()

@@ -159,6 +159,7 @@ def _distributed_part(rank: int, world: int, store: str, out: str) -> None:
         dist.destroy_process_group()
 
 
+@pytest.mark.slow  # seconds each: the fast lane keeps units and contracts
 def test_compute_all_reduces_across_two_gloo_processes(tmp_path):
     # two fresh interpreters (not multiprocessing's spawn, which re-runs whatever __main__ the test process has)
     code = "import sys; from tests.test_metrics_streaming import _distributed_part as part; " \

@@ -36,6 +36,7 @@ def hostile_folder(tmp_path) -> Path:
     return tmp_path
 
 
+@pytest.mark.slow  # a subprocess per case: the fast lane keeps units and contracts
 @pytest.mark.parametrize("argv", [
     ["-m", "hseval", "--version"],
     ["-m", "hseval", "train", "--help"],
@@ -52,6 +53,7 @@ def test_a_users_train_py_and_app_py_never_shadow_hseval(hostile_folder, argv):
         assert Path(done.stdout.strip()).parent.name == "app" and hostile_folder not in Path(done.stdout).parents
 
 
+@pytest.mark.slow  # seconds each: the fast lane keeps units and contracts
 def test_the_recipes_are_found_from_a_users_folder(hostile_folder):
     """A command that reads a shipped recipe, from a folder with its own ``train.py``: refused for
     the bad value it names, not for a missing recipe or the user's file."""

@@ -320,6 +320,7 @@ def _combinations() -> list[tuple[str, ...]]:
     return out
 
 
+@pytest.mark.slow  # seconds each: the fast lane keeps units and contracts
 def test_every_documented_combination_is_evaluated_reported_and_exported(tmp_path, capsys):
     """None is refused by evaluate's own checks (``targets`` + ``logits`` + ``class_weights``
     without embeddings once was); the report and the export take the folder they make."""

@@ -14,6 +14,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 from tests.helpers import prediction_file
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -34,6 +36,7 @@ for name in (small, big):
 """
 
 
+@pytest.mark.slow  # seconds each: the fast lane keeps units and contracts
 def test_evaluate_takes_the_memory_of_its_input_at_5000_classes(tmp_path):
     prediction_file(tmp_path / "small", 10, 200)
     logits = prediction_file(tmp_path / "big", CLASSES, SAMPLES)
@@ -57,6 +60,7 @@ print(sorted(m for m in ("torch", "torchvision", "geoopt", "hseval.data") if m i
 """
 
 
+@pytest.mark.slow  # seconds each: the fast lane keeps units and contracts
 def test_evaluating_a_prediction_file_imports_neither_torch_nor_a_dataset(tmp_path):
     """Its fixed cost was 13 s of imports (a dataset module pulls in torchvision): a prediction file
     needs numpy, the metrics and scikit-learn's PCA only."""

@@ -264,6 +264,7 @@ def test_cuda_graphs_are_refused_on_the_cpu_before_training(fashion_like, tmp_pa
     assert not (tmp_path / "run").exists()
 
 
+@pytest.mark.slow  # seconds each: the fast lane keeps units and contracts
 def test_settings_listed_as_neutral_do_not_change_the_run(tmp_path):
     """eval_every (and the other RESULT_NEUTRAL settings) may differ between runs that resume,
     reuse or group as seeds of one configuration: with a DataLoader-backed dataset (whose
