@@ -7,7 +7,7 @@ import numpy as np
 import pandas as pd
 from sklearn.metrics.pairwise import cosine_similarity
 
-from hseval.app.tables import SEP
+from hseval.app.tables import node_path
 from hseval.tree.hierarchy import Hierarchy
 
 __all__ = ["nearest_nodes"]
@@ -40,7 +40,7 @@ def nearest_nodes(tree: Hierarchy, vectors: np.ndarray, node: int, *, k: int = 5
     order = others[np.argsort(-cosine[others], kind="stable")][:k]
     return pd.DataFrame({
         "node": order,
-        "path": [SEP.join(tree.path_names(n)) for n in order.tolist()],
+        "path": [node_path(tree, n) for n in order.tolist()],
         "cosine": cosine[order],
         "angle": np.degrees(np.arccos(np.clip(cosine[order], -1.0, 1.0))),
         "tree_distance": tree.tree_distance(np.full(len(order), node), order),

@@ -19,7 +19,7 @@ from hseval.reporting.significance import group_levels, seed_groups
 from hseval.reporting.summary import level_long
 from hseval.tree.hierarchy import Hierarchy
 
-__all__ = ["overview_columns", "node_paths", "per_node_difference", "worst_children", "confused_pairs",
+__all__ = ["overview_columns", "node_path", "node_paths", "per_node_difference", "worst_children", "confused_pairs",
            "confusion_within", "find_nodes", "page_of", "concat_runs", "tree_agreement", "depth_summary",
            "children_of", "child_pair_angles", "node_accuracy", "history", "clicked_node", "accuracy_at",
            "matrix_labels", "busiest_superclass", "metric_deltas", "versus_baseline", "level_frame", "grouped_history"]
@@ -42,11 +42,16 @@ def overview_columns(summary: pd.DataFrame) -> pd.DataFrame:
     return summary[columns].dropna(axis=1, how="all")
 
 
+def node_path(hierarchy: Hierarchy, node: int) -> str:
+    """``"clothing / tops / Coat"``: how one node is named in pickers and tables."""
+    return SEP.join(hierarchy.path_names(node))
+
+
 @functools.lru_cache(maxsize=8)
 def node_paths(hierarchy: Hierarchy) -> dict[str, int]:
     """``{"clothing / tops / Coat": node index}`` for every node, in tree order (kept for the last
     trees asked: a page asks on every rerun, and 100,000 paths take a second). Read-only."""
-    return {SEP.join(hierarchy.path_names(n)): n for n in hierarchy.preorder().tolist()}
+    return {node_path(hierarchy, n): n for n in hierarchy.preorder().tolist()}
 
 
 def node_accuracy(per_node: pd.DataFrame, node: int) -> dict[str, Any]:
@@ -69,7 +74,7 @@ def per_node_difference(hierarchy: Hierarchy, a: pd.DataFrame, b: pd.DataFrame) 
                           "accuracy_b": right["accuracy"].reindex(nodes)}, index=nodes).reset_index()
     frame["delta"] = frame["accuracy_a"] - frame["accuracy_b"]
     frame.insert(1, "name", [hierarchy.node_names[n] for n in frame["node"]])
-    frame.insert(2, "path", [SEP.join(hierarchy.path_names(n)) for n in frame["node"]])
+    frame.insert(2, "path", [node_path(hierarchy, n) for n in frame["node"]])
     frame.insert(3, "depth", hierarchy.depth[frame["node"].to_numpy()])
     return frame
 

@@ -6,6 +6,7 @@ drawn: the page says so and the pairs and the super-class view show it in parts.
 
 from __future__ import annotations
 
+import numpy as np
 import streamlit as st
 
 from hseval.app import loading, tables
@@ -39,13 +40,13 @@ def _pairs(run: RunResult, depth: int | None, shown: str) -> None:
 
 def _within(run: RunResult, normalize: bool) -> None:
     tree = run.hierarchy
-    paths = {p: n for p, n in tables.node_paths(tree).items()
-             if tree.children[n] and len(tree.subtree_leaves(n)) <= charts.HEATMAP_MAX}
+    classes = np.asarray(tree.H.sum(axis=1)).ravel()  # classes under each node
+    paths = {p: n for p, n in tables.node_paths(tree).items() if tree.children[n] and classes[n] <= charts.HEATMAP_MAX}
     if not paths:
         st.info(f"No super-class has at most {charts.HEATMAP_MAX} classes to draw.")
         return
     nodes = list(paths.values())
-    readable = [n for n in nodes if len(tree.subtree_leaves(n)) <= WITHIN_FIRST] or nodes
+    readable = [n for n in nodes if classes[n] <= WITHIN_FIRST] or nodes
     busiest = readable[tables.busiest_superclass(tree, loading.table(run, eval_format.PER_NODE), readable)]
     default = nodes.index(busiest)
     node = pick_node("Super-class", paths, key="confusion_within", index=default,

@@ -67,9 +67,9 @@ def _tree_chart(ctx: Context, run: RunResult, kind: str) -> int | None:
     if clicked is None or st.session_state.get(_LAST_CLICK) == clicked:
         return None
     st.session_state[_LAST_CLICK] = clicked
-    if len(charts.sunburst_levels(tree, None)[0]) < tree.num_nodes and tree.children[clicked] and clicked != top:
+    if tree.num_nodes > charts.SECTORS_MAX and tree.children[clicked] and clicked != top:
         st.session_state[_TOP] = clicked  # a tree not sent whole: draw again from the clicked node
-        st.session_state[KEY_NODE] = next(p for p, n in tables.node_paths(tree).items() if n == clicked)
+        st.session_state[KEY_NODE] = tables.node_path(tree, clicked)
         st.session_state.pop(f"{KEY_NODE}_find", None)
         st.rerun()
     return clicked
@@ -79,7 +79,7 @@ def _node_detail(run: RunResult, clicked: int | None) -> None:
     tree = run.hierarchy
     paths = tables.node_paths(tree)
     if clicked is not None:  # a click on the chart chooses the node, as if picked below (no search left over)
-        st.session_state[KEY_NODE] = next(p for p, n in paths.items() if n == clicked)
+        st.session_state[KEY_NODE] = tables.node_path(tree, clicked)
         st.session_state.pop(f"{KEY_NODE}_find", None)
     first_super = next((i for i, n in enumerate(paths.values()) if tree.children[n]), 0)
     node = pick_node("Node", paths, key=KEY_NODE, index=first_super)  # a super-class: a leaf's detail says little
