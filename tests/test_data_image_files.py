@@ -190,3 +190,19 @@ def test_image_folder_trains_and_evaluates_end_to_end(tmp_path):
     assert main(["evaluate", str(runs), "--projections", "none", "--quiet", "--out", str(out)]) == 0
     assert main(["report", str(out)]) == 0
     assert (out / "riemann" / "metrics.json").is_file() and (out / "report.html").is_file()
+
+
+def test_a_subset_of_a_split_keeps_its_samples_in_the_order_asked(tmp_path):
+    """``subset`` (data.test_subset, evaluate --subset) of a file split and of an in-memory split:
+    the same images and labels as indexing the whole split."""
+    from hseval.data.base import TensorImages, TensorPreprocess
+
+    data, tree = image_folder(tmp_path)
+    files = load_dataset("image-folder", data, hierarchy=str(tree)).test
+    part = files.subset(np.array([3, 0]))
+    assert part.paths == [files.paths[3], files.paths[0]] and list(part.labels) == [files.labels[3], files.labels[0]]
+    torch.testing.assert_close(part[1][0], files[0][0])
+    images = torch.arange(4 * 2 * 2, dtype=torch.uint8).reshape(4, 1, 2, 2)
+    memory = TensorImages(images, np.array([0, 1, 0, 1]), TensorPreprocess((0.0,), (1.0,)), train=False)
+    part = memory.subset(np.array([2, 1]))
+    assert torch.equal(part.images, images[[2, 1]]) and list(part.labels) == [0, 1]

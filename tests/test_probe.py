@@ -86,7 +86,7 @@ def test_train_all_probe(fashion_like, init_file, tmp_path, capsys):
     out = tmp_path / "probes"
     argv = ["train-all", "--probe", "--data-root", str(fashion_like), "--backbone", "small-cnn", "--init",
             str(init_file), "--heads", "plain,hierarchy", "--quiet", "--set", "optim.epochs=1", "--set",
-            "data.train_subset=64", "--set", "data.batch_size=32", "--out", str(out)]
+            "data.train_subset=64", "--set", "data.batch_size=32", "--set", "data.test_subset=100", "--out", str(out)]
     assert main(argv) == 0
     printed = capsys.readouterr().out
     assert "plain:" in printed and "hierarchy:" in printed and "on cpu" in printed
@@ -94,6 +94,7 @@ def test_train_all_probe(fashion_like, init_file, tmp_path, capsys):
         meta = load_run(out / head).meta
         assert meta["training"]["model"]["freeze_backbone"] is True and meta["training"]["data"]["augment"] is False
         assert meta["features"]["path"].startswith(str(out / probe.FEATURES))
+        assert meta["history"][-1]["test_samples"] == 100  # the features of data.test_subset's images
     assert main([*argv, "--resume"]) == 0 and "(kept)" in capsys.readouterr().out
     assert main([*argv[:-2], "--launcher", "local", "--out", str(tmp_path / "x")]) == 2
     assert "--probe trains on cached features" in capsys.readouterr().err

@@ -9,6 +9,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import numpy as np
 import pytest
 import torch
 
@@ -291,3 +292,27 @@ def test_settings_listed_as_neutral_do_not_change_the_run(tmp_path):
     assert all(torch.equal(weights[0][k], weights[1][k]) for k in weights[0])
     runs = [dataclasses.make_dataclass("R", ["metrics"])({"training": m["training"]}) for m in metas]
     assert config_key(runs[0]) == config_key(runs[1])
+
+
+def test_a_test_subset_is_the_same_images_in_training_and_in_the_evaluation(fashion_like, tmp_path):
+    """data.test_subset (training's tests) and ``evaluate --subset`` (same seed) draw the same
+    class-stratified images: the evaluation's top-1 is the training's last test accuracy, on as
+    many samples; a probe extracts the subset's features and trains from them."""
+    from hseval.core.sampling import stratified_subset
+    from hseval.data import load_dataset
+
+    out = train(quick(fashion_like, "plain", "data.train_subset=100", "data.test_subset=60", "data.batch_size=20"),
+                tmp_path / "run", log=lambda _: None)
+    last = json.loads((out / "run.json").read_text())["history"][-1]
+    assert last["test_samples"] == 60
+    assert main(["evaluate", str(out), "--subset", "60", "--projections", "none", "--quiet",
+                 "--out", str(tmp_path / "eval")]) == 0
+    metrics = json.loads((tmp_path / "eval" / "run" / "metrics.json").read_text())
+    assert metrics["samples"] == 60 and metrics["top1"] == pytest.approx(last["test_acc"], abs=1e-9)
+    labels = load_dataset("fashion-mnist", fashion_like, download=False).test.labels
+    with np.load(tmp_path / "eval" / "run" / "predictions.npz") as arrays:
+        targets = arrays["targets"]
+    np.testing.assert_array_equal(targets, labels[stratified_subset(labels, 60, seed=0)])
+    assert np.bincount(targets).min() == np.bincount(targets).max()  # 6 of each class
+    with pytest.raises(ConfigError, match="data.test_subset=5 is smaller than the 10 classes"):
+        train(quick(fashion_like, "plain", "data.test_subset=5"), tmp_path / "few", log=lambda _: None)

@@ -154,8 +154,7 @@ def train(config: TrainConfig, out: str | Path, *, resume: bool = False, force: 
     if writes and folder is None:
         folder = check_run_folder(out, resume=resume, force=force)
     ctx = Context.create(config.engine, dist)
-    data = data or load_data(config)
-    data = data if config.data.augment else loader.unaugmented(data)
+    data = loader.run_data(data or load_data(config), config)
     indices = check_before_training(config, data, world=dist.world)
     if features is not None and not (config.model.freeze_backbone and not config.data.augment):
         raise ConfigError("training on cached features needs model.freeze_backbone=true and data.augment=false")

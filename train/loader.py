@@ -23,9 +23,10 @@ from hseval.core.errors import ConfigError
 from hseval.data import LoadedDataset, TensorImages
 from hseval.data.base import ImageFiles, TensorPreprocess, worker_errors
 from hseval.data.sampling import eval_batches
+from hseval.train.config import TrainConfig
 
 __all__ = ["epoch_generator", "stratified_subset", "epoch_order", "index_batches", "train_batches", "eval_batches",
-           "num_train_batches", "to_device_dataset", "unaugmented"]
+           "num_train_batches", "to_device_dataset", "unaugmented", "run_data"]
 
 
 def epoch_generator(seed: int, epoch: int, stream: int = 0) -> torch.Generator:
@@ -36,6 +37,18 @@ def epoch_generator(seed: int, epoch: int, stream: int = 0) -> torch.Generator:
 def stratified_subset(labels: np.ndarray, size: int | None, seed: int) -> np.ndarray:
     """Indices of a class-stratified random subset of ``size`` samples (all when None or too big)."""
     return sampling.stratified_subset(labels, size, seed=seed, setting="data.train_subset")
+
+
+def run_data(data: LoadedDataset, config: TrainConfig) -> LoadedDataset:
+    """The data a run trains and tests on: without augmentation when ``data.augment=false``
+    (:func:`unaugmented`), its test split cut to a class-stratified random subset of
+    ``data.test_subset`` samples (quicker tests during training) when that is set."""
+    data = data if config.data.augment else unaugmented(data)
+    if config.data.test_subset is None:
+        return data
+    chosen = sampling.stratified_subset(data.test.labels, config.data.test_subset, seed=config.engine.seed,
+                                        setting="data.test_subset")
+    return dataclasses.replace(data, test=data.test.subset(chosen))
 
 
 def to_device_dataset(dataset: Dataset, device: torch.device, *, allowed: bool) -> torch.Tensor | None:

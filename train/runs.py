@@ -109,9 +109,9 @@ def probe_features(configs: list[tuple[TrainConfig, str]], datasets: Datasets, f
         if not (config.model.freeze_backbone and not config.data.augment):
             raise ConfigError(f"{name}: a probe trains on cached features: it needs model.freeze_backbone=true and "
                               "data.augment=false")
-        plain = loader.unaugmented(datasets(config))
+        plain = loader.run_data(datasets(config), config)
         ctx = Context.create(config.engine, distributed.Dist())
-        model = initial_model(config, plain)[0].to(ctx.device)
+        model = ctx.place(initial_model(config, plain)[0])
         key = feature_key(model, plain, config, ctx)
         if key not in found:
             found[key] = extract_features(model, plain, config, ctx, folder, log=log)

@@ -89,9 +89,7 @@ def open_session(config: TrainConfig, out: Path, data: LoadedDataset, indices: n
         if feature_key(model, data, config, ctx) != features.key:
             raise RuntimeError(f"{features.path}: not the features of this run's backbone; this is a bug in hseval")
         sources["features"] = features.record()
-    model = model.to(ctx.device)
-    if ctx.channels_last:
-        model = model.to(memory_format=torch.channels_last)
+    model = ctx.place(model)
     optimizers = build_optimizers(model, config.optim)
     start_epoch, history = 0, []
     if state is not None:

@@ -46,15 +46,20 @@ class Context:
     def create(cls, engine: EngineConfig, dist: Dist) -> Context:
         """The context ``engine`` asks for in this process (under torchrun: its local rank's GPU)."""
         device = resolve_device(engine.device, dist.local_rank, option="engine.device")
-        return cls(device, engine.amp, engine.channels_last and device.type == "cuda", dist.rank, dist.world)
+        return cls(device, engine.amp, engine.channels_last, dist.rank, dist.world)
 
     def autocast(self) -> contextlib.AbstractContextManager:
         if self.amp and self.device.type == "cuda":
             return torch.autocast("cuda", dtype=torch.bfloat16)
         return contextlib.nullcontext()
 
+    def place(self, model: nn.Module) -> nn.Module:
+        """``model`` on the device, its convolutions' weights channels_last when asked."""
+        model = model.to(self.device)
+        return model.to(memory_format=torch.channels_last) if self.channels_last else model
+
     def prepare(self, x: torch.Tensor) -> torch.Tensor:
-        return x.contiguous(memory_format=torch.channels_last) if self.channels_last else x
+        return x.contiguous(memory_format=torch.channels_last) if self.channels_last and x.ndim == 4 else x
 
     def fork_rng(self) -> contextlib.AbstractContextManager:
         """The random streams of this device (CPU, and CUDA on a GPU) restored on leaving."""

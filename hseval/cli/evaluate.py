@@ -7,7 +7,7 @@ import argparse
 from hseval.cli import positive_int, refuse_unused
 from hseval.core.errors import ConfigError
 
-RUN_OPTIONS = ("data_root", "split", "device", "batch_size", "workers", "quiet")
+RUN_OPTIONS = ("data_root", "split", "subset", "device", "batch_size", "workers", "quiet")
 """The options of evaluating run folders alone: the data, device and threads of their forward pass."""
 PREDICTION_OPTIONS = ("hierarchy", "classes", "name", "dataset", "head", "scores")
 """The options of evaluating a prediction file alone: what the file does not say itself."""
@@ -45,7 +45,7 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
                           "elsewhere")
     refuse_unused(args, PREDICTION_OPTIONS, why="applies only with --predictions; a run carries its own tree and names")
     from hseval.evaluation.runs import evaluate_runs  # torch and the datasets: for run folders only
-    given = {option: getattr(args, option) for option in ("data_root", "split", "device", "batch_size", "workers")}
+    given = {option: getattr(args, option) for option in RUN_OPTIONS[:-1]}
     entries = evaluate_runs(args.runs, args.out, projections=_methods(args.projections), max_points=args.max_points,
                             progress=not args.quiet, **{k: v for k, v in given.items() if v is not None})
     print(f"evaluated {len(entries)} run(s) into {args.out}; next: hseval report {args.out}")
@@ -84,6 +84,8 @@ def register(commands: argparse._SubParsersAction) -> None:
     runs = evaluate.add_argument_group("run folders only (their forward pass)")
     runs.add_argument("--data-root", help="dataset folder (default: where the run was trained)")
     runs.add_argument("--split", help="train or test (default: test)")
+    runs.add_argument("--subset", type=positive_int, metavar="N", help="evaluate a class-stratified random subset "
+                      "of N samples of the split (default: all of it)")
     runs.add_argument("--device", help="auto, cpu, cuda or cuda:N (default: auto)")
     runs.add_argument("--batch-size", type=positive_int, help="images per batch of the forward pass (default: 512)")
     runs.add_argument("--workers", type=_int, help="threads for the projections of finished runs while the next "

@@ -92,6 +92,11 @@ class TensorImages(Dataset):
         image = self.preprocess(self.images[index: index + 1], train=self.train)[0]
         return image, int(self.labels[index])
 
+    def subset(self, indices: np.ndarray) -> TensorImages:
+        """The samples at ``indices``, in that order (a copy of their images)."""
+        return TensorImages(self.images[torch.as_tensor(indices)], self.labels[indices], self.preprocess,
+                            train=self.train)
+
 
 class ImageFiles(Dataset):
     """A split of image files decoded on demand with ``transform`` (PIL image -> tensor)."""
@@ -103,6 +108,7 @@ class ImageFiles(Dataset):
         self.paths = [Path(p) for p in paths]
         self.labels = np.asarray(labels, dtype=np.int64)
         self.transform = transform
+        self.channels = channels
         self.mode = "L" if channels == 1 else "RGB"
 
     def __len__(self) -> int:
@@ -119,6 +125,11 @@ class ImageFiles(Dataset):
             raise DataError(f"{path}: corrupt or unreadable image ({exc.__class__.__name__}); replace or remove "
                             "it") from None
         return self.transform(image), int(self.labels[index])
+
+    def subset(self, indices: np.ndarray) -> ImageFiles:
+        """The samples at ``indices``, in that order."""
+        return ImageFiles([self.paths[i] for i in indices], self.labels[indices], self.transform,
+                          channels=self.channels)
 
 
 def worker_errors(batches: Iterable[Any]) -> Iterator[Any]:

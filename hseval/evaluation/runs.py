@@ -116,6 +116,7 @@ class EvalOptions:
     ----------
     data_root : where the runs' dataset lies (default: where each was trained from).
     split : "test" or "train".
+    subset : evaluate a class-stratified random subset of this many samples of the split (None: all).
     projections : methods of :data:`hseval.evaluation.projections.PROJECTIONS` for the embedding sample.
     max_points : size of the stratified sample of embeddings kept and projected.
     device, batch_size : where and in what batches the embeddings are computed.
@@ -125,6 +126,7 @@ class EvalOptions:
 
     data_root: str | None = None
     split: str = "test"
+    subset: int | None = None
     projections: tuple[str, ...] = ("pca",)
     max_points: int = 5000
     device: str = "auto"
@@ -142,7 +144,7 @@ class EvalOptions:
         its marker, so that an evaluation that is up to date can be reused)."""
         return fileio.json_ready({"model_sha256": run.meta.get("model_sha256"),
                                   "meta_sha256": run.meta.get("meta_sha256"), "data_root": self.data_root,
-                                  "split": self.split, "projections": list(self.projections),
+                                  "split": self.split, "subset": self.subset, "projections": list(self.projections),
                                   "max_points": self.max_points, "seed": self.seed})
 
 
@@ -218,6 +220,8 @@ def _stages(run: Run, root: OutputFolder, *, name: str, options: EvalOptions,
     device = resolve_device(options.device)
     run.model.to(device)
     part = _dataset_for(run, options.data_root, {} if data_cache is None else data_cache).split(options.split)
+    if options.subset is not None:
+        part = part.subset(stratified_subset(part.labels, options.subset, seed=options.seed, setting="--subset"))
     sample = stratified_subset(part.labels, options.max_points, seed=options.seed)
     scores, embeddings, norms = _forward(run, part, sample=sample, options=options, device=device)
     head, meta = run.model.head, run.meta
@@ -241,9 +245,9 @@ def _stages(run: Run, root: OutputFolder, *, name: str, options: EvalOptions,
 
 
 def evaluate_runs(patterns: list[str], out_dir: str | Path, *, data_root: str | None = None, split: str = "test",
-                  projections: list[str] = ("pca",), max_points: int = 5000, device: str = "auto",
-                  batch_size: int = 512, progress: bool = True, reuse: bool = False, workers: int | None = None,
-                  log=print) -> list[dict[str, Any]]:
+                  subset: int | None = None, projections: list[str] = ("pca",), max_points: int = 5000,
+                  device: str = "auto", batch_size: int = 512, progress: bool = True, reuse: bool = False,
+                  workers: int | None = None, log=print) -> list[dict[str, Any]]:
     """Evaluate every run matched by ``patterns`` into ``out_dir``; returns the index entries.
 
     ``workers`` (default: a quarter of the cores, at least 1): threads that compute the
@@ -257,8 +261,8 @@ def evaluate_runs(patterns: list[str], out_dir: str | Path, *, data_root: str | 
     Everything that can be checked is checked before the output folder is touched: the
     arguments, the device, every run (its files and checksums) and its data. Then the folder is
     claimed (created with its marker, or checked to be an evaluation folder) and locked."""
-    options = EvalOptions(data_root=data_root, split=split, projections=tuple(projections), max_points=max_points,
-                          device=device, batch_size=batch_size, progress=progress)
+    options = EvalOptions(data_root=data_root, split=split, subset=subset, projections=tuple(projections),
+                          max_points=max_points, device=device, batch_size=batch_size, progress=progress)
     if workers is not None and workers < 1:
         raise ConfigError(f"--workers must be a positive integer, got {workers}")
     resolve_device(device)  # a device this machine lacks: refused before anything is read
