@@ -21,8 +21,9 @@ from hseval.core.perf import cpu_model
 from hseval.io.output import OutputFolder
 from hseval.io.records import NonNegative, Record, write_record
 
-QUICK_TEST = 2000  # the test images the quick demo tests on, in training and in the evaluation
-QUICK = ["data.train_subset=2000", f"data.test_subset={QUICK_TEST}", "optim.epochs=1", "optim.milestones=[1]"]
+TEST_SUBSET = 2000  # the test images of training's tests after each epoch (and of the quick demo's evaluation)
+DEMO = [f"data.test_subset={TEST_SUBSET}"]  # the evaluation tests every head on all 10,000
+QUICK = [*DEMO, "data.train_subset=2000", "optim.epochs=1", "optim.milestones=[1]"]
 DEMO_FILE = "demo.json"
 
 
@@ -72,7 +73,7 @@ def cmd_demo(args: argparse.Namespace) -> int:
     runs, eval_dir = out / "runs", out / "eval"
     plan = argparse.Namespace(  # train-all's plan: every head, the CPU recipe, one seed
         dataset=None, recipe="fashion-mnist", backbone=None, data_root=args.data_root, device=args.device,
-        quiet=args.quiet, set=QUICK if args.quick else [], heads="all", seeds=None, sweep=[], hierarchy=None,
+        quiet=args.quiet, set=QUICK if args.quick else DEMO, heads="all", seeds=None, sweep=[], hierarchy=None,
         init=None, prefix=None, map=[], ignore=[])
     configs = planned_configs(plan)
     folder = OutputFolder(out, "demo", writes=[DEMO_FILE])  # and the runs and the evaluation, in folders of their own
@@ -87,7 +88,7 @@ def cmd_demo(args: argparse.Namespace) -> int:
         print("evaluating")
         projections = ["pca"] if args.quick else ["pca", "tsne"]
         entries = evaluate_runs([str(runs / name) for _, name in configs], eval_dir, projections=projections,
-                                subset=QUICK_TEST if args.quick else None,
+                                subset=TEST_SUBSET if args.quick else None,
                                 max_points=1000 if args.quick else 2000, device=args.device or "auto",
                                 progress=not args.quiet, data_root=args.data_root, reuse=not args.force,
                                 log=lambda _: None)
