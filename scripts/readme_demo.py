@@ -124,7 +124,8 @@ def main() -> int:
     info = read_record(DemoRecord, demo / DEMO_FILE, what=DEMO_FILE)
     threads = info.machine.threads
     fastest = "" if args.reuse else f", the fastest of {args.repeat}"
-    write_block("demo-time", f"{info.seconds / 60:.1f} minutes{fastest}; "
+    spent = ", ".join(f"{stage} {value / 60:.1f} min" for stage, value in info.stages.items())
+    write_block("demo-time", f"{info.seconds / 60:.1f} minutes ({spent}){fastest}; "
                              f"{stamp('python scripts/readme_demo.py', threads=threads)}")
     write_block("demo-report-size", f"{(demo / 'eval' / 'report.html').stat().st_size / 1e6:.1f} MB")
     if screenshot(demo, ROOT / "docs" / "dashboard.png"):

@@ -9,6 +9,7 @@ import re
 
 import numpy as np
 import pandas as pd
+import pytest
 
 from hseval.cli.main import main
 from hseval.io.evaluation_format import FILES as EVAL_FILES
@@ -49,8 +50,12 @@ def test_demo_quick_end_to_end(fashion_like, tmp_path, capsys):
     for head in heads:
         assert re.search(rf"^{re.escape(head)}\s+[01]\.\d{{4}}", printed, re.M), head
     assert f"hseval dashboard {out / 'eval'}" in printed
+    record = json.loads((out / "demo.json").read_text())  # where the time went, stage by stage
+    assert list(record["stages"]) == ["training", "evaluation", "report"]
+    assert sum(record["stages"].values()) == pytest.approx(record["seconds"])
+    assert re.search(r"done in \d+ s \(training \d+ s, evaluation \d+ s, report \d+ s\)", printed)
 
     # a second demo reuses the finished runs instead of training again
     assert main(demo) == 0
     again = capsys.readouterr().out
-    assert again.count("is finished with these settings; reusing it") == len(heads) and "training" not in again
+    assert again.count("is finished with these settings; reusing it") == len(heads) and "] training" not in again

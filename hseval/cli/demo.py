@@ -42,6 +42,7 @@ class DemoRecord(Record):
     quick: bool
     heads: list[str]
     train_seconds: dict[str, NonNegative]
+    stages: dict[str, NonNegative]  # where the time went: training (every head), evaluation, report
     date: str = Field(pattern=r"^[0-9]{4}-[0-9]{2}-[0-9]{2}$")
     machine: Machine
 
@@ -85,6 +86,7 @@ def cmd_demo(args: argparse.Namespace) -> int:
         outcomes = train_runs(configs, runs, resume=not args.force, force=args.force, datasets=datasets,
                               replace_stale=True)
         seconds = {name: outcome.seconds for name, outcome in outcomes.items()}
+        stages = {"training": time.perf_counter() - start}
         print("evaluating")
         projections = ["pca"] if args.quick else ["pca", "tsne"]
         entries = evaluate_runs([str(runs / name) for _, name in configs], eval_dir, projections=projections,
@@ -92,6 +94,7 @@ def cmd_demo(args: argparse.Namespace) -> int:
                                 max_points=1000 if args.quick else 2000, device=args.device or "auto",
                                 progress=not args.quiet, data_root=args.data_root, reuse=not args.force,
                                 log=lambda _: None)
+        stages["evaluation"] = time.perf_counter() - start - stages["training"]
         for path in write_report(eval_dir):
             if path.suffix == ".html":
                 print(f"report: {path}")
@@ -109,18 +112,21 @@ def cmd_demo(args: argparse.Namespace) -> int:
         print("\n'own scores': super-class accuracy from the head's own super-class scores (parent δ columns for the "
               "Δ-heads, the level heads for multitask); '—': the head has none.")
         total = time.perf_counter() - start
-        _record(out, total, seconds, quick=args.quick)
-    print(f"\ndone in {total:.0f} s. Open the dashboard with:\n  hseval dashboard {eval_dir}")
+        stages["report"] = total - stages["training"] - stages["evaluation"]
+        _record(out, total, seconds, stages, quick=args.quick)
+    spent = ", ".join(f"{stage} {value:.0f} s" for stage, value in stages.items())
+    print(f"\ndone in {total:.0f} s ({spent}). Open the dashboard with:\n  hseval dashboard {eval_dir}")
     return 0
 
 
-def _record(out: Path, total: float, seconds: dict[str, float], *, quick: bool) -> None:
+def _record(out: Path, total: float, seconds: dict[str, float], stages: dict[str, float], *, quick: bool) -> None:
     """Write ``demo.json`` (:class:`DemoRecord`)."""
     import torch  # for this command only (hseval --help stays light)
 
     gpu = torch.cuda.get_device_name(0) if torch.cuda.is_available() else None
     write_record(out / DEMO_FILE, DemoRecord(
-        seconds=total, quick=quick, heads=list(seconds), train_seconds=seconds, date=datetime.date.today().isoformat(),
+        seconds=total, quick=quick, heads=list(seconds), train_seconds=seconds, stages=stages,
+        date=datetime.date.today().isoformat(),
         machine=Machine(cpu=cpu_model(), threads=torch.get_num_threads(), gpu=gpu, torch=torch.__version__,
                         python=platform.python_version())))
 
