@@ -218,7 +218,7 @@ def _stages(run: Run, root: OutputFolder, *, name: str, options: EvalOptions,
     :func:`evaluate_runs` may run in a worker thread while the next run's embeddings are computed."""
     evaluation = Evaluation(name, str(run.path), options.inputs(run), run.hierarchy)
     device = resolve_device(options.device)
-    run.model.to(device)
+    run.model.to(device, memory_format=torch.channels_last)  # as training tests it: faster convolutions
     part = _dataset_for(run, options.data_root, {} if data_cache is None else data_cache).split(options.split)
     if options.subset is not None:
         part = part.subset(stratified_subset(part.labels, options.subset, seed=options.seed, setting="--subset"))

@@ -347,7 +347,7 @@ def load_run(run_dir: str | Path, *, device: str | torch.device = "cpu") -> Run:
                              f"{reason}); the file was edited or is damaged") from None
     _check_tensors(model, tensors, where, meta)
     model.load_state_dict(tensors, strict=True)
-    model.to(device, memory_format=torch.channels_last).eval()  # faster convolutions on CPU and GPU alike
+    model.to(device).eval()
     return Run(path=run_dir, model=model, meta=meta)
 
 
