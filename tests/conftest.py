@@ -9,8 +9,10 @@ from pathlib import Path
 import numpy as np
 import pytest
 import torch
+from hypothesis import settings
 
 from hseval.tree.hierarchy import Hierarchy
+from tests import helpers
 from tests.helpers import appendix_a, built_once, fashion_tree, prediction_file, unbalanced, write_fashion_like
 
 
@@ -31,6 +33,15 @@ sys.meta_path.insert(0, _InstalledNamesOnly())
 TRAINED = {"fashion_like", "evaluated", "large_evaluated"}
 """Fixtures that mean a test trains or evaluates real runs: such a test is ``slow``, and
 ``pytest -m "not slow"`` is the fast lane of units and contracts."""
+
+
+def pytest_configure(config):
+    """The fast lane (``-m "not slow"``) runs the property tests on fewer examples (see
+    :func:`tests.helpers.examples`; Hypothesis's default of 100 becomes 10)."""
+    if (config.getoption("markexpr") or "").replace(" ", "") == "notslow":
+        helpers.FAST_LANE = True
+        settings.register_profile("fast-lane", max_examples=10)
+        settings.load_profile("fast-lane")
 
 
 def pytest_collection_modifyitems(items):

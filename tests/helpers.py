@@ -11,6 +11,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 import numpy as np
+import pytest
 from hypothesis import strategies as st
 
 from hseval.train.config import load_config
@@ -208,3 +209,28 @@ def read_checked(path, tree, **options):
     got = read_predictions(path, tree, **options)
     read_rows(got)
     return got
+
+
+LIGHT_BACKBONES = ("small-cnn", "resnet18")
+"""The backbones the fast lane builds; the others (ResNet-50, the DenseNets: seconds each on a CPU)
+are checked in the full suite."""
+
+
+def by_weight(*values: str, backbone: str) -> pytest.param:
+    """``values`` as one parameter set, ``slow`` when ``backbone`` is not one of :data:`LIGHT_BACKBONES`."""
+    return pytest.param(*values, marks=() if backbone in LIGHT_BACKBONES else pytest.mark.slow)
+
+
+FAST_LANE = False
+"""True under ``pytest -m "not slow"`` (set by ``tests/conftest.py`` before the test modules load)."""
+
+
+def examples(n: int) -> int:
+    """A property test's ``max_examples``: ``n`` in the full suite, a tenth of it (at least 5) in the
+    fast lane, as Hypothesis's own advice has a quick profile for development and the full one for CI."""
+    return max(5, n // 10) if FAST_LANE else n
+
+
+def thinned(items: list) -> list:
+    """A mutation test's cases: all of them in the full suite, every tenth in the fast lane."""
+    return items[::10] if FAST_LANE else items

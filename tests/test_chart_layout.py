@@ -4,6 +4,8 @@ at the data, and one name and one help per column. The browser test looks at the
 
 from __future__ import annotations
 
+import functools
+
 import numpy as np
 import pandas as pd
 import pytest
@@ -29,7 +31,9 @@ def geometry_frame() -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
+@functools.cache
 def every_chart() -> dict:
+    """One of each chart, built once for the module (the tests only read them)."""
     tree = appendix_a()
     levels = pd.DataFrame([{"run": r, "level": lv, "depth": d, "way": w, "accuracy": 0.5 + 0.01 * k}
                            for k, r in enumerate(RUNS) for lv, d, w in (("leaf", 0, "leaf"),

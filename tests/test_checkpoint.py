@@ -24,7 +24,7 @@ from hseval.io.run_format import (
 from hseval.nn.backbones import list_backbones
 from hseval.nn.heads import list_heads
 from hseval.nn.model import build_model
-from tests.helpers import fashion_tree
+from tests.helpers import by_weight, fashion_tree
 
 SIZE = 16
 
@@ -53,7 +53,7 @@ def copy_run(src, dst):
 # every head on the small CNN, every backbone under the plain head and the head with the most state
 # (a learnable radius per node): a head's tensors do not depend on the backbone under it
 ROUND_TRIPS = [(head, "small-cnn") for head in list_heads()] + \
-    [(head, backbone) for backbone in list_backbones() if backbone != "small-cnn"
+    [by_weight(head, backbone, backbone=backbone) for backbone in list_backbones() if backbone != "small-cnn"
      for head in ("plain", "riemann-learnable-radius")]
 
 

@@ -177,6 +177,7 @@ def test_image_folder_errors(tmp_path):
         load_dataset("image-folder", tmp_path / "nowhere", hierarchy=tree_file)
 
 
+@pytest.mark.slow  # trains and evaluates a run (224-pixel images): the full suite's
 def test_image_folder_trains_and_evaluates_end_to_end(tmp_path):
     """A user's own folders and tree through train-all, evaluate and report (small images)."""
     from hseval.cli.main import main

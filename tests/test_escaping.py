@@ -29,6 +29,7 @@ from hseval.io.results import load_evaluation
 from hseval.reporting import escape
 from hseval.reporting.report import render, write_report
 from hseval.tree import Hierarchy, write_hierarchy
+from tests.helpers import examples
 
 TEXT = st.text(alphabet=st.characters(blacklist_categories=("Cs", "Cc")) | st.sampled_from("\n\r\t<>&|$#{}\\%_[]`*~"),
                max_size=40)
@@ -170,7 +171,7 @@ def page_parts(page: str) -> tuple[list[str], list[str], list[str]]:
 
 
 # ====================================================================== the escaping functions
-@settings(max_examples=400, deadline=None)
+@settings(max_examples=examples(400), deadline=None)
 @given(text=TEXT)
 def test_markdown_reads_back_in_a_cell_a_heading_and_a_list_item(text):
     expected = one_line(text).strip()
@@ -180,14 +181,14 @@ def test_markdown_reads_back_in_a_cell_a_heading_and_a_list_item(text):
     assert blocks == [expected, f"{expected} / y".strip()]
 
 
-@settings(max_examples=400, deadline=None)
+@settings(max_examples=examples(400), deadline=None)
 @given(text=TEXT)
 def test_latex_reads_back_with_every_special_character_escaped(text):
     assert latex_text(escape.latex(text)) == one_line(text)
     assert latex_rows(" & ".join([escape.latex(text), "x"]) + r" \\") == [[one_line(text).strip(), "x"]]
 
 
-@settings(max_examples=400, deadline=None)
+@settings(max_examples=examples(400), deadline=None)
 @given(text=TEXT)
 def test_html_and_plotly_text_read_back(text):
     tags, shown, _ = page_parts(f"<p title='{escape.html(text)}'>{escape.html(text)}</p>")
@@ -239,7 +240,7 @@ def test_a_report_of_hostile_names_reads_back(hostile, capsys):
 
 
 @pytest.mark.slow  # seconds each: the fast lane keeps units and contracts
-@settings(max_examples=6, deadline=None, derandomize=True, phases=[Phase.explicit, Phase.generate],
+@settings(max_examples=examples(6), deadline=None, derandomize=True, phases=[Phase.explicit, Phase.generate],
           suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow])  # seconds each
 @given(names=st.lists(TEXT.filter(lambda t: one_line(t).strip()), min_size=3, max_size=3,
                       unique_by=lambda t: one_line(t).strip()))

@@ -14,7 +14,7 @@ from hseval.tree import read_hierarchy
 from hseval.tree.builders import merge_single_child_chains, random_hierarchy
 from hseval.tree.hierarchy import Hierarchy
 from hseval.tree.naming import natural_key
-from tests.helpers import FIXTURES, appendix_a, fashion_tree, trees, unbalanced
+from tests.helpers import FIXTURES, appendix_a, examples, fashion_tree, trees, unbalanced
 
 PAPER_H = {  # Appendix A, rows in the paper's order of P, columns in the order of L
     "fruit": [1, 1, 0, 0], "animal": [0, 0, 1, 1], "apple": [1, 0, 0, 0],
@@ -49,7 +49,7 @@ def test_canonical_order_leaves_first_then_superclasses_by_depth():
     assert tree.parents[tree.index("a")] == -1
 
 
-@settings(max_examples=50, deadline=None)
+@settings(max_examples=examples(50), deadline=None)
 @given(tree=trees())
 def test_paths_depths_and_matrices_agree(tree):
     A = tree.ancestor_matrix.toarray()
@@ -72,7 +72,7 @@ def _brute_lca(tree, a, b):
     return common[-1] if common else -1
 
 
-@settings(max_examples=50, deadline=None)
+@settings(max_examples=examples(50), deadline=None)
 @given(tree=trees(max_leaves=15))
 def test_lca_and_tree_distance_match_brute_force(tree):
     pairs = np.array(list(itertools.product(range(tree.num_nodes), repeat=2)))
@@ -152,7 +152,7 @@ def reference_natural_key(name: str) -> tuple:
     return tuple((0, int(tok), "") if tok.isdigit() else (1, 0, tok) for tok in re.split(r"(\d+)", name) if tok)
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=examples(300), deadline=None)
 @given(names=st.lists(st.text(alphabet="ab0123456789 _-.", min_size=1, max_size=8), min_size=1, max_size=20))
 def test_natural_sort_orders_as_before(names):
     assert sorted(names, key=natural_key) == sorted(names, key=reference_natural_key)
@@ -185,7 +185,7 @@ def test_from_paths_names_shared_names_by_their_paths_within_a_limit(monkeypatch
         Hierarchy.from_paths(paths)
 
 
-@settings(max_examples=200, deadline=None)
+@settings(max_examples=examples(200), deadline=None)
 @given(parents=st.lists(st.integers(-1, 11), min_size=1, max_size=12))
 def test_depths_and_cycles_match_a_walk_up_the_tree(parents):
     """Depths by pointer doubling against walking up each node; a cycle is named by a node on it."""
@@ -255,7 +255,7 @@ def test_random_hierarchy_keeps_shape_and_shuffles_leaves():
 
 
 @given(data=st.data())
-@settings(max_examples=30, deadline=None)
+@settings(max_examples=examples(30), deadline=None)
 def test_reorder_leaves_permutes_the_leaves_only(data):
     """Any order of the classes gives the same tree (each class keeps its path of names), the
     super-classes keep their numbering, and the order the tree has already returns the tree itself."""

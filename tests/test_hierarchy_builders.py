@@ -20,7 +20,7 @@ from hseval.tree.builders.tiny_imagenet import tiny_imagenet_hierarchy, tiny_ima
 from hseval.tree.builders.wordnet import find_wordnet, wordnet_hierarchy
 from hseval.tree.hierarchy import Hierarchy
 from tests.fake_datasets import cifar100_lists, fixture_rows
-from tests.helpers import FIXTURES
+from tests.helpers import FIXTURES, examples
 
 needs_wordnet = pytest.mark.skipif(find_wordnet() is None, reason="no WordNet 3.0 data installed (apt install "
                                                                   "wordnet-base, or python -m nltk.downloader wordnet)")
@@ -139,7 +139,7 @@ GROUP_LIKE = ["Albatross", "Black_footed_Albatross", "root", "x_root", "setter",
               "n02100735-setter", "Setter", "Albatross_1", "root_1", "a_b", "b"]
 
 
-@settings(max_examples=60, deadline=None)
+@settings(max_examples=examples(60), deadline=None)
 @given(classes=st.lists(st.one_of(st.sampled_from(GROUP_LIKE), st.from_regex(r"[A-Za-z]{1,3}(_[A-Za-z]{1,3})?",
                                                                                fullmatch=True)),
                         min_size=1, max_size=10, unique=True))

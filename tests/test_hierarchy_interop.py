@@ -21,13 +21,14 @@ from hseval.tree.formats.common import header_line
 from hseval.tree.formats.pairs import names_sidecar
 from hseval.tree.hierarchy import Hierarchy
 from hseval.tree.transforms import merge_single_child_chains, random_hierarchy
-from tests.helpers import FIXTURES, trees
+from tests.helpers import FIXTURES, examples, trees
 
 PUBLIC = FIXTURES / "hierarchies"
 NBDT = [("CIFAR100_graph-wordnet.json", "wnids_CIFAR100.txt"),
         ("TinyImagenet200_graph-wordnet.json", "wnids_TinyImagenet200.txt"),
         ("CIFAR100_graph-induced-ResNet18.json", "wnids_CIFAR100.txt")]
-PROPERTY = settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+PROPERTY = settings(max_examples=examples(60), deadline=None,
+                    suppress_health_check=[HealthCheck.function_scoped_fixture])
 
 
 # ------------------------------------------------------------------ NBDT

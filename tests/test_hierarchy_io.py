@@ -12,7 +12,7 @@ from hseval.tree import FORMATS, read_hierarchy, write_hierarchy
 from hseval.tree.formats import detect_format
 from hseval.tree.formats.pairs import names_sidecar
 from hseval.tree.hierarchy import Hierarchy
-from tests.helpers import FIXTURES, fashion_tree, trees, unbalanced
+from tests.helpers import FIXTURES, examples, fashion_tree, trees, unbalanced
 
 PUBLIC = FIXTURES / "hierarchies"
 
@@ -68,7 +68,7 @@ def test_every_format_round_trips(tmp_path, small_tree, fmt):
     assert read_hierarchy(path, classes=small_tree.leaf_names) == small_tree
 
 
-@settings(max_examples=30, deadline=None)
+@settings(max_examples=examples(30), deadline=None)
 @given(tree=trees(max_leaves=20))
 def test_pairs_round_trip_is_exact(tmp_path_factory, tree):
     path = tmp_path_factory.mktemp("pairs") / "tree_child_parent_pairs.txt"

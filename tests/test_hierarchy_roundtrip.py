@@ -19,9 +19,9 @@ from hseval.tree import FORMATS, read_hierarchy, write_hierarchy
 from hseval.tree.formats import detect_format
 from hseval.tree.formats.pairs import names_sidecar
 from hseval.tree.hierarchy import Hierarchy
-from tests.helpers import fashion_tree, trees
+from tests.helpers import examples, fashion_tree, trees
 
-PROPERTY = settings(max_examples=150, deadline=None,
+PROPERTY = settings(max_examples=examples(150), deadline=None,
                     suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture])
 
 # characters that broke a reader or a detector: line and paragraph separators, whitespace that
@@ -304,7 +304,7 @@ def recursive_render(hierarchy: Hierarchy, max_depth: int | None = None) -> str:
     return "\n".join(lines)
 
 
-@settings(max_examples=100, deadline=None)
+@settings(max_examples=examples(100), deadline=None)
 @given(tree=trees(), max_depth=st.sampled_from([None, 1, 2, 3]))
 def test_show_prints_what_it_printed_before(tree, max_depth):
     assert render_tree(tree, max_depth) == recursive_render(tree, max_depth)

@@ -23,7 +23,7 @@ from hseval.io.state_dict import read_state_dict
 from hseval.nn.heads import list_heads
 from hseval.nn.model import build_model
 from hseval.tree import write_hierarchy
-from tests.helpers import fashion_tree
+from tests.helpers import examples, fashion_tree
 
 ATOL = 1e-5
 
@@ -296,7 +296,7 @@ def damages(draw):
     return kind, key, draw(names), draw(st.integers(0, 3))
 
 
-@settings(max_examples=150, deadline=None, derandomize=True,
+@settings(max_examples=examples(150), deadline=None, derandomize=True,
           suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow])
 @given(damage=damages())
 def test_damaged_checkpoint_is_one_line_naming_the_key(damage, tree_file, fashion_like, tmp_path, capsys):

@@ -13,7 +13,7 @@ from hseval.core.errors import ConfigError
 from hseval.tree import read_hierarchy
 from hseval.tree.hierarchy import Hierarchy
 from hseval.tree.induce import default_clusters, induce_tree
-from tests.helpers import fashion_tree, random_tree
+from tests.helpers import examples, fashion_tree, random_tree
 
 # names like those induce generates (g<level>.<cluster>, the root, their suffixed forms) among others
 GENERATED_LOOKING = ["g1.1", "g1.2", "g1.3", "g2.1", "g2.2", "g2.3", "g3.1", "root", "root_1", "g1.1_1", "g2.1_1"]
@@ -92,7 +92,7 @@ def test_classes_named_like_the_generated_groups_keep_their_names(tmp_path):
     assert set(induced.node_names[induced.num_leaves:]).isdisjoint(classes) and induced.root_name not in classes
 
 
-@settings(max_examples=60, deadline=None)
+@settings(max_examples=examples(60), deadline=None)
 @given(classes=class_lists, seed=st.integers(0, 2**16), two_levels=st.booleans())
 def test_the_induced_leaves_are_the_classes_in_order(classes, seed, two_levels):
     vectors = np.random.default_rng(seed).normal(size=(len(classes), 8))

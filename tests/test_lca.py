@@ -11,7 +11,7 @@ import hseval.tree.ancestry as ancestry
 from hseval.metrics import hierarchical_prf
 from hseval.tree.ancestry import LCA_TABLE_MAX_BYTES, lca_depth_by_rows
 from hseval.tree.hierarchy import Hierarchy
-from tests.helpers import trees, unbalanced
+from tests.helpers import examples, trees, unbalanced
 
 
 def brute_lca_depth(tree: Hierarchy, a: int, b: int) -> int:
@@ -48,7 +48,7 @@ def wide_tree(num_nodes: int, seed: int = 0, *, max_depth: int = 5) -> Hierarchy
     return Hierarchy([f"n{k}" for k in range(num_nodes)], parents, int((~has_child).sum()))
 
 
-@settings(max_examples=60, deadline=None)
+@settings(max_examples=examples(60), deadline=None)
 @given(tree=trees(max_leaves=40), data=st.data())
 def test_table_equals_row_comparison_on_random_trees(tree, data):
     n = tree.num_nodes
@@ -120,7 +120,7 @@ def test_trees_at_and_just_above_the_table_limit(extra):
     assert len(set(got.tolist())) > 2
 
 
-@settings(max_examples=30, deadline=None)
+@settings(max_examples=examples(30), deadline=None)
 @given(tree=trees(max_leaves=40), seed=st.integers(0, 2**32 - 1))
 def test_both_paths_give_the_same_hierarchical_prf(tree, seed):
     rng = np.random.default_rng(seed)

@@ -20,7 +20,7 @@ from hseval.metrics import (
     topk_accuracy,
     topk_predictions,
 )
-from tests.helpers import fashion_tree, flat_tree, random_tree, trees
+from tests.helpers import examples, fashion_tree, flat_tree, random_tree, trees
 from tests.metric_tester import brute_per_node, brute_superclass_accuracy, stable_topk
 
 
@@ -46,7 +46,7 @@ def test_topk_predictions_caps_k_at_the_number_of_classes_and_breaks_ties_to_the
         topk_predictions(scores, 0)
 
 
-@settings(max_examples=60, deadline=None)
+@settings(max_examples=examples(60), deadline=None)
 @given(seed=st.integers(0, 2**16), k=st.integers(1, 20), columns=st.integers(1, 300), values=st.integers(1, 6))
 def test_topk_predictions_are_the_stable_sort_with_ties(seed, k, columns, values):
     """Scores with many ties (few distinct values), wide enough rows that the top-k set is found by
@@ -57,7 +57,7 @@ def test_topk_predictions_are_the_stable_sort_with_ties(seed, k, columns, values
     assert topk_predictions(scores, k).tolist() == stable_topk(scores, min(k, columns))
 
 
-@settings(max_examples=40, deadline=None)
+@settings(max_examples=examples(40), deadline=None)
 @given(tree=trees(), seed=st.integers(0, 2**16))
 def test_superclass_accuracy_from_leaf_matches_brute_force(tree, seed):
     rng = np.random.default_rng(seed)

@@ -10,10 +10,10 @@ from hypothesis import given, settings
 from sklearn.metrics import confusion_matrix as sk_confusion_matrix
 
 from hseval.metrics import confusion_matrix, tree_order
-from tests.helpers import fashion_tree, flat_tree, random_tree, trees, unbalanced
+from tests.helpers import examples, fashion_tree, flat_tree, random_tree, trees, unbalanced
 
 
-@settings(max_examples=60, deadline=None)
+@settings(max_examples=examples(60), deadline=None)
 @given(tree=trees())
 def test_tree_order_is_a_permutation_with_every_superclass_contiguous(tree):
     order = tree_order(tree)

@@ -13,7 +13,7 @@ from hypothesis import strategies as st
 from hseval.metrics import HierarchicalMetrics
 from hseval.metrics.accuracy import _topk
 from hseval.metrics.crm import CrmMetrics, crm_risk, crm_summary
-from tests.helpers import random_tree
+from tests.helpers import examples, random_tree
 from tests.metric_tester import brute_distance
 
 
@@ -29,7 +29,7 @@ def softmax(logits: np.ndarray) -> np.ndarray:
 
 
 @given(st.integers(0, 10_000), st.integers(2, 40))
-@settings(max_examples=25, deadline=None)
+@settings(max_examples=examples(25), deadline=None)
 def test_risk_is_the_expected_distance_of_every_class(seed, leaves):
     tree = random_tree(leaves, seed)  # classes at several depths
     rng = np.random.default_rng(seed)

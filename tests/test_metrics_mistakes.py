@@ -19,11 +19,11 @@ from hseval.metrics import (
     topk_predictions,
 )
 from hseval.tree import read_hierarchy
-from tests.helpers import FIXTURES, fashion_tree, flat_tree, random_tree, trees, unbalanced
+from tests.helpers import FIXTURES, examples, fashion_tree, flat_tree, random_tree, trees, unbalanced
 from tests.metric_tester import brute_distance
 
 
-@settings(max_examples=40, deadline=None)
+@settings(max_examples=examples(40), deadline=None)
 @given(tree=trees(), seed=st.integers(0, 2**16))
 def test_hierarchical_distance_matches_a_walk_of_the_paths(tree, seed):
     rng = np.random.default_rng(seed)

@@ -26,6 +26,7 @@ from hseval.evaluation.writer import evaluation_names
 from hseval.io import folders as ownership
 from hseval.io.folders import LOCK, MARKER, OwnershipError
 from hseval.io.output import OutputFolder
+from tests.helpers import examples
 
 
 def tree_bytes(folder: Path) -> dict[str, bytes]:
@@ -179,7 +180,7 @@ paths = st.lists(st.lists(st.sampled_from(["a", "b", "x", "a__x", "x-2", "runs"]
                  min_size=1, max_size=8, unique_by=tuple)
 
 
-@settings(max_examples=200, deadline=None)
+@settings(max_examples=examples(200), deadline=None)
 @given(batch=paths, earlier=paths)
 def test_evaluation_names_are_distinct_by_construction(batch, earlier):
     """Whatever the paths, and whatever an earlier evaluation in the folder used: distinct runs get

@@ -17,7 +17,7 @@ from hseval.cli.main import main
 from hseval.core.errors import DataError
 from hseval.io.prediction_format import PROBABILITY_TOLERANCE
 from hseval.tree import write_hierarchy
-from tests.helpers import fashion_tree, read_checked
+from tests.helpers import examples, fashion_tree, read_checked
 
 
 def _csv(path, prefix: str, targets: np.ndarray, scores: np.ndarray, decimals: int | None = None):
@@ -105,7 +105,7 @@ def test_a_declaration_that_contradicts_the_file_is_refused(tmp_path, fmt, decla
         read_checked(path, tree, scores="softmax")
 
 
-@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@settings(max_examples=examples(40), deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(offset=st.floats(-3, 3).filter(lambda x: abs(abs(x) - 1) > 1e-3), row=st.integers(0, 7),
        seed=st.integers(0, 100))
 def test_npz_and_csv_share_one_tolerance_for_probabilities(tmp_path, offset, row, seed):

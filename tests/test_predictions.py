@@ -24,7 +24,7 @@ from hseval.io.prediction_format import read_class_list, read_predictions
 from hseval.io.results import load_evaluation
 from hseval.metrics import HierarchicalMetrics
 from hseval.tree import write_hierarchy
-from tests.helpers import fashion_tree, read_rows
+from tests.helpers import examples, fashion_tree, read_rows
 
 
 def _sequential_outputs(fashion_like: Path) -> dict[str, np.ndarray]:
@@ -189,7 +189,7 @@ DAMAGE = st.sampled_from(["drop", "rename", "transpose", "truncate", "nan", "flo
                           "negative_target", "object", "scalar", "extra_column", "bool"])
 
 
-@settings(max_examples=80, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@settings(max_examples=examples(80), deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(member=st.sampled_from(sorted(_good())), damage=DAMAGE)
 def test_any_damage_to_a_good_file_is_one_line_or_a_correct_read(tmp_path, member, damage):
     tree = fashion_tree()
@@ -249,7 +249,7 @@ def _good_csv(scores: bool) -> str:
                             for t in rng.integers(0, 10, 8))
 
 
-@settings(max_examples=120, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@settings(max_examples=examples(120), deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(scores=st.booleans(), position=st.floats(0, 1), edit=st.sampled_from(["delete", "insert", "duplicate_line",
                                                                              "drop_header", "truncate"]),
        char=st.sampled_from([",", "\n", "\r", '"', "x", "-", "1", "\x00", "é", " ", "\t"]))
@@ -284,7 +284,7 @@ def test_any_edit_of_a_csv_is_one_line_or_a_consistent_read(tmp_path, scores, po
         assert got.scores.shape == (n, 10) and np.isfinite(got.scores).all()
 
 
-@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@settings(max_examples=examples(60), deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(position=st.floats(0, 1), value=st.integers(0, 255), cut=st.booleans())
 def test_damaged_safetensors_is_one_line_or_a_consistent_read(tmp_path, position, value, cut):
     from safetensors.numpy import save

@@ -25,6 +25,7 @@ from hseval.io.records import validation_line
 from hseval.io.run_format import HISTORY_FILE, META_FILE, meta_checksum, read_run_meta, write_history
 from hseval.io.tables import HISTORY, read_table
 from hseval.train.config import load_config
+from tests.helpers import examples
 
 ROOT = Path(__file__).resolve().parents[1]
 SUPPRESS = [HealthCheck.function_scoped_fixture, HealthCheck.too_slow]
@@ -109,7 +110,7 @@ def run_json(evaluated) -> dict:
     return json.loads((evaluated.parent / "runs" / "riemann" / META_FILE).read_text())
 
 
-@settings(max_examples=120, deadline=None, suppress_health_check=SUPPRESS, derandomize=True)
+@settings(max_examples=examples(120), deadline=None, suppress_health_check=SUPPRESS, derandomize=True)
 @given(where=st.integers(0, 10**6))
 def test_every_value_of_run_json_is_typed(run_json, tmp_path, where):
     """Any scalar of a real run.json (outside the free-form settings: the training config and the
@@ -133,7 +134,7 @@ def metrics_json(evaluated) -> bytes:
     return (evaluated / "riemann" / eval_format.METRICS).read_bytes()
 
 
-@settings(max_examples=120, deadline=None, suppress_health_check=SUPPRESS, derandomize=True)
+@settings(max_examples=examples(120), deadline=None, suppress_health_check=SUPPRESS, derandomize=True)
 @given(where=st.integers(0, 10**6))
 def test_every_value_of_metrics_json_is_typed(metrics_json, where):
     """The same for metrics.json: its tree too is typed now (``Hierarchy.from_dict`` alone took a
@@ -146,7 +147,7 @@ def test_every_value_of_metrics_json_is_typed(metrics_json, where):
         eval_format.read_metrics(Path("metrics.json"), data)
 
 
-@settings(max_examples=80, deadline=None, suppress_health_check=SUPPRESS, derandomize=True)
+@settings(max_examples=examples(80), deadline=None, suppress_health_check=SUPPRESS, derandomize=True)
 @given(where=st.integers(0, 10**6), key=st.sampled_from(["zz", "Top1", "median", "note", "x1"]))
 def test_an_unknown_key_in_metrics_json_is_refused(metrics_json, where, key):
     """A key added to any object of metrics.json (outside the free-form training config and the
@@ -169,7 +170,7 @@ histories = st.integers(1, 6).flatmap(lambda n: st.lists(st.fixed_dictionaries(
     min_size=n, max_size=n))
 
 
-@settings(max_examples=60, deadline=None, suppress_health_check=SUPPRESS)
+@settings(max_examples=examples(60), deadline=None, suppress_health_check=SUPPRESS)
 @given(history=histories)
 def test_history_csv_reads_back_to_run_json_history(tmp_path, history):
     """history.csv (written every epoch) holds run.json's history exactly: floats to the last

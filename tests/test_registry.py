@@ -17,7 +17,7 @@ from hseval.nn.heads import create_head
 from hseval.nn.heads.base import HEADS
 from hseval.tree.builders import BUILDERS
 from hseval.tree.hierarchy import Hierarchy
-from tests.helpers import fashion_tree
+from tests.helpers import by_weight, fashion_tree
 
 REGISTRIES = {"head": HEADS, "backbone": BACKBONES, "dataset": DATASETS, "built-in hierarchy": BUILDERS,
               "projection": PROJECTIONS}
@@ -54,7 +54,7 @@ def test_every_head_scores_every_class_with_its_default_options(name):
     assert logits.shape == (4, tree.num_leaves) and torch.isfinite(loss)
 
 
-@pytest.mark.parametrize("name", BACKBONES.names())
+@pytest.mark.parametrize("name", [by_weight(name, backbone=name) for name in BACKBONES.names()])
 def test_every_backbone_gives_its_features(name):
     backbone = create_backbone(name, in_channels=1, image_size=28).eval()
     with torch.no_grad():

@@ -28,6 +28,7 @@ from hseval.reporting.significance import (
     versus,
 )
 from hseval.reporting.summary import level_table
+from tests.helpers import examples
 
 
 def binomial_two_sided(only_a: int, only_b: int) -> float:
@@ -46,7 +47,7 @@ def test_mcnemar_exact_is_the_binomial_test(only_a, only_b):
 
 
 @given(st.integers(0, 60), st.integers(0, 60))
-@settings(max_examples=60, deadline=None)
+@settings(max_examples=examples(60), deadline=None)
 def test_mcnemar_is_symmetric_and_a_probability(only_a, only_b):
     p = mcnemar_exact(only_a, only_b)
     assert 0 < p <= 1 and p == pytest.approx(mcnemar_exact(only_b, only_a))

@@ -15,6 +15,7 @@ from hypothesis import strategies as st
 from hseval.cli.main import main
 from hseval.core.errors import RunFormatError
 from hseval.io.run_format import STATE_FILE, load_train_state
+from tests.helpers import examples
 
 SETTINGS = ["--quiet", "--set", "optim.milestones=[5]", "--set", "data.train_subset=64", "--set", "data.batch_size=32",
             "--set", "engine.threads=1"]
@@ -75,7 +76,7 @@ JSON = st.recursive(st.none() | st.booleans() | st.integers() | st.floats() | st
                     max_leaves=6)
 
 
-@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@settings(max_examples=examples(60), deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(where=st.sampled_from(["epoch", "history", "history.0", "history.0.epoch", "history.0.test_acc",
                               "history.0.test_superclass_acc", "config", "rng"]), value=JSON)
 def test_any_value_anywhere_is_read_or_refused_in_one_line(interrupted, tmp_path, where, value):

@@ -10,7 +10,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from hseval.nn.heads.tree import TreeIndex, all_node_weights, leaf_weights, tree_linear
-from tests.helpers import random_tree, trees
+from tests.helpers import examples, random_tree, trees
 
 
 def dense_reference(hierarchy, delta, scale):
@@ -31,7 +31,7 @@ def recursive_reference(hierarchy, delta, scale):
     return torch.stack(out)
 
 
-@settings(max_examples=60, deadline=None)
+@settings(max_examples=examples(60), deadline=None)
 @given(tree=trees(), d=st.integers(1, 9), use_scale=st.booleans())
 def test_tree_weights_equal_recursion_and_dense_product(tree, d, use_scale):
     delta = torch.randn(tree.num_nodes, d, dtype=torch.float64)
@@ -43,7 +43,7 @@ def test_tree_weights_equal_recursion_and_dense_product(tree, d, use_scale):
     torch.testing.assert_close(nodes[: tree.num_leaves], leaf_weights(delta, scale, index))
 
 
-@settings(max_examples=40, deadline=None)
+@settings(max_examples=examples(40), deadline=None)
 @given(tree=trees(max_leaves=20), batch=st.integers(1, 5), use_scale=st.booleans())
 def test_tree_linear_forward_and_gradients_match_dense_autograd(tree, batch, use_scale):
     d = 4

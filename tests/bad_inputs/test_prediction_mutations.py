@@ -18,9 +18,10 @@ import pytest
 from hseval.cli.main import main
 from hseval.io.prediction_format import PROBABILITY_TOLERANCE
 from hseval.tree import write_hierarchy
+from tests import helpers
 from tests.bad_inputs.mutations import _softmax
 from tests.bad_inputs.test_mutations import SEED, _apply, _mutations, _stderr_lines
-from tests.helpers import fashion_tree
+from tests.helpers import fashion_tree, thinned
 
 FILES = ("logits.npz", "probs.npz", "logits.csv", "probs.csv", "pred.csv", "logits.safetensors")
 
@@ -64,7 +65,7 @@ def _declared(path: Path) -> str | None:
 
 @pytest.mark.parametrize("name", FILES)
 def test_mutated_prediction_files(prediction_files, tmp_path, capsys, record_property, name):
-    mutations = _mutations(prediction_files, (name,), SEED + 2)
+    mutations = thinned(_mutations(prediction_files, (name,), SEED + 2))
     tried = refused = 0
     for k, mutation in enumerate(mutations):
         folder = Path(shutil.copytree(prediction_files, tmp_path / str(k)))
@@ -93,7 +94,7 @@ def test_mutated_prediction_files(prediction_files, tmp_path, capsys, record_pro
     record_property("prediction_mutations", f"{tried} tried, {refused} refused")
     print(f"\n{name}: {tried} mutations tried; {refused} refused with one line naming the file, {tried - refused} "
           "evaluated as what they say they hold")
-    assert refused >= 3
+    assert refused >= (1 if helpers.FAST_LANE else 3)  # the fast lane tries a tenth of them
 
 
 def test_probabilities_a_little_off_are_read_within_the_one_tolerance(prediction_files, tmp_path, capsys):

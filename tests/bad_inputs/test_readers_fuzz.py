@@ -21,7 +21,7 @@ from hypothesis import strategies as st
 from hseval.core.errors import HierarchyError, HsevalError
 from hseval.tree import FORMATS, read_hierarchy, write_hierarchy
 from hseval.tree.hierarchy import Hierarchy
-from tests.helpers import trees
+from tests.helpers import examples, trees
 
 EXAMPLES = {
     "hierarchy_bytes": 300, "hierarchy_text": 300, "hierarchy_mutated": 200, "nbdt_json": 150,
@@ -32,7 +32,8 @@ SUPPRESS = [HealthCheck.too_slow, HealthCheck.function_scoped_fixture, HealthChe
 
 
 def fuzz(name: str):
-    return settings(max_examples=EXAMPLES[name], deadline=None, suppress_health_check=SUPPRESS, derandomize=True)
+    return settings(max_examples=examples(EXAMPLES[name]), deadline=None, suppress_health_check=SUPPRESS,
+                    derandomize=True)
 
 
 def one_line(exc: HsevalError) -> None:
