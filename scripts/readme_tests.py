@@ -1,6 +1,6 @@
 """Run the test suite as README's quick start does and write its size and duration into README.md.
 
-    python scripts/readme_tests.py [--repeat N] [pytest arguments ...]
+    python scripts/readme_tests.py [--fast] [--repeat N] [pytest arguments ...]
 
 On a quiet machine only (``scripts/readme_blocks.require_quiet``): runs ``python -m pytest -q -n
 auto`` (plus the arguments given) from the repository root N times (2 by default), keeps the
@@ -10,6 +10,7 @@ minutes, with the machine and the date, into README.md's ``test-suite`` block. A
 or errors writes nothing, except failures of ``tests/test_readme_figures.py`` alone: those tests
 read the block this script writes (a first run, or a count that has drifted), so they cannot pass
 before it is written; they count as tests. ``--durations=25`` lists the slowest tests.
+``--fast``: the fast lane (``-m "not slow"``) instead, into the ``fast-lane`` block.
 """
 
 from __future__ import annotations
@@ -55,14 +56,17 @@ def run_suite(argv: list[str]) -> tuple[subprocess.CompletedProcess, float]:
 
 
 def main(argv: list[str]) -> int:
+    fast = argv[:1] == ["--fast"]
+    argv = argv[1:] if fast else argv
     repeat = 2
     if argv[:1] == ["--repeat"]:
         repeat, argv = int(argv[1]), argv[2:]
+    command = "python scripts/readme_tests.py" + (" --fast" if fast else "")
     if not argv:
-        require_quiet("python scripts/readme_tests.py")
+        require_quiet(command)
     best = None
     for _ in range(repeat):
-        proc, seconds = run_suite(argv)
+        proc, seconds = run_suite([*(["-m", "not slow"] if fast else []), *argv])
         sys.stdout.write(proc.stdout[-6000:])
         last = next((line for line in reversed(proc.stdout.splitlines()) if " in " in line and "passed" in line), "")
         counts = outcome(last)
@@ -78,7 +82,7 @@ def main(argv: list[str]) -> int:
     if argv:
         print("readme_tests: a partial run (arguments given): README.md is left as it is", file=sys.stderr)
         return 0
-    write_block("test-suite", block_text(*best, "python scripts/readme_tests.py"))
+    write_block("fast-lane" if fast else "test-suite", block_text(*best, command))
     return 0
 
 

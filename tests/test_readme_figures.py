@@ -24,6 +24,7 @@ ROOT = Path(__file__).resolve().parents[1]
 WRITERS = {
     "demo-time": ("scripts/readme_demo.py", True),
     "test-suite": ("scripts/readme_tests.py", True),
+    "fast-lane": ("scripts/readme_tests.py", True),
     "demo-table": ("scripts/readme_demo.py", True),
     "demo-report-size": ("scripts/readme_demo.py", False),  # a size of the demo that demo-table dates
     "bench-heads-cpu": ("bench/heads.py", True),
