@@ -82,6 +82,7 @@ def test_training_warns_before_the_first_step_and_the_report_flags_it(fashion_li
     evaluation = load_evaluation(tmp_path / "eval")
     riemann = evaluation.run("riemann")
     assert [when for when, check in check_metrics(riemann.metrics) if check.verdict][0] == "before training"
+    assert riemann.metrics["radius"] == 400 and evaluation.run("plain").metrics["radius"] is None
     assert check_metrics(evaluation.run("plain").metrics) == []
     markdown = render(evaluation, tmp_path / "eval")["report.md"]
     assert "## Radius guard" in markdown and "| riemann | riemann | before training |" in markdown
@@ -126,3 +127,18 @@ def test_the_guard_leaves_training_bit_identical(tmp_path, monkeypatch):
     monkeypatch.setattr(logit_scale, "takes_radius", lambda head: False)
     plain = run(tmp_path / "unguarded")
     assert guarded.keys() == plain.keys() and all(torch.equal(guarded[k], plain[k]) for k in guarded)
+
+
+def test_the_report_reads_the_guard_from_metrics_json_without_torch():
+    """``hseval report`` judges the radius from metrics.json alone (the radius the head was built
+    with is written there): the guard's reading imports no torch."""
+    import subprocess
+    import sys
+
+    code = ("import sys; from hseval.nn.radius_guard import check_metrics; "
+            "m = {'radius': 400.0, 'hierarchy': {'num_leaves': 10}, 'history': [{'initial_feature_norm': 4.8, "
+            "'initial_class_norm': 400.0}], 'feature_norm': {'mean': 1.0}, 'class_vector_norm': {'mean': 5.0}}; "
+            "r = check_metrics(m); assert [(w, c.verdict) for w, c in r] == [('before training', 'too large'), "
+            "('after training', None)], r; assert check_metrics({**m, 'radius': None}) == []; "
+            "assert 'torch' not in sys.modules")
+    subprocess.run([sys.executable, "-c", code], check=True)

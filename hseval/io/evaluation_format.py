@@ -207,6 +207,9 @@ class MetricsRecord(Scores):
         "Mean of each sample's largest logit: the logit scale; a sphere head far below its classes' need cannot "
         "be confident (see the radius guard).")
     class_vector_norm: dict[Literal["mean"], NonNegative | None] | None = _help("Mean norm of the class vectors.")
+    radius: NonNegative | None = _help(
+        "The radius R0 of a sphere head's first level, as it was built (its option or the head's default); none "
+        "for a head without one.")
     geometry: Geometry | None = _help("The class vectors' geometry per depth and their agreement with the tree.")
     crm: Scores | None = _help(
         "The same scores for CRM re-ranking (Karthik et al., ICLR 2021), which predicts the class of least "

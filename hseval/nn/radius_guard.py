@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from typing import Any
 
 __all__ = ["ScaleCheck", "check_metrics", "check_scale", "scale_range", "takes_radius"]
 
@@ -88,33 +89,29 @@ def check_scale(*, head: str, feature_norm: float, class_norm: float, classes: i
                 radius: float | None, at_start: bool = True) -> ScaleCheck | None:
     """The guard's reading for one run, or None when it does not apply (not a sphere head, or a
     number is missing or not finite)."""
+    return _reading(feature_norm, class_norm, classes, radius, at_start) if takes_radius(head) else None
+
+
+def _reading(feature_norm: Any, class_norm: Any, classes: int, radius: Any, at_start: bool) -> ScaleCheck | None:
     numbers = (feature_norm, class_norm, radius)
-    if not takes_radius(head) or any(v is None or not math.isfinite(v) or v <= 0 for v in numbers):
+    if not all(isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v) and v > 0
+               for v in numbers):
         return None
     return ScaleCheck(feature_norm * class_norm, feature_norm, class_norm, classes, float(radius), at_start)
 
 
 def check_metrics(metrics: dict) -> list[tuple[str, ScaleCheck]]:
-    """The guard's readings from a run's ``metrics.json``: "before training" (the norms the engine
-    kept in the first epoch's history) and "after training" (the evaluated feature and
-    class-vector norms), each with the radius it was trained with (or the head's default)."""
-    from hseval.nn.heads import head_options  # torch: kept out of 'hseval report'
-
-    head = str(metrics.get("head"))
+    """The guard's readings from a run's ``metrics.json`` (no torch: ``hseval report`` reads it): "before
+    training" (the norms the engine kept in the first epoch's history) and "after training" (the
+    evaluated feature and class-vector norms), each with the radius the head was built with
+    (``radius``: none for a head without one)."""
     leaves = (metrics.get("hierarchy") or {}).get("num_leaves")
-    if not takes_radius(head) or not isinstance(leaves, int):
+    if metrics.get("radius") is None or not isinstance(leaves, int):
         return []
-    options = ((metrics.get("training") or {}).get("model") or {}).get("head_options") or {}
-    radius = options.get("radius", head_options(head)["radius"])
     first = (metrics.get("history") or [{}])[0] or {}
     pairs = {"before training": (first.get("initial_feature_norm"), first.get("initial_class_norm")),
              "after training": ((metrics.get("feature_norm") or {}).get("mean"),
                                 (metrics.get("class_vector_norm") or {}).get("mean"))}
-    out = []
-    for when, (feature, norm) in pairs.items():
-        if all(isinstance(v, (int, float)) and not isinstance(v, bool) for v in (feature, norm, radius)):
-            check = check_scale(head=head, feature_norm=feature, class_norm=norm, classes=leaves, radius=radius,
-                                at_start=when == "before training")
-            if check is not None:
-                out.append((when, check))
-    return out
+    readings = [(when, _reading(feature, norm, leaves, metrics["radius"], when == "before training"))
+                for when, (feature, norm) in pairs.items()]
+    return [(when, check) for when, check in readings if check is not None]
