@@ -309,6 +309,8 @@ def test_a_test_subset_is_the_same_images_in_training_and_in_the_evaluation(fash
                  "--out", str(tmp_path / "eval")]) == 0
     metrics = json.loads((tmp_path / "eval" / "run" / "metrics.json").read_text())
     assert metrics["samples"] == 60 and metrics["top1"] == pytest.approx(last["test_acc"], abs=1e-9)
+    assert main(["evaluate", str(out), "--subset", "5", "--out", str(tmp_path / "few")]) == 2
+    assert not (tmp_path / "few").exists()  # refused before the output folder is touched
     labels = load_dataset("fashion-mnist", fashion_like, download=False).test.labels
     with np.load(tmp_path / "eval" / "run" / "predictions.npz") as arrays:
         targets = arrays["targets"]

@@ -273,7 +273,9 @@ def evaluate_runs(patterns: list[str], out_dir: str | Path, *, data_root: str | 
     loaded = {}
     for run_dir in runs:  # every run whole (checksums, tensors, model) and its data, before writing anything
         loaded[run_dir] = load_run(run_dir)
-        _dataset_for(loaded[run_dir], data_root, cache)
+        part = _dataset_for(loaded[run_dir], data_root, cache).split(split)
+        if subset is not None:  # a subset this split cannot give is refused here too
+            stratified_subset(part.labels, subset, seed=options.seed, setting="--subset")
     entries: dict[str, dict[str, Any]] = {}
     with root:
         out_dir = Path(out_dir)
