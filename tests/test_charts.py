@@ -209,6 +209,12 @@ def test_history_and_reliability():
     assert [t.type for t in fig.data] == ["scatter"]
     assert (fig.layout.xaxis.dtick, fig.layout.xaxis.tickformat) == (1, "d")  # epochs 1, 2 — never 1.2, 1.4
     assert is_empty(charts.history_curves(pd.DataFrame()))
+    assert fig.layout.yaxis.title.text == "test accuracy"
+    # data.test_subset: the axis says on how many images training tested (the evaluation may use more)
+    subset = charts.history_curves(history.assign(test_samples=2000))
+    assert subset.layout.yaxis.title.text == "test accuracy (2,000 images)"
+    mixed = charts.history_curves(history.assign(test_samples=[2000, 10000]))
+    assert mixed.layout.yaxis.title.text == "test accuracy"
     bins = pd.DataFrame({"run": "a", "confidence": [0.2, 0.8], "accuracy": [0.1, 0.9], "count": [5, 5]})
     assert [t.name for t in charts.reliability_diagram(bins).data] == ["a", "honest (diagonal)"]
     assert is_empty(charts.reliability_diagram(pd.DataFrame()))

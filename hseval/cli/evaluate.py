@@ -45,7 +45,7 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
                           "elsewhere")
     refuse_unused(args, PREDICTION_OPTIONS, why="applies only with --predictions; a run carries its own tree and names")
     from hseval.evaluation.runs import evaluate_runs  # torch and the datasets: for run folders only
-    given = {option: getattr(args, option) for option in RUN_OPTIONS[:-1]}
+    given = {option: getattr(args, option) for option in RUN_OPTIONS if option != "quiet"}
     entries = evaluate_runs(args.runs, args.out, projections=_methods(args.projections), max_points=args.max_points,
                             progress=not args.quiet, **{k: v for k, v in given.items() if v is not None})
     print(f"evaluated {len(entries)} run(s) into {args.out}; next: hseval report {args.out}")

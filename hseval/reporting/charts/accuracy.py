@@ -78,13 +78,17 @@ def accuracy_by_level(levels: pd.DataFrame, *, title: str = "Accuracy per level"
 
 def history_curves(history: pd.DataFrame, *, title: str = "Training history",
                    colours: dict[str, str] | None = None) -> go.Figure:
-    """Test accuracy per epoch for each run (columns run, epoch, test_acc); whole-epoch ticks."""
+    """Test accuracy per epoch for each run (columns run, epoch, test_acc; test_samples, when there,
+    names how many images training tested on: ``data.test_subset`` may be fewer than the evaluation's);
+    whole-epoch ticks."""
     data = history.dropna(subset=["test_acc"]) if "test_acc" in history else pd.DataFrame()
     if data.empty:
         return _empty(title, "no history")
     data = _shown(data, "run")
+    samples = data["test_samples"].dropna().unique() if "test_samples" in data else []
+    label = f"test accuracy ({int(samples[0]):,} images)" if len(samples) == 1 else "test accuracy"
     fig = px.line(data, x="epoch", y="test_acc", markers=True, template=TEMPLATE, title=_text(title),
-                  labels={"test_acc": "test accuracy"}, **_colour_args(data, colours))
+                  labels={"test_acc": label}, **_colour_args(data, colours))
     epochs = int(data["epoch"].max())
     fig.update_xaxes(tickmode="linear", tick0=0, dtick=max(1, -(-epochs // 10)), tickformat="d")
     return fit(fig)
