@@ -84,6 +84,16 @@ def test_every_module_belongs_to_a_layer():
     assert not [m for m in MODULES if m != "hseval" and _layer(m) is None]
 
 
+MAX_MODULE_LINES = 400
+
+
+def test_no_module_is_over_400_lines():
+    """A module that outgrows one screenful of concepts is split by concept (issue 23)."""
+    long = {name: n for name, path in MODULES.items()
+            if (n := len(path.read_text(encoding="utf-8").splitlines())) > MAX_MODULE_LINES}
+    assert not long, f"split these modules (over {MAX_MODULE_LINES} lines): {long}"
+
+
 def test_imports_go_down_the_layers_and_siblings_stay_independent():
     wrong = []
     for name, path in MODULES.items():

@@ -14,8 +14,8 @@ from numpy.typing import ArrayLike
 
 from hseval.core.errors import HierarchyError
 
-__all__ = ["MAX_DEPTH", "LCA_TABLE_MAX_BYTES", "depths", "ancestor_table", "lca_depth_table", "lca_depth_by_rows",
-           "readonly"]
+__all__ = ["MAX_DEPTH", "LCA_TABLE_MAX_BYTES", "canonical", "depths", "ancestor_table", "lca_depth_table",
+           "lca_depth_by_rows", "readonly"]
 
 MAX_DEPTH = 1000
 LCA_TABLE_MAX_BYTES = 16 * 1024 * 1024  # lca_depth_table: up to 4,096 nodes at one byte a pair
@@ -24,6 +24,32 @@ LCA_TABLE_MAX_BYTES = 16 * 1024 * 1024  # lca_depth_table: up to 4,096 nodes at 
 def readonly(array: np.ndarray) -> np.ndarray:
     array.setflags(write=False)
     return array
+
+
+def canonical(names: Sequence[str], parents: np.ndarray, num_leaves: int) -> tuple[np.ndarray, ...]:
+    """Check that ``parents`` make a tree whose leaves are exactly nodes ``0..num_leaves-1``, and put it
+    in canonical order: the leaves, then the super-classes by depth (stable).
+
+    Returns ``(order, depth, parents)``: ``order[k]`` is the input index of canonical node ``k``, and
+    ``depth``/``parents`` are given in canonical order and indices.
+    """
+    depth = depths(names, parents)
+    if len(depth) and depth.max() > MAX_DEPTH:
+        raise HierarchyError(f"the tree is {depth.max()} levels deep (limit {MAX_DEPTH}); merge "
+                             "single-child chains or check the parent links")
+    has_child = np.zeros(len(parents), dtype=bool)
+    has_child[parents[parents >= 0]] = True
+    if has_child[:num_leaves].any():
+        bad = int(np.flatnonzero(has_child[:num_leaves])[0])
+        raise HierarchyError(f"class {names[bad]!r} has children; every dataset class must be a leaf of the tree")
+    if not has_child[num_leaves:].all():
+        bad = num_leaves + int(np.flatnonzero(~has_child[num_leaves:])[0])
+        raise HierarchyError(f"leaf {names[bad]!r} is not a dataset class; remove it or add it to the class list")
+    order = np.concatenate([np.arange(num_leaves), num_leaves + np.argsort(depth[num_leaves:], kind="stable")])
+    new_index = np.empty(len(parents), dtype=np.int64)
+    new_index[order] = np.arange(len(parents))
+    moved = parents[order]
+    return order, depth[order], np.where(moved >= 0, new_index[np.maximum(moved, 0)], -1)
 
 
 def depths(names: Sequence[str], parents: np.ndarray) -> np.ndarray:

@@ -103,27 +103,10 @@ class Hierarchy:
         if n and (parents.min() < -1 or parents.max() >= n):
             bad = int(np.flatnonzero((parents < -1) | (parents >= n))[0])
             raise HierarchyError(f"node {names[bad]!r} has parent index {parents[bad]}, outside -1..{n - 1}")
-        depth = ancestry.depths(names, parents)
-        if n and depth.max() > ancestry.MAX_DEPTH:
-            raise HierarchyError(f"the tree is {depth.max()} levels deep (limit {ancestry.MAX_DEPTH}); merge "
-                                 "single-child chains or check the parent links")
-        has_child = np.zeros(n, dtype=bool)
-        has_child[parents[parents >= 0]] = True
-        if has_child[:num_leaves].any():
-            bad = int(np.flatnonzero(has_child[:num_leaves])[0])
-            raise HierarchyError(f"class {names[bad]!r} has children; every dataset class must be a leaf of the tree")
-        if not has_child[num_leaves:].all():
-            bad = num_leaves + int(np.flatnonzero(~has_child[num_leaves:])[0])
-            raise HierarchyError(f"leaf {names[bad]!r} is not a dataset class; remove it or add it to the class list")
-        # canonical order: leaves, then super-classes by depth (stable)
-        order = np.concatenate([np.arange(num_leaves),
-                                num_leaves + np.argsort(depth[num_leaves:], kind="stable")])
-        new_index = np.empty(n, dtype=np.int64)
-        new_index[order] = np.arange(n)
-        old_parents = parents[order]
-        self._parents = ancestry.readonly(np.where(old_parents >= 0, new_index[np.maximum(old_parents, 0)], -1))
+        order, depth, parents = ancestry.canonical(names, parents, num_leaves)
+        self._parents = ancestry.readonly(parents)
         self._names = tuple(map(names.__getitem__, order.tolist()))
-        self._depth = ancestry.readonly(depth[order])
+        self._depth = ancestry.readonly(depth)
         self._num_leaves = int(num_leaves)
         self._root_name = root_name
         self._index = dict(zip(self._names, range(n)))
@@ -401,7 +384,6 @@ class Hierarchy:
     def __repr__(self) -> str:
         return (f"Hierarchy(num_leaves={self.num_leaves}, num_nodes={self.num_nodes}, "
                 f"max_depth={self.max_depth}, root={self._root_name!r})")
-
 
 
 def _how_to_get_one(value: Any) -> str:
