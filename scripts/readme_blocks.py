@@ -155,7 +155,7 @@ def stamp(command: str, *, device: str | None = None, threads: int | None = None
     _check(command, "after")
     where = device or cpu_model()
     if threads:
-        where += f" ({threads} threads)"
+        where += f" ({threads} thread{'s' if threads > 1 else ''})"
     extra = "".join(f", {k} {v}" for k, v in (versions or {}).items())
     load = max(_quiet_loads)
     return f"measured by `{command}` on {where}{extra}, load {load:.2f}, {datetime.date.today().isoformat()}"
