@@ -179,7 +179,8 @@ def concat_runs(frames: dict[str, pd.DataFrame]) -> pd.DataFrame:
 
 def tree_agreement(metrics: dict[str, dict]) -> pd.DataFrame:
     """How well the tree recovered from each run's class vectors matches the given tree: one row per
-    run with the vector kind, cophenetic correlation and (adjusted) Rand index per level."""
+    run with the vector kind, the classes clustered (all, or a seeded sample past
+    ``geometry.CLUSTER_CLASSES``), cophenetic correlation and (adjusted) Rand index per level."""
     rows = []
     for run, m in metrics.items():
         geometry = m.get("geometry") or {}
@@ -187,6 +188,7 @@ def tree_agreement(metrics: dict[str, dict]) -> pd.DataFrame:
         if not agreement:
             continue
         row: dict[str, Any] = {"run": run, "vectors": geometry.get("node_vectors"),
+                               "classes clustered": agreement.get("classes"),
                                "cophenetic_correlation": agreement.get("cophenetic_correlation")}
         for level, values in sorted((agreement.get("levels") or {}).items(), key=lambda kv: int(kv[0])):
             row[f"level {level} adjusted Rand"] = (values or {}).get("adjusted_rand")

@@ -8,8 +8,9 @@ class weights, then ``hseval evaluate --predictions … --projections pca`` and 
 each in its own process. A row of the table holds
 
 - evaluate: wall-clock and CPU seconds (user and system: what other work on the machine changes
-  least) and the peak resident memory (the process's ``ru_maxrss``), and how far that peak lies
-  above the same command's on a 100-class file of as many samples (what the libraries take);
+  least) and the peak resident memory (the process's own ``ru_maxrss``: :data:`RUN_AND_WAIT`),
+  and how far that peak lies above the same command's on a 100-class file of as many samples
+  (what the libraries take);
 - report: seconds and the size of ``report.html``;
 - dashboard: the server's peak resident memory and the seconds each page takes to settle on a
   second visit in headless Chromium (``tests/browser.py``; Debian's ``chromium`` and playwright).
@@ -25,11 +26,10 @@ Each size is measured ``--repeat`` times (2 with ``--readme``) and the fastest r
 from __future__ import annotations
 
 import argparse
-import os
+import json
 import subprocess
 import sys
 import tempfile
-import time
 import zipfile
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -124,19 +124,28 @@ def write_inputs(folder: Path, classes: int, samples: int, *, seed: int = 0,
 
 
 # ====================================================================== measuring a command
+RUN_AND_WAIT = """
+import json, os, sys, time
+start = time.perf_counter()
+pid = os.posix_spawn(sys.argv[1], sys.argv[1:], os.environ)
+_, status, usage = os.wait4(pid, 0)
+print(json.dumps({"code": os.waitstatus_to_exitcode(status), "seconds": time.perf_counter() - start,
+                  "cpu": usage.ru_utime + usage.ru_stime, "peak": usage.ru_maxrss * 1024}))
+"""
+"""Started by :func:`measured` to start the command and wait for it. A child's ``ru_maxrss`` counts
+the resident memory of the process that forked it (Linux keeps the forking process's peak across
+``exec``): started from this benchmark, which holds gigabytes while it writes the inputs, every
+command would read as large as the benchmark. This small process (about 10 MB) starts it instead."""
+
+
 def measured(command: list[str]) -> tuple[float, float, int]:
     """Run ``command`` (it must succeed): its wall-clock seconds, its CPU seconds (user and system,
-    which other work on the machine changes far less) and its peak resident memory in bytes."""
-    start = time.perf_counter()
-    process = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
-    _, status, usage = os.wait4(process.pid, 0)
-    seconds = time.perf_counter() - start
-    process.returncode = os.waitstatus_to_exitcode(status)
-    if process.returncode:
-        raise RuntimeError(f"{' '.join(command)} failed ({process.returncode}): "
-                           f"{process.stderr.read().decode()[-500:]}")
-    process.stderr.close()
-    return seconds, usage.ru_utime + usage.ru_stime, usage.ru_maxrss * 1024  # kilobytes on Linux
+    which other work on the machine changes far less) and its own peak resident memory in bytes."""
+    done = subprocess.run([sys.executable, "-c", RUN_AND_WAIT, *command], capture_output=True, text=True)
+    result = json.loads(done.stdout.splitlines()[-1]) if done.returncode == 0 and done.stdout else {"code": -1}
+    if result["code"]:
+        raise RuntimeError(f"{' '.join(command)} failed ({result['code']}): {done.stderr[-500:]}")
+    return result["seconds"], result["cpu"], result["peak"]
 
 
 def hseval(*args: str) -> list[str]:

@@ -165,12 +165,13 @@ def test_clicked_node_from_a_plotly_selection():
 def test_geometry_tables():
     metrics = {"r": {"geometry": {"node_vectors": "learned", "depths": {"2": {"nodes": 4, "mean_norm": 1.0},
                                                                          "1": {"nodes": 2, "mean_norm": 0.5}},
-                                  "tree_agreement": {"cophenetic_correlation": 0.9,
+                                  "tree_agreement": {"cophenetic_correlation": 0.9, "classes": 6,
                                                      "levels": {"1": {"adjusted_rand": 1.0, "rand": 1.0}}}}},
                "h": {"geometry": {"skipped": "no vectors"}}}
     agreement = tables.tree_agreement(metrics)
-    assert agreement.to_dict("records") == [{"run": "r", "vectors": "learned", "cophenetic_correlation": 0.9,
-                                             "level 1 adjusted Rand": 1.0, "level 1 Rand": 1.0}]
+    assert agreement.to_dict("records") == [{"run": "r", "vectors": "learned", "classes clustered": 6,
+                                             "cophenetic_correlation": 0.9, "level 1 adjusted Rand": 1.0,
+                                             "level 1 Rand": 1.0}]
     assert tables.depth_summary(metrics)["depth"].tolist() == [1, 2]
     tree = appendix_a()
     geometry = pd.DataFrame({"name": ["apple", "orange", "cat"], "parent": ["fruit", "fruit", "animal"],

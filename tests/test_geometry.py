@@ -11,7 +11,7 @@ from hseval.core.sampling import stratified_subset
 from hseval.evaluation.projections import project
 from hseval.metrics import geometry
 from hseval.nn.heads import create_head
-from tests.helpers import appendix_a, fashion_tree
+from tests.helpers import appendix_a, fashion_tree, random_tree
 
 
 def test_riemann_children_sit_at_radius_with_the_papers_angles():
@@ -69,6 +69,36 @@ def test_tree_agreement_is_perfect_for_vectors_built_from_the_tree():
     assert result["levels"]["1"]["adjusted_rand"] == pytest.approx(1.0)
     shuffled = geometry.tree_agreement(tree, rng.normal(size=(10, 64)))
     assert shuffled["cophenetic_correlation"] < result["cophenetic_correlation"]
+
+
+def _brute_force_agreement(tree, vectors, leaves):
+    """scipy's own cophenetic correlation (``cophenet(Z, Y)``) and sklearn's Rand indices, with tree
+    distances counted from the paths of every pair of ``leaves``."""
+    from scipy.cluster.hierarchy import cophenet, fcluster, linkage
+    from sklearn.metrics import adjusted_rand_score
+
+    paths = [tree.path(int(leaf)) for leaf in leaves]
+    distances = [len(paths[a]) + len(paths[b]) - 2 * len(set(paths[a]) & set(paths[b]))
+                 for a in range(len(leaves)) for b in range(a + 1, len(leaves))]
+    Z = linkage(vectors[leaves], method="average", metric="cosine")
+    truth = tree.ancestor_at_depth(leaves, 1)
+    found = fcluster(Z, t=len(np.unique(truth)), criterion="maxclust")
+    return cophenet(Z, np.asarray(distances, dtype=float))[0], adjusted_rand_score(truth, found)
+
+
+@pytest.mark.parametrize("limit", [1000, 40], ids=["every class", "a seeded sample of 40 of 90"])
+def test_tree_agreement_equals_scipys_on_the_classes_it_clusters(limit):
+    tree = random_tree(90, seed=3, max_depth=3)
+    vectors = np.random.default_rng(4).normal(size=(tree.num_leaves, 16))
+    result = geometry.tree_agreement(tree, vectors, limit=limit)
+    leaves = np.arange(tree.num_leaves)
+    if limit < tree.num_leaves:
+        leaves = np.sort(np.random.default_rng(0).choice(tree.num_leaves, limit, replace=False))
+    correlation, adjusted_rand = _brute_force_agreement(tree, vectors, leaves)
+    assert result["classes"] == len(leaves) == min(limit, tree.num_leaves)
+    assert result["cophenetic_correlation"] == pytest.approx(correlation, abs=1e-12)
+    assert result["levels"]["1"]["adjusted_rand"] == pytest.approx(adjusted_rand, abs=1e-12)
+    assert geometry.tree_agreement(tree, vectors, limit=limit) == result  # the same sample every time
 
 
 def test_stratified_subset_keeps_class_proportions():

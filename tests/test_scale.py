@@ -2,7 +2,9 @@
 
 ``hseval evaluate --predictions`` of a 5,000-class file runs in a fresh process, after the same
 command on a 10-class file has loaded every library: the growth of the peak resident memory
-(``ru_maxrss``, which other work on the machine does not change) is what the large file costs.
+(``VmHWM``, which other work on the machine does not change) is what the large file costs. Not
+``ru_maxrss``: Linux keeps the forking process's peak in it across ``exec``, so a child of a large
+pytest worker would start as large as the worker and no growth below that could be seen.
 The scores go through the metrics a block of rows at a time, so it stays below the logits' size;
 reading the whole file, a float64 copy, a softmax of every row or a |L|×|L| distance matrix would
 each break the bound."""
@@ -22,11 +24,12 @@ ROOT = Path(__file__).resolve().parents[1]
 CLASSES, SAMPLES = 5000, 6000
 
 MEASURE = """
-import json, resource, sys
+import json, sys
 from hseval.cli.main import main
 
-def peak():
-    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024  # kilobytes on Linux
+def peak():  # this process's own peak since exec, in bytes
+    with open("/proc/self/status") as status:
+        return next(int(line.split()[1]) * 1024 for line in status if line.startswith("VmHWM:"))
 
 small, big, out = sys.argv[1:4]
 for name in (small, big):

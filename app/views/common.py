@@ -55,7 +55,7 @@ def table_config(frame, tree=None, *, pinned=("run", "head")) -> dict:
         help_text = column_help(column, tree)
         if column in pinned:
             config[column] = st.column_config.TextColumn(label, pinned=True, help=help_text)
-        elif column in ("seed", "samples", "seeds", "nodes", "depth"):
+        elif column in ("seed", "samples", "seeds", "nodes", "depth", "classes clustered"):
             config[column] = st.column_config.NumberColumn(label, format="%d", help=help_text)
         elif frame[column].dtype.kind == "f":
             config[column] = st.column_config.NumberColumn(label, format="%.1f" if "angle" in column else "%.4f",

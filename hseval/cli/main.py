@@ -32,7 +32,8 @@ from hseval.core.perf import tune_malloc
 __all__ = ["main", "build_parser"]
 
 TENSOR_COMMANDS = frozenset({"train", "train-all", "evaluate", "demo", "import"})
-"""The commands that run a model, whose big tensors glibc then keeps in its heap."""
+"""The commands that run a model, whose big tensors glibc then keeps in its heap (``evaluate
+--predictions`` runs none: it reads a file a block at a time and gives the memory back)."""
 
 
 class UsageError(HsevalError):
@@ -64,7 +65,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     with _warnings_as_lines():
         try:
             args = build_parser().parse_args(argv)
-            if args.command in TENSOR_COMMANDS:
+            if args.command in TENSOR_COMMANDS and not getattr(args, "predictions", None):
                 tune_malloc()
             return int(args.func(args) or 0)
         except HsevalError as exc:

@@ -160,8 +160,10 @@ class TreeAgreement(Record):
         "Correlation between the tree's distances between classes and those of the class vectors' "
         "average-linkage (cosine) dendrogram; 1: the vectors recover the tree.")
     levels: dict[Level, LevelAgreement] | None = None
+    classes: Annotated[int, Field(ge=3)] | None = None
+    """The classes clustered: all, or a seeded sample of ``geometry.CLUSTER_CLASSES`` past that many."""
     skipped: str | None = None
-    """Why the class vectors were not clustered (fewer than 3 classes, too many, a zero vector)."""
+    """Why the class vectors were not clustered (fewer than 3 classes, a zero vector)."""
 
 
 class Geometry(Record):

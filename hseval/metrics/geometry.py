@@ -23,7 +23,9 @@ from hseval.tree.hierarchy import Hierarchy
 
 __all__ = ["node_vectors", "vectors_from", "parent_child_table", "pair_angles", "tree_agreement", "geometry_summary"]
 
-MAX_LEAVES_FOR_CLUSTERING = 5000
+CLUSTER_CLASSES = 2000
+"""Past this many classes, :func:`tree_agreement` clusters this many drawn (seeded) instead of all:
+clustering takes O(L²) memory (about 190 MB at 5,000 classes for scipy's linkage alone, 30 MB here)."""
 PAIR_LIMIT = 1_000_000
 """Of a depth and kind of more pairs than this, :data:`PAIR_SAMPLE` pairs drawn (seeded) are measured."""
 PAIR_SAMPLE = 100_000
@@ -188,24 +190,26 @@ def _cosine_means(parents: np.ndarray, vectors: np.ndarray, nodes: np.ndarray) -
     return out
 
 
-def tree_agreement(hierarchy: Hierarchy, leaf_vectors: np.ndarray) -> dict[str, Any]:
+def tree_agreement(hierarchy: Hierarchy, leaf_vectors: np.ndarray, *, limit: int = CLUSTER_CLASSES,
+                   seed: int = 0) -> dict[str, Any]:
     """Compare the tree recovered by average-linkage clustering of the class vectors (cosine) with
     the given tree: the cophenetic correlation between the dendrogram and the tree distances, and
     at every super-class level k (cutting the dendrogram into as many clusters as level k has
     nodes) the adjusted Rand index and the Rand index, i.e. the share of class pairs on which both
-    trees agree about being grouped together."""
+    trees agree about being grouped together. Past ``limit`` classes, ``limit`` classes drawn with
+    ``seed`` are clustered (the tree distances between them are the full tree's); ``classes`` says
+    how many were."""
     L = hierarchy.num_leaves
     if L < 3:
         return {"skipped": "fewer than 3 classes"}
-    if L > MAX_LEAVES_FOR_CLUSTERING:
-        return {"skipped": f"more than {MAX_LEAVES_FOR_CLUSTERING} classes (clustering is O(L²))"}
     if np.any(np.linalg.norm(leaf_vectors, axis=1) == 0):
         return {"skipped": "a class vector is zero"}
-    Z = linkage(leaf_vectors, method="average", metric="cosine")
-    coph_corr, _ = cophenet(Z, _condensed_tree_distances(hierarchy))
+    leaves = np.arange(L) if L <= limit else np.sort(np.random.default_rng(seed).choice(L, limit, replace=False))
+    Z = linkage(leaf_vectors[leaves], method="average", metric="cosine")
+    coph_corr = _correlation(cophenet(Z), _condensed_tree_distances(hierarchy, leaves))
     levels = {}
     for depth in range(1, hierarchy.max_depth):
-        truth = hierarchy.ancestor_at_depth(np.arange(L), depth)
+        truth = hierarchy.ancestor_at_depth(leaves, depth)
         keep = truth >= 0
         k = len(np.unique(truth[keep]))
         if keep.sum() < 2 or k < 1:
@@ -214,13 +218,24 @@ def tree_agreement(hierarchy: Hierarchy, leaf_vectors: np.ndarray) -> dict[str, 
         levels[str(depth)] = {"clusters": int(k), "adjusted_rand": float(adjusted_rand_score(truth[keep], found[keep])),
                               "rand": float(rand_score(truth[keep], found[keep]))}
     # a correlation: rounding can take a perfect agreement to 1 + 2e-16, which the file format refuses
-    return {"cophenetic_correlation": float(np.clip(coph_corr, -1.0, 1.0)), "levels": levels}
+    return {"cophenetic_correlation": float(np.clip(coph_corr, -1.0, 1.0)), "levels": levels,
+            "classes": int(len(leaves))}
 
 
-def _condensed_tree_distances(hierarchy: Hierarchy, block: int = 1 << 20) -> np.ndarray:
-    """The tree distance of every pair of classes i < j, in the order of ``scipy.spatial.distance.pdist``
-    (row by row), computed a block of rows at a time: never an |L|×|L| matrix."""
-    L = hierarchy.num_leaves
+def _correlation(x: np.ndarray, y: np.ndarray) -> float:
+    """Pearson's r of two condensed distance vectors, without a centred copy of either (scipy's
+    ``cophenet(Z, Y)`` makes four)."""
+    n = len(x)
+    sx, sy = float(x.sum()), float(y.sum())
+    cov = float(np.dot(x, y)) - sx * sy / n
+    vx, vy = float(np.dot(x, x)) - sx * sx / n, float(np.dot(y, y)) - sy * sy / n
+    return cov / np.sqrt(vx * vy) if vx > 0 and vy > 0 else float("nan")
+
+
+def _condensed_tree_distances(hierarchy: Hierarchy, leaves: np.ndarray, block: int = 1 << 18) -> np.ndarray:
+    """The tree distance of every pair of ``leaves`` a < b (positions in ``leaves``), in the order of
+    ``scipy.spatial.distance.pdist`` (row by row), a block of rows at a time: never an |L|×|L| matrix."""
+    L = len(leaves)
     out = np.empty(L * (L - 1) // 2)
     row, at = 0, 0
     while row < L - 1:
@@ -228,7 +243,7 @@ def _condensed_tree_distances(hierarchy: Hierarchy, block: int = 1 << 20) -> np.
         count = L - 1 - rows  # the partners j > i of each row i
         i = np.repeat(rows, count)
         j = i + 1 + np.arange(len(i)) - np.repeat(np.cumsum(count) - count, count)
-        out[at: at + len(i)] = hierarchy.tree_distance(i, j)
+        out[at: at + len(i)] = hierarchy.tree_distance(leaves[i], leaves[j])
         row, at = int(rows[-1]) + 1, at + len(i)
     return out
 
