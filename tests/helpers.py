@@ -6,6 +6,7 @@ real file format, and ``reseal`` for mutation tests of evaluated runs. Fixtures 
 from __future__ import annotations
 
 import fcntl
+import os
 import shutil
 from collections.abc import Callable
 from pathlib import Path
@@ -130,8 +131,10 @@ def built_once(tmp_path_factory, name: str, build: Callable[[Path], None]) -> Pa
     worker: the workers' temporary folders share a parent, where the first worker to take the lock
     builds and the others wait, then read (pytest-xdist's recipe for session fixtures). A build
     that failed leaves no ``.built`` stamp, so the next worker tries again. Tests treat the folder
-    as read-only: copy it to change it."""
-    shared = tmp_path_factory.getbasetemp().parent
+    as read-only: copy it to change it. Without xdist the folder is the run's own temporary folder:
+    its parent is shared by every earlier run, whose folders an older hseval wrote."""
+    base = tmp_path_factory.getbasetemp()
+    shared = base.parent if os.environ.get("PYTEST_XDIST_WORKER") else base
     folder = shared / name
     with open(shared / f"{name}.lock", "w") as lock:
         fcntl.flock(lock, fcntl.LOCK_EX)

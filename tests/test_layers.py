@@ -145,13 +145,45 @@ def test_no_import_cycles():
     assert not cycles, "modules that import each other:\n" + "\n".join(" <-> ".join(c) for c in cycles)
 
 
+def _module_level_packages(path: Path) -> tuple[set[str], set[str]]:
+    """(top-level packages outside hseval, hseval modules) that ``path`` imports when it is imported:
+    its imports outside functions and ``if TYPE_CHECKING:`` blocks."""
+    tree = ast.parse(path.read_text(encoding="utf-8"))
+    skip = _type_checking_blocks(tree) | {id(node) for fn in ast.walk(tree)
+                                          if isinstance(fn, (ast.FunctionDef, ast.AsyncFunctionDef))
+                                          for node in ast.walk(fn)}
+    packages = {alias.name.split(".")[0] for node in ast.walk(tree) if isinstance(node, ast.Import)
+                and id(node) not in skip for alias in node.names}
+    packages |= {node.module.split(".")[0] for node in ast.walk(tree) if isinstance(node, ast.ImportFrom)
+                 and id(node) not in skip and node.module}
+    name = next(n for n, p in MODULES.items() if p == path)
+    lines = {node.lineno for node in ast.walk(tree) if isinstance(node, (ast.Import, ast.ImportFrom))
+             and id(node) not in skip}
+    return packages - {"hseval", "train", "app"}, {t for t, node, _ in _imports(name, path) if node.lineno in lines}
+
+
+def _heavy_modules() -> set[str]:
+    """The hseval modules whose import pulls in a :data:`HEAVY` package, directly or through others."""
+    direct = {name: _module_level_packages(path) for name, path in MODULES.items()}
+    heavy = {name for name, (packages, _) in direct.items() if packages & set(HEAVY)}
+    while True:
+        more = {name for name, (_, modules) in direct.items() if name not in heavy and modules & heavy}
+        if not more:
+            return heavy
+        heavy |= more
+
+
 def test_imports_inside_functions_keep_heavy_packages_out_and_say_why():
-    """An import inside a function is allowed only to delay a heavy package (or, in the command
-    line, a layer that pulls one in), and says so in a comment on its first line."""
+    """An import inside a function is allowed only to delay a heavy package (or a module of hseval
+    that pulls one in), and says so in a comment on its first line."""
+    heavy_modules = _heavy_modules()
     wrong = []
-    for path in MODULES.values():
+    for name, path in MODULES.items():
         lines = path.read_text(encoding="utf-8").splitlines()
         tree = ast.parse("\n".join(lines))
+        internal: dict[int, set[str]] = {}  # by line: _imports parses the file again
+        for target, node, _ in _imports(name, path):
+            internal.setdefault(node.lineno, set()).add(target)
         for node in ast.walk(tree):
             if not isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
                 continue
@@ -161,6 +193,12 @@ def test_imports_inside_functions_keep_heavy_packages_out_and_say_why():
                 where = f"{path.relative_to(ROOT)}:{stmt.lineno}"
                 if "#" not in lines[stmt.lineno - 1]:
                     wrong.append(f"{where}: no comment saying why the import is delayed")
+                outside = [a.name for a in stmt.names] if isinstance(stmt, ast.Import) else [stmt.module or ""]
+                delays_heavy = (internal.get(stmt.lineno, set()) & heavy_modules
+                                or any(m.split(".")[0] in HEAVY for m in outside))
+                if not delays_heavy:
+                    wrong.append(f"{where}: delays {ast.unparse(stmt)!r}, which pulls in no heavy package "
+                                 f"({', '.join(HEAVY)}): import it at the top")
     assert not wrong, "\n".join(wrong)
 
 

@@ -178,9 +178,11 @@ def test_history_csv_reads_back_to_run_json_history(tmp_path, history):
     history = [{"epoch": k, **h} for k, h in enumerate(history, start=1)]
     write_history(tmp_path, history)
     frame = read_table(tmp_path / HISTORY_FILE, (tmp_path / HISTORY_FILE).read_bytes(), HISTORY)
-    for row, entry in zip(frame.to_dict("records"), history):
+    assert len(frame) == len(history)
+    for row, entry in zip(frame.to_dict("records"), history, strict=True):
         flat = {**{k: v for k, v in entry.items() if k != "test_superclass_acc"},
                 **{f"test_superclass_acc_depth{d}": v for d, v in entry.get("test_superclass_acc", {}).items()}}
+        assert set(flat) <= set(row), f"columns lost: {set(flat) - set(row)}"
         for column, value in row.items():
             expected = flat.get(column)
             assert (expected is None and math.isnan(value)) or value == expected, (column, value, expected)

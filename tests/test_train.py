@@ -19,7 +19,8 @@ from hseval.io.folders import kind_of
 from hseval.io.run_format import load_run
 from hseval.nn.heads import list_heads
 from hseval.train.config import load_config
-from hseval.train.engine import train
+from hseval.train.engine import load_data, train
+from hseval.train.session import initial_model
 from tests.helpers import image_folder, quick
 
 ROOT = Path(__file__).parents[1]
@@ -95,10 +96,19 @@ def test_train_all_writes_one_loadable_run_per_head(fashion_like, tmp_path, caps
     assert runs == ["hyperbolic", "plain", "riemann"]
     assert kind_of(tmp_path / "runs") == "runs"  # the folder of runs carries hseval's marker
     loaded = [load_run(tmp_path / "runs" / r) for r in runs]
-    # the same seed gives every head the same backbone initialisation and data order
     first = [json.loads((tmp_path / "runs" / r / "run.json").read_text())["history"][0] for r in runs]
     assert {f["epoch"] for f in first} == {1}
     assert [r.head_name for r in loaded] == runs
+
+
+def test_every_head_starts_from_the_same_backbone(fashion_like):
+    """The same seed gives every head the same backbone initialisation, so that heads differ only by
+    their head: the models a training starts from hold equal backbone tensors, for every head."""
+    data = load_data(quick(fashion_like))
+    bodies = [{k: v for k, v in initial_model(quick(fashion_like, head), data)[0].state_dict().items()
+               if k.startswith("backbone.")} for head in list_heads()]
+    assert bodies[0] and all(body.keys() == bodies[0].keys() for body in bodies)
+    assert all(torch.equal(body[k], bodies[0][k]) for body in bodies[1:] for k in body)
 
 
 def test_train_all_resume_keeps_only_runs_trained_with_the_same_settings(fashion_like, tmp_path, capsys):

@@ -47,7 +47,10 @@ def check_before_training(config: TrainConfig, data: LoadedDataset, *, world: in
         backbone = create_backbone(spec["backbone"]["name"], **spec["backbone"]["config"])
     if config.model.init:  # every tensor of the file checked against the backbone's shapes
         read_init(config.model, backbone)
-    create_head(config.model.head, _PROBE_TREE, 2, **spec["head"]["config"])
+    try:
+        create_head(config.model.head, _PROBE_TREE, 2, **spec["head"]["config"])
+    except ConfigError as exc:  # the library names the option; the training says where it is set
+        raise ConfigError(f"{exc} (set head options with --set model.head_options.NAME=VALUE)") from None
     indices = loader.stratified_subset(data.train.labels, config.data.train_subset, config.engine.seed)
     if loader.num_train_batches(len(indices), config.data.batch_size, world) == 0:
         per_rank = -(-len(indices) // world)

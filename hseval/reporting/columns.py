@@ -142,11 +142,12 @@ def column_help(column: str, tree: Hierarchy | None = None) -> str | None:
     if match:
         depth, key = int(match.group(1)), _WAY_KEYS[match.group(2) or match.group(3)]
         names = f" Level {depth}: {level_names(tree, depth, limit=None)}." if tree is not None else ""
-        return f"{metric_help(key)}{names}"
+        return None if (text := metric_help(key)) is None else f"{text}{names}"
     key, inner = _split(column)
     if inner is not None:
-        return (f"{column_help(inner, tree)} Here for CRM re-ranking's prediction (the class of least expected tree "
-                "distance under the head's probabilities) instead of the most probable class.")
+        return None if (text := column_help(inner, tree)) is None else (
+            f"{text} Here for CRM re-ranking's prediction (the class of least expected tree distance under the "
+            "head's probabilities) instead of the most probable class.")
     if key in _HELP:
         return _HELP[key] or column_help("top1")
     return metric_help(*_KEY_OF.get(key, (key,)))

@@ -554,7 +554,8 @@ cli("seeds-twice", "`train-all --seeds 0,0` (used to refuse after training the f
     lambda tmp, good: ["train-all", "--heads", "plain", "--seeds", "0,0", "--data-root", str(good.fashion), "--out",
                        str(tmp / "runs")])
 cli("head-option-not-a-number", "`--set model.head_options.radius=big` (used to fail when the model was built)",
-    "head 'riemann': option 'radius' must be a number, got 'big' (e.g. --set model.head_options.radius=...)",
+    "head 'riemann': option 'radius' must be a number, got 'big' (set head options with --set "
+    "model.head_options.NAME=VALUE)",
     lambda tmp, good: fashion_train(tmp, good, "--head", "riemann", "--set", "model.head_options.radius=big"))
 cli("subset-below-classes", "`--set data.train_subset=5` with 10 classes (used to crash in scikit-learn)",
     "data.train_subset=5 is smaller than the 10 classes; a stratified subset needs at least one image per class: use "

@@ -13,6 +13,7 @@ from pathlib import Path
 import pytest
 
 from hseval.cli.main import main
+from tests.bad_inputs.advice import check_advice
 from tests.bad_inputs.builders import MARKER_NAME
 from tests.bad_inputs.cases import CASES, readme_table, table
 
@@ -56,6 +57,7 @@ def test_bad_input_gives_one_line_and_writes_nothing(case, good, tmp_path, capsy
     assert "Traceback" not in err, err[-3000:]
     assert len(lines) == 1 and lines[0].startswith(PREFIX), err[-3000:]
     assert case.pattern().search(lines[0][len(PREFIX):]), f"\n  got:      {lines[0]}\n  expected: {case.expect}"
+    check_advice(argv, lines[0][len(PREFIX):])  # the printed line names only options its command has
     assert not (folder / MARKER_NAME).exists(), "a planted pickle ran"
     assert snapshot(folder) == before, "the command wrote or changed files"
 

@@ -161,39 +161,63 @@ def test_kill_9_during_evaluate_leaves_only_complete_runs(good, three_runs, tmp_
 
 
 # ====================================================================== report
+KILLED_AT_REPLACE = """
+import os, signal, sys
+kill_at, replaced, real = int(sys.argv[1]), [0], os.replace
+def replace(*args, **kwargs):  # SIGKILL just before the kill_at-th file replacement (0: count them)
+    replaced[0] += 1
+    if replaced[0] == kill_at:
+        os.kill(os.getpid(), signal.SIGKILL)
+    return real(*args, **kwargs)
+os.replace = replace
+from hseval.cli.main import main
+code = main(sys.argv[2:])
+print(replaced[0])
+raise SystemExit(code)
+"""
+
+
+def hseval_killed_at(replacement: int, *argv: str) -> subprocess.CompletedProcess:
+    """``hseval *argv`` killed with SIGKILL just before its ``replacement``-th ``os.replace`` (the
+    moment an atomic write becomes visible), or run whole for 0, printing how many it made."""
+    env = dict(os.environ, PYTHONPATH=str(ROOT), OMP_NUM_THREADS="1")
+    return subprocess.run([sys.executable, "-c", KILLED_AT_REPLACE, str(replacement), *argv], env=env,
+                          capture_output=True, text=True, timeout=300)
+
+
 def test_kill_9_during_report_leaves_the_old_or_the_new_file(good, tmp_path, capsys):
+    """A report killed just before each of its file replacements in turn (every moment at which a
+    non-atomic writer would leave a cut file): every file is the old one or the new one, whole."""
     folder = Path(shutil.copytree(good.evaluation, tmp_path / "eval"))
     assert main(["report", str(folder)]) == 0
     old = {name: (folder / name).read_bytes() for name in REPORT_FILES}
     run = next(p for p in folder.iterdir() if p.is_dir())
     shutil.copytree(run, folder / "copy")  # the new report has one more run
-    assert main(["report", str(folder)]) == 0
+    whole = hseval_killed_at(0, "report", str(folder))
+    assert whole.returncode == 0, whole.stderr
+    replacements = int(whole.stdout.split()[-1])
     new = {name: (folder / name).read_bytes() for name in REPORT_FILES}
-    for name in REPORT_FILES:
-        (folder / name).write_bytes(old[name])
     assert all(old[n] != new[n] for n in ("summary.csv", "report.md"))
-    duration = seconds_to_run("report", str(Path(shutil.copytree(folder, tmp_path / "timed"))))
-    rng = random.Random(KILL_SEED + 2)
+    assert replacements >= len(REPORT_FILES)
     outcomes = []
-    for _ in range(2):
-        victim = hseval_process("report", str(folder))
-        time.sleep(rng.uniform(0.8, 1.0) * duration)  # the files are written at the very end
-        kill_9(victim)
+    for kill_at in range(1, replacements + 1):
+        for name in REPORT_FILES:  # back to the old files before each kill
+            (folder / name).write_bytes(old[name])
+        killed = hseval_killed_at(kill_at, "report", str(folder))
+        assert killed.returncode == -signal.SIGKILL, (kill_at, killed.stderr)
         state = []
         for name in REPORT_FILES:
             data = (folder / name).read_bytes()
             if name == "report.html":  # plotly gives each figure a random id: complete, old or not
-                assert data == old[name] or data.rstrip().endswith(b"</body></html>")
-                state.append("old" if data == old[name] else "new")
+                assert data == old[name] or data.rstrip().endswith(b"</body></html>"), kill_at
             else:
-                assert data in (old[name], new[name]), name
-                state.append("old" if data == old[name] else "new")
-        outcomes.append((",".join(state), len(leftovers(folder))))
-        for name in REPORT_FILES:  # back to the old files for the next kill
-            (folder / name).write_bytes(old[name])
+                assert data in (old[name], new[name]), (kill_at, name)
+            state.append("old" if data == old[name] else "new")
+        outcomes.append("".join(s[0] for s in state))
+    assert outcomes[0] == "o" * len(REPORT_FILES)  # killed before the first file was replaced
     assert main(["report", str(folder)]) == 0
     assert [p for p in leftovers(folder) if not p.startswith("copy/")] == []  # stale temporaries removed
-    print("report kills (files old/new, hidden leftovers):", outcomes)
+    print("report killed before each replacement (o: old file, n: new):", outcomes)
 
 
 # ====================================================================== a full disk

@@ -21,7 +21,8 @@ from hypothesis import strategies as st
 from hseval.core.errors import HierarchyError, HsevalError
 from hseval.tree import FORMATS, read_hierarchy, write_hierarchy
 from hseval.tree.hierarchy import Hierarchy
-from tests.helpers import examples, trees
+from tests.bad_inputs.builders import sealed
+from tests.helpers import examples, reseal, trees
 
 EXAMPLES = {
     "hierarchy_bytes": 300, "hierarchy_text": 300, "hierarchy_mutated": 200, "nbdt_json": 150,
@@ -207,14 +208,16 @@ def test_load_run_on_random_run_json_bytes(run_copy, data):
 @fuzz("run_json_edits")
 @given(where=st.integers(0, 10**6), value=json_values)
 def test_load_run_with_one_value_of_run_json_replaced(run_copy, where, value):
-    """Any one value of a real run.json (the model spec, the tree, the checksum...) replaced by a
-    random JSON value, NaN, infinities and 70-bit integers included."""
+    """Any one value of a real run.json (the model spec, the tree, the checksums...) replaced by a
+    random JSON value, NaN, infinities and 70-bit integers included, and the metadata checksum
+    updated (as a user who knows the format would): the model is built from the edited spec and
+    the tensors checked against it."""
     run, original = run_copy
     restore(run, original)
     meta = json.loads(original["run.json"])
     interesting = [p for p in paths_of(meta) if not (p and p[0] in ("history", "training", "versions"))]
     path = interesting[where % len(interesting)]
-    (run / "run.json").write_text(json.dumps(replaced(meta, path, value)), encoding="utf-8")
+    (run / "run.json").write_text(json.dumps(sealed(replaced(meta, path, value))), encoding="utf-8")
     load_or_error(run)
 
 
@@ -235,7 +238,7 @@ def test_load_run_on_damaged_safetensors_with_a_matching_checksum(run_copy, edit
     (run / "model.safetensors").write_bytes(bytes(data))
     meta = json.loads(original["run.json"])
     meta["model_sha256"] = hashlib.sha256(bytes(data)).hexdigest()
-    (run / "run.json").write_text(json.dumps(meta), encoding="utf-8")
+    (run / "run.json").write_text(json.dumps(sealed(meta)), encoding="utf-8")
     load_or_error(run)
 
 
@@ -305,9 +308,9 @@ def evaluation_copy(good, scratch):
        where=st.integers(0, 10**6), value=json_values, mode=st.sampled_from(["bytes", "top-level value",
                                                                              "nested value"]))
 def test_load_evaluation_and_its_tables(evaluation_copy, target, data, where, value, mode):
-    """Random bytes in one file of an evaluated run, or one value of its metrics.json replaced:
-    loading the folder, its tables (what ``hseval report`` and the dashboard show) and the
-    predictions give results or hseval errors."""
+    """Random bytes in one file of an evaluated run, or one value of its metrics.json replaced, and
+    the marker's checksums updated: loading the folder, its tables (what ``hseval report`` and the
+    dashboard show) and the predictions give results or hseval errors."""
     from hseval.io.results import load_evaluation
     from hseval.reporting.summary import grouped_summary, level_table, summary_table
 
@@ -335,6 +338,7 @@ def damage_evaluation(evaluation_copy, target, data, where, value, mode):
         paths = [p for p in paths_of(metrics) if (len(p) == 1) == (mode == "top-level value")]
         data = json.dumps(replaced(metrics, paths[where % len(paths)], value)).encode()
     (run / target).write_bytes(data)
+    reseal(run)  # past the checksums, to the readers themselves
     return folder, run
 
 

@@ -126,8 +126,7 @@ def _typed_options(name: str, config: dict[str, Any]) -> dict[str, Any]:
     except ValidationError as exc:
         problem = exc.errors(include_url=False)[0]
         key, message = problem_text(problem)
-        raise ConfigError(f"head {name!r}: option {key!r} {message}, got {problem['input']!r} "
-                          f"(e.g. --set model.head_options.{key}=...)") from None
+        raise ConfigError(f"head {name!r}: option {key!r} {message}, got {problem['input']!r}") from None
 
 
 @checked(name=text, hierarchy=HIERARCHY, in_features=integer(minimum=1))
