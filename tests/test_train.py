@@ -219,10 +219,10 @@ def test_ddp_gloo_two_processes_on_cpu(fashion_like, tmp_path):
     ranks ended with bit-identical weights (a gathered SHA-256) before writing it."""
     env = dict(os.environ, PYTHONPATH=str(ROOT), OMP_NUM_THREADS="1")
     cmd = [sys.executable, "-m", "torch.distributed.run", "--nproc_per_node", "2", "--master_port", "29517",
-           "-m", "train", "train", "--head", "riemann", "--data-root", str(fashion_like), "--quiet",
+           "-m", "hseval.train", "train", "--head", "riemann", "--data-root", str(fashion_like), "--quiet",
            "--set", "optim.epochs=1", "--set", "data.train_subset=256", "--set", "data.batch_size=32",
            "--out", str(tmp_path / "ddp")]
-    result = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=300)
+    result = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=300, cwd=tmp_path)  # README's
     assert result.returncode == 0, result.stderr[-3000:]
     run = load_run(tmp_path / "ddp")
     assert run.meta["world_size"] == 2 and run.meta["device"]["world_size"] == 2
