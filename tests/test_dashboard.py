@@ -11,6 +11,7 @@ import pytest
 from streamlit.testing.v1 import AppTest
 
 from hseval.core import fileio
+from hseval.metrics.geometry import CLUSTER_CLASSES
 from tests.dashboard_helpers import MAIN, app, array, copy_runs, figures, page, table
 from tests.helpers import reseal
 
@@ -278,3 +279,7 @@ def test_a_5000_class_tree_is_shown_in_parts(large_evaluated, monkeypatch):
     assert at.selectbox(key="hierarchy_node").options[0].endswith(" / c4321")
     assert all("c4321" in o for o in at.selectbox(key="hierarchy_node").options)
     assert {m.label for m in at.metric} >= {"Accuracy at this node", "Samples under it"}
+
+    page(at, "geometry")  # the tree agreement of a seeded sample of the classes, and the page says so
+    assert table(at, "classes clustered")["classes clustered"].tolist() == [CLUSTER_CLASSES]
+    assert any(f"(large: {CLUSTER_CLASSES:,} of {tree.num_leaves:,} classes)" in c.value for c in at.caption)

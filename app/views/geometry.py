@@ -70,9 +70,13 @@ def render(ctx: Context) -> None:
         return
     metrics = {r.name: r.metrics for r in runs}
     st.subheader("Tree recovered from the class vectors")
+    sampled = [f"{markdown(r.name)}: {n:,} of {r.hierarchy.num_leaves:,}" for r in runs
+               if (n := ((r.metrics.get("geometry") or {}).get("tree_agreement") or {}).get("classes"))
+               and n < r.hierarchy.num_leaves]
     st.caption("Agreement between the given tree and hierarchical clustering of the leaf vectors: cophenetic "
-               "correlation and Rand indices per level (1 = identical). Past a few thousand classes, a "
-               "sample drawn with a fixed seed is clustered ('classes clustered' says how many).")
+               "correlation and Rand indices per level (1 = identical)." + (
+                   " Clustering takes memory quadratic in the classes, so a sample of the classes drawn with a "
+                   f"fixed seed was clustered ({'; '.join(sampled)} classes)." if sampled else ""))
     agreement = tables.tree_agreement(metrics)
     st.dataframe(agreement, hide_index=True, key="geometry_agreement", column_config=table_config(agreement))
     with st.expander("Per-depth summary"):
