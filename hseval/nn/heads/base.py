@@ -170,7 +170,7 @@ def create_head(name: str, hierarchy: Hierarchy, in_features: int, **config: Any
     >>> create_head("riemann", tree, in_features=8, radius="large")
     Traceback (most recent call last):
         ...
-    hseval.core.errors.ConfigError: head 'riemann': option 'radius' must be a number, got 'large' (e.g. ...)
+    hseval.core.errors.ConfigError: head 'riemann': option 'radius' must be a number, got 'large'
     """
     cls = head_class(name)
     HEADS.check_options(name, config)
