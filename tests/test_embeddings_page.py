@@ -66,6 +66,7 @@ def test_a_class_keeps_its_colour_across_runs(at):
     first = {t["name"]: t["marker"]["color"] for t in samples(at)}
     at.selectbox(key="embeddings_run").set_value("riemann").run()
     second = {t["name"]: t["marker"]["color"] for t in samples(at)}
+    assert len(first) == 10  # every class drawn (a page drawing none would pass the equality below)
     assert first == second == {k: v for k, v in category_colours(fashion_tree(), "label").items() if k in first}
 
 
