@@ -77,8 +77,9 @@ _HELP = {  # columns that are not a metrics.json key
     "delta_norm": "‖w_p − w_parent‖: how far the node's vector lies from its parent's.",
     "radius": "The node's radius R_p (heads with a radius per node).",
     "norm": "‖w_p‖: the norm of the node's vector.",
-    "classes clustered": "The classes whose vectors were clustered: all of them, or a sample drawn with a fixed "
-                         "seed past geometry.CLUSTER_CLASSES (clustering takes memory quadratic in the classes).",
+    "classes clustered": "The classes whose vectors were clustered: all of them, or, in a tree too large to "
+                         "cluster whole (clustering takes memory quadratic in the classes), a sample drawn with a "
+                         "fixed seed.",
 }
 _KEY_OF = {"leaf": ("top1",), "cophenetic_correlation": ("geometry", "tree_agreement", "cophenetic_correlation")}
 
