@@ -8,7 +8,7 @@ import torch
 import torch.nn.functional as F
 
 from hseval.core.errors import ConfigError
-from hseval.nn.heads import create_head, list_heads
+from hseval.nn.heads import create_head, head_class, list_heads
 from hseval.nn.heads.hyperbolic import poincare_mlr
 from tests.helpers import fashion_tree, random_tree, unbalanced
 
@@ -16,9 +16,34 @@ D = 16
 DELTA_HEADS = ["hierarchy", "manifold", "manifold-learnable-radius", "riemann", "riemann-learnable-radius"]
 
 
-def test_registry_lists_every_head_of_the_design():
-    assert list_heads() == ["plain", "multitask", "hierarchy", "manifold", "manifold-learnable-radius", "riemann",
-                            "riemann-learnable-radius", "hyperbolic"]
+PAPER_HEADS = ["plain", "multitask", "hierarchy", "manifold", "manifold-learnable-radius", "riemann",
+               "riemann-learnable-radius", "hyperbolic"]
+PEERS = ["hxe", "soft-labels", "barz-denzler", "nbdt"]
+
+
+def test_registry_lists_every_head_of_the_design_by_group():
+    assert list_heads("paper") == PAPER_HEADS
+    assert list_heads("peers") == PEERS
+    assert list_heads() == list_heads("all") == PAPER_HEADS + PEERS
+    with pytest.raises(ConfigError, match="unknown group of heads 'others'; choose one of paper, peers, all"):
+        list_heads("others")
+
+
+@pytest.mark.parametrize("name", list_heads())
+def test_every_head_says_what_it_is_and_cites_it(name):
+    cls = head_class(name)
+    assert cls.description and "\n" not in cls.description
+    assert cls.citation.count(",") >= 2 and any(str(year) in cls.citation for year in range(2015, 2026))
+
+
+def _scores_from_class_vectors(head, z, W):
+    """The head's scores from ``z @ W``: the logits themselves, the cosines of the embedding for
+    Barz & Denzler, the soft inference over them for NBDT."""
+    if head.name == "barz-denzler":
+        return z @ W / torch.linalg.vector_norm(head.map(z), dim=1, keepdim=True)
+    if head.name == "nbdt":
+        return head.path_log_probs((z @ W).t())[0].t()
+    return z @ W
 
 
 @pytest.mark.parametrize("name", list_heads())
@@ -36,7 +61,8 @@ def test_head_contract(name, small_tree):
     W = head.class_weights()
     if W is not None:
         assert W.shape == (D, small_tree.num_leaves)
-        torch.testing.assert_close(z.detach() @ W, logits.detach(), rtol=1e-5, atol=1e-5)
+        torch.testing.assert_close(_scores_from_class_vectors(head, z.detach(), W), logits.detach(), rtol=1e-5,
+                                   atol=1e-5)
     nodes = head.node_weights()
     if nodes is not None:
         assert nodes.shape == (D, small_tree.num_nodes)

@@ -41,7 +41,7 @@ def check_before_training(config: TrainConfig, data: LoadedDataset, *, world: in
     unknown = sorted(set(config.model.head_options) - set().union(*(head_options(h) for h in list_heads())))
     if unknown:
         raise ConfigError(f"model.head_options.{unknown[0]} is not an option of any head")
-    head_class(config.model.head)
+    head_class(config.model.head).check_tree(data.hierarchy)  # a tree the head cannot use: before any work
     spec = model_spec(config, data)
     with torch.device("meta"):  # the backbone's name and options, without allocating its weights
         backbone = create_backbone(spec["backbone"]["name"], **spec["backbone"]["config"])

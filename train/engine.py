@@ -21,7 +21,6 @@ from pathlib import Path
 from typing import Any
 
 import torch
-import torch.nn.functional as F
 from torch import nn
 
 from hseval.core.errors import ConfigError
@@ -103,8 +102,9 @@ def evaluate(model: HierarchicalClassifier, batches: Batches, ctx: Context) -> d
     for x, y in batches:
         with ctx.autocast():
             z = model.embed(ctx.prepare(x))
-            logits = model.head(z).float()
-        loss_sum += F.cross_entropy(logits, y, reduction="sum").item()  # the training objective, as training sums it
+            loss, logits = model.head.loss(z, y)  # the training objective (each head's own), as training sums it
+        logits = logits.float()
+        loss_sum += loss.item() * len(y)
         norm_sum += torch.linalg.vector_norm(z.float(), dim=1).sum().item()
         metrics.update_labels(logits.argmax(1).cpu(), y.cpu())
     result = metrics.compute()

@@ -61,7 +61,8 @@ def add_train_arguments(parser: argparse.ArgumentParser, *, many: bool) -> None:
     parser.add_argument("--quiet", action="store_true", help="no progress bars")
     parser.add_argument("--out", required=True, help="run folder" + (" root (one sub-folder per run)" if many else ""))
     if many:
-        parser.add_argument("--heads", default="all", help="comma-separated heads, or 'all' (default)")
+        parser.add_argument("--heads", default="all", help="comma-separated heads or groups of heads: 'paper' (the "
+                            "paper's eight), 'peers' (HXE, soft labels, Barz & Denzler, NBDT), 'all' (both, default)")
         parser.add_argument("--seeds", default=None, help="comma-separated seeds (default: the recipe's)")
         parser.add_argument("--sweep", action="append", default=[], metavar="KEY=V1,V2,...",
                             help="repeat the grid for each value, e.g. model.head_options.radius_decay=0.5,0.7,0.9")
@@ -137,9 +138,10 @@ def plan_runs(args: argparse.Namespace, *, note=print) -> list[tuple[str, list[s
 
     A sweep of a head option (``model.head_options.X``) applies to the heads that take X; the
     others are trained once (``note`` says so). Two runs with one folder name are refused."""
-    from hseval.nn.heads import head_class, head_options, list_heads  # torch: only the training commands plan runs
+    from hseval.nn.heads import GROUPS, head_class, head_options, list_heads  # torch: only the commands that train
 
-    heads = list_heads() if args.heads == "all" else _split(args.heads, "--heads")
+    heads = [head for item in _split(args.heads, "--heads")
+             for head in (list_heads(item) if item in (*GROUPS, "all") else [item])]
     for head in heads:
         head_class(head)
     seeds = [None] if args.seeds is None else _split(args.seeds, "--seeds")

@@ -17,14 +17,19 @@ Traceback (most recent call last):
 hseval.core.errors.ConfigError: head 'riemann' has no option 'decay'; its options are: radius, radius_decay
 """
 
-# registration order is the order of list_heads(): the paper's table, then ablations, then comparison
+# registration order is the order of list_heads(): the paper's table, ablations and comparison, then the peers
 from hseval.nn.heads import plain  # noqa: I001
 from hseval.nn.heads import multitask
 from hseval.nn.heads import delta
 from hseval.nn.heads import manifold
 from hseval.nn.heads import riemann
 from hseval.nn.heads import hyperbolic
-from hseval.nn.heads.base import Head, create_head, head_class, head_options, list_heads, register_head
+from hseval.nn.heads import hxe  # the peers: the hierarchy-aware methods of other papers
+from hseval.nn.heads import soft_labels
+from hseval.nn.heads import barz_denzler
+from hseval.nn.heads import nbdt
+from hseval.nn.heads.base import GROUPS, Head, create_head, head_class, head_options, list_heads, register_head
 
-__all__ = ["Head", "create_head", "head_class", "head_options", "list_heads", "register_head",
-           "plain", "multitask", "delta", "manifold", "riemann", "hyperbolic"]
+__all__ = ["GROUPS", "Head", "create_head", "head_class", "head_options", "list_heads", "register_head",
+           "plain", "multitask", "delta", "manifold", "riemann", "hyperbolic", "hxe", "soft_labels", "barz_denzler",
+           "nbdt"]

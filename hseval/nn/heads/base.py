@@ -17,9 +17,13 @@ from hseval.core.errors import ConfigError, problem_text
 from hseval.core.registry import Registry
 from hseval.tree.hierarchy import HIERARCHY, Hierarchy
 
-__all__ = ["Head", "register_head", "list_heads", "create_head", "head_class", "head_options"]
+__all__ = ["Head", "GROUPS", "PAPER", "register_head", "list_heads", "create_head", "head_class", "head_options"]
 
 HEADS: Registry[type[Head]] = Registry("head")
+PAPER = "Scieur & Kim, Connecting Sphere Manifolds Hierarchically for Regularization, ICML 2021"
+GROUPS = ("paper", "peers")
+"""The groups of heads: the paper's heads (its table, ablations and comparison) and the
+hierarchy-aware methods of other papers that users compare it with; ``all`` is both."""
 
 
 class Head(nn.Module):
@@ -35,11 +39,18 @@ class Head(nn.Module):
     - ``class_weights()`` -> (d, |L|) class vectors W where the head is linear, else None;
     - ``node_weights()`` -> (d, |P|) vectors w_p of every non-root node for the Δ-heads, else None;
     - ``radii()`` -> (|P|,) the radius R_p of each node where the head has one, else None;
-    - ``config()`` -> the keyword arguments that rebuild the head (plain JSON types).
+    - ``config()`` -> the keyword arguments that rebuild the head (plain JSON types);
+    - ``check_tree(hierarchy)`` (a class method) -> refuses, with a ConfigError naming the head and
+      why, a tree the head cannot be trained on; called before the head is built.
+
+    Each head also says what it is in one line (``description``, its docstring's first line), where
+    it comes from (``citation``) and which of :data:`GROUPS` it belongs to (``group``).
     """
 
     name: ClassVar[str] = ""
     description: ClassVar[str] = ""
+    citation: ClassVar[str] = ""
+    group: ClassVar[str] = "paper"
 
     def __init__(self, hierarchy: Hierarchy, in_features: int) -> None:
         super().__init__()
@@ -47,6 +58,10 @@ class Head(nn.Module):
             raise ConfigError(f"in_features must be positive, got {in_features}")
         self.hierarchy = hierarchy
         self.in_features = int(in_features)
+
+    @classmethod
+    def check_tree(cls, hierarchy: Hierarchy) -> None:
+        """Every tree is fine unless a head says otherwise."""
 
     def loss(self, z: torch.Tensor, target: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
         logits = self(z)
@@ -76,6 +91,12 @@ def full_precision(z: torch.Tensor) -> torch.Tensor:
     return z.float() if z.dtype in (torch.float16, torch.bfloat16) else z
 
 
+def columns_cross_entropy(scores: torch.Tensor, target: torch.Tensor) -> torch.Tensor:
+    """Mean cross-entropy of ``scores`` laid out (classes, B), as heads that sum over the tree's
+    rows compute them (no transposed copy)."""
+    return (torch.logsumexp(scores, dim=0) - scores.gather(0, target[None, :])[0]).mean()
+
+
 def level_positions(hierarchy: Hierarchy) -> np.ndarray:
     """(|L|, max_depth): position of each class's ancestor within its depth, -100 when none."""
     table = hierarchy.ancestor_table[: hierarchy.num_leaves]
@@ -86,20 +107,26 @@ def level_positions(hierarchy: Hierarchy) -> np.ndarray:
     return np.where(table >= 0, position[np.maximum(table, 0)], -100)
 
 
-def register_head(name: str, description: str = "") -> Callable[[type[Head]], type[Head]]:
-    """Class decorator: make a head available to :func:`create_head` under ``name``."""
+def register_head(name: str, *, group: str = "paper", citation: str = "") -> Callable[[type[Head]], type[Head]]:
+    """Class decorator: make a head available to :func:`create_head` under ``name``, in ``group``
+    (one of :data:`GROUPS`), described by its docstring's first line and cited by ``citation``."""
+    if group not in GROUPS:
+        raise ValueError(f"head {name!r}: group must be one of {', '.join(GROUPS)}, got {group!r}")
 
     def decorate(cls: type[Head]) -> type[Head]:
-        cls.name = name
-        cls.description = description or (cls.__doc__ or "").strip().splitlines()[0]
+        cls.name, cls.group, cls.citation = name, group, citation
+        cls.description = (cls.__doc__ or "").strip().splitlines()[0]
         return HEADS.add(name, cls)
 
     return decorate
 
 
-def list_heads() -> list[str]:
-    """Names of the registered heads, in registration order."""
-    return HEADS.names()
+def list_heads(group: str = "all") -> list[str]:
+    """Names of the registered heads of ``group`` (one of :data:`GROUPS`, or "all"), in
+    registration order."""
+    if group != "all" and group not in GROUPS:
+        raise ConfigError(f"unknown group of heads {group!r}; choose one of {', '.join((*GROUPS, 'all'))}")
+    return [name for name in HEADS.names() if group == "all" or HEADS.get(name).group == group]
 
 
 def head_class(name: str) -> type[Head]:
@@ -174,4 +201,6 @@ def create_head(name: str, hierarchy: Hierarchy, in_features: int, **config: Any
     """
     cls = head_class(name)
     HEADS.check_options(name, config)
-    return cls(hierarchy, in_features, **_typed_options(name, config))
+    options = _typed_options(name, config)
+    cls.check_tree(hierarchy)
+    return cls(hierarchy, in_features, **options)

@@ -13,7 +13,7 @@ import torch
 from torch import nn
 
 from hseval.core.errors import ConfigError
-from hseval.nn.heads.base import Head, full_precision, register_head
+from hseval.nn.heads.base import PAPER, Head, full_precision, register_head
 from hseval.nn.heads.tree import TreeIndex, all_node_weights, leaf_weights, tree_linear
 from hseval.tree.hierarchy import Hierarchy
 
@@ -75,7 +75,7 @@ class DeltaHead(Head):
         return None if scale is None else scale.detach()
 
 
-@register_head("hierarchy")
+@register_head("hierarchy", citation=PAPER)
 class HierarchyHead(DeltaHead):
     """φᵀΔH: Δ free, its columns kept small by weight decay (the paper's "Hierarchy")."""
 

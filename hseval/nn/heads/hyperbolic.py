@@ -111,7 +111,8 @@ def poincare_mlr(x: torch.Tensor, p: torch.Tensor, a: torch.Tensor, c: float | t
     return t["lam"] * a_norm / c ** 0.5 * torch.asinh(t["arg"])
 
 
-@register_head("hyperbolic")
+@register_head("hyperbolic", citation="Ganea et al., Hyperbolic Neural Networks, NeurIPS 2018; Khrulkov et al., "
+               "Hyperbolic Image Embeddings, CVPR 2020")
 class HyperbolicHead(Head):
     """Poincaré-ball MLR on geoopt's PoincareBall(c) after expmap0 (Khrulkov et al. 2020)."""
 

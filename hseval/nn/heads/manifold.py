@@ -6,14 +6,14 @@ from __future__ import annotations
 import torch
 from torch import nn
 
-from hseval.nn.heads.base import register_head
+from hseval.nn.heads.base import PAPER, register_head
 from hseval.nn.heads.delta import RadiusHead
 from hseval.tree.hierarchy import Hierarchy
 
 _EPS = 1e-12
 
 
-@register_head("manifold")
+@register_head("manifold", citation=PAPER)
 class ManifoldHead(RadiusHead):
     """φᵀ normalize_cols(Δ) D H: Δ free, but the model only sees δ_p/‖δ_p‖."""
 
@@ -29,7 +29,7 @@ class ManifoldHead(RadiusHead):
         return self.radius, True
 
 
-@register_head("manifold-learnable-radius")
+@register_head("manifold-learnable-radius", citation=PAPER)
 class ManifoldLearnableRadiusHead(ManifoldHead):
     """As ``manifold``, with D a learnable diagonal initialised at R0·γ^|p| (paper, Table 4)."""
 

@@ -7,7 +7,7 @@ import torch.nn.functional as F
 from torch import nn
 
 from hseval.core.errors import ConfigError
-from hseval.nn.heads.base import Head, level_positions, register_head
+from hseval.nn.heads.base import PAPER, Head, level_positions, register_head
 from hseval.tree.hierarchy import Hierarchy
 
 FUSED_ON_CPU = False
@@ -18,7 +18,7 @@ def _fused(device: torch.device) -> bool:
     return device.type != "cpu" or FUSED_ON_CPU
 
 
-@register_head("multitask")
+@register_head("multitask", citation=PAPER)
 class MultitaskHead(Head):
     """Leaf head + a head per depth 1..max_depth-1; loss = CE_leaf + λ·Σ_depth CE_depth."""
 

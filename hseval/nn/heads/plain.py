@@ -5,11 +5,11 @@ from __future__ import annotations
 import torch
 from torch import nn
 
-from hseval.nn.heads.base import Head, register_head
+from hseval.nn.heads.base import PAPER, Head, register_head
 from hseval.tree.hierarchy import Hierarchy
 
 
-@register_head("plain")
+@register_head("plain", citation=PAPER)
 class PlainHead(Head):
     """φᵀW with W free (nn.Linear without bias); ignores the hierarchy while training."""
 

@@ -10,13 +10,13 @@ from __future__ import annotations
 
 import torch
 
-from hseval.nn.heads.base import register_head
+from hseval.nn.heads.base import PAPER, register_head
 from hseval.nn.heads.delta import RadiusHead
 from hseval.nn.manifolds import geoopt
 from hseval.tree.hierarchy import Hierarchy
 
 
-@register_head("riemann")
+@register_head("riemann", citation=PAPER)
 class RiemannHead(RadiusHead):
     """φᵀΔDH with ‖δ_p‖ = 1 kept by Riemannian SGD on spheres."""
 
@@ -31,7 +31,7 @@ class RiemannHead(RadiusHead):
         return self.radius
 
 
-@register_head("riemann-learnable-radius")
+@register_head("riemann-learnable-radius", citation=PAPER)
 class RiemannLearnableRadiusHead(RiemannHead):
     """As ``riemann``, with D a learnable diagonal initialised at R0·γ^|p| (paper, Table 4)."""
 
