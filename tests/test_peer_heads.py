@@ -57,10 +57,21 @@ def loss_and_grad(head, logits, target):
 
 @pytest.mark.parametrize("alpha", [0.1, 0.5])
 def test_hxe_equals_making_better_mistakes(alpha):
-    ref = MBM[f"hxe_alpha{alpha:g}"]
-    loss, grad = loss_and_grad(on_logits("hxe", reference_tree(), alpha=alpha), MBM["logits"], MBM["targets"])
-    assert loss == pytest.approx(ref["loss"], abs=1e-6)
-    torch.testing.assert_close(grad, torch.tensor(ref["grad"], dtype=torch.float64), atol=1e-6, rtol=0)
+    """Their edge weights are divided by Z, the sum of exp(−α·depth) over every node and the root;
+    hseval's are not (see hseval.nn.heads.hxe): its loss and gradient are Z times theirs."""
+    ref, tree = MBM[f"hxe_alpha{alpha:g}"], reference_tree()
+    z = 1 + np.exp(-alpha * tree.depth).sum()
+    loss, grad = loss_and_grad(on_logits("hxe", tree, alpha=alpha), MBM["logits"], MBM["targets"])
+    assert loss == pytest.approx(ref["loss"] * z, abs=1e-6)
+    torch.testing.assert_close(grad, torch.tensor(ref["grad"], dtype=torch.float64) * z, atol=1e-6, rtol=0)
+
+
+def test_hxe_with_alpha_zero_is_the_cross_entropy():
+    tree = random_tree(30, seed=1)
+    logits = torch.randn(8, tree.num_leaves, dtype=torch.float64)
+    target = torch.randint(0, tree.num_leaves, (8,))
+    loss, _ = on_logits("hxe", tree, alpha=0.0).loss(logits, target)
+    assert loss.item() == pytest.approx(F.cross_entropy(logits, target).item(), abs=1e-12)
 
 
 @pytest.mark.parametrize("beta", [4.0, 10.0])
@@ -83,13 +94,12 @@ def test_soft_labels_equal_making_better_mistakes(beta):
 def _hxe_by_paths(tree: Hierarchy, logits: torch.Tensor, target: torch.Tensor, alpha: float) -> torch.Tensor:
     """HXE summed edge by edge along each class's own path (brute force, any depths)."""
     p = logits.softmax(1)
-    z = 1 + np.exp(-alpha * tree.depth).sum()  # every node, and the root at depth 0
     losses = []
     for row, y in zip(p, target.tolist()):
         total, above = 0.0, 1.0
         for node in tree.path(y):
             mass = row[torch.as_tensor(tree.subtree_leaves(node))].sum()
-            total = total - np.exp(-alpha * tree.depth[node]) / z * torch.log(mass / above)
+            total = total - np.exp(-alpha * tree.depth[node]) * torch.log(mass / above)
             above = mass
         losses.append(total)
     return torch.stack(losses).mean()

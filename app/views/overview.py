@@ -16,7 +16,7 @@ from hseval.reporting.columns import identity, level_legend
 from hseval.reporting.escape import markdown
 from hseval.reporting.sections import history_guide, levels_guide, one_tree
 from hseval.reporting.significance import versus
-from hseval.reporting.summary import level_table, mark_unavailable, summary_table, unavailable_table
+from hseval.reporting.summary import level_table, mark_unavailable, methods_table, summary_table, unavailable_table
 
 # (no bare strings at the top level of a page: Streamlit's magic would print them on the page)
 
@@ -57,6 +57,10 @@ def render(ctx: Context) -> None:
     if tree is not None and tree.max_depth > 1:
         notes.append(f"Levels: {markdown(level_legend(tree))}.")
     st.caption(" ".join(notes))
+    st.subheader("Methods")
+    st.dataframe(methods_table(ctx.available), hide_index=True, key="overview_methods")
+    st.caption("What each head is and the paper it comes from: 'paper' marks the heads of Scieur & Kim (ICML 2021) "
+               "and its comparison, 'peers' the hierarchy-aware methods of other papers.")
     _not_available(ctx.available)
     if not needs_runs(ctx):
         return

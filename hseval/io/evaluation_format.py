@@ -209,6 +209,8 @@ class MetricsRecord(Scores):
         "Mean of each sample's largest logit: the logit scale; a sphere head far below its classes' need cannot "
         "be confident (see the radius guard).")
     class_vector_norm: dict[Literal["mean"], NonNegative | None] | None = _help("Mean norm of the class vectors.")
+    method: dict[Literal["description", "citation", "group"], str] | None = _help(
+        "What the head is in one line, the paper it comes from, and its group (the paper's heads or the peers).")
     radius: NonNegative | None = _help(
         "The radius R0 of a sphere head's first level, as it was built (its option or the head's default); none "
         "for a head without one.")

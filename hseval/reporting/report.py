@@ -27,7 +27,8 @@ from hseval.reporting import sections as report_charts
 from hseval.reporting.columns import column_help, display_name, identity, level_legend
 from hseval.reporting.html import Detail, Section, anchor, page
 from hseval.reporting.paper_tables import paper_cells, paper_table, to_latex, to_markdown
-from hseval.reporting.summary import grouped_summary, level_table, mark_unavailable, summary_table, unavailable_table
+from hseval.reporting.summary import (grouped_summary, level_table, mark_unavailable, methods_table, summary_table,
+                                     unavailable_table)
 
 __all__ = ["write_report", "render"]
 
@@ -151,6 +152,9 @@ def render(evaluation: Evaluation, root: Path, *, baseline: str | None = None,
               ("Super-class accuracy", "'from leaf': the predicted class's ancestor; 'own scores': the head's own "
                                        "super-class scores." + names,
                _shown(mark_unavailable(identity(levels), runs), tree, helps)),
+              ("Methods", "What each head is, and the paper it comes from: 'paper' marks the heads of Scieur & Kim "
+                          "(ICML 2021) and its comparison, 'peers' the hierarchy-aware methods of other papers.",
+               methods_table(runs)),
               (f"Difference from {base.name}", f"{method[0].upper()}{method[1:]}. Baseline: {why} (--baseline RUN "
                                                "chooses another).", paired)]
     if paper["paper"].notna().any():

@@ -16,7 +16,7 @@ from hseval.io.results import RunResult
 from hseval.io.run_settings import result_settings
 from hseval.reporting.columns import key_name, not_available
 
-__all__ = ["WAYS", "summary_table", "grouped_summary", "level_long", "level_table", "config_key",
+__all__ = ["WAYS", "methods_table", "summary_table", "grouped_summary", "level_long", "level_table", "config_key",
            "unavailable_table", "mark_unavailable", "metric_of_column"]
 
 WAYS = {"leaf": "leaf", "superclass_acc": "from leaf", "superclass_acc_from_levels": "own scores"}
@@ -63,6 +63,19 @@ def summary_table(runs: list[RunResult]) -> pd.DataFrame:
         row["cophenetic_correlation"] = _num(agreement.get("cophenetic_correlation"))
         rows.append(row)
     return pd.DataFrame(rows)
+
+
+def methods_table(runs: list[RunResult]) -> pd.DataFrame:
+    """One row per head among ``runs``, in their order: what it is in one line and the paper it
+    comes from (as the evaluation recorded them; a prediction file's head is a name only)."""
+    rows: dict[str, dict[str, Any]] = {}
+    for r in runs:
+        method = r.metrics.get("method") or {}
+        rows.setdefault(r.metrics.get("head"), {
+            "head": r.metrics.get("head"), "group": method.get("group", ""),
+            "what it is": method.get("description", "(a prediction file: the head is only a name)"),
+            "reference": method.get("citation", "")})
+    return pd.DataFrame(list(rows.values()), columns=["head", "group", "what it is", "reference"])
 
 
 def config_key(run: RunResult) -> str:

@@ -60,6 +60,11 @@ class Head(nn.Module):
         self.in_features = int(in_features)
 
     @classmethod
+    def about(cls) -> dict[str, str]:
+        """What the head is, for the people who read its results (metrics.json's ``method``)."""
+        return {"description": cls.description, "citation": cls.citation, "group": cls.group}
+
+    @classmethod
     def check_tree(cls, hierarchy: Hierarchy) -> None:
         """Every tree is fine unless a head says otherwise."""
 

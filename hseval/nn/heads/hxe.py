@@ -3,14 +3,19 @@
 The class probabilities are the flat softmax of a linear layer; the probability of a node is the
 sum over its classes. For a target y with path root = c_0, c_1, ..., c_h = y the loss is
 
-    −Σ_{l=1..h} λ(c_l) · log( p(c_l) / p(c_{l−1}) ),     λ(c) = exp(−α·depth(c)) / Z,
+    −Σ_{l=1..h} λ(c_l) · log( p(c_l) / p(c_{l−1}) ),     λ(c) = exp(−α·depth(c)),
 
-with Z the sum of exp(−α·depth) over every node of the tree, the root included (the authors'
-``get_exponential_weighting``). Rearranged, it is ``λ(c_1)·log Σ_j e^{x_j}`` minus a weighted sum
-of the log-sum-exps over the target's ancestors, which :mod:`hseval.nn.heads.lca` computes per
-batch in O(B·|L|·depth). Unlike the authors' code it is defined for a tree whose classes are at
-different depths (a shallow class's path has fewer edges) and never builds [|L|, |L|, depth]
-tensors; ``tests/test_peer_heads.py`` checks it against numbers computed with their code.
+so that α = 0 is the cross-entropy. The authors' ``get_exponential_weighting`` also divides every
+λ by Z, the sum of exp(−α·depth) over every node of the tree and the root: a constant, harmless
+with the Adam they trained with, but 1/Z of the learning rate with SGD (Z = 11.6 on the demo's
+16-node tree, about |P| on a large one), which is what hseval trains every head with. hseval
+leaves Z out, so that one recipe's learning rate means the same for every head; its loss and
+gradient are Z times theirs (``tests/test_peer_heads.py`` checks both against their code).
+
+Rearranged, the loss is ``λ(c_1)·log Σ_j e^{x_j}`` minus a weighted sum of the log-sum-exps over
+the target's ancestors, which :mod:`hseval.nn.heads.lca` computes per batch in O(B·|L|·depth).
+Unlike the authors' code it is defined for a tree whose classes are at different depths (a
+shallow class's path has fewer edges) and never builds [|L|, |L|, depth] tensors.
 """
 
 from __future__ import annotations
@@ -35,10 +40,8 @@ def path_coefficients(hierarchy: Hierarchy, alpha: float) -> np.ndarray:
     """(|L|, max_depth + 1) float64: the HXE loss of class y is ``Σ_t C[y, t] · R[t]`` with ``R[t]``
     the log-sum-exp of the logits of the classes under y's ancestor t levels up
     (:func:`~hseval.nn.heads.lca.bucket_logsumexp`; ``R[max_depth]`` is every class's)."""
-    depth = hierarchy.depth
-    top = hierarchy.max_depth
+    depth, top = hierarchy.depth, hierarchy.max_depth
     weight = np.exp(-alpha * np.arange(top + 2, dtype=np.float64))
-    weight /= 1.0 + np.exp(-alpha * depth.astype(np.float64)).sum()  # Z: every node and the root (depth 0)
     out = np.zeros((hierarchy.num_leaves, top + 1))
     h = depth[: hierarchy.num_leaves]
     for t in range(top):  # the ancestor at depth k = h − t, for the classes deep enough to have one
