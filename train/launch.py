@@ -12,13 +12,16 @@ CPU. A failed run is reported (:class:`RunOutcome`) and the others go on.
 from __future__ import annotations
 
 import multiprocessing
+import os
 import time
 import traceback
 from collections.abc import Callable
 from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, wait
 from concurrent.futures.process import BrokenProcessPool
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
+
+import torch
 
 from hseval.core.errors import HsevalError, first_line
 from hseval.io import run_format
@@ -91,36 +94,46 @@ def train_reporting(run: PlannedRun, device: str | None = None, *, requeued: boo
 
 def on_devices(runs: list[PlannedRun], devices: list[str], *, log: Callable[[str], None] = print
                ) -> dict[str, RunOutcome]:
-    """Train ``runs`` with one process per device, each taking the next run of the plan when it is
-    free; returns each run's outcome. Processes are spawned (CUDA cannot be forked)."""
+    """Train ``runs`` with one process per entry of ``devices``, each taking the next run of the plan
+    when it is free; returns each run's outcome. Processes are spawned (CUDA cannot be forked).
+
+    A device may be listed more than once: ``cpu,cpu`` is two processes on the CPU, which share its
+    cores (each run's ``engine.threads``, unless it sets its own: the cores divided by the CPU
+    processes). On two cores, two one-thread processes trained the small CNN 1.44x faster than one
+    process with two threads: its batches are too small to share well between threads."""
     context = multiprocessing.get_context("spawn")
-    pools = {device: ProcessPoolExecutor(1, mp_context=context) for device in devices}
+    pools = [ProcessPoolExecutor(1, mp_context=context) for _ in devices]
+    cpu_workers = sum(torch.device(d).type == "cpu" for d in devices)
+    threads = max(1, (os.cpu_count() or 1) // cpu_workers) if cpu_workers > 1 else None
     pending, running, outcomes = list(runs), {}, {}
     started = {}
     try:
         while pending or running:
-            for device in devices:
-                if pending and device not in running.values():
+            for slot, device in enumerate(devices):
+                if pending and slot not in running.values():
                     run = pending.pop(0)
                     log(f"[{len(runs) - len(pending)}/{len(runs)}] {'continuing' if run.resume else 'training'} "
                         f"{run.name} on {device}")
-                    future: Future = pools[device].submit(train_reporting, run, device)
-                    running[future], started[future] = device, (run, time.perf_counter())
+                    if threads and torch.device(device).type == "cpu" and run.config.engine.threads is None:
+                        run = replace(run, config=run.config.model_copy(update={
+                            "engine": run.config.engine.model_copy(update={"threads": threads})}))
+                    future: Future = pools[slot].submit(train_reporting, run, device)
+                    running[future], started[future] = slot, (run, time.perf_counter())
             done, _ = wait(list(running), return_when=FIRST_COMPLETED)
             for future in done:
-                device = running.pop(future)
+                slot = running.pop(future)
                 run, start = started.pop(future)
                 try:
                     outcomes[run.name] = future.result()
                 except BrokenProcessPool:  # the process died (killed, out of memory): a fresh one takes the next
-                    pools[device].shutdown(wait=False)
-                    pools[device] = ProcessPoolExecutor(1, mp_context=context)
-                    outcomes[run.name] = RunOutcome(time.perf_counter() - start, device, state="failed",
+                    pools[slot].shutdown(wait=False)
+                    pools[slot] = ProcessPoolExecutor(1, mp_context=context)
+                    outcomes[run.name] = RunOutcome(time.perf_counter() - start, devices[slot], state="failed",
                                                     error="its process ended without a result (killed or out of "
                                                           "memory?)")
                 if outcomes[run.name].state == "failed":
-                    log(f"{run.name} failed on {device}: {outcomes[run.name].error}")
+                    log(f"{run.name} failed on {devices[slot]}: {outcomes[run.name].error}")
     finally:
-        for pool in pools.values():
+        for pool in pools:
             pool.shutdown(wait=True, cancel_futures=True)
     return outcomes
