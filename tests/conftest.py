@@ -76,16 +76,25 @@ def fashion_like(tmp_path_factory) -> Path:
     return built_once(tmp_path_factory, "fashion-like", write_fashion_like)
 
 
+EVALUATED = ("plain", "multitask", "riemann", "hxe", "soft-labels", "barz-denzler", "nbdt")
+"""The heads of :func:`evaluated`: plain, multitask and a sphere head of the paper, and the peers."""
+EVALUATED_RUNS = sorted(EVALUATED)
+"""Their runs' names in the evaluation, in its (alphabetical) order."""
+BESIDE_PLAIN = [name for name in EVALUATED_RUNS if name != "plain"]
+"""The runs compared with plain, the default baseline."""
+
+
 @pytest.fixture(scope="session")
 def evaluated(tmp_path_factory, fashion_like) -> Path:
-    """An evaluation folder written by the real pipeline: three heads trained for two epochs on the
-    small Fashion-MNIST-like set, then ``hseval evaluate`` with PCA; built once per test run (see
-    :func:`~tests.helpers.built_once`), its runs beside it in ``../runs``."""
+    """An evaluation folder written by the real pipeline: the heads of :data:`EVALUATED` (three of the
+    paper's, every peer) trained for two epochs on the small Fashion-MNIST-like set, then ``hseval
+    evaluate`` with PCA; built once per test run (see :func:`~tests.helpers.built_once`), its runs
+    beside it in ``../runs``."""
     from hseval.cli.main import main
 
     def build(root: Path) -> None:
         runs, out = root / "runs", root / "eval"
-        assert main(["train-all", "--data-root", str(fashion_like), "--heads", "plain,multitask,riemann", "--quiet",
+        assert main(["train-all", "--data-root", str(fashion_like), "--heads", ",".join(EVALUATED), "--quiet",
                      "--set", "optim.epochs=2", "--set", "data.train_subset=300", "--set", "data.batch_size=32",
                      "--out", str(runs)]) == 0
         assert main(["evaluate", str(runs), "--data-root", str(fashion_like), "--projections", "pca", "--quiet",

@@ -12,6 +12,7 @@ from streamlit.testing.v1 import AppTest
 
 from hseval.core import fileio
 from hseval.metrics.geometry import CLUSTER_CLASSES
+from tests.conftest import BESIDE_PLAIN, EVALUATED_RUNS
 from tests.dashboard_helpers import MAIN, app, array, copy_runs, figures, page, table
 from tests.helpers import reseal
 
@@ -29,12 +30,12 @@ def at(evaluated, monkeypatch) -> AppTest:
 def test_overview_shows_the_runs_table_and_level_bars(at):
     assert [t.value for t in at.title] == ["Overview"]
     runs = table(at, "dataset")
-    assert runs["run"].tolist() == ["multitask", "plain", "riemann"]
+    assert runs["run"].tolist() == EVALUATED_RUNS
     assert {"top1", "level1_from_leaf", "level1_own_scores", "hierarchical_f1"} <= set(runs.columns)
     assert "head" not in runs.columns  # each run is named after its head: one column, not two repeating it
     charts = figures(at)
     assert "overview_levels" in charts
-    assert {t["name"].split(" (")[0] for t in charts["overview_levels"]["data"]} == {"multitask", "plain", "riemann"}
+    assert {t["name"].split(" (")[0] for t in charts["overview_levels"]["data"]} == set(EVALUATED_RUNS)
     assert not at.error
 
 
@@ -42,7 +43,7 @@ def test_run_selection_filters_the_other_pages(at):
     at.multiselect(key="runs").set_value(["plain", "riemann"]).run()
     bars = figures(at)["overview_levels"]["data"]
     assert {t["name"].split(" (")[0] for t in bars} == {"plain", "riemann"}
-    assert table(at, "dataset")["run"].tolist() == ["multitask", "plain", "riemann"]
+    assert table(at, "dataset")["run"].tolist() == EVALUATED_RUNS
     page(at, "hierarchy")
     assert at.selectbox(key="hierarchy_run").options == ["plain", "riemann"]
     at.multiselect(key="runs").set_value([]).run()
@@ -84,7 +85,7 @@ def test_geometry_page(at):
     charts = figures(at)
     assert {"geometry_angles", "geometry_steps", "geometry_siblings", "geometry_children"} <= set(charts)
     agreement = table(at, "cophenetic_correlation")
-    assert agreement["run"].tolist() == ["multitask", "plain", "riemann"]
+    assert agreement["run"].tolist() == EVALUATED_RUNS
     assert agreement["cophenetic_correlation"].between(-1, 1).all()
     at.selectbox(key="geometry_run").set_value("riemann").run()
     at.selectbox(key="geometry_node").set_value("footwear").run()
@@ -153,15 +154,15 @@ def test_compare_page(at):
     assert any("the first run with the plain head" in c.value for c in at.sidebar.caption)
     assert [s.key for s in at.selectbox if s.key.startswith("compare")] == ["compare_node_run"]
     significance = table(at, "McNemar p")
-    assert set(significance["run"]) == {"multitask", "riemann"}
+    assert set(significance["run"]) == set(BESIDE_PLAIN)
     assert {"compare_levels", "compare_intervals", "compare_sunburst", "compare_deltas", "compare_angles"} <= \
         set(figures(at))
     at.selectbox(key="baseline").set_value("riemann").run()
-    assert set(table(at, "McNemar p")["run"]) == {"multitask", "plain"}
+    assert set(table(at, "McNemar p")["run"]) == set(EVALUATED_RUNS) - {"riemann"}
     page(at, "overview")
     page(at, "compare")  # the choice survives a visit to another page
     assert at.selectbox(key="baseline").value == "riemann"
-    assert set(table(at, "McNemar p")["run"]) == {"multitask", "plain"}
+    assert set(table(at, "McNemar p")["run"]) == set(EVALUATED_RUNS) - {"riemann"}
     at.multiselect(key="runs").set_value(["riemann"]).run()
     assert any("at least one run besides the baseline" in i.value for i in at.info)
 
@@ -181,10 +182,10 @@ def test_an_unreadable_run_changes_no_colour_and_the_baseline_change_is_said(eva
     metrics = json.loads((folder / "plain" / "metrics.json").read_text())
     (folder / "plain" / "metrics.json").write_text(json.dumps({**metrics, "top1": 0.99}))  # not resealed: skipped
     at = app(folder, monkeypatch).run()
-    assert not at.exception and table(at, "dataset")["run"].tolist() == ["multitask", "riemann"]
+    assert not at.exception and table(at, "dataset")["run"].tolist() == BESIDE_PLAIN
     after = {t["name"]: t["marker"]["color"] for t in figures(at)["overview_levels"]["data"]}
     assert after == {name: before[name] for name in after}
-    assert at.selectbox(key="baseline").value == "multitask"
+    assert at.selectbox(key="baseline").value == BESIDE_PLAIN[0]  # the first readable run
     assert any("no readable run has the plain head" in w.value for w in at.sidebar.warning)
 
 
@@ -194,7 +195,7 @@ def test_a_corrupt_metrics_file_is_named_and_the_other_runs_render(evaluated, tm
     at = app(folder, monkeypatch).run()
     assert not at.exception
     assert any("plain" in e.value and "metrics.json" in e.value for e in at.error)
-    assert table(at, "dataset")["run"].tolist() == ["multitask", "riemann"]
+    assert table(at, "dataset")["run"].tolist() == BESIDE_PLAIN
     for name in PAGES[1:]:
         page(at, name)
 
@@ -211,7 +212,7 @@ def test_runs_with_damaged_files_are_named_and_left_out(evaluated, tmp_path, mon
     errors = [e.value for e in at.error]
     assert any("plain/predictions.npz: was changed after 'hseval evaluate' wrote it" in e for e in errors)
     assert any("multitask/per_node.csv, line 1: no column 'depth'" in e for e in errors)
-    assert table(at, "dataset")["run"].tolist() == ["riemann"]
+    assert table(at, "dataset")["run"].tolist() == [r for r in BESIDE_PLAIN if r != "multitask"]
     for name in PAGES[1:]:
         page(at, name)
         assert not at.exception
@@ -228,8 +229,8 @@ def test_runs_of_different_datasets_are_separated(evaluated, tmp_path, monkeypat
     assert at.selectbox(key="dataset").options == ["cifar100", "fashion-mnist"]
     assert table(at, "dataset")["run"].tolist() == ["plain"]
     at.selectbox(key="dataset").set_value("fashion-mnist").run()
-    assert table(at, "dataset")["run"].tolist() == ["multitask", "riemann"]
-    assert at.multiselect(key="runs").value == ["multitask", "riemann"]
+    assert table(at, "dataset")["run"].tolist() == BESIDE_PLAIN
+    assert at.multiselect(key="runs").value == BESIDE_PLAIN
 
 
 def test_an_empty_folder_gives_a_clear_message(tmp_path, monkeypatch):

@@ -11,6 +11,7 @@ import re
 import pytest
 
 from hseval.core import fileio
+from tests.conftest import BESIDE_PLAIN, EVALUATED_RUNS
 from tests.dashboard_helpers import app, copy_runs, figures, page, table
 from tests.helpers import reseal
 
@@ -26,9 +27,9 @@ def at(evaluated, monkeypatch):
 
 @pytest.fixture(scope="module")
 def seeded(evaluated, tmp_path_factory):
-    """Each run twice, the copy with another seed: three seed groups of two runs."""
+    """Each run twice, the copy with another seed: a seed group of two runs per head."""
     folder = copy_runs(evaluated, tmp_path_factory.mktemp("seeded") / "eval", copies=2)
-    for run in ("plain-2", "multitask-2", "riemann-2"):
+    for run in (f"{name}-2" for name in EVALUATED_RUNS):
         metrics = json.loads((folder / run / "metrics.json").read_text())
         metrics["seed"] = 7
         fileio.write_json(folder / run / "metrics.json", metrics)
@@ -72,7 +73,7 @@ def test_a_run_keeps_its_colour_on_every_page_and_selection(at):
     page(at, "geometry")
     boxes = colours(figures(at)["geometry_angles"], "box")
     assert boxes == {k: overview[k] for k in ("plain", "riemann")}
-    assert len(set(overview.values())) == 3
+    assert len(set(overview.values())) == len(EVALUATED_RUNS)
 
 
 def test_history_ticks_are_whole_epochs(at):
@@ -83,15 +84,15 @@ def test_seed_groups_are_one_entry_with_an_error_bar(seeded, monkeypatch):
     at = app(seeded, monkeypatch).run()
     assert at.sidebar.toggle(key="group_seeds").value is True
     dots = figures(at)["overview_levels"]["data"]
-    assert {t["name"] for t in dots} == {"plain ×2", "multitask ×2", "riemann ×2"}
+    assert {t["name"] for t in dots} == {f"{name} ×2" for name in EVALUATED_RUNS}
     assert all(t["error_y"]["visible"] for t in dots)
     page(at, "compare")
     groups = table(at, "group mean ± std")
-    assert set(groups["group"]) == {"multitask ×2", "riemann ×2"}
+    assert set(groups["group"]) == {f"{name} ×2" for name in BESIDE_PLAIN}
     assert set(groups["test"]) == {"paired t over seeds"}
     at.sidebar.toggle(key="group_seeds").set_value(False).run()
     assert {t["name"] for t in figures(at)["compare_levels"]["data"]} == \
-        {"plain", "plain-2", "multitask", "multitask-2", "riemann", "riemann-2"}
+        {*EVALUATED_RUNS, *(f"{name}-2" for name in EVALUATED_RUNS)}
 
 
 def test_compare_shows_intervals_and_p_values_for_every_run(seeded, monkeypatch):
@@ -99,7 +100,7 @@ def test_compare_shows_intervals_and_p_values_for_every_run(seeded, monkeypatch)
     at.sidebar.toggle(key="group_seeds").set_value(False).run()
     page(at, "compare")
     significance = table(at, "McNemar p")
-    assert set(significance["run"]) == {"plain-2", "multitask", "multitask-2", "riemann", "riemann-2"}
+    assert set(significance["run"]) == {"plain-2", *BESIDE_PLAIN, *(f"{name}-2" for name in BESIDE_PLAIN)}
     copy = significance[significance["run"] == "plain-2"]
     assert (copy["difference"] == 0).all() and set(copy["McNemar p"]) == {"1.00"}  # identical predictions
     intervals = figures(at)["compare_intervals"]["data"]
@@ -131,7 +132,7 @@ def test_the_folder_is_shown_as_given(evaluated, monkeypatch):
 
 def test_compare_per_node_run_is_chosen_against_the_baseline(at):
     page(at, "compare")
-    assert at.selectbox(key="compare_node_run").options == ["multitask", "riemann"]  # not the baseline itself
+    assert at.selectbox(key="compare_node_run").options == BESIDE_PLAIN  # not the baseline itself
     at.selectbox(key="compare_node_run").set_value("riemann").run()
     title = figures(at)["compare_sunburst"]["layout"]["title"]["text"]
     assert title.startswith("riemann minus plain")

@@ -18,12 +18,13 @@ from hseval.evaluation.runs import find_runs
 from hseval.io.evaluation_format import FILES as EVAL_FILES
 from hseval.io.results import load_evaluation
 from hseval.tree.hierarchy import Hierarchy
+from tests.conftest import BESIDE_PLAIN, EVALUATED_RUNS
 from tests.helpers import reseal
 
 
 def test_every_file_of_the_output_contract(evaluated):
     runs = sorted(p.name for p in evaluated.iterdir() if p.is_dir())
-    assert runs == ["multitask", "plain", "riemann"]
+    assert runs == EVALUATED_RUNS
     for run in runs:
         for name in EVAL_FILES:
             assert (evaluated / run / name).is_file(), name
@@ -78,7 +79,7 @@ def test_report_writes_tables_and_an_offline_page(evaluated, tmp_path, capsys):
                  "report.md", "report.html"):
         assert (folder / name).is_file(), name
     levels = pd.read_csv(folder / "superclass_accuracy.csv")
-    assert list(levels["run"]) == ["multitask", "plain", "riemann"]
+    assert list(levels["run"]) == EVALUATED_RUNS
     assert {"level 1 (from leaf)", "level 2 (own scores)"} <= set(levels.columns)
     page = (folder / "report.html").read_text()
     # nothing is loaded from a network: no external script, stylesheet, image or frame
@@ -91,7 +92,7 @@ def test_report_writes_tables_and_an_offline_page(evaluated, tmp_path, capsys):
     assert len(links) >= 5 and all(f"id='{target}'" in page for target in links)
     assert page.count("<p class='guide'>") >= page.count("class='chart'")
     significance = pd.read_csv(folder / "significance.csv")
-    assert set(significance["run"]) == {"multitask", "riemann"}  # against plain, the default baseline
+    assert set(significance["run"]) == set(BESIDE_PLAIN)  # against plain, the default baseline
     assert significance["McNemar p"].notna().all()
     markdown = (folder / "report.md").read_text()
     assert "## Contents" in markdown and "- [Difference from plain](#difference-from-plain)" in markdown
@@ -105,7 +106,7 @@ def test_report_writes_tables_and_an_offline_page(evaluated, tmp_path, capsys):
     assert summary.loc["plain", "crm_top1"] == pytest.approx(
         json.loads((folder / "plain" / "metrics.json").read_text())["crm"]["top1"])
     assert main(["report", str(folder), "--baseline", "riemann"]) == 0
-    assert set(pd.read_csv(folder / "significance.csv")["run"]) == {"multitask", "plain"}
+    assert set(pd.read_csv(folder / "significance.csv")["run"]) == set(EVALUATED_RUNS) - {"riemann"}
     assert main(["report", str(folder), "--baseline", "nope"]) == 2
     assert "--baseline 'nope' is not a readable run of this folder" in capsys.readouterr().err
 
@@ -177,7 +178,7 @@ def test_load_evaluation_sets_damaged_runs_aside(evaluated, tmp_path):
     shutil.copytree(evaluated, folder)
     (folder / "plain" / "metrics.json").write_text("[1,2")
     result = load_evaluation(folder)
-    assert [r.name for r in result.runs] == ["multitask", "riemann"]
+    assert [r.name for r in result.runs] == BESIDE_PLAIN
     assert result.problems == [f"{folder / 'plain' / 'metrics.json'}: was changed after 'hseval evaluate' wrote it "
                                "(checksum mismatch); re-run 'hseval evaluate'"]
     reseal(folder / "plain")
@@ -188,7 +189,7 @@ def test_load_evaluation_sets_damaged_runs_aside(evaluated, tmp_path):
 
 def test_find_runs_globs_and_folders(evaluated):
     root = json.loads((evaluated / "plain" / "metrics.json").read_text())["run_path"].rsplit("/", 1)[0]
-    assert [p.name for p in find_runs([root])] == ["multitask", "plain", "riemann"]
+    assert [p.name for p in find_runs([root])] == EVALUATED_RUNS
     assert [p.name for p in find_runs([root + "/p*"])] == ["plain"]
 
 
@@ -285,7 +286,8 @@ def test_report_grows_with_seed_groups_not_runs(evaluated, tmp_path):
     for folder in three.iterdir():
         if (folder / "metrics.json").is_file():
             metrics = json.loads((folder / "metrics.json").read_text())
-            metrics["seed"] = int(folder.name.rsplit("-", 1)[1]) if "-" in folder.name else 1
+            copy = folder.name.rsplit("-", 1)[-1]  # run, run-2, run-3 (a head's name may hold a dash)
+            metrics["seed"] = int(copy) if copy.isdigit() else 1
             fileio.write_json(folder / "metrics.json", metrics)
             reseal(folder)
     write_report(one)
@@ -293,5 +295,5 @@ def test_report_grows_with_seed_groups_not_runs(evaluated, tmp_path):
     small, big = (one / "report.html").stat().st_size, (three / "report.html").stat().st_size
     assert big < 1.1 * small, (small, big)
     page = (three / "report.html").read_text()
-    assert "9 run(s) in 3 seed groups" in page and "Differences over seeds" in page
-    assert page.count("<option value=") == 3  # one detail per group
+    assert f"{3 * len(EVALUATED_RUNS)} run(s) in {len(EVALUATED_RUNS)} seed groups" in page
+    assert "Differences over seeds" in page and page.count("<option value=") == len(EVALUATED_RUNS)  # one per group

@@ -27,6 +27,7 @@ from hseval.io.output import OutputFolder
 from hseval.io.results import load_evaluation
 from hseval.reporting.tensorboard import metadata_rows, pbtxt_string, tsv_cell
 from hseval.tree.hierarchy import Hierarchy
+from tests.conftest import EVALUATED_RUNS
 
 tensorboard = pytest.importorskip("tensorboard", reason="reading the export back needs TensorBoard "
                                                         "(pip install -e '.[dev]')")
@@ -126,7 +127,7 @@ def test_export_of_a_real_evaluation_reads_back_in_tensorboard(evaluated, tmp_pa
     assert code == 0, err
     found = read_export(out)
     evaluation = load_evaluation(evaluated)
-    assert sorted(found) == sorted(r.name for r in evaluation.runs) == ["multitask", "plain", "riemann"]
+    assert sorted(found) == sorted(r.name for r in evaluation.runs) == EVALUATED_RUNS
     for run in evaluation.runs:
         check_run(*found[run.name], run)
     assert found["riemann"][0].shape == (200 + 13, 128)  # the riemann head's class vectors are points too

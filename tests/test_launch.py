@@ -111,3 +111,18 @@ def test_reproduce_paper_submits_each_table_through_the_launcher(capsys, monkeyp
         assert (args.launcher, args.slurm_partition, args.slurm_time) == ("slurm", "gpu", 600)
     with pytest.raises(SystemExit):
         module.main(["4", "--dry-run", "--slurm-partition", "gpu"])  # --slurm-* without --launcher
+
+
+def test_a_device_listed_twice_is_two_processes_sharing_the_cores(fashion_like, tmp_path, capsys):
+    """``--devices cpu,cpu``: two processes (they were merged into one), each run with the cores'
+    share of threads unless it sets its own."""
+    import os
+
+    argv = ["train-all", "--data-root", str(fashion_like), "--quiet", "--set", "optim.epochs=1", "--set",
+            "data.train_subset=64", "--set", "data.batch_size=32", "--heads", "plain,hxe", "--devices", "cpu,cpu"]
+    assert main([*argv, "--out", str(tmp_path / "runs")]) == 0
+    assert capsys.readouterr().out.count(" s on cpu") == 2
+    for head in ("plain", "hxe"):
+        meta = load_run(tmp_path / "runs" / head).meta
+        assert meta["device"]["threads"] == max(1, (os.cpu_count() or 1) // 2)
+        assert meta["training"]["engine"]["threads"] == max(1, (os.cpu_count() or 1) // 2)

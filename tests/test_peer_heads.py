@@ -4,6 +4,7 @@ cannot take (classes at different depths). Float64 throughout."""
 
 from __future__ import annotations
 
+import argparse
 import json
 from pathlib import Path
 
@@ -13,12 +14,17 @@ import torch
 import torch.nn.functional as F
 
 import hseval
+from hseval.cli.main import main
+from hseval.cli.train import plan_runs
 from hseval.core.errors import ConfigError
+from hseval.evaluation.stages import PROBABILITY_METRICS
+from hseval.io.results import load_evaluation
 from hseval.metrics import hierarchical_distance
-from hseval.nn.heads import create_head
+from hseval.nn.heads import create_head, list_heads
 from hseval.nn.heads.barz_denzler import class_embeddings
 from hseval.nn.heads.lca import TargetBuckets, bucket_sizes, top_chain
 from hseval.tree.hierarchy import Hierarchy
+from tests.fake_datasets import write_image
 from tests.helpers import fashion_tree, random_tree, unbalanced
 
 FIXTURES = Path(__file__).parent / "fixtures"
@@ -282,3 +288,60 @@ def test_peer_options_out_of_range(name, options, message):
 def test_a_tree_of_one_class_is_refused_naming_the_method(name):
     with pytest.raises(ConfigError, match=rf"head '{name}' needs a tree of two classes or more"):
         create_head(name, Hierarchy(["only", "group"], [1, -1], 1), 8)
+
+
+# ---------------------------------------------------------------------- on the command line
+def _plan(heads: str) -> list[str]:
+    return [head for head, _, _ in plan_runs(argparse.Namespace(heads=heads, seeds=None, sweep=[]))]
+
+
+def test_heads_take_groups_and_names():
+    assert _plan("peers") == ["hxe", "soft-labels", "barz-denzler", "nbdt"]
+    assert _plan("paper") == list_heads("paper") and len(_plan("paper")) == 8
+    assert _plan("all") == list_heads() and len(_plan("all")) == 12
+    assert _plan("paper,nbdt") == [*list_heads("paper"), "nbdt"]
+    with pytest.raises(ConfigError, match="two runs would be written to 'hxe'"):
+        _plan("peers,hxe")
+    with pytest.raises(ConfigError, match="unknown head 'peer'; choose one of plain"):
+        _plan("peer")
+
+
+@pytest.mark.parametrize(("head", "option", "message"), [
+    ("hxe", "alpha=-0.5", "hxe alpha must be a number from 0 to 80"),
+    ("soft-labels", "beta=0", "soft-labels beta must be a positive number"),
+    ("nbdt", "tree_weight=-1", "nbdt tree_weight must be a number >= 0"),
+    ("barz-denzler", "xent_weight=.nan", "model.head_options.xent_weight must be a finite number"),
+])
+def test_an_option_out_of_range_is_one_line_before_anything_is_written(fashion_like, tmp_path, capsys, head, option,
+                                                                       message):
+    code = main(["train", "--head", head, "--data-root", str(fashion_like), "--set", f"model.head_options.{option}",
+                 "--quiet", "--out", str(tmp_path / "run")])
+    err = capsys.readouterr().err
+    assert code == 2 and message in err and len(err.strip().splitlines()) == 1, err
+    assert not (tmp_path / "run").exists()
+
+
+@pytest.mark.parametrize("head", ["soft-labels", "barz-denzler"])
+def test_a_tree_a_peer_cannot_use_is_refused_before_training(tmp_path, capsys, head):
+    data = tmp_path / "data"
+    for split in ("train", "test"):
+        for k in range(2):
+            write_image(data / split / "tabby" / f"{k}.jpg")
+    (tmp_path / "one.txt").write_text("animal/cat/tabby\n")
+    code = main(["train", "--head", head, "--dataset", "image-folder", "--data-root", str(data), "--hierarchy",
+                 str(tmp_path / "one.txt"), "--backbone", "small-cnn", "--set", "data.batch_size=2", "--quiet",
+                 "--out", str(tmp_path / "run")])
+    err = capsys.readouterr().err
+    assert code == 2 and f"head '{head}' needs a tree of two classes or more" in err
+    assert not (tmp_path / "run").exists()
+
+
+def test_barz_denzler_scores_are_no_probabilities_in_its_evaluation(evaluated):
+    runs = {run.head: run for run in load_evaluation(evaluated).runs}
+    cosine, nbdt = runs["barz-denzler"], runs["nbdt"]
+    for key in PROBABILITY_METRICS:
+        assert key not in cosine.metrics and "cosine similarities, whose softmax is no probability" in \
+            cosine.unavailable[key]
+    assert cosine.metrics["method"]["citation"].startswith("Barz & Denzler")
+    # NBDT's own super-class scores are its path probabilities: "own scores" at every level
+    assert set(nbdt.metrics["superclass_acc_from_levels"]) == {"1", "2"} and "ece" in nbdt.metrics

@@ -24,6 +24,7 @@ from hseval.io.prediction_format import read_class_list, read_predictions
 from hseval.io.results import load_evaluation
 from hseval.metrics import HierarchicalMetrics
 from hseval.tree import write_hierarchy
+from tests.conftest import EVALUATED_RUNS
 from tests.helpers import examples, fashion_tree, read_rows
 
 
@@ -91,7 +92,7 @@ def test_a_foreign_model_is_evaluated_reported_and_shown_beside_hseval_runs(outp
 
     evaluation = load_evaluation(out, strict=True)
     names = {r.name for r in evaluation.runs}
-    assert {"mlp", "mlp-scores", "mlp-labels"} <= names and len(names) == 6  # beside the 3 hseval runs
+    assert names == {"mlp", "mlp-scores", "mlp-labels", *EVALUATED_RUNS}  # beside the hseval runs
     full, scores, labels = evaluation.run("mlp"), evaluation.run("mlp-scores"), evaluation.run("mlp-labels")
     reference = HierarchicalMetrics(tree, topk=(1, 5, 20))
     reference.update(arrays["logits"], arrays["targets"], {1: arrays["level_scores_1"]})

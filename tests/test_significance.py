@@ -169,6 +169,12 @@ def test_seed_groups_gather_runs_that_differ_only_by_seed(evaluated):
     groups = seed_groups(many)
     assert [(g.name, len(g.runs)) for g in groups] == [("plain ×3", 3), ("riemann ×2", 2), ("multitask", 1)]
     assert groups[0].seeds == [0, 1, 2]
+    # a seed's mark is cut from the common name, never a head's last letter (it read "soft-label ×2")
+    named = {"soft-labels": ["soft-labels", "soft-labels-2"], "plain": ["plain-seed0", "plain-seed1"],
+             "nbdt": ["nbdt_s1", "nbdt_s2"], "hxe": ["hxe-0", "hxe-1"]}
+    for expected, names in named.items():
+        group = seed_groups([_with_seed(runs["plain"], name, s) for s, name in enumerate(names)])[0]
+        assert group.name == f"{expected} ×2"
 
 
 def test_compare_groups_pairs_by_seed(evaluated):

@@ -40,6 +40,7 @@ from hseval.evaluation.stages import (
     norm_summary,
     sample_stage,
     scores_stage,
+    without_probabilities,
 )
 from hseval.evaluation.writer import (
     evaluated_sources,
@@ -227,6 +228,9 @@ def _stages(run: Run, root: OutputFolder, *, name: str, options: EvalOptions,
     head, meta = run.model.head, run.meta
     scores_stage(evaluation, scores, no_level_scores=f"head {run.head_name!r} has no super-class scores of its own "
                                                      "(only its class scores)")
+    if head.scores != "logits":
+        without_probabilities(evaluation, f"head {run.head_name!r} scores the classes by {head.scores}, whose softmax "
+                                          "is no probability")
     evaluation.describe(head=run.head_name, backbone=meta["model"]["backbone"]["name"], dataset=meta["dataset"]["name"],
                         split=options.split, seed=meta.get("seed"), training=meta.get("training", {}),
                         radius=meta["model"]["head"]["config"].get("radius"), method=head.about(),

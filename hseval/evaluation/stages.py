@@ -24,8 +24,8 @@ from hseval.metrics.crm import CrmMetrics
 from hseval.metrics.streaming import NO_LEVEL_SCORES
 from hseval.tree.hierarchy import Hierarchy
 
-__all__ = ["KS", "BLOCK", "block_rows", "Evaluation", "Scores", "check_sample_options", "norm_summary", "scores_stage",
-           "geometry_stage", "sample_stage"]
+__all__ = ["KS", "BLOCK", "PROBABILITY_METRICS", "block_rows", "Evaluation", "Scores", "check_sample_options",
+           "norm_summary", "scores_stage", "without_probabilities", "geometry_stage", "sample_stage"]
 
 KS = (1, 5, 20)
 """The k of the top-k metrics that ``hseval evaluate`` reports."""
@@ -166,6 +166,18 @@ def scores_stage(evaluation: Evaluation, scores: Scores, *, no_level_scores: str
     evaluation.arrays[eval_format.PREDICTIONS] = {"targets": np.concatenate(scores.targets),
                                                   "topk": np.concatenate(scores.topk),
                                                   "levels": np.concatenate(scores.levels)}
+
+
+PROBABILITY_METRICS = ("ece", "reliability", "cross_entropy", "crm")
+"""The metrics that read a softmax of the scores as the model's probabilities."""
+
+
+def without_probabilities(evaluation: Evaluation, why: str) -> None:
+    """The metrics of :data:`PROBABILITY_METRICS` marked unavailable (``why``), for scores whose
+    softmax is no probability."""
+    for key in PROBABILITY_METRICS:
+        evaluation.metrics.pop(key, None)
+        evaluation.metrics["unavailable"][key] = why
 
 
 def geometry_stage(evaluation: Evaluation, vectors: tuple[np.ndarray, str] | None, radii: np.ndarray | None, *,

@@ -27,8 +27,14 @@ from hseval.reporting import sections as report_charts
 from hseval.reporting.columns import column_help, display_name, identity, level_legend
 from hseval.reporting.html import Detail, Section, anchor, page
 from hseval.reporting.paper_tables import paper_cells, paper_table, to_latex, to_markdown
-from hseval.reporting.summary import (grouped_summary, level_table, mark_unavailable, methods_table, summary_table,
-                                     unavailable_table)
+from hseval.reporting.summary import (
+    grouped_summary,
+    level_table,
+    mark_unavailable,
+    methods_table,
+    summary_table,
+    unavailable_table,
+)
 
 __all__ = ["write_report", "render"]
 

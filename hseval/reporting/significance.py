@@ -188,7 +188,9 @@ class SeedGroup:
         return [r.metrics.get("seed") for r in self.runs]
 
 
-_SEED_SUFFIX = re.compile(r"[-_.]*(seed|s)?[-_.]*[0-9]*$")
+_SEED_SUFFIX = re.compile(r"(?:[-_.]+(?:seed|s)?[-_.]*[0-9]*|[0-9]+)$")
+"""A seed's mark at the end of a group's common name (``-s``, ``_seed``, ``-``, digits): a separator or
+digits first, so that a name ending in "s" (``soft-labels``) keeps it."""
 
 
 def _group_name(runs: list[RunResult]) -> str:

@@ -64,6 +64,8 @@ def class_embeddings(hierarchy: Hierarchy) -> np.ndarray:
 class BarzDenzlerHead(Head):
     """Fixed class embeddings whose dot products are 1 − d/max d; a linear map into them, trained by cosine loss."""
 
+    scores = "cosine similarities"
+
     def __init__(self, hierarchy: Hierarchy, in_features: int, *, xent_weight: float = 0.1) -> None:
         if not (xent_weight >= 0 and math.isfinite(xent_weight)):
             raise ConfigError(f"barz-denzler xent_weight must be a number >= 0 (the weight of the cross-entropy beside "

@@ -48,6 +48,9 @@ class Head(nn.Module):
     """
 
     name: ClassVar[str] = ""
+    scores: ClassVar[str] = "logits"
+    """What ``forward`` gives: "logits", whose softmax is a distribution over the classes, or another
+    kind of score (Barz & Denzler's cosines), whose softmax is no probability."""
     description: ClassVar[str] = ""
     citation: ClassVar[str] = ""
     group: ClassVar[str] = "paper"
