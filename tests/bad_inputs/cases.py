@@ -1180,6 +1180,28 @@ cli("seed-beyond-32-bits", "`--set engine.seed=4294967296`", "--set: engine.seed
 cli("head-option-infinite", "`--set model.head_options.level_weight=.inf` (used to train, then fail)",
     "--set: model.head_options.level_weight must be a finite number of at most 3.4e+38 in size, got inf",
     lambda tmp, good: fashion_train(tmp, good, "--head", "multitask", "--set", "model.head_options.level_weight=.inf"))
+cli("hxe-alpha-negative", "`--head hxe --set model.head_options.alpha=-0.5`", "hxe alpha must be a number "
+    "from 0 to 80 (the weight of an edge at depth k is exp(-alpha*k)), got -0.5 (set head options with --set "
+    "model.head_options.NAME=VALUE)",
+    lambda tmp, good: fashion_train(tmp, good, "--head", "hxe", "--set", "model.head_options.alpha=-0.5"))
+cli("soft-labels-beta-zero", "`--head soft-labels --set model.head_options.beta=0`", "soft-labels "
+    "beta must be a positive number (larger: closer to one-hot targets), got 0.0 (set head options with --set "
+    "model.head_options.NAME=VALUE)",
+    lambda tmp, good: fashion_train(tmp, good, "--head", "soft-labels", "--set", "model.head_options.beta=0"))
+cli("nbdt-weight-nan", "`--head nbdt --set model.head_options.tree_weight=.nan`", "--set: "
+    "model.head_options.tree_weight must be a finite number of at most 3.4e+38 in size, got nan",
+    lambda tmp, good: fashion_train(tmp, good, "--head", "nbdt", "--set", "model.head_options.tree_weight=.nan"))
+
+
+@case("peer-one-class-tree", "cli", "`--head soft-labels` on an image folder of one class and its tree",
+      "head 'soft-labels' needs a tree of two classes or more: its targets are scaled by the largest distance between "
+      "two classes, which is 0 here")
+def _(tmp, good):
+    root, tree = image_folder(tmp, classes=("a",))
+    return ["train", "--head", "soft-labels", "--dataset", "image-folder", "--data-root", str(root), "--hierarchy",
+            str(tree), "--backbone", "small-cnn", "--set", "data.batch_size=2", "--quiet", "--out", str(tmp / "r")]
+
+
 predictions_case("predictions-logits-that-are-probabilities", "`--predictions` .npz whose `logits` are softmax "
                  "outputs", "p.npz: 'logits' hold probabilities, not logits (every row in [0, 1] sums to 1); save "
                  "softmax outputs as 'probs'", lambda a: a.update(logits=np.full((12, 10), 0.1)))
