@@ -1,5 +1,5 @@
 """Every page of the dashboard through ``streamlit.testing.v1.AppTest`` on a real evaluation folder
-(the session fixture ``evaluated``: plain, multitask, riemann): no exception, the expected
+(the session fixture ``evaluated``: three of the paper's heads and the four peers): no exception, the expected
 elements, widgets driven by ``key=`` change what is shown, and damaged folders give messages."""
 
 from __future__ import annotations
@@ -37,6 +37,15 @@ def test_overview_shows_the_runs_table_and_level_bars(at):
     assert "overview_levels" in charts
     assert {t["name"].split(" (")[0] for t in charts["overview_levels"]["data"]} == set(EVALUATED_RUNS)
     assert not at.error
+
+
+def test_overview_says_what_each_method_is_and_cites_it(at):
+    methods = at.table[0].value
+    assert sorted(methods.index) == EVALUATED_RUNS  # one row per head, whole (a table, not a scrolled grid)
+    assert methods.loc["nbdt", "reference"] == "Wan et al., NBDT: Neural-Backed Decision Trees, ICLR 2021"
+    assert methods.loc["hxe", "group"] == "peers" and methods.loc["riemann", "group"] == "paper"
+    assert methods.loc["soft-labels", "what it is"].startswith("Cross-entropy against soft targets")
+    assert not any("``" in text for text in methods["what it is"])
 
 
 def test_run_selection_filters_the_other_pages(at):

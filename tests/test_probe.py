@@ -85,12 +85,12 @@ def test_extraction_continues_where_it_stopped(fashion_like, init_file, tmp_path
 def test_train_all_probe(fashion_like, init_file, tmp_path, capsys):
     out = tmp_path / "probes"
     argv = ["train-all", "--probe", "--data-root", str(fashion_like), "--backbone", "small-cnn", "--init",
-            str(init_file), "--heads", "plain,hierarchy", "--quiet", "--set", "optim.epochs=1", "--set",
+            str(init_file), "--heads", "plain,hierarchy,nbdt", "--quiet", "--set", "optim.epochs=1", "--set",
             "data.train_subset=64", "--set", "data.batch_size=32", "--set", "data.test_subset=100", "--out", str(out)]
     assert main(argv) == 0
     printed = capsys.readouterr().out
-    assert "plain:" in printed and "hierarchy:" in printed and "on cpu" in printed
-    for head in ("plain", "hierarchy"):
+    assert "plain:" in printed and "hierarchy:" in printed and "nbdt:" in printed and "on cpu" in printed
+    for head in ("plain", "hierarchy", "nbdt"):  # a peer probes as the paper's heads do
         meta = load_run(out / head).meta
         assert meta["training"]["model"]["freeze_backbone"] is True and meta["training"]["data"]["augment"] is False
         assert meta["features"]["path"].startswith(str(out / probe.FEATURES))

@@ -58,7 +58,7 @@ def render(ctx: Context) -> None:
         notes.append(f"Levels: {markdown(level_legend(tree))}.")
     st.caption(" ".join(notes))
     st.subheader("Methods")
-    st.dataframe(methods_table(ctx.available), hide_index=True, key="overview_methods")
+    st.table(methods_table(ctx.available).set_index("head"))  # a few rows of prose: shown whole, wrapped
     st.caption("What each head is and the paper it comes from: 'paper' marks the heads of Scieur & Kim (ICML 2021) "
                "and its comparison, 'peers' the hierarchy-aware methods of other papers.")
     _not_available(ctx.available)

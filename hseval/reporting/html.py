@@ -27,6 +27,7 @@ STYLE = ("body{font-family:system-ui,sans-serif;margin:2em auto;max-width:1300px
          "table{border-collapse:collapse;font-size:13px;margin:1em 0;display:block;overflow-x:auto;max-width:100%}"
          "td,th{border:1px solid #ccc;padding:3px 6px;text-align:right;white-space:nowrap}th{background:#f3f3f3}"
          "td:first-child,th:first-child{text-align:left;position:sticky;left:0;background:#fafafa}"
+         "td.text{text-align:left;white-space:normal;min-width:7em;max-width:32em}"
          "h2{margin-top:2.2em;border-bottom:1px solid #ddd}.guide{color:#555;margin:.2em 0 .6em}"
          ".problem{color:#a00}nav ol{columns:2}.chart{min-height:300px}details.columns{font-size:13px;color:#444}"
          "details.columns dt{font-weight:600}details.columns dd{margin:0 0 .4em 1.2em}th[title]{cursor:help}"
@@ -128,16 +129,31 @@ class _Figures:
                 f"<script type='application/json' id='{name}-json'>{data}</script>")
 
 
+_NUMBER = re.compile(r"[<>+\-−]?\s*\d[\d.,]*(e[+-]?\d+)?( ± [\d.,]+)?")
+"""A number written as text ("0.8022", "< 0.0001", "0.81 ± 0.02"): aligned as a number."""
+
+
+def _cell(value) -> str:
+    """A table cell: a number right-aligned on one line, text (a name, a reason, a citation) left-aligned
+    and wrapped, so that a long cell keeps the table within the page and stays readable."""
+    if isinstance(value, str):
+        return f"<td>{html(value)}</td>" if _NUMBER.fullmatch(value) else f"<td class='text'>{html(value)}</td>"
+    if value is None or (isinstance(value, float) and value != value):
+        return "<td></td>"
+    if isinstance(value, float):
+        return f"<td>{value:.4f}</td>"
+    return f"<td>{html(value)}</td>"
+
+
 def _table(frame: pd.DataFrame, helps: dict[str, str]) -> str:
     """The table, each column's help in its header's hover and listed below it."""
     if frame.empty:
         return "<p><em>(none)</em></p>"
-    shown = pd.DataFrame({html(c): frame[c].map(lambda v: html(v) if isinstance(v, str) else v) for c in frame})
-    text = shown.to_html(index=False, escape=False, float_format=lambda v: f"{v:.4f}", na_rep="", border=0)
+    head = "".join(f"<th title='{html(helps[c])}'>{html(c)}</th>" if c in helps else f"<th>{html(c)}</th>"
+                   for c in frame.columns)
+    rows = "".join("<tr>" + "".join(_cell(v) for v in row) + "</tr>" for row in frame.itertuples(index=False))
+    text = f"<table><thead><tr>{head}</tr></thead><tbody>{rows}</tbody></table>"
     described = [c for c in frame.columns if c in helps]
-    for column in described:
-        name = html(column)
-        text = text.replace(f"<th>{name}</th>", f"<th title='{html(helps[column])}'>{name}</th>", 1)
     if described:
         text += ("<details class='columns'><summary>What the columns mean</summary><dl>"
                  + "".join(f"<dt>{html(c)}</dt><dd>{html(helps[c])}</dd>" for c in described) + "</dl></details>")

@@ -123,7 +123,7 @@ def register_head(name: str, *, group: str = "paper", citation: str = "") -> Cal
 
     def decorate(cls: type[Head]) -> type[Head]:
         cls.name, cls.group, cls.citation = name, group, citation
-        cls.description = (cls.__doc__ or "").strip().splitlines()[0]
+        cls.description = (cls.__doc__ or "").strip().splitlines()[0].replace("``", "")  # read as text, not reST
         return HEADS.add(name, cls)
 
     return decorate
