@@ -345,3 +345,28 @@ def test_barz_denzler_scores_are_no_probabilities_in_its_evaluation(evaluated):
     assert cosine.metrics["method"]["citation"].startswith("Barz & Denzler")
     # NBDT's own super-class scores are its path probabilities: "own scores" at every level
     assert set(nbdt.metrics["superclass_acc_from_levels"]) == {"1", "2"} and "ece" in nbdt.metrics
+
+
+@pytest.mark.parametrize("name", list_heads("peers"))
+def test_peer_losses_pass_gradcheck_in_float64(name):
+    tree = unbalanced()
+    default = torch.get_default_dtype()
+    torch.set_default_dtype(torch.float64)
+    try:
+        head = create_head(name, tree, 6)
+    finally:
+        torch.set_default_dtype(default)
+    z = torch.randn(4, 6, dtype=torch.float64, requires_grad=True)
+    target = torch.tensor([0, 1, 2, 4])
+    assert torch.autograd.gradcheck(lambda x: head.loss(x, target)[0], (z,))
+
+
+@pytest.mark.parametrize("name", list_heads("peers"))
+def test_peer_losses_stay_float32_under_bf16_autocast(name):
+    head = create_head(name, fashion_tree(), 16)
+    z = torch.randn(8, 16, requires_grad=True)
+    with torch.autocast("cpu", dtype=torch.bfloat16):
+        loss, logits = head.loss(z.bfloat16(), torch.arange(8))
+    loss.backward()
+    assert loss.dtype == torch.float32 and torch.isfinite(loss) and torch.isfinite(z.grad).all()
+    assert logits.shape == (8, 10)

@@ -25,7 +25,7 @@ from hseval.io.output import OutputFolder
 from hseval.io.records import NonNegative, Record, write_record
 
 TEST_SUBSET = 2000  # the test images of training's tests after each epoch (and of the quick demo's evaluation)
-TRAIN_SUBSET = 8000  # three epochs of it per head: twelve heads in under two minutes on two cores
+TRAIN_SUBSET = 8000  # three epochs of it per head: twelve heads in about two minutes on two cores
 DEMO = [f"data.test_subset={TEST_SUBSET}", f"data.train_subset={TRAIN_SUBSET}"]  # the evaluation tests on all 10,000
 QUICK = [f"data.test_subset={TEST_SUBSET}", "data.train_subset=2000", "optim.epochs=1", "optim.milestones=[1]"]
 SAMPLE = 1000  # the embeddings projected per run (PCA, and t-SNE but in the quick demo)

@@ -30,8 +30,7 @@ from torch import nn
 
 from hseval.core.errors import ConfigError
 from hseval.nn.heads.base import Head, columns_cross_entropy, full_precision, register_head
-from hseval.nn.heads.lca import top_chain
-from hseval.nn.heads.soft_labels import needs_two_classes
+from hseval.nn.heads.lca import needs_two_classes, top_chain
 from hseval.nn.heads.tree import TreeIndex, all_node_weights
 from hseval.tree.hierarchy import Hierarchy
 

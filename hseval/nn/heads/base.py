@@ -36,7 +36,9 @@ class Head(nn.Module):
       terms of its own);
     - ``level_logits(z)`` -> {depth: (B, #nodes at depth)} super-class logits for depth
       1..max_depth-1 where the head has its own (the parent δ columns, or extra heads), else None;
-    - ``class_weights()`` -> (d, |L|) class vectors W where the head is linear, else None;
+    - ``class_weights()`` -> (d, |L|) class vectors W where the head has them, else None: the
+      logits of a linear head are ``z @ W``; NBDT decides on ``z @ W``, Barz & Denzler's cosines
+      are ``z @ W`` over the norm of the embedded features;
     - ``node_weights()`` -> (d, |P|) vectors w_p of every non-root node for the Δ-heads, else None;
     - ``radii()`` -> (|P|,) the radius R_p of each node where the head has one, else None;
     - ``config()`` -> the keyword arguments that rebuild the head (plain JSON types);

@@ -15,9 +15,10 @@ import numpy as np
 import torch
 from torch import nn
 
+from hseval.core.errors import ConfigError
 from hseval.tree.hierarchy import Hierarchy
 
-__all__ = ["TargetBuckets", "top_chain", "bucket_sizes", "bucket_logsumexp"]
+__all__ = ["TargetBuckets", "top_chain", "needs_two_classes", "bucket_sizes", "bucket_logsumexp"]
 
 
 def top_chain(hierarchy: Hierarchy) -> int:
@@ -28,6 +29,14 @@ def top_chain(hierarchy: Hierarchy) -> int:
     while len(children[node]) == 1 and not hierarchy.is_leaf(children[node][0]):
         node, chain = children[node][0], chain + 1
     return chain
+
+
+def needs_two_classes(head: str, hierarchy: Hierarchy) -> None:
+    """Refuse, for ``head``, a tree of one class: the largest distance between two classes, by which
+    its targets are scaled, is 0 there."""
+    if hierarchy.num_leaves < 2:
+        raise ConfigError(f"head {head!r} needs a tree of two classes or more: its targets are scaled by the largest "
+                          "distance between two classes, which is 0 here")
 
 
 def bucket_sizes(hierarchy: Hierarchy) -> np.ndarray:

@@ -23,16 +23,9 @@ import torch
 from hseval.core.errors import ConfigError
 from hseval.nn.heads.base import full_precision, register_head
 from hseval.nn.heads.hxe import MBM
-from hseval.nn.heads.lca import TargetBuckets, bucket_sizes, top_chain
+from hseval.nn.heads.lca import TargetBuckets, bucket_sizes, needs_two_classes, top_chain
 from hseval.nn.heads.plain import PlainHead
 from hseval.tree.hierarchy import Hierarchy
-
-
-def needs_two_classes(head: str, hierarchy: Hierarchy) -> None:
-    """Refuse a tree of one class, where every distance between classes is 0."""
-    if hierarchy.num_leaves < 2:
-        raise ConfigError(f"head {head!r} needs a tree of two classes or more: its targets are scaled by the largest "
-                          "distance between two classes, which is 0 here")
 
 
 def soft_targets(hierarchy: Hierarchy, beta: float) -> np.ndarray:
