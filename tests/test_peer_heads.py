@@ -88,7 +88,7 @@ def test_soft_labels_equal_making_better_mistakes(beta):
     ref, classes = MBM[f"soft_beta{beta:g}"], len(MBM["classes"])
     head = on_logits("soft-labels", reference_tree(), beta=beta)
     targets = torch.tensor(ref["targets"], dtype=torch.float64)
-    ours = head.targets[MBM["targets"]]  # by bucket: back to one probability per class
+    ours = head.table[MBM["targets"]]  # by bucket: back to one probability per class
     buckets = head.buckets(torch.tensor(MBM["targets"]))
     torch.testing.assert_close(ours.gather(1, buckets), targets, atol=1e-12, rtol=0)
     loss, grad = loss_and_grad(head, MBM["logits"], MBM["targets"])
@@ -153,7 +153,7 @@ def test_soft_labels_match_the_distance_matrix(tree):
     head = on_logits("soft-labels", tree, beta=4.0)
     target = torch.as_tensor(classes)
     buckets = head.buckets(target)
-    torch.testing.assert_close(head.targets[target].gather(1, buckets), dense, atol=1e-12, rtol=0)
+    torch.testing.assert_close(head.table[target].gather(1, buckets), dense, atol=1e-12, rtol=0)
     logits = torch.randn(tree.num_leaves, tree.num_leaves, dtype=torch.float64, requires_grad=True)
     loss, _ = head.loss(logits, target)
     expected = -(dense * logits.log_softmax(1)).sum(1).mean()

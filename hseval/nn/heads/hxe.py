@@ -27,8 +27,7 @@ import torch
 
 from hseval.core.errors import ConfigError
 from hseval.nn.heads.base import full_precision, register_head
-from hseval.nn.heads.lca import TargetBuckets, bucket_logsumexp
-from hseval.nn.heads.plain import PlainHead
+from hseval.nn.heads.lca import BucketHead, bucket_logsumexp
 from hseval.tree.hierarchy import Hierarchy
 
 MBM = "Bertinetto et al., Making Better Mistakes: Leveraging Class Hierarchies with Deep Networks, CVPR 2020"
@@ -54,24 +53,21 @@ def path_coefficients(hierarchy: Hierarchy, alpha: float) -> np.ndarray:
 
 
 @register_head("hxe", group="peers", citation=MBM)
-class HXEHead(PlainHead):
+class HXEHead(BucketHead):
     """Hierarchical cross-entropy: log-probabilities of the target's ancestors, weighted exp(−α·depth)."""
 
     def __init__(self, hierarchy: Hierarchy, in_features: int, *, alpha: float = 0.1) -> None:
         if not (0 <= alpha <= ALPHA_MAX and math.isfinite(alpha)):
             raise ConfigError(f"hxe alpha must be a number from 0 to {ALPHA_MAX:g} (the weight of an edge at depth k "
                               f"is exp(-alpha*k)), got {alpha}")
-        super().__init__(hierarchy, in_features)
+        super().__init__(hierarchy, in_features, path_coefficients(hierarchy, alpha))
         self.alpha = float(alpha)
-        self.buckets = TargetBuckets(hierarchy)
-        coefficients = torch.tensor(path_coefficients(hierarchy, self.alpha), dtype=torch.get_default_dtype())
-        self.register_buffer("coefficients", coefficients, persistent=False)
 
     def loss(self, z: torch.Tensor, target: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
         logits = self(z)
         with torch.autocast(z.device.type, enabled=False):
-            sums = bucket_logsumexp(full_precision(logits), self.buckets(target), self.coefficients.shape[1])
-            return (self.coefficients[target] * sums).sum(1).mean(), logits
+            sums = bucket_logsumexp(full_precision(logits), self.buckets(target), self.table.shape[1])
+            return (self.table[target] * sums).sum(1).mean(), logits
 
     def config(self) -> dict:
         return {"alpha": self.alpha}

@@ -16,9 +16,10 @@ import torch
 from torch import nn
 
 from hseval.core.errors import ConfigError
+from hseval.nn.heads.plain import PlainHead
 from hseval.tree.hierarchy import Hierarchy
 
-__all__ = ["TargetBuckets", "top_chain", "needs_two_classes", "bucket_sizes", "bucket_logsumexp"]
+__all__ = ["TargetBuckets", "BucketHead", "top_chain", "needs_two_classes", "bucket_sizes", "bucket_logsumexp"]
 
 
 def top_chain(hierarchy: Hierarchy) -> int:
@@ -74,6 +75,16 @@ class TargetBuckets(nn.Module):
         for row, own in zip(self.ancestors, mine):  # depth by depth: the paths agree down to the LCA
             meet += row[None, :] == own[:, None]
         return self.depth[target][:, None] - meet  # int64: depth(y) − depth(LCA)
+
+
+class BucketHead(PlainHead):
+    """A flat linear layer whose loss reads, for each target, its row of a per-class ``table``
+    (|L|, max_depth + 1) by bucket: HXE's coefficients, the soft labels' targets."""
+
+    def __init__(self, hierarchy: Hierarchy, in_features: int, table: np.ndarray) -> None:
+        super().__init__(hierarchy, in_features)
+        self.buckets = TargetBuckets(hierarchy)
+        self.register_buffer("table", torch.tensor(table, dtype=torch.get_default_dtype()), persistent=False)
 
 
 def bucket_logsumexp(logits: torch.Tensor, buckets: torch.Tensor, size: int) -> torch.Tensor:

@@ -23,8 +23,7 @@ import torch
 from hseval.core.errors import ConfigError
 from hseval.nn.heads.base import full_precision, register_head
 from hseval.nn.heads.hxe import MBM
-from hseval.nn.heads.lca import TargetBuckets, bucket_sizes, needs_two_classes, top_chain
-from hseval.nn.heads.plain import PlainHead
+from hseval.nn.heads.lca import BucketHead, bucket_sizes, needs_two_classes, top_chain
 from hseval.tree.hierarchy import Hierarchy
 
 
@@ -41,18 +40,15 @@ def soft_targets(hierarchy: Hierarchy, beta: float) -> np.ndarray:
 
 
 @register_head("soft-labels", group="peers", citation=MBM)
-class SoftLabelsHead(PlainHead):
+class SoftLabelsHead(BucketHead):
     """Cross-entropy against soft targets softmax(−β·d(y, ·)/max d), d the height of the lowest common ancestor."""
 
     def __init__(self, hierarchy: Hierarchy, in_features: int, *, beta: float = 10.0) -> None:
         if not (beta > 0 and math.isfinite(beta)):
             raise ConfigError(f"soft-labels beta must be a positive number (larger: closer to one-hot targets), "
                               f"got {beta}")
-        super().__init__(hierarchy, in_features)
+        super().__init__(hierarchy, in_features, soft_targets(hierarchy, beta))
         self.beta = float(beta)
-        self.buckets = TargetBuckets(hierarchy)
-        targets = torch.tensor(soft_targets(hierarchy, self.beta), dtype=torch.get_default_dtype())
-        self.register_buffer("targets", targets, persistent=False)
 
     @classmethod
     def check_tree(cls, hierarchy: Hierarchy) -> None:
@@ -63,7 +59,7 @@ class SoftLabelsHead(PlainHead):
         with torch.autocast(z.device.type, enabled=False):
             x = full_precision(logits)
             buckets = self.buckets(target)
-            weights = self.targets[target]  # (B, max_depth + 1): each class's share, by bucket
+            weights = self.table[target]  # (B, max_depth + 1): each class's share of the target, by bucket
             sums = torch.zeros_like(weights).scatter_add(1, buckets, x)
             return (torch.logsumexp(x, dim=1) - (weights * sums).sum(1)).mean(), logits
 
