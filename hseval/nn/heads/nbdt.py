@@ -6,7 +6,9 @@ A linear layer gives class logits. Each inner node decides between its children 
 over the children's logits, a child's logit being the mean of the class logits below it (the
 embedded decision rule: the logit of the mean of the class vectors below the child); a class's
 probability is the product of the decisions along its path. The model's scores are the log of
-those path probabilities, so the super-class scores of every depth come with them.
+those path probabilities, so the super-class scores of every depth come with them. The inner-node
+vector NBDT defines, the mean of the class vectors below the node, is what the geometry measures
+for every head without node vectors of its own ("centroid" vectors).
 
 The loss is NBDT's: ``CE(logits, y) + tree_weight · CE(p, y)`` with p the soft-inference path
 probabilities, which their code hands to ``nn.CrossEntropyLoss`` as they are (as logits: a softmax
@@ -20,7 +22,6 @@ from __future__ import annotations
 import math
 
 import torch
-import torch.nn.functional as F
 from torch import nn
 
 from hseval.core.errors import ConfigError
@@ -100,12 +101,6 @@ class NBDTHead(Head):
 
     def class_weights(self) -> torch.Tensor:
         return self.classifier.weight.detach().t()
-
-    def node_weights(self) -> torch.Tensor:
-        """NBDT's inner-node vectors: the mean of the class vectors below each node."""
-        weight = self.classifier.weight.detach()
-        means = F.embedding_bag(self.index.super_leaves, weight, self.index.super_leaves_offsets, mode="mean")
-        return torch.cat([weight, means]).t()
 
     def config(self) -> dict:
         return {"tree_weight": self.tree_weight}
