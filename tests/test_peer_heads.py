@@ -372,3 +372,14 @@ def test_peer_losses_stay_float32_under_bf16_autocast(name):
     loss.backward()
     assert loss.dtype == torch.float32 and torch.isfinite(loss) and torch.isfinite(z.grad).all()
     assert logits.shape == (8, 10)
+
+
+def test_buckets_count_past_255_levels():
+    """A chain 300 levels deep (uint8 counts would wrap): a class meets its sibling at depth 300."""
+    names, parents = ["x", "y"], [2, 2]
+    for k in range(300):
+        names.append(f"n{k}")
+        parents.append(len(names) if k < 299 else -1)
+    tree = Hierarchy(names, parents, 2)
+    buckets = TargetBuckets(tree)(torch.tensor([0, 1]))
+    assert tree.max_depth == 301 and buckets.tolist() == [[0, 1], [1, 0]]

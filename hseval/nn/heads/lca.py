@@ -65,13 +65,13 @@ class TargetBuckets(nn.Module):
         rows = hierarchy.ancestor_table[: hierarchy.num_leaves]  # (|L|, max_depth), -1 past a class's depth
         self.register_buffer("ancestors", torch.as_tensor(rows.T.astype(np.int32)).contiguous(), persistent=False)
         self.register_buffer("depth", torch.tensor(hierarchy.depth[: hierarchy.num_leaves]), persistent=False)
-        self.max_depth = hierarchy.max_depth
+        self.count = torch.uint8 if hierarchy.max_depth <= 255 else torch.int16  # depths up to MAX_DEPTH (1,000)
 
     def forward(self, target: torch.Tensor) -> torch.Tensor:
         """(B, |L|) int64 bucket of each class for each of the (B,) targets."""
         mine = self.ancestors[:, target]  # (max_depth, B): the targets' paths
         mine = torch.where(mine >= 0, mine, -2)  # a target's padding never equals a class's (-1)
-        meet = torch.zeros(len(target), self.ancestors.shape[1], dtype=torch.uint8, device=target.device)
+        meet = torch.zeros(len(target), self.ancestors.shape[1], dtype=self.count, device=target.device)
         for row, own in zip(self.ancestors, mine):  # depth by depth: the paths agree down to the LCA
             meet += row[None, :] == own[:, None]
         return self.depth[target][:, None] - meet  # int64: depth(y) − depth(LCA)
