@@ -16,12 +16,12 @@ import pandas as pd
 
 from hseval.metrics.confusion import tree_order
 from hseval.reporting.significance import group_levels, seed_groups
-from hseval.reporting.summary import level_long
+from hseval.reporting.summary import history_long, level_long
 from hseval.tree.hierarchy import Hierarchy
 
 __all__ = ["overview_columns", "node_path", "node_paths", "per_node_difference", "worst_children", "confused_pairs",
            "confusion_within", "find_nodes", "page_of", "concat_runs", "tree_agreement", "depth_summary",
-           "children_of", "child_pair_angles", "node_accuracy", "history", "clicked_node", "accuracy_at",
+           "children_of", "child_pair_angles", "node_accuracy", "clicked_node", "accuracy_at",
            "matrix_labels", "busiest_superclass", "metric_deltas", "versus_baseline", "level_frame", "grouped_history"]
 
 SEP = " / "
@@ -228,11 +228,6 @@ def child_pair_angles(pairs: pd.DataFrame, hierarchy: Hierarchy, node: int) -> p
                          "angle": sub["angle"].to_numpy()})
 
 
-def history(runs: dict[str, list[dict]]) -> pd.DataFrame:
-    """Per-epoch training history of each run (run.json's ``history``) as one long table."""
-    return pd.DataFrame([{**epoch, "run": name} for name, epochs in runs.items() for epoch in epochs])
-
-
 def clicked_node(selection: Any, hierarchy: Hierarchy) -> int | None:
     """The node a click on a sunburst/treemap chose, from Streamlit's plotly selection event:
     the sector's ``customdata`` (its node index, see :func:`hseval.reporting.charts.node_sunburst`), else
@@ -309,10 +304,6 @@ def level_frame(runs: list, *, group_seeds: bool) -> pd.DataFrame:
 
 
 def grouped_history(runs: list, *, group_seeds: bool) -> pd.DataFrame:
-    """Per-epoch test accuracy per run, or its mean over the seeds of each group."""
-    frame = history({r.name: r.history for r in runs})
-    if not group_seeds or frame.empty or "test_acc" not in frame:
-        return frame
-    names = {r.name: g.name for g in seed_groups(runs) for r in g.runs}
-    frame = frame.assign(run=frame["run"].map(names))
-    return frame.groupby(["run", "epoch"], sort=False, as_index=False)["test_acc"].mean()
+    """The accuracy training measured after each epoch, per run, or its mean over the seeds of each group."""
+    names = {r.name: g.name for g in seed_groups(runs) for r in g.runs} if group_seeds else None
+    return history_long(runs, names=names)

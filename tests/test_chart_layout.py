@@ -38,7 +38,7 @@ def every_chart() -> dict:
     levels = pd.DataFrame([{"run": r, "level": lv, "depth": d, "way": w, "accuracy": 0.5 + 0.01 * k}
                            for k, r in enumerate(RUNS) for lv, d, w in (("leaf", 0, "leaf"),
                                                                         ("level 1", 1, "from leaf"))])
-    history = pd.DataFrame({"run": RUNS, "epoch": 1, "test_acc": 0.6})
+    history = pd.DataFrame({"run": RUNS, "epoch": 1, "split": "test", "accuracy": 0.6})
     bins = pd.DataFrame({"run": "plain", "confidence": [0.2, 0.8], "accuracy": [0.1, 0.9], "count": [5, 5]})
     pairs = pd.DataFrame([{"run": r, "depth": d, "kind": k, "angle": 40.0 + d} for r in RUNS for d in (1, 2)
                           for k in ("sibling", "non-sibling")])
@@ -165,9 +165,9 @@ def test_projection_hover_names_the_prediction():
 
 
 def test_guides_say_only_what_the_data_shows():
-    one_epoch = pd.DataFrame({"run": ["a", "b"], "epoch": 1, "test_acc": [0.6, 0.7]})
+    one_epoch = pd.DataFrame({"run": ["a", "b"], "epoch": 1, "accuracy": [0.6, 0.7]})
     assert "rise" not in sections.history_guide(one_epoch) and "One epoch" in sections.history_guide(one_epoch)
-    rising = pd.DataFrame({"run": ["a", "a", "b", "b"], "epoch": [1, 2, 1, 2], "test_acc": [0.5, 0.6, 0.7, 0.7]})
+    rising = pd.DataFrame({"run": ["a", "a", "b", "b"], "epoch": [1, 2, 1, 2], "accuracy": [0.5, 0.6, 0.7, 0.7]})
     assert "Still rising at the last epoch (more epochs may help): a." in sections.history_guide(rising)
     assert "seeds" not in sections.levels_guide(False) and "± std over seeds" in sections.levels_guide(True)
     tree = fashion_tree()

@@ -204,17 +204,22 @@ def test_confusion_heatmap_names_blocks_and_counts():
 
 
 def test_history_and_reliability():
-    history = pd.DataFrame({"run": "a", "epoch": [1, 2], "test_acc": [0.5, 0.6]})
+    history = pd.DataFrame({"run": "a", "epoch": [1, 2], "split": "test", "accuracy": [0.5, 0.6]})
     fig = charts.history_curves(history)
     assert [t.type for t in fig.data] == ["scatter"]
     assert (fig.layout.xaxis.dtick, fig.layout.xaxis.tickformat) == (1, "d")  # epochs 1, 2 — never 1.2, 1.4
     assert is_empty(charts.history_curves(pd.DataFrame()))
     assert fig.layout.yaxis.title.text == "test accuracy"
     # data.test_subset: the axis says on how many images training tested (the evaluation may use more)
-    subset = charts.history_curves(history.assign(test_samples=2000))
+    subset = charts.history_curves(history.assign(samples=2000))
     assert subset.layout.yaxis.title.text == "test accuracy (2,000 images)"
-    mixed = charts.history_curves(history.assign(test_samples=[2000, 10000]))
+    mixed = charts.history_curves(history.assign(samples=[2000, 10000]))
     assert mixed.layout.yaxis.title.text == "test accuracy"
+    # data.val_fraction: training tested on the held-out validation images, and the axis says so
+    held = charts.history_curves(history.assign(split="validation", samples=600))
+    assert held.layout.yaxis.title.text == "validation accuracy (600 images)"
+    both = charts.history_curves(history.assign(split=["validation", "test"]))
+    assert both.layout.yaxis.title.text == "validation or test accuracy (per run)"
     bins = pd.DataFrame({"run": "a", "confidence": [0.2, 0.8], "accuracy": [0.1, 0.9], "count": [5, 5]})
     assert [t.name for t in charts.reliability_diagram(bins).data] == ["a", "honest (diagonal)"]
     assert is_empty(charts.reliability_diagram(pd.DataFrame()))

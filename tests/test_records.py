@@ -22,8 +22,8 @@ from hseval.core.errors import ConfigError, RunFormatError
 from hseval.io import evaluation_format as eval_format
 from hseval.io.folders import MARKER
 from hseval.io.records import validation_line
-from hseval.io.run_format import HISTORY_FILE, META_FILE, meta_checksum, read_run_meta, write_history
-from hseval.io.tables import HISTORY, read_table
+from hseval.io.run_format import HISTORY_FILE, META_FILE, meta_checksum, read_run_meta
+from hseval.io.tables import HISTORY, read_table, write_history
 from hseval.train.config import load_config
 from tests.helpers import examples
 

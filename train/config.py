@@ -62,6 +62,8 @@ class DataConfig(_Section):
     hierarchy: Text | None = None        # a hierarchy file that replaces the dataset's tree
     train_subset: Positive | None = None  # a stratified random subset of the training split (CPU budgets)
     test_subset: Positive | None = None  # one of the test split, for the tests during training (quicker)
+    # a class-stratified share of the training split held out: training tests on it after each epoch
+    val_fraction: Annotated[float, Field(gt=0, lt=1)] | None = None
     batch_size: Positive = 64
     eval_batch_size: Positive = 512
     workers: int = Field(4, ge=0, le=THREADS_MAX)  # loader processes for datasets read from files

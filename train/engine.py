@@ -93,9 +93,9 @@ def train_one_epoch(step: nn.Module, optimizers: Optimizers, batches: Batches, c
 
 
 @torch.inference_mode()
-def evaluate(model: HierarchicalClassifier, batches: Batches, ctx: Context) -> dict[str, Any]:
+def evaluate(model: HierarchicalClassifier, batches: Batches, ctx: Context, *, split: str = "test") -> dict[str, Any]:
     """Loss, leaf accuracy and super-class accuracy per depth (the leaf prediction's ancestor)
-    over every sample of ``batches``."""
+    over every sample of ``batches``, keyed ``{split}_loss``, ``{split}_acc`` ..."""
     model.eval()
     metrics = HierarchicalMetrics(model.hierarchy, topk=(1,), sync_on_compute=False)  # rank 0 alone evaluates
     loss_sum, norm_sum = 0.0, 0.0
@@ -109,8 +109,8 @@ def evaluate(model: HierarchicalClassifier, batches: Batches, ctx: Context) -> d
         metrics.update_labels(logits.argmax(1).cpu(), y.cpu())
     result = metrics.compute()
     n = result["samples"]
-    return {"test_loss": loss_sum / n, "test_acc": result["top1"], "test_superclass_acc": result["superclass_acc"],
-            "test_samples": n, "feature_norm": norm_sum / n}
+    return {f"{split}_loss": loss_sum / n, f"{split}_acc": result["top1"],
+            f"{split}_superclass_acc": result["superclass_acc"], f"{split}_samples": n, "feature_norm": norm_sum / n}
 
 
 def train(config: TrainConfig, out: str | Path, *, resume: bool = False, force: bool = False,
@@ -191,7 +191,7 @@ def _epoch(s: Session, epoch: int, *, extra: dict[str, Any]) -> None:
     if ctx.rank == 0 and ((epoch + 1) % config.engine.eval_every == 0 or epoch + 1 == epochs):
         with ctx.fork_rng():  # eval_every must not change the run
             record.update(evaluate(s.trained, _test_batches(s, config.data.eval_batch_size,
-                                                            workers=config.data.workers), ctx))
+                                                            workers=config.data.workers), ctx, split=s.held))
     s.history.append(record)
     if s.writer is not None:
         s.writer.epoch(s.history, s.model, s.optimizers)
@@ -201,11 +201,12 @@ def _epoch(s: Session, epoch: int, *, extra: dict[str, Any]) -> None:
 
 
 def _test_batches(s: Session, batch_size: int, *, workers: int) -> Batches:
-    """Every test sample, in order: images, or a probe's cached features."""
+    """Every sample of the split tested after each epoch (validation, else test), in order: images,
+    or a probe's cached features."""
     if s.features is not None:
-        return s.features.test_batches(batch_size=batch_size, device=s.ctx.device)
-    return loader.eval_batches(s.data.test, batch_size=batch_size, device=s.ctx.device, device_images=s.test_images,
-                               workers=workers)
+        return s.features.eval_batches(s.held, batch_size=batch_size, device=s.ctx.device)
+    return loader.eval_batches(s.data.split(s.held), batch_size=batch_size, device=s.ctx.device,
+                               device_images=s.held_images, workers=workers)
 
 
 def _finish(s: Session, *, seconds: float) -> None:
@@ -214,10 +215,10 @@ def _finish(s: Session, *, seconds: float) -> None:
     if not distributed.same_on_all_ranks(s.dist, s.model):
         raise RuntimeError("DDP ranks ended with different weights; this is a bug in the training engine")
     if s.writer is not None:
-        final = next((h for h in reversed(s.history) if "test_acc" in h), {})
+        final = next((h for h in reversed(s.history) if f"{s.held}_acc" in h), {})
         s.writer.finish(s.model, {
             "dataset": s.data.describe(), "training": s.config.to_dict(), "seed": s.config.engine.seed,
-            "history": s.history, "metrics": {k: v for k, v in final.items() if k.startswith("test_")},
+            "history": s.history, "metrics": {k: v for k, v in final.items() if k.startswith(f"{s.held}_")},
             "device": s.ctx.describe(), "train_seconds": seconds, "train_subset": len(s.indices),
             "world_size": s.dist.world})
     distributed.barrier(s.dist)

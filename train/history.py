@@ -12,7 +12,7 @@ from typing import Any
 import numpy as np
 import torch
 
-from hseval.io import run_format
+from hseval.io import run_format, tables
 from hseval.nn.model import HierarchicalClassifier
 from hseval.train.config import TrainConfig
 from hseval.train.optim import Optimizers
@@ -21,12 +21,14 @@ __all__ = ["RunWriter", "epoch_line", "trained_state"]
 
 
 def epoch_line(head: str, record: dict[str, Any], epochs: int) -> str:
-    """The log line of an epoch's record: training loss, accuracy and speed, and the test's when it ran."""
+    """The log line of an epoch's record: training loss, accuracy and speed, and the scores of the
+    split it tested on (validation or test) when it did."""
     text = (f"{head} epoch {record['epoch']}/{epochs}: loss {record['train_loss']:.4f}, train acc "
             f"{record['train_acc']:.4f}, {record['images_per_s']:.0f} img/s")
-    if "test_acc" in record:
-        levels = ", ".join(f"L{d} {v:.4f}" for d, v in record["test_superclass_acc"].items())
-        text += f"; test acc {record['test_acc']:.4f}" + (f" (super-class {levels})" if levels else "")
+    for split in ("val", "test"):
+        if f"{split}_acc" in record:
+            levels = ", ".join(f"L{d} {v:.4f}" for d, v in record[f"{split}_superclass_acc"].items())
+            text += f"; {split} acc {record[f'{split}_acc']:.4f}" + (f" (super-class {levels})" if levels else "")
     return text
 
 
@@ -55,7 +57,7 @@ class RunWriter:
             "model": trained_state(model), "optimizers": optimizers.state_dict(), "sources": self.sources,
             "rng": {"torch": torch.get_rng_state(), "numpy": np.random.get_state()[1].tolist(),
                     "python": list(random.getstate()[1])}})
-        run_format.write_history(self.out, history)
+        tables.write_history(self.out, history)
 
     def finish(self, model: HierarchicalClassifier, meta: dict[str, Any]) -> None:
         """``run.json`` (``meta``) and the weights."""

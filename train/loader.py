@@ -10,7 +10,6 @@ batch of one); evaluation never drops a sample (:func:`hseval.data.sampling.eval
 
 from __future__ import annotations
 
-import copy
 import dataclasses
 from collections.abc import Iterator
 
@@ -21,12 +20,12 @@ from torch.utils.data import DataLoader, Dataset, Subset
 from hseval.core import sampling
 from hseval.core.errors import ConfigError
 from hseval.data import LoadedDataset, TensorImages
-from hseval.data.base import ImageFiles, TensorPreprocess, worker_errors
+from hseval.data.base import worker_errors
 from hseval.data.sampling import eval_batches
 from hseval.train.config import TrainConfig
 
 __all__ = ["epoch_generator", "stratified_subset", "epoch_order", "index_batches", "train_batches", "eval_batches",
-           "num_train_batches", "to_device_dataset", "unaugmented", "run_data"]
+           "num_train_batches", "to_device_dataset", "held_split", "run_data"]
 
 
 def epoch_generator(seed: int, epoch: int, stream: int = 0) -> torch.Generator:
@@ -40,12 +39,19 @@ def stratified_subset(labels: np.ndarray, size: int | None, seed: int) -> np.nda
 
 
 def run_data(data: LoadedDataset, config: TrainConfig) -> LoadedDataset:
-    """The data a run trains and tests on: without augmentation when ``data.augment=false``
-    (:func:`unaugmented`), its test split cut to a class-stratified random subset of
-    ``data.test_subset`` samples (quicker tests during training) when that is set."""
-    data = data if config.data.augment else unaugmented(data)
+    """The data a run trains and tests on: with ``data.val_fraction`` of its training split held out
+    as its validation split (:meth:`LoadedDataset.with_validation`), without augmentation when
+    ``data.augment=false``, its test split cut to a class-stratified random subset of
+    ``data.test_subset`` samples (quicker tests during training) when that is set. Training tests
+    after each epoch on the validation split where there is one (:func:`held_split`), else on the
+    test split."""
+    data = data.with_validation(config.data.val_fraction)
+    data = data if config.data.augment else data.without_augmentation()
     if config.data.test_subset is None:
         return data
+    if data.val is not None:
+        raise ConfigError(f"data.test_subset cuts the test split for the tests after each epoch, but {data.name} "
+                          "has a validation split, which they run on; leave data.test_subset unset")
     chosen = sampling.stratified_subset(data.test.labels, config.data.test_subset, seed=config.engine.seed,
                                         setting="data.test_subset")
     return dataclasses.replace(data, test=data.test.subset(chosen))
@@ -115,15 +121,6 @@ def train_batches(dataset: Dataset, indices: np.ndarray, *, batch_size: int, see
         yield x.to(device, non_blocking=True), y.to(device, non_blocking=True)
 
 
-def unaugmented(data: LoadedDataset) -> LoadedDataset:
-    """``data`` whose training split goes through the test split's transform (``data.augment=false``:
-    what a probe on cached features sees); the images are shared, not copied."""
-    train = copy.copy(data.train)
-    if isinstance(train, TensorImages):
-        train.preprocess = TensorPreprocess(train.preprocess.mean, train.preprocess.std)
-    elif isinstance(train, ImageFiles) and isinstance(data.test, ImageFiles):
-        train.transform = data.test.transform
-    else:
-        raise ConfigError(f"data.augment=false: the training split of {data.name!r} ({type(train).__name__}) has no "
-                          "augmentation hseval can turn off")
-    return dataclasses.replace(data, train=train, info={**data.info, "augmentation": "none (data.augment=false)"})
+def held_split(data: LoadedDataset) -> str:
+    """The split a run tests on after each epoch: "val" where it has one, else "test"."""
+    return "test" if data.val is None else "val"

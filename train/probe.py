@@ -7,7 +7,8 @@ from the file instead of computing them, so it ends where the same run trained o
 and its run folder (the whole model, run.json) is a normal run's.
 
 The file, ``features/KEY.safetensors`` in the folder of runs, holds ``train``/``test`` (N, d)
-float32 and their labels, every sample of each split in dataset order. KEY is a fingerprint of what
+float32 and their labels (and ``val`` where the data has a validation split), every sample of each
+split in dataset order. KEY is a fingerprint of what
 the features depend on: the body's tensors, the data, the batch size and the device type (so
 another seed of a randomly initialised backbone, or another dataset, gets its own file). Extraction
 writes chunks of whole evaluation batches to ``features/KEY.partial/`` as it goes, so an
@@ -45,7 +46,12 @@ FEATURES = "features"
 """The folder of a folder of runs that holds the features files."""
 CHUNK = 8192
 """Images per chunk of an extraction (rounded to whole evaluation batches)."""
-SPLITS = ("train", "test")
+
+
+def _splits(data: LoadedDataset) -> tuple[str, ...]:
+    """The splits a features file holds: the training and test splits, and the validation split where
+    there is one."""
+    return ("train", "test") if data.val is None else ("train", "val", "test")
 
 
 class FeatureView(nn.Module):
@@ -88,9 +94,10 @@ class Features:
                                         world=world):
             yield z[idx].to(device, non_blocking=True), y[idx].to(device, non_blocking=True)
 
-    def test_batches(self, *, batch_size: int, device: torch.device) -> Iterator[tuple[torch.Tensor, torch.Tensor]]:
-        """Every test sample, in order, as :func:`loader.eval_batches` gives the images."""
-        z, y = self.tensors["test"], self.tensors["test_labels"]
+    def eval_batches(self, split: str, *, batch_size: int, device: torch.device
+                     ) -> Iterator[tuple[torch.Tensor, torch.Tensor]]:
+        """Every sample of ``split``, in order, as :func:`loader.eval_batches` gives the images."""
+        z, y = self.tensors[split], self.tensors[f"{split}_labels"]
         for start in range(0, len(y), batch_size):
             yield z[start: start + batch_size].to(device), y[start: start + batch_size].to(device)
 
@@ -134,7 +141,7 @@ def extract_features(model: HierarchicalClassifier, data: LoadedDataset, config:
                      folder: Path, *, log: Callable[[str], None] = print) -> Features:
     """The features file of ``model``'s body on ``data`` in ``folder``: read when it is there, else
     extracted (continuing an interrupted extraction) and written. ``data``'s training split must be
-    unaugmented (:func:`loader.unaugmented`)."""
+    unaugmented (:meth:`LoadedDataset.without_augmentation`)."""
     key = feature_key(model, data, config, ctx)
     final = folder / f"{key[:16]}.safetensors"
     if final.is_file():
@@ -144,11 +151,11 @@ def extract_features(model: HierarchicalClassifier, data: LoadedDataset, config:
     batch = config.data.eval_batch_size
     rows = batch * max(1, CHUNK // batch)  # whole batches: the test features are those an evaluation computes
     tensors: dict[str, torch.Tensor] = {}
-    total = sum(len(data.split(s)) for s in SPLITS)
+    total = sum(len(data.split(s)) for s in _splits(data))
     bar = progress_bar(total=total, desc="features", unit="img", unit_scale=True, leave=False,
                        enabled=config.engine.progress)
     log(f"extracting the features of {total} images into {final}")
-    for split in SPLITS:
+    for split in _splits(data):
         dataset, parts = data.split(split), []
         for start in range(0, len(dataset), rows):
             path = partial / f"{split}-{start:010d}.safetensors"
@@ -198,12 +205,13 @@ def read_features(path: str | Path, *, key: str | None = None, data: LoadedDatas
         raise DataError(f"{path}: cannot be read as a features file ({type(exc).__name__}); remove it to extract the "
                         "features again") from None
     found = _metadata(raw).get("key")
-    names = {"train", "test", "train_labels", "test_labels"}
-    if set(tensors) != names or not found:
+    splits = tuple(s for s in ("train", "val", "test") if s in tensors) if data is None else _splits(data)
+    names = {*splits, *(f"{s}_labels" for s in splits)}
+    if set(tensors) != names or not found or not {"train", "test"} <= set(splits):
         raise DataError(f"{path}: not a features file written by hseval (it holds {sorted(tensors)}); remove it")
     if key is not None and found != key:
         raise DataError(f"{path}: holds the features of another backbone or data; remove it to extract them again")
-    for split in SPLITS:
+    for split in splits:
         z, y = tensors[split], tensors[f"{split}_labels"]
         expected = None if data is None else np.asarray(data.split(split).labels)
         if z.dim() != 2 or len(z) != len(y) or (expected is not None and not np.array_equal(y.numpy(), expected)):

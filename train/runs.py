@@ -85,7 +85,7 @@ def train_runs(configs: list[tuple[TrainConfig, str]], root: Path, *, resume: bo
             todo.append((config, out, again, replace, folder))
         datasets = datasets or Datasets()
         for config, *_ in todo:
-            check_before_training(config, datasets(config))
+            check_before_training(config, loader.run_data(datasets(config), config))  # its validation split too
         features = probe_features([(c, out.name) for c, out, *_ in todo], datasets, root / FEATURES, log=log) \
             if probe else {}
         if launcher is not None and todo:

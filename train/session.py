@@ -45,11 +45,16 @@ class Session:
     optimizers: Optimizers
     step: nn.Module
     train_images: torch.Tensor | None  # the split on the device, when it holds it
-    test_images: torch.Tensor | None
+    held_images: torch.Tensor | None  # the split tested on after each epoch (validation, else test)
     start_epoch: int  # the first epoch this process trains
     history: list[dict[str, Any]]
     writer: RunWriter | None  # rank 0 writes, the other ranks only train
     features: Features | None = None  # a probe's cached body features, which replace the images
+
+    @property
+    def held(self) -> str:
+        """The split tested on after each epoch: "val" where the data has one, else "test"."""
+        return loader.held_split(self.data)
 
     @property
     def trained(self) -> nn.Module:
@@ -110,7 +115,7 @@ def open_session(config: TrainConfig, out: Path, data: LoadedDataset, indices: n
                                                    else None)
     step = compiled(step, config.engine)
     on_device = [loader.to_device_dataset(split, ctx.device, allowed=config.engine.gpu_dataset and features is None)
-                 for split in (data.train, data.test)]
+                 for split in (data.train, data.split(loader.held_split(data)))]
     writer = RunWriter(out, config, log, sources=sources) if dist.rank == 0 else None
     return Session(config, data, indices, ctx, dist, model, optimizers, step, *on_device, start_epoch, history, writer,
                    features)

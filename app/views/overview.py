@@ -73,7 +73,7 @@ def render(ctx: Context) -> None:
     st.dataframe(levels, hide_index=True, key="overview_level_table",
                  column_config=table_config(levels, one_tree(ctx.runs)))
     history = tables.grouped_history(ctx.runs, group_seeds=ctx.group_seeds)
-    if not history.empty and "test_acc" in history:
+    if not history.empty:
         chart(charts.history_curves(history, colours=ctx.colours), key="overview_history")
         st.caption(markdown(history_guide(history)))
 

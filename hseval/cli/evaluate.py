@@ -83,7 +83,8 @@ def register(commands: argparse._SubParsersAction) -> None:
     evaluate.add_argument("--max-points", type=_int, default=5000, help="samples kept for projections (default 5000)")
     runs = evaluate.add_argument_group("run folders only (their forward pass)")
     runs.add_argument("--data-root", help="dataset folder (default: where the run was trained)")
-    runs.add_argument("--split", help="train or test (default: test)")
+    runs.add_argument("--split", help="train, val or test (default: test); val: the validation split a run held "
+                      "out of the training split (data.val_fraction), or the dataset's own")
     runs.add_argument("--subset", type=positive_int, metavar="N", help="evaluate a class-stratified random subset "
                       "of N samples of the split (default: all of it)")
     runs.add_argument("--device", help="auto, cpu, cuda or cuda:N (default: auto)")

@@ -4,11 +4,17 @@ datasets."""
 
 from __future__ import annotations
 
+import hashlib
+
 import numpy as np
 
 from hseval.core.errors import ConfigError, first_line
 
-__all__ = ["stratified_subset"]
+__all__ = ["stratified_subset", "held_out", "indices_sha256", "VALIDATION_SEED"]
+
+VALIDATION_SEED = 0
+"""The seed of every held-out validation split: the same images for every run, head and seed, so
+that runs compare on the same validation samples as they do on the same test samples."""
 
 
 def stratified_subset(labels: np.ndarray, size: int | None, *, seed: int = 0, setting: str | None = None) -> np.ndarray:
@@ -44,3 +50,29 @@ def stratified_subset(labels: np.ndarray, size: int | None, *, seed: int = 0, se
                               f"({first_line(exc)}); leave {setting} unset") from None
         chosen = np.random.default_rng(seed).choice(n, size, replace=False)
     return np.sort(chosen)
+
+
+def held_out(labels: np.ndarray, fraction: float, *,
+             setting: str = "data.val_fraction") -> tuple[np.ndarray, np.ndarray]:
+    """(kept, held): sorted indices of the samples kept for training and of those held out for
+    validation: of each class, ``fraction`` of its samples rounded, at least one and never all of
+    them (so every class is on both sides), drawn with :data:`VALIDATION_SEED`."""
+    labels = np.asarray(labels)
+    if not 0 < fraction < 1:
+        raise ConfigError(f"{setting} must be between 0 and 1 (a share of the training images), got {fraction}")
+    order = np.argsort(labels, kind="stable")
+    classes, starts, counts = np.unique(labels[order], return_index=True, return_counts=True)
+    if len(counts) and counts.min() < 2:
+        single = classes[np.argmin(counts)]
+        raise ConfigError(f"{setting}={fraction:g}: class {single} has a single training image, which cannot be both "
+                          "trained on and held out; leave data.val_fraction unset")
+    rng = np.random.default_rng(VALIDATION_SEED)
+    held = [rng.permutation(order[a: a + n])[: min(max(int(round(fraction * n)), 1), n - 1)]
+            for a, n in zip(starts.tolist(), counts.tolist())]
+    held = np.sort(np.concatenate(held)) if held else np.zeros(0, dtype=np.int64)
+    return np.setdiff1d(np.arange(len(labels)), held, assume_unique=True), held
+
+
+def indices_sha256(indices: np.ndarray) -> str:
+    """The identity of a set of sample indices: SHA-256 of them as little-endian int64."""
+    return hashlib.sha256(np.asarray(indices, dtype="<i8").tobytes()).hexdigest()

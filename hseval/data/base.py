@@ -1,5 +1,7 @@
-"""Datasets: a registry of loaders, each returning a :class:`LoadedDataset` (train/test splits,
-class names in the official order, the paper's hierarchy, image geometry and normalisation).
+"""Datasets: a registry of loaders, each returning a :class:`LoadedDataset` (train/test splits, a
+validation split where the dataset has one, class names in the official order, the paper's
+hierarchy, image geometry and normalisation). A validation split can also be held out of the
+training split (:meth:`LoadedDataset.with_validation`, ``data.val_fraction``).
 
 Two kinds of split: :class:`TensorImages` keeps every image in one uint8 tensor (small datasets:
 the training engine can move it to the GPU whole and augment there), :class:`ImageFiles` decodes
@@ -8,9 +10,10 @@ files on demand. Both return ``(float image (C, H, W), label)`` and expose ``lab
 
 from __future__ import annotations
 
+import copy
 import os
 from collections.abc import Callable, Iterable, Iterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -22,6 +25,7 @@ from torch.utils.data import Dataset
 
 from hseval.core.errors import ConfigError, DataError, HsevalError
 from hseval.core.registry import Registry
+from hseval.core.sampling import VALIDATION_SEED, held_out, indices_sha256
 from hseval.tree.hierarchy import Hierarchy
 
 __all__ = ["TensorPreprocess", "TensorImages", "ImageFiles", "LoadedDataset", "SPLITS", "check_split",
@@ -145,13 +149,13 @@ def worker_errors(batches: Iterable[Any]) -> Iterator[Any]:
         raise type(exc)(lines[-1].removeprefix(prefix)) from None
 
 
-SPLITS = ("train", "test")
+SPLITS = ("train", "val", "test")
 
 
 def check_split(name: str) -> None:
-    """Refuse a split name other than train or test."""
+    """Refuse a split name other than train, val or test."""
     if name not in SPLITS:
-        raise ConfigError(f"unknown split {name!r}; choose train or test")
+        raise ConfigError(f"unknown split {name!r}; choose train, val or test")
 
 
 @dataclass
@@ -169,18 +173,53 @@ class LoadedDataset:
     mean: tuple[float, ...]
     std: tuple[float, ...]
     info: dict[str, Any] = field(default_factory=dict)
+    val: Dataset | None = None  # the validation split: the dataset's own, or held out of the training split
 
     def split(self, name: str) -> Dataset:
         check_split(name)
-        return self.train if name == "train" else self.test
+        if name == "val" and self.val is None:
+            raise ConfigError(f"{self.name} has no validation split here: train with --set data.val_fraction=F to "
+                              "hold out a share of the training images, and evaluate that run with --split val")
+        return {"train": self.train, "val": self.val, "test": self.test}[name]
+
+    def without_augmentation(self, *, setting: str = "data.augment=false") -> LoadedDataset:
+        """This dataset whose training split goes through the test split's transform (what a probe
+        on cached features sees, and a validation split held out of the training split); the images
+        are shared, not copied. ``setting`` names what asked for it in the error."""
+        train = copy.copy(self.train)
+        if isinstance(train, TensorImages):
+            train.preprocess = TensorPreprocess(train.preprocess.mean, train.preprocess.std)
+        elif isinstance(train, ImageFiles) and isinstance(self.test, ImageFiles):
+            train.transform = self.test.transform
+        else:
+            raise ConfigError(f"{setting}: the training split of {self.name!r} ({type(train).__name__}) has no "
+                              "augmentation hseval can turn off")
+        return replace(self, train=train, info={**self.info, "augmentation": "none (data.augment=false)"})
+
+    def with_validation(self, fraction: float | None) -> LoadedDataset:
+        """This dataset with a class-stratified ``fraction`` of its training split held out as its
+        validation split (without augmentation; the same images for every run: drawn with
+        :data:`~hseval.core.sampling.VALIDATION_SEED`), recorded in ``info["validation"]``; as it is
+        for None."""
+        if fraction is None:
+            return self
+        if self.val is not None:
+            raise ConfigError(f"data.val_fraction={fraction:g}: {self.name} has a validation split of its own "
+                              f"({len(self.val):,} images); leave data.val_fraction unset to use it")
+        kept, held = held_out(self.train.labels, fraction)
+        val = self.without_augmentation(setting="data.val_fraction").train.subset(held)
+        identity = {"source": "held out of the training split", "fraction": fraction, "seed": VALIDATION_SEED,
+                    "samples": len(held), "indices_sha256": indices_sha256(held)}
+        return replace(self, train=self.train.subset(kept), val=val, info={**self.info, "validation": identity})
 
     def describe(self) -> dict[str, Any]:
         """Plain-JSON summary stored in run.json."""
         # an absolute root: a run is evaluated from wherever the user stands later
+        val = {} if self.val is None else {"val_size": len(self.val)}
         return {"name": self.name, "root": str(Path(self.root).expanduser().resolve()),
                 "class_names": list(self.class_names),
                 "image_size": self.image_size, "channels": self.channels, "mean": list(self.mean),
-                "std": list(self.std), "train_size": len(self.train), "test_size": len(self.test), **self.info}
+                "std": list(self.std), "train_size": len(self.train), **val, "test_size": len(self.test), **self.info}
 
 
 def register_dataset(name: str) -> Callable:

@@ -125,11 +125,18 @@ def check_every_class(labels: np.ndarray, class_names: Sequence[str], *, source:
 
 def file_dataset(name: str, root: Path, class_names: list[str], hierarchy: Hierarchy,
                  train: tuple[list[Path], np.ndarray], test: tuple[list[Path], np.ndarray], *,
-                 info: dict[str, Any] | None = None) -> LoadedDataset:
-    """A :class:`LoadedDataset` of image files with the paper's 224-pixel ImageNet-style recipe."""
+                 info: dict[str, Any] | None = None, val: tuple[list[Path], np.ndarray] | None = None) -> LoadedDataset:
+    """A :class:`LoadedDataset` of image files with the paper's 224-pixel ImageNet-style recipe
+    (``val``: a validation split of its own, which the test split's transform reads)."""
+    extra: dict[str, Any] = {}
+    if val is not None:
+        names = "\n".join(str(Path(p).relative_to(root)) for p in val[0]).encode("utf-8")
+        extra = {"validation": {"source": "the dataset's own validation split", "samples": len(val[1]),
+                                "files_sha256": fileio.sha256(names)}}
     return LoadedDataset(
         name=name, root=root, class_names=list(class_names), hierarchy=hierarchy,
         train=ImageFiles(*train, image_transform(train=True)), test=ImageFiles(*test, image_transform(train=False)),
         image_size=CROP, channels=3, mean=IMAGENET_MEAN, std=IMAGENET_STD,
         info={"augmentation": f"resize {RESIZE}, random crop {CROP} + horizontal flip (test: centre crop)",
-              **(info or {})})
+              **(info or {}), **extra},
+        val=None if val is None else ImageFiles(*val, image_transform(train=False)))

@@ -1,5 +1,6 @@
-"""A user's own images: ``root/train/<class>/*.jpg`` and ``root/test/<class>/*.jpg`` plus a hierarchy
-file whose leaves are the class folder names (any format :func:`~hseval.tree.read_hierarchy` reads).
+"""A user's own images: ``root/train/<class>/*.jpg`` and ``root/test/<class>/*.jpg`` (and, when there,
+``root/val/<class>/*.jpg``: its validation split) plus a hierarchy file whose leaves are the class
+folder names (any format :func:`~hseval.tree.read_hierarchy` reads).
 
 Classes are the sorted names of the ``train/`` folders, as torchvision's ``ImageFolder`` orders
 them; a test folder may lack a class, but not hold one that training lacks. Images get the
@@ -60,10 +61,12 @@ def load_image_folder(root: str | Path | None = None, *, hierarchy: str | Path |
     classes = class_folders(root / "train")
     if not classes:
         raise DataError(f"{root / 'train'}: no class folders; expected {root}/train/<class>/*.jpg")
-    extra = [name for name in class_folders(root / "test") if name not in set(classes)]
-    if extra:
-        raise DataError(f"{root / 'test' / extra[0]}: class folder {extra[0]!r} has no counterpart in "
-                        f"{root / 'train'}; every test class must be a training class")
+    held = [split for split in ("val", "test") if (root / split).is_dir()]
+    for split in held:
+        extra = [name for name in class_folders(root / split) if name not in set(classes)]
+        if extra:
+            raise DataError(f"{root / split / extra[0]}: class folder {extra[0]!r} has no counterpart in "
+                            f"{root / 'train'}; every {split} class must be a training class")
     tree = hierarchy if isinstance(hierarchy, Hierarchy) else read_hierarchy(hierarchy)
     given = isinstance(hierarchy, Hierarchy)
     where, named = ("the run's hierarchy",) * 2 if given else (str(hierarchy), f"the hierarchy {hierarchy}")
@@ -80,4 +83,5 @@ def load_image_folder(root: str | Path | None = None, *, hierarchy: str | Path |
     return file_dataset("image-folder", root, classes, tree, _split(root / "train", classes),
                         _split(root / "test", classes),
                         info={"hierarchy_file": None if given else
-                              str(Path(hierarchy).expanduser().resolve())})
+                              str(Path(hierarchy).expanduser().resolve())},
+                        val=_split(root / "val", classes) if "val" in held else None)

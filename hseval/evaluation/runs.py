@@ -109,6 +109,27 @@ def _dataset_for(run: Run, data_root: str | None, cache: dict):
     return data
 
 
+def _split_of(run: Run, data, split: str):
+    """The images of ``split`` that ``run`` was trained, validated or tested on: with the validation
+    split it held out of the training split (its ``data.val_fraction``), which must be the one it
+    recorded (the same images); a run without a validation split has no "val"."""
+    fraction = ((run.meta.get("training") or {}).get("data") or {}).get("val_fraction")
+    recorded = (run.meta.get("dataset") or {}).get("validation")
+    try:
+        data = data.with_validation(fraction)
+    except ConfigError as exc:
+        raise DataError(f"{run.path}: {exc}") from None
+    if split == "val" and recorded is None:
+        raise ConfigError(f"{run.path}: the run was trained without a validation split; evaluate it on --split test "
+                          "or train, or train it with --set data.val_fraction=F")
+    now = data.info.get("validation") or {}
+    if recorded is not None and now != recorded:
+        raise DataError(f"{run.path}: the validation split found now is not the one the run recorded in run.json "
+                        f"({recorded.get('samples')} images then, {now.get('samples', 'none')} now: the data changed); "
+                        "evaluate on the data the run was trained on (--data-root)")
+    return data.split(split)
+
+
 @dataclass(frozen=True)
 class EvalOptions:
     """How runs are evaluated: the data, the embedding pass, the sample and its projections.
@@ -220,7 +241,7 @@ def _stages(run: Run, root: OutputFolder, *, name: str, options: EvalOptions,
     evaluation = Evaluation(name, str(run.path), options.inputs(run), run.hierarchy)
     device = resolve_device(options.device)
     run.model.to(device, memory_format=torch.channels_last)  # as training tests it: faster convolutions
-    part = _dataset_for(run, options.data_root, {} if data_cache is None else data_cache).split(options.split)
+    part = _split_of(run, _dataset_for(run, options.data_root, {} if data_cache is None else data_cache), options.split)
     if options.subset is not None:
         part = part.subset(stratified_subset(part.labels, options.subset, seed=options.seed, setting="--subset"))
     sample = stratified_subset(part.labels, options.max_points, seed=options.seed)
@@ -277,7 +298,7 @@ def evaluate_runs(patterns: list[str], out_dir: str | Path, *, data_root: str | 
     loaded = {}
     for run_dir in runs:  # every run whole (checksums, tensors, model) and its data, before writing anything
         loaded[run_dir] = load_run(run_dir)
-        part = _dataset_for(loaded[run_dir], data_root, cache).split(split)
+        part = _split_of(loaded[run_dir], _dataset_for(loaded[run_dir], data_root, cache), split)
         if subset is not None:  # a subset this split cannot give is refused here too
             stratified_subset(part.labels, subset, seed=options.seed, setting="--subset")
     entries: dict[str, dict[str, Any]] = {}

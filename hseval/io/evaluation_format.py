@@ -223,7 +223,7 @@ class MetricsRecord(Scores):
     run: str | None = _help("The run's name (its folder in the evaluation).")
     run_path: str | None = None
     backbone: str | None = _help("The network that computes the embeddings φ(x).")
-    split: Literal["train", "test"] | None = None
+    split: Literal["train", "val", "test"] | None = None
     seed: Count | None = _help("The training seed.")
     training: dict[str, Any] | None = None
     history: list[HistoryEntry] | None = None
@@ -370,7 +370,7 @@ class IndexEntry(Record):
     dataset: str | None = None
     backbone: str | None = None
     seed: Count | None = None
-    split: Literal["train", "test"] | None = None
+    split: Literal["train", "val", "test"] | None = None
     leaf_top1: Unit | None = None
 
 

@@ -84,9 +84,14 @@ class TreeRecord(Record):
 
 
 class TestScores(Record):
-    """The test split scored at the end of an epoch (``run.json``'s final ``metrics``), and the mean
-    norm of its features."""
+    """The split a training tests on at the end of an epoch (``run.json``'s final ``metrics``):
+    the validation split where the run has one (``val_*``), else the test split (``test_*``); and
+    the mean norm of its features."""
 
+    val_loss: NonNegative | None = None
+    val_acc: Unit | None = None
+    val_samples: Count | None = None
+    val_superclass_acc: Levels | None = None
     test_loss: NonNegative | None = None
     test_acc: Unit | None = None
     test_samples: Count | None = None

@@ -19,7 +19,6 @@ from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
 from typing import Any
 
-import pandas as pd
 import torch
 from pydantic import ConfigDict, Field, field_validator, model_validator
 from safetensors import SafetensorError
@@ -29,13 +28,12 @@ from hseval.core import arguments, fileio
 from hseval.core.errors import HsevalError, RunFormatError, first_line
 from hseval.io.records import Count, HistoryEntry, NonNegative, Record, Sha256, TestScores, TreeRecord, parse_record
 from hseval.io.state_dict import value_problem
-from hseval.io.tables import HISTORY, render
 from hseval.nn.model import HierarchicalClassifier, build_model
 from hseval.tree.hierarchy import Hierarchy
 
 __all__ = ["SCHEMA_VERSION", "MODEL_FILE", "META_FILE", "STATE_FILE", "HISTORY_FILE", "RUN_FILES", "RUN_ENTRIES", "Run",
            "RunInfo", "RunRecord", "TrainState", "save_run", "load_run", "verify_run", "read_run_meta", "is_run_dir",
-           "run_folder_state", "save_train_state", "load_train_state", "meta_checksum", "write_history"]
+           "run_folder_state", "save_train_state", "load_train_state", "meta_checksum"]
 
 SCHEMA_VERSION = 2
 MODEL_FILE = "model.safetensors"
@@ -45,8 +43,8 @@ HISTORY_FILE = "history.csv"
 RUN_FILES = (META_FILE, MODEL_FILE, STATE_FILE, HISTORY_FILE)
 """The files of a run folder."""
 RUN_ENTRIES = (*RUN_FILES, "tensorboard")
-"""Everything a training may write in a run folder (``tensorboard/``: the training's event files),
-recorded in the folder's marker as it writes them; ``--force`` replaces only what is recorded."""
+"""Everything a training may write in a run folder (``tensorboard/``: its event files), recorded in
+the folder's marker as it writes them; ``--force`` replaces only what is recorded."""
 
 
 class Component(Record):
@@ -73,7 +71,9 @@ class DatasetInfo(Record):
     mean: list[float] | None = None
     std: list[float] | None = None
     train_size: Count | None = None
+    val_size: Count | None = None
     test_size: Count | None = None
+    validation: dict[str, Any] | None = None  # its images' identity (LoadedDataset.with_validation)
     augmentation: str | None = None
 
 
@@ -296,18 +296,6 @@ def verify_run(run_dir: str | Path) -> RunInfo:
         raise RunFormatError(f"{where}: does not match the checksum in {META_FILE} (truncated, tampered with "
                              "or from another run)")
     return RunInfo(path=run_dir, meta=meta, hierarchy=record.hierarchy.tree)
-
-
-def write_history(run_dir: str | Path, history: list[dict[str, Any]]) -> None:
-    """``history.csv``: one line per epoch of ``history`` (run.json's), super-class accuracy one
-    column per depth; read back before it is written."""
-    rows = [{**{k: v for k, v in h.items() if k != "test_superclass_acc"},
-             **{f"test_superclass_acc_depth{d}": v for d, v in (h.get("test_superclass_acc") or {}).items()}}
-            for h in history]
-    frame = pd.DataFrame(rows, columns=[c.name for c in HISTORY.columns] +
-                         sorted({k for row in rows for k in row if k.startswith("test_superclass_acc_depth")},
-                                key=lambda k: int(k.rsplit("depth", 1)[1])))
-    fileio.write_bytes(Path(run_dir) / HISTORY_FILE, render(frame, HISTORY))
 
 
 @arguments.checked(run_dir=arguments.path, device=arguments.instance((str, torch.device),

@@ -32,8 +32,8 @@ from hseval.io.records import HistoryEntry, TestScores
 from hseval.tree.hierarchy import Hierarchy
 
 __all__ = ["Column", "Table", "read_table", "read_cells", "parse_column", "render", "where", "failure",
-           "PER_NODE", "GEOMETRY",
-           "PAIRS", "PROJECTIONS", "HISTORY", "EVALUATION_TABLES", "SUMMARY", "GROUPED", "LEVELS", "RERUN"]
+           "PER_NODE", "GEOMETRY", "PAIRS", "PROJECTIONS", "HISTORY", "EVALUATION_TABLES", "SUMMARY", "GROUPED",
+           "LEVELS", "RERUN", "write_history"]
 
 RERUN = "re-run 'hseval evaluate'"
 
@@ -305,8 +305,8 @@ PROJECTIONS = Table("projections.csv", (
 EVALUATION_TABLES = {t.file: t for t in (PER_NODE, GEOMETRY, PAIRS, PROJECTIONS)}
 HISTORY = Table("history.csv", tuple(sorted(_columns_of(HistoryEntry),  # epoch, training, then test columns
                                              key=lambda c: (c.name != "epoch") + (c.name in TestScores.model_fields))),
-                pattern=(r"test_superclass_acc_depth[1-9][0-9]{0,3}", _UNIT), key=("epoch",), check=_check_history,
-                hint="")
+                pattern=(r"(val|test)_superclass_acc_depth[1-9][0-9]{0,3}", _UNIT), key=("epoch",),
+                check=_check_history, hint="")
 """A run's ``history.csv``: run.json's history flat, one line per epoch (super-class accuracy one
 column per depth)."""
 _NUMBER = Column("", float, nullable=True)
@@ -320,3 +320,14 @@ LEVELS = Table("superclass_accuracy.csv", (Column("run", str), Column("head", st
                pattern=(r"level [1-9][0-9]{0,3} \((from leaf|own scores)\)", _UNIT), key=("run",), hint="")
 """The report's tables of numbers (``hseval report``): one row per run, per seed group, and the
 super-class accuracy report. Every column a pattern names is a number."""
+
+
+def write_history(run_dir: str | Path, history: list[dict[str, Any]]) -> None:
+    """``history.csv``: one line per epoch of ``history`` (run.json's), super-class accuracy one
+    column per depth; read back before it is written."""
+    levels = ("val_superclass_acc", "test_superclass_acc")
+    rows = [{**{k: v for k, v in h.items() if k not in levels},
+             **{f"{key}_depth{d}": v for key in levels for d, v in (h.get(key) or {}).items()}} for h in history]
+    depths = sorted({k for row in rows for k in row if "_depth" in k}, key=lambda k: (k[0], int(k.split("depth")[1])))
+    frame = pd.DataFrame(rows, columns=[c.name for c in HISTORY.columns] + depths)
+    fileio.write_bytes(Path(run_dir) / HISTORY.file, render(frame, HISTORY))

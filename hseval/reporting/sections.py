@@ -25,7 +25,7 @@ from hseval.reporting.significance import (
     not_paired,
     seed_groups,
 )
-from hseval.reporting.summary import level_long, level_table
+from hseval.reporting.summary import history_long, level_long, level_table
 
 __all__ = ["GUIDES", "entries", "colours", "baseline", "overview_charts", "detail_charts", "significance_tables",
            "seed_group_table", "history_guide", "sunburst_guide", "one_tree"]
@@ -59,7 +59,7 @@ def history_guide(history: pd.DataFrame) -> str:
     if epochs <= 1:
         return ("One epoch per run: a single point each, no curve to read; train for more epochs to see the "
                 "accuracy's course.")
-    last = history.sort_values("epoch").groupby("run", sort=False)["test_acc"].apply(
+    last = history.sort_values("epoch").groupby("run", sort=False)["accuracy"].apply(
         lambda a: a.iloc[-1] - a.iloc[-2] if len(a) > 1 else 0.0)
     rising = [str(r) for r, gain in last.items() if gain > 0.005]
     return ("Curves should rise and flatten. " + (f"Still rising at the last epoch (more epochs may help): "
@@ -152,9 +152,8 @@ def overview_charts(runs: list[RunResult], drawn: list[SeedGroup], differences: 
             differences, colours=palette, title=f"Difference from {base}, 95 % interval", tree=tree),
             GUIDES["intervals"]))
     names = {r.name: e.name for e in drawn for r in e.runs}
-    history = pd.DataFrame([{**h, "run": names[r.name]} for r in runs for h in r.history])
-    if not history.empty and "test_acc" in history:
-        history = history.groupby(["run", "epoch"], sort=False, as_index=False)["test_acc"].mean()
+    history = history_long(runs, names=names)
+    if not history.empty:
         out.append(Chart("Training history", charts.history_curves(history, colours=palette),
                          history_guide(history)))
     geometry = _named([(names[r.name], r.geometry) for r in runs])

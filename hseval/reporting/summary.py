@@ -16,8 +16,8 @@ from hseval.io.results import RunResult
 from hseval.io.run_settings import result_settings
 from hseval.reporting.columns import key_name, not_available
 
-__all__ = ["WAYS", "methods_table", "summary_table", "grouped_summary", "level_long", "level_table", "config_key",
-           "unavailable_table", "mark_unavailable", "metric_of_column"]
+__all__ = ["WAYS", "methods_table", "history_long", "summary_table", "grouped_summary", "level_long", "level_table",
+           "config_key", "unavailable_table", "mark_unavailable", "metric_of_column"]
 
 WAYS = {"leaf": "leaf", "superclass_acc": "from leaf", "superclass_acc_from_levels": "own scores"}
 """How an accuracy is measured, by its metrics.json key: the leaf prediction, its ancestor at the
@@ -76,6 +76,22 @@ def methods_table(runs: list[RunResult]) -> pd.DataFrame:
             "what it is": method.get("description", "(a prediction file: the head is only a name)"),
             "reference": method.get("citation", "")})
     return pd.DataFrame(list(rows.values()), columns=["head", "group", "what it is", "reference"])
+
+
+HELD_SPLITS = {"val": "validation", "test": "test"}
+"""The splits a training tests on after each epoch, by their keys' prefix in a history."""
+
+
+def history_long(runs: list[RunResult], *, names: dict[str, str] | None = None) -> pd.DataFrame:
+    """What each run's training measured after each epoch it tested: one row per run and tested
+    epoch (columns run, or its name in ``names`` such as its seed group; epoch; split, "validation"
+    or "test"; accuracy; samples), averaged over the runs that share a name."""
+    rows = [{"run": (names or {}).get(r.name, r.name), "epoch": h["epoch"], "split": label,
+             "accuracy": h[f"{key}_acc"], "samples": h.get(f"{key}_samples")}
+            for r in runs for h in r.history for key, label in HELD_SPLITS.items() if h.get(f"{key}_acc") is not None]
+    frame = pd.DataFrame(rows, columns=["run", "epoch", "split", "accuracy", "samples"])
+    return frame.groupby(["run", "epoch", "split"], sort=False, as_index=False).agg(
+        accuracy=("accuracy", "mean"), samples=("samples", "first"))
 
 
 def config_key(run: RunResult) -> str:

@@ -78,17 +78,20 @@ def accuracy_by_level(levels: pd.DataFrame, *, title: str = "Accuracy per level"
 
 def history_curves(history: pd.DataFrame, *, title: str = "Training history",
                    colours: dict[str, str] | None = None) -> go.Figure:
-    """Test accuracy per epoch for each run (columns run, epoch, test_acc; test_samples, when there,
-    names how many images training tested on: ``data.test_subset`` may be fewer than the evaluation's);
+    """The accuracy training measured after each epoch, per run (columns run, epoch, accuracy; split,
+    "validation" or "test", and samples, when there, name what it tested on: ``data.test_subset`` may
+    be fewer images than the evaluation's, ``data.val_fraction`` held out of the training split);
     whole-epoch ticks."""
-    data = history.dropna(subset=["test_acc"]) if "test_acc" in history else pd.DataFrame()
+    data = history.dropna(subset=["accuracy"]) if "accuracy" in history else pd.DataFrame()
     if data.empty:
         return _empty(title, "no history")
     data = _shown(data, "run")
-    samples = data["test_samples"].dropna().unique() if "test_samples" in data else []
-    label = f"test accuracy ({int(samples[0]):,} images)" if len(samples) == 1 else "test accuracy"
-    fig = px.line(data, x="epoch", y="test_acc", markers=True, template=TEMPLATE, title=_text(title),
-                  labels={"test_acc": label}, **_colour_args(data, colours))
+    splits = data["split"].dropna().unique() if "split" in data else ["test"]
+    samples = data["samples"].dropna().unique() if "samples" in data else []
+    label = f"{splits[0]} accuracy" if len(splits) == 1 else "validation or test accuracy (per run)"
+    label += f" ({int(samples[0]):,} images)" if len(samples) == 1 else ""
+    fig = px.line(data, x="epoch", y="accuracy", markers=True, template=TEMPLATE, title=_text(title),
+                  labels={"accuracy": label}, **_colour_args(data, colours))
     epochs = int(data["epoch"].max())
     fig.update_xaxes(tickmode="linear", tick0=0, dtick=max(1, -(-epochs // 10)), tickformat="d")
     return fit(fig)
