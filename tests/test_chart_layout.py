@@ -42,8 +42,8 @@ def every_chart() -> dict:
     bins = pd.DataFrame({"run": "plain", "confidence": [0.2, 0.8], "accuracy": [0.1, 0.9], "count": [5, 5]})
     pairs = pd.DataFrame([{"run": r, "depth": d, "kind": k, "angle": 40.0 + d} for r in RUNS for d in (1, 2)
                           for k in ("sibling", "non-sibling")])
-    diffs = pd.DataFrame([{"run": r, "metric": m, "delta": 0.01, "low": 0.0, "high": 0.02, "p_value": 0.05}
-                          for r in RUNS[1:] for m in ("leaf", "level 1 (from leaf)")])
+    diffs = pd.DataFrame([{"run": r, "metric": m, "delta": 0.01, "low": 0.0, "high": 0.02, "p_value": 0.05,
+                           "p_holm": 0.1} for r in RUNS[1:] for m in ("leaf", "level 1 (from leaf)")])
     support = np.zeros(tree.num_nodes)
     support[: tree.num_leaves] = 10
     per_node = pd.DataFrame({"node": np.arange(tree.num_nodes), "support": support + 1, "accuracy": 0.5})
@@ -96,7 +96,8 @@ def test_a_long_legend_goes_below_and_the_figure_grows_by_its_lines():
 def test_the_forest_plot_gives_each_run_its_line_and_names_equal_differences():
     """Runs with equal differences were one dot; the legend copied a run's first (hollow) dot."""
     frame = pd.DataFrame({"run": ["a", "b", "c"], "metric": "level 2 (from leaf)", "delta": [0.01, 0.01, 0.03],
-                          "low": [-0.01, -0.01, 0.02], "high": [0.02, 0.02, 0.04], "p_value": [0.5, 0.5, 0.01]})
+                          "low": [-0.01, -0.01, 0.02], "high": [0.02, 0.02, 0.04], "p_value": [0.5, 0.5, 0.01],
+                          "p_holm": [1.0, 1.0, 0.03]})
     fig = charts.difference_intervals(frame, colours={"a": "#111111", "b": "#222222", "c": "#333333"})
     dots = [t for t in fig.data if t.customdata is not None]
     assert len({float(t.y[0]) for t in dots}) == 3  # three lines within the one metric
@@ -105,7 +106,7 @@ def test_the_forest_plot_gives_each_run_its_line_and_names_equal_differences():
     entries = {t.name: t.marker for t in fig.data if t.showlegend}
     assert {n: (m.symbol, m.color) for n, m in entries.items() if n in "abc"} == {
         "a": ("circle", "#111111"), "b": ("circle", "#222222"), "c": ("circle", "#333333")}  # filled, not copied
-    assert {"filled: interval excludes 0", "hollow: interval includes 0"} <= set(entries)
+    assert {"filled: Holm-corrected p below 0.05", "hollow: not significant after correction"} <= set(entries)
 
 
 def test_equal_steps_are_drawn_apart_and_said_so():

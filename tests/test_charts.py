@@ -243,12 +243,15 @@ def test_node_deltas_keeps_the_largest_absolute_differences():
 
 
 def test_difference_intervals_fill_the_real_differences():
-    frame = pd.DataFrame({"run": ["a", "a"], "metric": ["leaf", "level 1 (from leaf)"], "delta": [0.02, 0.001],
-                          "low": [0.01, -0.002], "high": [0.03, 0.004], "p_value": [0.001, 0.6]})
+    """Filled: significant after Holm's correction. The third interval excludes 0 but its adjusted p
+    does not stay below 0.05: hollow."""
+    frame = pd.DataFrame({"run": ["a", "a", "a"], "metric": ["leaf", "level 1 (from leaf)", "level 2 (from leaf)"],
+                          "delta": [0.02, 0.001, 0.01], "low": [0.01, -0.002, 0.0005], "high": [0.03, 0.004, 0.02],
+                          "p_value": [0.001, 0.6, 0.03], "p_holm": [0.003, 0.6, 0.06]})
     (trace,) = [t for t in charts.difference_intervals(frame).data if t.customdata is not None]
-    assert list(trace.marker.symbol) == ["circle", "circle-open"]
-    np.testing.assert_allclose(trace.error_x.array, [0.01, 0.003])
-    np.testing.assert_allclose(trace.error_x.arrayminus, [0.01, 0.003])
+    assert list(trace.marker.symbol) == ["circle", "circle-open", "circle-open"]
+    np.testing.assert_allclose(trace.error_x.array, [0.01, 0.003, 0.01])
+    np.testing.assert_allclose(trace.error_x.arrayminus, [0.01, 0.003, 0.0095])
     assert is_empty(charts.difference_intervals(pd.DataFrame()))
 
 

@@ -19,6 +19,7 @@ from hseval.reporting.significance import (
     compare_runs,
     correctness,
     format_p,
+    holm,
     mcnemar_exact,
     not_paired,
     paired_bootstrap,
@@ -207,3 +208,35 @@ def test_group_levels_give_mean_and_std(evaluated):
     assert leaf["run"] == "a ×3" and leaf["seeds"] == 3
     assert (leaf["accuracy"], leaf["std"]) == (pytest.approx(0.83), pytest.approx(0.03))
     assert isinstance(frame, pd.DataFrame) and (frame["low"] <= frame["accuracy"]).all()
+
+
+@settings(max_examples=examples(100), deadline=None)
+@given(st.lists(st.one_of(st.floats(0, 1), st.just(float("nan"))), max_size=40))
+def test_holm_equals_statsmodels_and_leaves_tests_not_made_out(p_values):
+    from statsmodels.stats.multitest import multipletests
+
+    p = np.array(p_values, dtype=float)
+    adjusted = holm(p)
+    made = ~np.isnan(p)
+    assert np.isnan(adjusted[~made]).all()
+    if made.any():
+        expected = multipletests(p[made], method="holm")[1]
+        np.testing.assert_allclose(adjusted[made], expected, rtol=1e-12, atol=1e-15)
+        assert (adjusted[made] >= p[made]).all()
+
+
+def test_significance_csv_holds_holm_over_every_test_of_the_report(evaluated, tmp_path):
+    """The real report's family: every run against the baseline at every level, both ways; its Holm
+    column is statsmodels' Holm of its McNemar column, and the forest plot fills a dot by it."""
+    from statsmodels.stats.multitest import multipletests
+
+    from hseval.reporting.report import write_report
+    from tests.dashboard_helpers import copy_runs
+
+    folder = copy_runs(evaluated, tmp_path / "eval")
+    write_report(folder)
+    table = pd.read_csv(folder / "significance.csv")
+    tests = table[table["note"].isna()]
+    assert len(tests) >= 3 * (len(tests["run"].unique())) and {"Holm p", "McNemar p"} <= set(table.columns)
+    np.testing.assert_allclose(tests["Holm p"], multipletests(tests["McNemar p"], method="holm")[1], rtol=1e-12)
+    assert "Holm p" in (folder / "report.md").read_text()

@@ -5,7 +5,6 @@ their class vectors differ."""
 
 from __future__ import annotations
 
-import pandas as pd
 import streamlit as st
 
 from hseval.app import loading, tables
@@ -14,50 +13,30 @@ from hseval.app.views.common import chart, pick_run, shows_problems, table_confi
 from hseval.io import evaluation_format as eval_format
 from hseval.io.results import RunResult
 from hseval.reporting import charts
-from hseval.reporting.columns import display_name
 from hseval.reporting.escape import markdown
-from hseval.reporting.sections import GUIDES, one_tree, seed_group_table
-from hseval.reporting.significance import format_p, not_paired, seed_groups
+from hseval.reporting.sections import FAMILY, GUIDES, one_tree, seed_group_table, significance_table
+from hseval.reporting.significance import against_baseline, seed_groups
 from hseval.reporting.summary import level_table
-
-
-def _differences(runs: list[RunResult], baseline: RunResult) -> pd.DataFrame:
-    """Every other run against the baseline, one row per (run, level); unpaired runs are named."""
-    frames = []
-    for run in runs:
-        if run.name == baseline.name:
-            continue
-        reason = not_paired(run, baseline)
-        if reason:
-            st.warning(f"No paired test for {run.name}: {reason}.")
-            continue
-        frames.append(loading.paired(run, baseline).assign(run=run.name))
-    return pd.concat(frames, ignore_index=True) if frames else pd.DataFrame()
 
 
 def _significance(runs: list[RunResult], baseline: RunResult, ctx: Context) -> None:
     st.subheader(f"Is the difference real? Each run against {baseline.name}")
     st.caption("Accuracy difference on the same test samples (run − baseline) at every level, with a 95 % interval "
                "from a paired bootstrap over samples (10,000 resamples) and the exact McNemar test's p-value (from "
-               "the samples only one of the two gets right). " + GUIDES["intervals"])
-    diffs = _differences(runs, baseline)
-    if diffs.empty:
+               "the samples only one of the two gets right). " + FAMILY + " " + GUIDES["intervals"])
+    paired, unpaired = against_baseline(runs, baseline, compare=loading.paired)
+    for name, reason in unpaired.items():
+        st.warning(f"No paired test for {name}: {reason}.")
+    if paired.empty:
         return
     title = f"Difference from {baseline.name}, 95 % paired bootstrap interval"
-    chart(charts.difference_intervals(diffs, colours=ctx.colours, title=title, tree=one_tree(runs)),
+    chart(charts.difference_intervals(paired, colours=ctx.colours, title=title, tree=one_tree(runs)),
           key="compare_intervals")
-    shown = pd.DataFrame({
-        "run": diffs["run"], "metric": [display_name(m, one_tree(runs)) for m in diffs["metric"]],
-        "run accuracy": diffs["a"], "baseline accuracy": diffs["b"],
-        "difference": diffs["delta"], "95 % interval": [f"[{lo:+.4f}, {hi:+.4f}]" for lo, hi in
-                                                        zip(diffs["low"], diffs["high"])],
-        "McNemar p": [format_p(p) for p in diffs["p_value"]], "only run right": diffs["only_a"],
-        "only baseline right": diffs["only_b"], "samples": diffs["samples"]})
+    shown = significance_table(paired, {}, one_tree(runs))
     st.dataframe(shown, hide_index=True, key="compare_significance", column_config={
         "run": st.column_config.TextColumn(pinned=True),
         "run accuracy": st.column_config.NumberColumn(format="%.4f"),
-        "baseline accuracy": st.column_config.NumberColumn(format="%.4f"),
-        "difference": st.column_config.NumberColumn(format="%+.4f")})
+        "baseline accuracy": st.column_config.NumberColumn(format="%.4f")})
 
 
 def _seed_groups(runs: list[RunResult], baseline: RunResult) -> None:
@@ -67,7 +46,8 @@ def _seed_groups(runs: list[RunResult], baseline: RunResult) -> None:
     base = next(g for g in groups if baseline in g.runs)
     st.subheader(f"Over seeds: each seed group against {base.name}")
     st.caption("Mean ± std over seeds, and the difference of the means with its 95 % t interval over seeds (paired "
-               "by seed when both groups ran the same seeds, Welch's otherwise).")
+               "by seed when both groups ran the same seeds, Welch's otherwise); Holm p: the t-test's p adjusted by "
+               "Holm's method over every group and level of this table.")
     shown, _ = seed_group_table(groups, base, level_table(runs))
     if shown.empty:
         return

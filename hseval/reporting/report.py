@@ -3,8 +3,9 @@
 Writes into the evaluation folder: ``summary.csv`` (one row per run), ``summary_grouped.csv``
 (runs differing only by seed as mean ± std), ``superclass_accuracy.csv`` / ``.md`` (runs × levels,
 both ways), ``significance.csv`` (each run against the baseline at every level: difference, 95 %
-paired bootstrap interval, exact McNemar p), ``report.md`` and ``report.html`` (contents, reading
-guides, charts per seed group; it loads nothing from the network, see :mod:`hseval.reporting.html`).
+paired bootstrap interval, exact McNemar p and Holm's adjusted p over them all), ``report.md`` and
+``report.html`` (contents, reading guides, charts per seed group; it loads nothing from the
+network, see :mod:`hseval.reporting.html`).
 """
 
 from __future__ import annotations
@@ -141,7 +142,7 @@ def render(evaluation: Evaluation, root: Path, *, baseline: str | None = None,
     summary = summary_table(runs)
     grouped = grouped_summary(runs)
     levels = level_table(runs)
-    paired, over_seeds, differences = report_charts.significance_tables(runs, base, drawn)
+    paired, unpaired, over_seeds, differences = report_charts.significance_tables(runs, base, drawn)
     headline = identity(summary[[c for c in ("run", "head", "top1", "top5", "mistake_severity", "hierarchical_f1",
                                              "ece", "feature_norm", "max_logit", "cophenetic_correlation")
                                  if c in summary]])
@@ -162,7 +163,8 @@ def render(evaluation: Evaluation, root: Path, *, baseline: str | None = None,
                           "(ICML 2021) and its comparison, 'peers' the hierarchy-aware methods of other papers.",
                methods_table(runs)),
               (f"Difference from {base.name}", f"{method[0].upper()}{method[1:]}. Baseline: {why} (--baseline RUN "
-                                               "chooses another).", paired)]
+                                               "chooses another). " + report_charts.FAMILY,
+               _shown(report_charts.significance_table(paired, unpaired, tree), tree, helps))]
     if paper["paper"].notna().any():
         tables.append(("The paper's tables", "The runs laid out as the paper's Tables 1–6 and 8 (leaf accuracy in %, "
                        "super-class accuracy in Table 6), the paper's number beside each cell the runs fill, and the "
@@ -188,7 +190,7 @@ def render(evaluation: Evaluation, root: Path, *, baseline: str | None = None,
              ((summary, csv_tables.SUMMARY), (grouped, csv_tables.GROUPED), (levels, csv_tables.LEVELS))}
     where = f"the folder holding this file (written in {escape.markdown(root)})" if inside else escape.markdown(root)
     files.update({"superclass_accuracy.md": "# Super-class accuracy\n\n" + _markdown(levels),
-                  "significance.csv": paired.to_csv(index=False),
+                  "significance.csv": report_charts.significance_csv(paired, unpaired),
                   "paper_tables.md": "# The paper's tables from these runs\n\n" + to_markdown(paper),
                   "paper_tables.tex": to_latex(paper), "report.md": _markdown_sections(where, tables, helps)})
     sections = [Section(title, intro, [] if frame is None else [frame]) for title, intro, frame in tables]

@@ -15,25 +15,28 @@ from hseval.io.results import RunResult
 from hseval.metrics import confusion_matrix
 from hseval.reporting import charts
 from hseval.reporting.colours import run_colours
+from hseval.reporting.columns import display_name
 from hseval.reporting.html import Chart
 from hseval.reporting.significance import (
     SeedGroup,
+    against_baseline,
     compare_groups,
-    compare_runs,
     format_p,
     group_levels,
-    not_paired,
+    holm,
     seed_groups,
 )
 from hseval.reporting.summary import history_long, level_long, level_table
 
-__all__ = ["GUIDES", "entries", "colours", "baseline", "overview_charts", "detail_charts", "significance_tables",
-           "seed_group_table", "history_guide", "sunburst_guide", "one_tree"]
+__all__ = ["GUIDES", "FAMILY", "entries", "colours", "baseline", "overview_charts", "detail_charts",
+           "significance_tables", "significance_table", "significance_csv", "seed_group_table", "history_guide",
+           "sunburst_guide", "one_tree"]
 
 GUIDES = {
     "intervals": "Right of the dotted line beats the baseline; each run has its own line within a metric. A filled "
-                 "dot's 95 % interval excludes 0 (a real difference on this test set); a hollow dot's difference may "
-                 "be noise.",
+                 "dot is a real difference on this test set: its p-value stays below 0.05 after Holm's correction "
+                 "for all the differences drawn; a hollow dot's difference may be noise (its 95 % interval is "
+                 "not corrected: it may exclude 0 and the dot still be hollow).",
     "angles": "Small angles: children stay near their parent's direction, the tree shapes the geometry; a plain "
               "head shows no such pattern. Depth 1 has no angle (its parent is the root, w = 0).",
     "steps": "How far each node's vector lies from its parent's, per depth; with the hierarchical spheres it is "
@@ -209,21 +212,31 @@ def detail_charts(entry: SeedGroup) -> list[Chart]:
     return out
 
 
-def _run_rows(runs: list[RunResult], base: RunResult) -> tuple[list[dict], list[pd.DataFrame]]:
-    rows, forest = [], []
-    for run in runs:
-        if run is base:
-            continue
-        reason = not_paired(run, base)
-        if reason:
-            rows.append({"run": run.name, "metric": "–", "McNemar p": f"not paired: {reason}"})
-            continue
-        frame = compare_runs(run, base)
-        forest.append(frame.assign(run=run.name))
-        rows += [{"run": run.name, "metric": r.metric, "difference": f"{r.delta:+.4f}",
-                  "95 % interval": f"[{r.low:+.4f}, {r.high:+.4f}]", "McNemar p": format_p(r.p_value),
-                  "only run right": r.only_a, "only baseline right": r.only_b} for r in frame.itertuples()]
-    return rows, forest
+FAMILY = ("Holm p: McNemar's p adjusted by Holm's method over the family of every test in this table (each run "
+          "against the baseline at each level, both ways); a difference is called significant when it is below 0.05.")
+"""What the family of a table of paired tests is, as the report and the Compare page say it."""
+
+
+def significance_table(paired: pd.DataFrame, unpaired: dict[str, str], tree=None) -> pd.DataFrame:
+    """The tests of :func:`~hseval.reporting.significance.against_baseline` as a table shows them:
+    levels by their display names, p-values as people read them, and a line for each run that could
+    not be paired, saying why."""
+    rows = [{"run": r.run, "metric": display_name(r.metric, tree), "run accuracy": r.a, "baseline accuracy": r.b,
+             "difference": f"{r.delta:+.4f}", "95 % interval": f"[{r.low:+.4f}, {r.high:+.4f}]",
+             "McNemar p": format_p(r.p_value), "Holm p": format_p(r.p_holm), "only run right": r.only_a,
+             "only baseline right": r.only_b, "samples": r.samples} for r in paired.itertuples()]
+    rows += [{"run": name, "metric": "–", "McNemar p": f"not paired: {reason}"} for name, reason in unpaired.items()]
+    return pd.DataFrame(rows)
+
+
+def significance_csv(paired: pd.DataFrame, unpaired: dict[str, str]) -> str:
+    """``significance.csv``: every test against the baseline in numbers (accuracies, difference, its
+    interval, McNemar's p and Holm's adjusted p over them all), and the runs that could not be paired."""
+    frame = paired.rename(columns={"a": "run accuracy", "b": "baseline accuracy", "delta": "difference",
+                                   "low": "interval low", "high": "interval high", "p_value": "McNemar p",
+                                   "p_holm": "Holm p", "only_a": "only run right", "only_b": "only baseline right"})
+    notes = pd.DataFrame({"run": list(unpaired), "note": [f"not paired: {r}" for r in unpaired.values()]})
+    return pd.concat([frame.assign(note=""), notes], ignore_index=True).to_csv(index=False)
 
 
 def _mean_std(means: pd.Series, stds: pd.Series) -> list[str]:
@@ -247,19 +260,22 @@ def seed_group_table(drawn: list[SeedGroup], home: SeedGroup, table: pd.DataFram
             "95 % interval": [f"[{lo:+.4f}, {hi:+.4f}]" if lo == lo else "needs ≥ 2 seeds each"
                               for lo, hi in zip(frame["low"], frame["high"])],
             "p": [format_p(p) for p in frame["p_value"]], "test": frame["test"]}))
-    return (pd.concat(parts, ignore_index=True) if parts else pd.DataFrame(),
-            pd.concat(raw, ignore_index=True) if raw else pd.DataFrame())
+    if not parts:
+        return pd.DataFrame(), pd.DataFrame()
+    shown, raw = pd.concat(parts, ignore_index=True), pd.concat(raw, ignore_index=True)
+    raw["p_holm"] = holm(raw["p_value"].to_numpy(dtype=float))  # the family: every group's test at every level
+    shown.insert(shown.columns.get_loc("p") + 1, "Holm p", [format_p(p) for p in raw["p_holm"]])
+    return shown, raw
 
 
 def significance_tables(runs: list[RunResult], base: RunResult,
-                        drawn: list[SeedGroup]) -> tuple[pd.DataFrame, pd.DataFrame, pd.DataFrame]:
-    """(each run against the baseline on the same samples; each seed group against the baseline's
-    group over seeds; the differences the forest plot draws: the groups' when there are groups)."""
-    rows, forest = _run_rows(runs, base)
+                        drawn: list[SeedGroup]) -> tuple[pd.DataFrame, dict[str, str], pd.DataFrame, pd.DataFrame]:
+    """(each run against the baseline on the same samples, with Holm's p; why some runs were not
+    paired; each seed group against the baseline's group over seeds; the differences the forest
+    plot draws: the groups' when there are groups)."""
+    paired, unpaired = against_baseline(runs, base)
     groups_table, group_forest = pd.DataFrame(), pd.DataFrame()
     if any(len(e.runs) > 1 for e in drawn):
         home = next(e for e in drawn if base in e.runs)
         groups_table, group_forest = seed_group_table(drawn, home, level_table(runs))
-    if not group_forest.empty:
-        return pd.DataFrame(rows), groups_table, group_forest
-    return pd.DataFrame(rows), groups_table, pd.concat(forest, ignore_index=True) if forest else pd.DataFrame()
+    return paired, unpaired, groups_table, group_forest if not group_forest.empty else paired

@@ -14,6 +14,11 @@ and each super-class level both ways, as :func:`hseval.reporting.summary.level_t
 Runs that differ only by their seed form a **seed group** (:func:`seed_groups`): its accuracy is
 the mean ± std over seeds with a t interval for the mean, and two groups are compared with a
 t-test over seeds (paired when both have the same seeds).
+
+Many tests at 5 % find a few "significant" differences by chance alone: every table of tests
+against a baseline (:func:`against_baseline`, and the seed groups') also gives **Holm's** adjusted
+p-values over the family of the tests it holds (:func:`holm`), and a difference is called
+significant (a filled dot) when its adjusted p is below :data:`ALPHA`.
 """
 
 from __future__ import annotations
@@ -30,13 +35,27 @@ from scipy import stats
 from hseval.io.results import RunResult
 from hseval.reporting.summary import WAYS, config_key
 
-__all__ = ["CONFIDENCE", "RESAMPLES", "mcnemar_exact", "paired_bootstrap", "PairedDifference", "paired_difference",
-           "correctness", "not_paired", "compare_runs", "versus", "SeedGroup", "seed_groups", "seed_interval",
-           "group_levels", "compare_groups"]
+__all__ = ["CONFIDENCE", "RESAMPLES", "ALPHA", "holm", "against_baseline", "mcnemar_exact", "paired_bootstrap",
+           "PairedDifference", "paired_difference", "correctness", "not_paired", "compare_runs", "versus", "SeedGroup",
+           "seed_groups", "seed_interval", "group_levels", "compare_groups"]
 
 CONFIDENCE = 0.95
 RESAMPLES = 10_000
+ALPHA = 0.05
+"""The level at which a difference is called significant, after Holm's correction."""
 COLUMNS = ["metric", "a", "b", "delta", "low", "high", "p_value", "samples", "only_a", "only_b"]
+
+
+def holm(p_values) -> np.ndarray:
+    """Holm's step-down adjusted p-values of a family of tests (NaN, a test not made, stays NaN and
+    is not counted): the i-th smallest of m p-values becomes ``max_{j <= i} min(1, (m − j + 1)·p_(j))``.
+    Calling the tests with adjusted p below α significant keeps the chance of any false call below α."""
+    p = np.asarray(p_values, dtype=float)
+    out = np.full(p.shape, np.nan)
+    made = np.flatnonzero(~np.isnan(p))
+    order = made[np.argsort(p[made], kind="stable")]
+    out[order] = np.minimum(1.0, np.maximum.accumulate((len(order) - np.arange(len(order))) * p[order]))
+    return out
 
 
 def mcnemar_exact(only_a: int, only_b: int) -> float:
@@ -155,6 +174,26 @@ def compare_runs(a: RunResult, b: RunResult, *, resamples: int = RESAMPLES, seed
         d = paired_difference(ca[metric], cb[metric], resamples=resamples, seed=seed)
         rows.append([metric, d.a, d.b, d.delta, d.low, d.high, d.p_value, d.samples, d.only_a, d.only_b])
     return pd.DataFrame(rows, columns=COLUMNS)
+
+
+def against_baseline(runs: list[RunResult], baseline: RunResult, *, compare=compare_runs
+                     ) -> tuple[pd.DataFrame, dict[str, str]]:
+    """Every run of ``runs`` but ``baseline`` against it at every level both have (``compare``:
+    :func:`compare_runs`, or a cached one): :data:`COLUMNS` with ``run`` first and ``p_holm``,
+    Holm's adjustment over the family of every test in the frame; and why each run that could not
+    be paired was not (run name -> reason)."""
+    frames, unpaired = [], {}
+    for run in runs:
+        if run.name == baseline.name:
+            continue
+        reason = not_paired(run, baseline)
+        if reason:
+            unpaired[run.name] = reason
+        else:
+            frames.append(compare(run, baseline).assign(run=run.name))
+    frame = pd.concat(frames, ignore_index=True) if frames else pd.DataFrame(columns=COLUMNS + ["run"])
+    frame = frame[["run", *COLUMNS]]
+    return frame.assign(p_holm=holm(frame["p_value"].to_numpy(dtype=float))), unpaired
 
 
 def versus(runs: list[RunResult], baseline: RunResult, *, metric: str = "leaf",

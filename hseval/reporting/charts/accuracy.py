@@ -24,6 +24,7 @@ from hseval.reporting.charts.common import (
 )
 from hseval.reporting.colours import run_colours
 from hseval.reporting.columns import display_name, level_label
+from hseval.reporting.significance import ALPHA
 from hseval.tree.hierarchy import Hierarchy
 
 __all__ = ["accuracy_by_level", "history_curves", "reliability_diagram", "difference_intervals"]
@@ -133,11 +134,12 @@ def _same_as(data: pd.DataFrame, digits: int = 4) -> list[str]:
 def difference_intervals(frame: pd.DataFrame, *, title: str = "Difference from the baseline, 95 % interval",
                          colours: dict[str, str] | None = None, tree: Hierarchy | None = None) -> go.Figure:
     """A forest plot of paired differences: one row per metric, one dot per run (columns run,
-    metric, delta, low, high, p_value), the interval as a horizontal error bar and a line at 0.
+    metric, delta, low, high, p_value, p_holm), the interval as a horizontal error bar and a line at 0.
     Within a metric each run has its own line (so equal differences never hide each other; the
-    hover names runs with the same difference). A dot whose interval excludes 0 is filled,
-    otherwise hollow; the legend shows each run's colour and the two kinds of dot. Levels are
-    labelled with their names in ``tree``."""
+    hover names runs with the same difference). A dot whose Holm-adjusted p (over every difference
+    drawn) is below :data:`~hseval.reporting.significance.ALPHA` is filled, otherwise hollow; the
+    legend shows each run's colour and the two kinds of dot. Levels are labelled with their names in
+    ``tree``."""
     data = frame.dropna(subset=["delta"]).reset_index(drop=True) if "delta" in frame else pd.DataFrame()
     if data.empty:
         return _empty(title, "no paired differences (the runs were not evaluated on the same samples)")
@@ -150,7 +152,7 @@ def difference_intervals(frame: pd.DataFrame, *, title: str = "Difference from t
     fig = go.Figure()
     for k, run in enumerate(runs):
         part = data[data["run"] == run]
-        real = ((part["low"] > 0) | (part["high"] < 0)).to_numpy()
+        real = (part["p_holm"] < ALPHA).to_numpy()
         fig.add_trace(go.Scatter(
             x=part["delta"], y=part["metric"].map(place) + ((len(runs) - 1) / 2 - k) * gap, mode="markers",
             name=_text(run), legendgroup=run, showlegend=False,
@@ -158,14 +160,14 @@ def difference_intervals(frame: pd.DataFrame, *, title: str = "Difference from t
                         line=dict(width=2, color=palette[run])),
             error_x=dict(type="data", symmetric=False, array=part["high"] - part["delta"],
                          arrayminus=part["delta"] - part["low"], color=palette[run], thickness=1.5, width=3),
-            customdata=np.stack([part["low"], part["high"], part["p_value"], part["metric"].map(_text), part["same"]],
-                                axis=1),
+            customdata=np.stack([part["low"], part["high"], part["p_value"], part["metric"].map(_text), part["same"],
+                                 part["p_holm"]], axis=1),
             hovertemplate=f"<b>{_text(run)}</b> − baseline<br>%{{customdata[3]}}: %{{x:+.4f}}<br>95 % interval "
-                          "[%{customdata[0]:+.4f}, %{customdata[1]:+.4f}]<br>McNemar p = %{customdata[2]:.3g}"
-                          "%{customdata[4]}<extra></extra>"))
+                          "[%{customdata[0]:+.4f}, %{customdata[1]:+.4f}]<br>p = %{customdata[2]:.3g}, after Holm's "
+                          "correction %{customdata[5]:.3g}%{customdata[4]}<extra></extra>"))
         fig.add_trace(legend_only(run, palette[run]))
-    fig.add_trace(legend_only("filled: interval excludes 0", "#555", group="kind"))
-    fig.add_trace(legend_only("hollow: interval includes 0", "#555", group="kind", symbol="circle-open"))
+    fig.add_trace(legend_only(f"filled: Holm-corrected p below {ALPHA:g}", "#555", group="kind"))
+    fig.add_trace(legend_only("hollow: not significant after correction", "#555", group="kind", symbol="circle-open"))
     fig.add_vline(x=0, line=dict(color="#444", dash="dot"))
     for boundary in range(1, len(metrics)):
         fig.add_hline(y=boundary - 0.5, line=dict(color="#e5e5e5", width=1))
