@@ -255,6 +255,8 @@ def _stages(run: Run, root: OutputFolder, *, name: str, options: EvalOptions,
     evaluation.describe(head=run.head_name, backbone=meta["model"]["backbone"]["name"], dataset=meta["dataset"]["name"],
                         split=options.split, seed=meta.get("seed"), training=meta.get("training", {}),
                         radius=meta["model"]["head"]["config"].get("radius"), method=head.about(),
+                        initialised_from={k: v for k, v in (meta.get("initialised_from") or {}).items()
+                                          if k in ("path", "sha256")} or None,
                         history=meta.get("history", []), train_seconds=meta.get("train_seconds"), **norms)
     radii = head.radii()
     class_vectors = geometry_stage(evaluation, node_vectors(head), None if radii is None else radii.cpu().numpy(),

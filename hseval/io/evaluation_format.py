@@ -211,6 +211,7 @@ class MetricsRecord(Scores):
     class_vector_norm: dict[Literal["mean"], NonNegative | None] | None = _help("Mean norm of the class vectors.")
     method: dict[Literal["description", "citation", "group"], str] | None = _help(
         "What the head is in one line, the paper it comes from, and its group (the paper's heads or the peers).")
+    initialised_from: dict[str, Any] | None = _help("The file the backbone started from (--init) and its SHA-256.")
     radius: NonNegative | None = _help(
         "The radius R0 of a sphere head's first level, as it was built (its option or the head's default); none "
         "for a head without one.")

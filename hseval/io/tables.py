@@ -314,7 +314,8 @@ SUMMARY = Table("summary.csv", (
     Column("run", str), Column("dataset", str), Column("backbone", str, nullable=True), Column("head", str),
     Column("seed", int, 0, nullable=True), Column("samples", int, 0)), pattern=(".+", _NUMBER), key=("run",), hint="")
 GROUPED = Table("summary_grouped.csv", (
-    Column("dataset", str), Column("backbone", str, nullable=True), Column("head", str), Column("runs", str),
+    Column("dataset", str), Column("backbone", str, nullable=True), Column("head", str),
+    Column("setting", str, nullable=True), Column("runs", str),
     Column("seeds", int, 1)), pattern=(r".+_(mean|std)", _NUMBER), hint="")
 LEVELS = Table("superclass_accuracy.csv", (Column("run", str), Column("head", str), Column("leaf", float, 0, 1)),
                pattern=(r"level [1-9][0-9]{0,3} \((from leaf|own scores)\)", _UNIT), key=("run",), hint="")

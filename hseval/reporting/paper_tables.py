@@ -24,6 +24,7 @@ import pandas as pd
 from hseval.core.errors import HsevalError
 from hseval.io.results import RunResult
 from hseval.reporting import escape
+from hseval.reporting.summary import config_key, setting_names
 from hseval.tree.builders import build_hierarchy, list_builders
 from hseval.tree.hierarchy import Hierarchy
 
@@ -187,13 +188,19 @@ def _std(values: np.ndarray) -> float:
 def _rows(layout: Layout, runs: list[tuple[RunResult, dict]]) -> list[dict]:
     cells = {layout.key(c): c for c in paper_cells() if c["table"] in layout.tables}
     groups: dict[tuple, list[tuple[RunResult, dict]]] = {}
-    for run, conditions in runs:  # a group: the runs of one setting, different seeds
+    for run, conditions in runs:  # a group: the runs of one setting (config_key), different seeds
         if layout.takes(conditions):
-            setting = tuple(conditions[k] for k in ("tree", "lr", "epochs", "batch", "radius_decay"))
-            groups.setdefault((layout.key(conditions), setting), []).append((run, conditions))
+            groups.setdefault((layout.key(conditions), config_key(run)), []).append((run, conditions))
+    shared: dict[tuple, list[tuple]] = {}  # the groups that fall into one cell: told apart by what differs
+    for key, setting in groups:
+        shared.setdefault(key, []).append((key, setting))
+    named = {g: name for keys in shared.values()
+             for g, name in zip(keys, setting_names([[r for r, _ in groups[g]] for g in keys]))}
     rows = []
-    for (key, _), members in groups.items():
+    for (key, setting), members in groups.items():
         row_name, column = layout.place(key)
+        if named[(key, setting)]:
+            column = f"{column} [{named[(key, setting)]}]"
         found = [v for v in (_value(r, layout.metric) for r, _ in members) if v is not None]
         first = members[0][1]
         row = {"table": layout.name, "row": row_name, "column": column, "dataset": first["dataset"],
@@ -238,7 +245,7 @@ def _cell(row: pd.Series) -> str:
 
 def _layout(layout: Layout, table: pd.DataFrame) -> pd.DataFrame:
     """Rows (sorted) × columns (the paper's order) of one table's cells; where runs of several
-    settings share a cell, the one compared with the paper is shown (the notes list all)."""
+    settings share a cell, each has a column of its own, named by what differs ([key=value])."""
     columns = table.drop_duplicates("column").assign(rank=lambda t: t["head"].map(layout.heads.index))
     order = sorted(set(table["row"])), list(columns.sort_values(["rank", "column"])["column"])
     shown = table.assign(text=[_cell(r) for _, r in table.iterrows()], compared=table["difference"].notna()) \

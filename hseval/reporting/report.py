@@ -59,7 +59,7 @@ def _mean_std(grouped: pd.DataFrame) -> pd.DataFrame:
     """'mean ± std' strings for the headline metrics of a grouped summary."""
     if grouped.empty:
         return grouped
-    out = grouped[["dataset", "backbone", "head", "seeds"]].copy()
+    out = grouped[["dataset", "backbone", "head", "setting", "seeds"]].copy()
     for col in [c[:-5] for c in grouped.columns if c.endswith("_mean")]:
         if col in ("top1", "top5", "hierarchical_f1", "mistake_severity", "ece") or col.startswith("level"):
             if col.endswith("_agreement"):

@@ -247,10 +247,9 @@ def seed_groups(runs: list[RunResult]) -> list[SeedGroup]:
     """``runs`` grouped by everything but the seed (dataset, backbone, head, training settings),
     in order of first appearance; each group is named by its runs' common name (``plain-s1``,
     ``plain-s2`` -> ``plain``), made unique."""
-    keys: dict[tuple, list[RunResult]] = {}
+    keys: dict[str, list[RunResult]] = {}
     for run in runs:
-        m = run.metrics
-        keys.setdefault((m.get("dataset"), m.get("backbone"), m.get("head"), config_key(run)), []).append(run)
+        keys.setdefault(config_key(run), []).append(run)
     groups, used = [], set()
     for members in keys.values():
         name = _group_name(members)

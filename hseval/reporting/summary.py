@@ -5,6 +5,7 @@ data: :func:`level_long` is one row per (run, level, way)."""
 
 from __future__ import annotations
 
+import hashlib
 import json
 import math
 import re
@@ -17,7 +18,7 @@ from hseval.io.run_settings import result_settings
 from hseval.reporting.columns import key_name, not_available
 
 __all__ = ["WAYS", "methods_table", "history_long", "summary_table", "grouped_summary", "level_long", "level_table",
-           "config_key", "unavailable_table", "mark_unavailable", "metric_of_column"]
+           "settings", "config_key", "setting_names", "unavailable_table", "mark_unavailable", "metric_of_column"]
 
 WAYS = {"leaf": "leaf", "superclass_acc": "from leaf", "superclass_acc_from_levels": "own scores"}
 """How an accuracy is measured, by its metrics.json key: the leaf prediction, its ancestor at the
@@ -94,36 +95,66 @@ def history_long(runs: list[RunResult], *, names: dict[str, str] | None = None) 
         accuracy=("accuracy", "mean"), samples=("samples", "first"))
 
 
-def config_key(run: RunResult) -> str:
-    """Everything a run was trained with except its seed (and where or how fast it ran): runs
-    with equal keys differ only by their seed."""
+def settings(run: RunResult) -> dict[str, Any]:
+    """Everything a run was trained under except its seed, as flat ``key: value`` pairs: every
+    training setting but where or how fast it ran (``RESULT_NEUTRAL``), the dataset, backbone and
+    head, the tree it learned (by content) and the file its backbone started from (by content)."""
     source = run.metrics.get("source") or {}
     if source.get("kind") == "predictions":  # a model trained elsewhere: no seed siblings known
-        return f"predictions:{source.get('path')}"
-    training = result_settings(dict(run.metrics.get("training") or {}), drop=("engine.seed",))
-    return json.dumps(training, sort_keys=True)
+        return {"predictions": source.get("path")}
+    m = run.metrics
+    out = {"dataset": m.get("dataset"), "backbone": m.get("backbone"), "head": m.get("head"),
+           "tree": hashlib.sha256(json.dumps(run.metrics.get("hierarchy"), sort_keys=True).encode()).hexdigest()[:12],
+           "init file": ((run.metrics.get("initialised_from") or {}).get("sha256") or "")[:12] or None}
+    def flatten(prefix: str, value: Any) -> None:
+        if isinstance(value, dict) and value:
+            for key, inner in value.items():
+                flatten(f"{prefix}.{key}" if prefix else str(key), inner)
+        else:
+            out[prefix] = value
+
+    flatten("", result_settings(dict(run.metrics.get("training") or {}), drop=("engine.seed",)))
+    return out
+
+
+def config_key(run: RunResult) -> str:
+    """The one rule of pooling: runs with equal keys were trained under equal :func:`settings` and
+    differ only by their seed. Every table that pools runs as seeds (the paper's tables, seed groups
+    in the report and the dashboard, summary_grouped.csv) pools by it."""
+    return json.dumps(settings(run), sort_keys=True, default=str)
+
+
+def setting_names(groups: list[list[RunResult]]) -> list[str]:
+    """What tells each group of runs (one setting each) from the other groups: the settings whose
+    values differ between them, ``key=value, ...``; empty for a group alone."""
+    flat = [settings(group[0]) for group in groups]
+    differ = sorted(k for k in set().union(*flat) if len({json.dumps(f.get(k), default=str) for f in flat}) > 1)
+    return [", ".join(f"{k}={f.get(k)}" for k in differ) for f in flat]
 
 
 def grouped_summary(runs: list[RunResult]) -> pd.DataFrame:
-    """Runs that differ only by their seed, grouped: mean and std of every metric (the paper's
-    Table 3 reports mean ± std over seeds), with the number of seeds."""
+    """Runs that differ only by their seed (:func:`config_key`), grouped: mean and std of every
+    metric (the paper's Table 3 reports mean ± std over seeds), with the number of seeds and, where
+    groups of one head differ in other settings, the "setting" that tells them apart."""
     table = summary_table(runs)
     if table.empty:
         return table
     table["config"] = [config_key(r) for r in runs]
-    keys = ["dataset", "backbone", "head", "config"]
-    numeric = [c for c in table.columns if c not in (*keys, "run", "seed", "samples")
+    keys = ["dataset", "backbone", "head"]
+    numeric = [c for c in table.columns if c not in (*keys, "config", "run", "seed", "samples")
                and pd.api.types.is_numeric_dtype(table[c])]
-    rows = []
-    for group_key, group in table.groupby(keys, sort=False, dropna=False):
-        row = dict(zip(keys, group_key))
-        row["runs"] = ", ".join(group["run"])
-        row["seeds"] = len(group)
+    by_name = {r.name: r for r in runs}
+    rows, members = [], []
+    for _, group in table.groupby("config", sort=False):
+        row = {k: group[k].iloc[0] for k in keys}
+        row.update(runs=", ".join(group["run"]), seeds=len(group))
         for col in numeric:
             row[f"{col}_mean"] = group[col].mean()
             row[f"{col}_std"] = group[col].std(ddof=1) if len(group) > 1 else 0.0
         rows.append(row)
-    out = pd.DataFrame(rows).drop(columns="config")
+        members.append([by_name[name] for name in group["run"]])
+    out = pd.DataFrame(rows)
+    out.insert(3, "setting", setting_names(members))
     return out
 
 
