@@ -64,16 +64,18 @@ def node_accuracy(per_node: pd.DataFrame, node: int) -> dict[str, Any]:
 
 
 def per_node_difference(hierarchy: Hierarchy, a: pd.DataFrame, b: pd.DataFrame) -> pd.DataFrame:
-    """Per-node accuracy of run ``a`` minus run ``b`` (same tree): columns node, name, path, depth,
+    """Per-node accuracy of run ``a`` minus run ``b`` (one tree, ``hierarchy``: ``a``'s; nodes are
+    matched by name, whatever order ``b``'s tree lists them in): columns node, name, path, depth,
     support (of ``a``), accuracy_a, accuracy_b, delta."""
-    left = a.set_index("node")[["support", "accuracy"]]
-    right = b.set_index("node")[["accuracy"]]
-    nodes = pd.Index(range(hierarchy.num_nodes), name="node")
-    frame = pd.DataFrame({"support": left["support"].reindex(nodes).fillna(0).astype(int),
-                          "accuracy_a": left["accuracy"].reindex(nodes),
-                          "accuracy_b": right["accuracy"].reindex(nodes)}, index=nodes).reset_index()
+    left = a.set_index("name")[["support", "accuracy"]]
+    right = b.set_index("name")[["accuracy"]]
+    names = pd.Index(hierarchy.node_names, name="name")
+    frame = pd.DataFrame({"node": range(hierarchy.num_nodes),
+                          "support": left["support"].reindex(names).fillna(0).astype(int).to_numpy(),
+                          "accuracy_a": left["accuracy"].reindex(names).to_numpy(),
+                          "accuracy_b": right["accuracy"].reindex(names).to_numpy()})
     frame["delta"] = frame["accuracy_a"] - frame["accuracy_b"]
-    frame.insert(1, "name", [hierarchy.node_names[n] for n in frame["node"]])
+    frame.insert(1, "name", list(hierarchy.node_names))
     frame.insert(2, "path", [node_path(hierarchy, n) for n in frame["node"]])
     frame.insert(3, "depth", hierarchy.depth[frame["node"].to_numpy()])
     return frame

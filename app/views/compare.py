@@ -17,6 +17,7 @@ from hseval.reporting.escape import markdown
 from hseval.reporting.sections import FAMILY, GUIDES, one_tree, seed_group_table, significance_table
 from hseval.reporting.significance import against_baseline, seed_groups
 from hseval.reporting.summary import level_table
+from hseval.tree.ancestry import same_tree
 
 
 def _significance(runs: list[RunResult], baseline: RunResult, ctx: Context) -> None:
@@ -60,7 +61,7 @@ def _nodes(runs: list[RunResult], baseline: RunResult) -> None:
     st.subheader("Per-node accuracy")
     others = [r for r in runs if r.name != baseline.name]
     run = pick_run(f"Run to set against {baseline.name}", others, key="compare_node_run")
-    if run.hierarchy != baseline.hierarchy:
+    if not same_tree(run.hierarchy, baseline.hierarchy):
         st.warning(f"{run.name} and {baseline.name} use different trees: per-node differences need the same tree.")
         return
     with shows_problems():

@@ -19,6 +19,7 @@ from hseval.io.results import RunResult
 from hseval.reporting import charts
 from hseval.reporting.escape import markdown
 from hseval.reporting.sections import sunburst_guide
+from hseval.tree.ancestry import same_tree
 from hseval.tree.hierarchy import Hierarchy
 
 NONE = "(none)"
@@ -45,7 +46,7 @@ def _tree_chart(ctx: Context, run: RunResult, kind: str) -> int | None:
                                    title=f"{run.name}: accuracy per node (size = samples)")
     else:
         base = ctx.evaluation.run(baseline)
-        if base.hierarchy != tree:
+        if not same_tree(base.hierarchy, tree):
             st.warning(f"{run.name} and {baseline} use different trees; showing {run.name} alone.")
             fig = charts.node_sunburst(tree, per_node, kind=kind, top=top, title=f"{run.name}: accuracy per node")
         else:

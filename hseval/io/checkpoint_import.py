@@ -33,7 +33,7 @@ from typing import Any
 
 import torch
 
-from hseval.core.errors import ConfigError, DataError, HsevalWarning, first_line
+from hseval.core.errors import ConfigError, DataError, HierarchyError, HsevalWarning, first_line
 from hseval.core.fileio import sha256
 from hseval.core.overrides import parse_override
 from hseval.data import load_dataset
@@ -216,6 +216,8 @@ def import_checkpoint(checkpoint: str | Path, out: str | Path, *, backbone: str,
     ckpt = read_state_dict(checkpoint, prefix=prefix)
     in_channels, small_stem = _infer_backbone(backbone, ckpt, maps, in_channels, small_stem)
     data, unavailable = _load_data(dataset, data_root, tree)
+    if data is not None:  # the one class-order rule: the data's, whatever order the tree file lists
+        tree = _in_data_order(data, tree, dataset)
     if image_size is None:
         image_size = data.image_size if data is not None else (32 if small_stem else 224)
     spec = {"backbone": {"name": backbone, "config": {"in_channels": in_channels or 3, "image_size": image_size,
@@ -224,7 +226,7 @@ def import_checkpoint(checkpoint: str | Path, out: str | Path, *, backbone: str,
     model = build_model(spec, tree)
     plan, dropped = match_state_dict(ckpt, RunTarget(model), mapping=maps, ignore=ignore)
     if data is not None:
-        _check_data(data, tree, model, dataset)
+        _check_data(data, model, dataset)
     load_matched(model, ckpt, plan)
     model.eval()
     _warn_off_sphere(model, ckpt)
@@ -258,15 +260,16 @@ def _out_folder(out: Path, *, force: bool, inputs: list[Path]) -> OutputFolder:
     return folder
 
 
-def _check_data(data, tree: Hierarchy, model: torch.nn.Module, name: str) -> None:
-    classes, leaves = list(data.class_names), list(tree.leaf_names)
-    if classes != leaves:
-        differ = next((i for i, (a, b) in enumerate(zip(classes, leaves)) if a != b), min(len(classes), len(leaves)))
-        shown = (f": class {differ} is {classes[differ]!r} in the dataset, {leaves[differ]!r} in the tree"
-                 if differ < min(len(classes), len(leaves)) else "")
-        raise DataError(f"the tree's {len(leaves)} classes are not the {len(classes)} classes of {name!r} at "
-                        f"{data.root} in their order{shown}; the rows of the checkpoint's class weights follow the "
-                        "dataset's labels, so write the tree's classes in that order")
+def _in_data_order(data, tree: Hierarchy, name: str) -> Hierarchy:
+    """``tree`` with its classes in the dataset's order (the order of its labels, which the rows of
+    the checkpoint's class weights follow), matched by name; a tree of other classes is refused."""
+    try:
+        return tree.reorder_leaves(data.class_names, source=f"the classes of {name!r} at {data.root}")
+    except HierarchyError as exc:
+        raise DataError(f"{exc}; the tree must hold the dataset's classes") from None
+
+
+def _check_data(data, model: torch.nn.Module, name: str) -> None:
     channels = model.backbone.config()["in_channels"]
     if channels != data.channels:
         raise ConfigError(f"the checkpoint's backbone takes {channels}-channel images but {name!r} has "

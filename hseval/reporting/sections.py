@@ -27,6 +27,7 @@ from hseval.reporting.significance import (
     seed_groups,
 )
 from hseval.reporting.summary import history_long, level_long, level_table
+from hseval.tree.ancestry import same_tree
 
 __all__ = ["GUIDES", "FAMILY", "entries", "colours", "baseline", "overview_charts", "detail_charts",
            "significance_tables", "significance_table", "significance_csv", "seed_group_table", "history_guide",
@@ -139,7 +140,7 @@ def _named(frames: list[tuple[str, pd.DataFrame]]) -> pd.DataFrame:
 def one_tree(runs: list[RunResult]):
     """The runs' tree when they share one (its level names label the charts), else None."""
     trees = [r.hierarchy for r in runs]
-    return trees[0] if trees and all(t == trees[0] for t in trees[1:]) else None
+    return trees[0] if trees and all(same_tree(t, trees[0]) for t in trees[1:]) else None
 
 
 def overview_charts(runs: list[RunResult], drawn: list[SeedGroup], differences: pd.DataFrame,

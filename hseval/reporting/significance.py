@@ -34,6 +34,7 @@ from scipy import stats
 
 from hseval.io.results import RunResult
 from hseval.reporting.summary import WAYS, config_key
+from hseval.tree.ancestry import same_tree
 
 __all__ = ["CONFIDENCE", "RESAMPLES", "ALPHA", "holm", "against_baseline", "mcnemar_exact", "paired_bootstrap",
            "PairedDifference", "paired_difference", "correctness", "not_paired", "compare_runs", "versus", "SeedGroup",
@@ -152,10 +153,12 @@ def correctness(run: RunResult) -> dict[str, np.ndarray]:
 
 
 def not_paired(a: RunResult, b: RunResult) -> str | None:
-    """Why ``a`` and ``b`` cannot be compared sample by sample (None when they can)."""
-    if a.hierarchy != b.hierarchy:
+    """Why ``a`` and ``b`` cannot be compared sample by sample (None when they can): classes are
+    their names, so one tree listed in two orders is one tree, and a sample's class is its name."""
+    if not same_tree(a.hierarchy, b.hierarchy):
         return f"{a.name} and {b.name} use different trees"
-    if len(a.targets) != len(b.targets) or not np.array_equal(a.targets, b.targets):
+    names_a, names_b = np.asarray(a.hierarchy.leaf_names), np.asarray(b.hierarchy.leaf_names)
+    if len(a.targets) != len(b.targets) or not np.array_equal(names_a[a.targets], names_b[b.targets]):
         return (f"{a.name} and {b.name} were not evaluated on the same samples "
                 f"({len(a.targets):,} and {len(b.targets):,} samples, or their classes differ)")
     return None

@@ -15,7 +15,7 @@ from numpy.typing import ArrayLike
 from hseval.core.errors import HierarchyError
 
 __all__ = ["MAX_DEPTH", "LCA_TABLE_MAX_BYTES", "canonical", "depths", "ancestor_table", "lca_depth_table",
-           "lca_depth_by_rows", "readonly"]
+           "lca_depth_by_rows", "readonly", "same_tree"]
 
 MAX_DEPTH = 1000
 LCA_TABLE_MAX_BYTES = 16 * 1024 * 1024  # lca_depth_table: up to 4,096 nodes at one byte a pair
@@ -133,3 +133,19 @@ def lca_depth_by_rows(ancestors: np.ndarray, a: ArrayLike, b: ArrayLike) -> np.n
     tb = ancestors[np.asarray(b, dtype=np.int64)]
     same = (ta == tb) & (ta >= 0)
     return np.cumprod(same, axis=-1).sum(axis=-1)
+
+
+def same_tree(a, b) -> bool:
+    """Whether two trees (:class:`~hseval.tree.hierarchy.Hierarchy`) are one tree, whatever order
+    their nodes were listed in: the same classes and super-classes, each under the same parent,
+    the same root and labels. Classes are their names: the one class-order rule of hseval, under
+    which the same tree file pairs with itself however its classes were listed."""
+    if a is b:
+        return True
+    if (a.num_leaves, a.num_nodes, a.root_name, dict(a.labels)) != (b.num_leaves, b.num_nodes, b.root_name,
+                                                                      dict(b.labels)):
+        return False
+    def parents(tree) -> dict[str, str | None]:
+        names = tree.node_names
+        return {name: names[p] if p >= 0 else None for name, p in zip(names, tree.parents.tolist())}
+    return set(a.leaf_names) == set(b.leaf_names) and parents(a) == parents(b)
