@@ -245,7 +245,12 @@ def test_foreign_folder_is_refused(tmp_path, tree_file, fashion_like, capsys):
     assert sorted(p.name for p in (tmp_path / "mine").iterdir()) == ["notes.txt"]
 
 
-def test_tree_in_another_class_order_is_refused(tmp_path, fashion_like, capsys):
+def test_tree_in_another_class_order_is_put_in_the_data_order(tmp_path, fashion_like, capsys):
+    """A class is its name (the one class-order rule): a tree file listing the classes in another
+    order is the dataset's tree, put in the dataset's order; one with a class the dataset lacks is
+    refused, naming it, before anything is written."""
+    import json
+
     tree = fashion_tree()
     leaves = list(tree.leaf_names)
     lines = []  # a paths file with the first two classes swapped
@@ -253,10 +258,15 @@ def test_tree_in_another_class_order_is_refused(tmp_path, fashion_like, capsys):
         lines.append("/".join(tree.node_names[a].replace("/", "\\/") for a in tree.path(leaf)))
     (tmp_path / "tree.txt").write_text("\n".join(lines) + "\n")
     path, _ = small_cnn_checkpoint(tmp_path)
-    assert main(cli_import(path, tmp_path / "tree.txt", fashion_like, tmp_path / "run")) == 2
+    assert main(cli_import(path, tmp_path / "tree.txt", fashion_like, tmp_path / "run")) == 0
+    assert json.loads((tmp_path / "run" / "run.json").read_text())["dataset"]["class_names"] == leaves
+    (tmp_path / "other.txt").write_text("\n".join([lines[0].replace(leaves[1], "Jumper"), *lines[1:]]) + "\n")
+    capsys.readouterr()
+    assert main(cli_import(path, tmp_path / "other.txt", fashion_like, tmp_path / "run2")) == 2
     line = one_error_line(capsys)
-    assert f"class 0 is {leaves[0]!r} in the dataset, {leaves[1]!r} in the tree" in line
-    assert not (tmp_path / "run").exists()
+    assert f"class {leaves[1]!r} is not a leaf of the tree" in line
+    assert "the tree must hold the dataset's classes" in line
+    assert not (tmp_path / "run2").exists()
 
 
 def test_read_state_dict_refuses_what_is_not_a_state_dict(tmp_path):
