@@ -128,7 +128,8 @@ def test_report_and_every_page_read_right(many_runs, tmp_path, record_property):
     """The report and every dashboard page as a researcher sees them at 1400×900, with fourteen runs
     whose values repeat: each figure drawn at least 300 px tall, every legend entry drawn inside its
     legend and figure, no two tick labels (nor class-vector names) on top of each other, one colour
-    per run on every page and in the report — also after a run is made unreadable, when the
+    per run on every page and in the report, every report table
+    within the page — also after a run is made unreadable, when the
     baseline's change is said. Screenshots of every figure and page go to $HSEVAL_SCREENSHOTS
     (default: this test's tmp folder). Along the way: the first render of the overview is timed,
     a click on the sunburst picks a node, the semantic colours of the embeddings are equal across
@@ -150,6 +151,9 @@ def test_report_and_every_page_read_right(many_runs, tmp_path, record_property):
         report = look(page, "report")
         assert page.locator(".here").inner_text() == str(moved)  # not where it was written
         assert [url for url in requests if not url.startswith("file:")] == []
+        hidden = page.evaluate("""() => [...document.querySelectorAll('table')]
+            .filter(t => t.scrollWidth > t.clientWidth + 1).map(t => t.innerText.slice(0, 60))""")
+        assert hidden == []  # every table within the page: no column behind a scroll bar
         assert any("heatmap" in f["title"] or "confusion" in f["title"] for f in report)
         axes = page.evaluate(f"""() => [...{PLOTS}].flatMap(p => p.data).filter(t => t.type === 'heatmap')
             .map(t => [[...t.x], [...t.y]])""")

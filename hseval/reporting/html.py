@@ -25,7 +25,8 @@ __all__ = ["Chart", "Section", "Detail", "page", "anchor"]
 
 STYLE = ("body{font-family:system-ui,sans-serif;margin:2em auto;max-width:1300px;padding:0 1em;color:#222}"
          "table{border-collapse:collapse;font-size:13px;margin:1em 0;display:block;overflow-x:auto;max-width:100%}"
-         "td,th{border:1px solid #ccc;padding:3px 6px;text-align:right;white-space:nowrap}th{background:#f3f3f3}"
+         "td,th{border:1px solid #ccc;padding:3px 6px;text-align:right;white-space:nowrap}"
+         "th{background:#f3f3f3;white-space:normal;min-width:4em}"
          "td:first-child,th:first-child{text-align:left;position:sticky;left:0;background:#fafafa}"
          "td.text{text-align:left;white-space:normal;min-width:7em;max-width:32em}"
          "h2{margin-top:2.2em;border-bottom:1px solid #ddd}.guide{color:#555;margin:.2em 0 .6em}"
