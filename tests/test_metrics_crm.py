@@ -56,7 +56,19 @@ def test_metrics_are_those_of_the_exact_ranking():
     crm.update(probs[150:], targets[150:])
     reference = HierarchicalMetrics(tree, topk=(1, 5, 20))
     reference.update(-(probs @ distance_matrix(tree)), targets)
-    assert crm.compute() == crm_summary(reference.compute())
+    got = crm.compute()
+    assert got.pop("unavailable") == {} and got == crm_summary(reference.compute())
+
+
+def test_an_undefined_value_says_why():
+    """A ranking without mistakes has no mistake severity; compute says so beside the NaN."""
+    tree = random_tree(12, 3)
+    targets = np.arange(tree.num_leaves)
+    crm = CrmMetrics(tree, topk=(1, 5))
+    crm.update(np.eye(tree.num_leaves), targets)  # certain and right: CRM keeps every prediction
+    got = crm.compute()
+    assert np.isnan(got["mistake_severity"]) and got["unavailable"] == {
+        "mistake_severity": "no mistakes: every sample is right, so the mean severity of a mistake is undefined"}
 
 
 def test_crm_at_more_classes_than_a_distance_matrix_holds():

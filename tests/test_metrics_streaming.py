@@ -15,12 +15,14 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from sklearn.metrics import log_loss
 
 import hseval.metrics.streaming
 from hseval.metrics import HierarchicalMetrics, expected_calibration_error, level_predictions_from_logits
 from hseval.metrics.streaming import NO_LEVEL_SCORES, NO_SCORES
-from tests.helpers import appendix_a, fashion_tree, flat_tree, unbalanced
+from tests.helpers import appendix_a, examples, fashion_tree, flat_tree, trees, unbalanced
 from tests.metric_tester import KS, METRICS, argmax, check_metric, close, feed, make_data, softmax, streamed
 
 TREES = {"appendix_a": appendix_a, "fashion": fashion_tree, "unbalanced": unbalanced, "flat": lambda: flat_tree(4)}
@@ -80,7 +82,7 @@ def test_predicted_classes_only_give_the_top1_metrics_and_say_why_not_the_others
         close(result[key], scored[key])
     for key in ("top5", "avg_hdist@5", "ece", "cross_entropy", "reliability"):
         assert key not in result and result["unavailable"][key] == NO_SCORES
-    assert "avg_hdist@20" not in result["unavailable"]  # k ≥ |L| = 10: not reported at all
+    assert result["unavailable"]["avg_hdist@20"] == NO_SCORES  # asked for (k ≥ |L| too): said why not
     with pytest.raises(ValueError, match="this batch gives scores but earlier batches gave predicted classes"):
         metrics.update(data["scores"], data["target"])
 
@@ -113,9 +115,55 @@ def test_edge_cases_empty_and_large_topk():
     metrics = HierarchicalMetrics(flat_tree(3), topk=(50,))
     metrics.update(np.array([[3.0, 0.0, 0.0], [0.0, 2.0, 1.0]]), np.array([0, 2]))
     result = metrics.compute()
-    assert result["superclass_acc"] == {} and result["top1"] == 0.5 and "top50" not in result  # k ≥ |L|
+    assert result["superclass_acc"] == {} and result["top1"] == 0.5 and result["top50"] == 1.0  # k ≥ |L|: all
     assert result["mistake_severity"] == 1.0 and result["hierarchical_f1"] == 0.5
     assert "superclass_acc_from_levels" not in result["unavailable"]  # a flat tree has no super-class to score
+
+
+def test_every_k_asked_for_is_computed():
+    """topk=(1, 5) on 4 classes gives top-5 (every class is among the top 5: 1), as topk_accuracy
+    does; nothing asked for is dropped without a word."""
+    tree = appendix_a()
+    metrics = HierarchicalMetrics(tree, topk=(1, 5))
+    metrics.update(np.array([[0.0, 1.0, 0.0, 0.0], [2.0, 0.0, 0.0, 1.0]]), np.array([0, 3]))
+    result = metrics.compute()
+    assert tree.num_leaves == 4 and result["top5"] == 1.0 and result["best_hdist@5"] == 0.0
+    assert {"top5", "avg_hdist@5", "best_hdist@5"}.isdisjoint(result["unavailable"])
+
+
+def _undefined(result: dict) -> set[str]:
+    """The keys of ``result`` whose value is NaN, a level's as "key.level"."""
+    out = set()
+    for key, value in result.items():
+        if isinstance(value, dict) and key not in ("reliability", "unavailable"):
+            out |= {f"{key}.{level}" for level, v in value.items() if v != v}
+        elif isinstance(value, float) and value != value:
+            out.add(key)
+    return out
+
+
+@settings(max_examples=examples(60), deadline=None)
+@given(tree=trees(max_leaves=12), n=st.integers(0, 12), right=st.floats(0, 1), seed=st.integers(0, 2**16),
+       labels=st.booleans(), levels=st.booleans())
+def test_every_undefined_value_says_why(tree, n, right, seed, labels, levels):
+    """Whatever the tree and the samples (none, no mistakes, none at a level), every NaN that
+    compute returns has its reason in ``unavailable``, under its key or the record it lies in."""
+    rng = np.random.default_rng(seed)
+    targets = rng.integers(0, tree.num_leaves, n)
+    scores = rng.normal(size=(n, tree.num_leaves))
+    scores[np.arange(n), targets] += np.where(rng.random(n) < right, 100.0, 0.0)
+    level_scores = {k: rng.normal(size=(n, tree.nodes_per_depth[k - 1])) for k in range(1, tree.max_depth)}
+    metrics = HierarchicalMetrics(tree, topk=(1, 5))
+    if labels:
+        metrics.update_labels(scores.argmax(1), targets)
+    else:
+        metrics.update(scores, targets, level_scores if levels and level_scores else None)
+    result = metrics.compute()
+    reasons = result["unavailable"]
+    for key in _undefined(result):
+        assert key in reasons or key.split(".")[0] in reasons, key
+    if n and (scores.argmax(1) == targets).all():
+        assert "every sample is right" in reasons["mistake_severity"]
 
 
 def test_bad_input_is_refused_with_a_message():

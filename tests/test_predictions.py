@@ -25,7 +25,7 @@ from hseval.io.results import load_evaluation
 from hseval.metrics import HierarchicalMetrics
 from hseval.tree import write_hierarchy
 from tests.conftest import EVALUATED_RUNS
-from tests.helpers import examples, fashion_tree, read_rows
+from tests.helpers import examples, fashion_tree, read_rows, unbalanced
 
 
 def _sequential_outputs(fashion_like: Path) -> dict[str, np.ndarray]:
@@ -103,7 +103,9 @@ def test_a_foreign_model_is_evaluated_reported_and_shown_beside_hseval_runs(outp
         assert (np.nan if got is None else got) == pytest.approx(expected[key], rel=1e-12, nan_ok=True), key
     assert full.metrics["geometry"]["node_vectors"] == "centroid" and len(full.geometry) == tree.num_nodes
     assert set(full.projections["kind"]) == {"sample", "class_vector"}
-    assert full.unavailable == {}
+    beyond = {"top20", "avg_hdist@20", "best_hdist@20"}  # 10 classes: no top-20, said why
+    assert beyond <= set(full.unavailable)
+    assert all("no mistakes" in why for key, why in full.unavailable.items() if key not in beyond)  # values only
     assert scores.metrics["top1"] == full.metrics["top1"] and "projections" in scores.unavailable
     assert labels.metrics["top1"] == full.metrics["top1"] and "top5" not in labels.metrics
     assert labels.unavailable["top5"] == "the predictions give one class per sample, no scores"
@@ -347,3 +349,58 @@ def test_every_documented_combination_is_evaluated_reported_and_exported(tmp_pat
     assert main(["export", str(out), str(tmp_path / "tb"), "--to", "tensorboard"]) == 0
     err = capsys.readouterr().err.splitlines()
     assert len(err) == 12 and all("left out of the export: it holds no sampled embeddings" in e for e in err), err
+
+
+GENERIC = "not computed by this evaluation"
+
+
+def _shown_cells(out: Path) -> list[str]:
+    """Every cell of every table of the report and of the dashboard's Overview of ``out``."""
+    from hseval.reporting.summary import level_table, mark_unavailable, summary_table
+
+    runs = load_evaluation(out, strict=True).runs
+    frames = [mark_unavailable(summary_table(runs), runs), mark_unavailable(level_table(runs), runs)]
+    return [str(v) for frame in frames for v in frame.to_numpy().ravel()]
+
+
+def test_every_metric_the_report_shows_says_why_it_is_missing(tmp_path):
+    """For every metric the report and the Overview show, an evaluation where it is not a number
+    says why, where it was decided, never the generic line: top-5 of 5 classes, no mistakes (also
+    CRM's), no sample at a level, predicted classes only, probabilities, no embeddings, equal class
+    vectors, a tree whose classes are all equally far apart."""
+    from hseval.tree.hierarchy import Hierarchy
+
+    tree = unbalanced()  # 5 classes at depths 1, 2 and 4: levels 1-3
+    write_hierarchy(tree, tmp_path / "tree.txt")
+    z = tree.leaf_names.index("z")  # the class at depth 1: no sample reaches levels 2 and 3
+    targets = np.full(12, z)
+    logits = np.zeros((12, 5))
+    logits[:, z] = 9.0  # every sample right
+    levels = {f"level_scores_{k}": np.random.default_rng(k).normal(size=(12, tree.nodes_per_depth[k - 1]))
+              for k in range(1, tree.max_depth)}
+    rng = np.random.default_rng(0)
+    np.savez(tmp_path / "right.npz", targets=targets, logits=logits, embeddings=rng.normal(size=(12, 4)),
+             class_weights=rng.normal(size=(5, 4)), **levels)
+    probs = rng.dirichlet(np.ones(5), 12)
+    weights = np.tile(rng.normal(size=4), (5, 1))  # every class the same vector: a dendrogram of one height
+    np.savez(tmp_path / "probs.npz", targets=rng.integers(0, 5, 12), probs=probs, class_weights=weights)
+    (tmp_path / "labels.csv").write_text("target,pred\n" + "".join(f"{t},{(t + i) % 5}\n"
+                                                                    for i, t in enumerate(rng.integers(0, 5, 12))))
+    flat = Hierarchy([f"c{i}" for i in range(6)], [-1] * 6, 6)
+    write_hierarchy(flat, tmp_path / "flat.txt")
+    np.savez(tmp_path / "flat.npz", targets=np.arange(12) % 6, logits=rng.normal(size=(12, 6)),
+             class_weights=rng.normal(size=(6, 4)))
+    for name, tree_file, out in (("right.npz", "tree.txt", "eval"), ("probs.npz", "tree.txt", "eval"),
+                                 ("labels.csv", "tree.txt", "eval"), ("flat.npz", "flat.txt", "flat")):
+        assert main(["evaluate", "--predictions", str(tmp_path / name), "--hierarchy", str(tmp_path / tree_file),
+                     "--out", str(tmp_path / out), "--projections", "none"]) == 0
+    for out in ("eval", "flat"):
+        assert main(["report", str(tmp_path / out)]) == 0
+        text = "\n".join([(tmp_path / out / "report.md").read_text(), *_shown_cells(tmp_path / out)])
+        assert GENERIC not in text and "n/a — " in text
+    text = (tmp_path / "eval" / "report.md").read_text()
+    for reason in ("top-5 needs more than 5 classes", "every sample is right", "no sample's class lies at level 2",
+                   "no tree agreement: the class vectors' dendrogram", "no scores", "gives probabilities, not logits",
+                   "has no 'embeddings'"):
+        assert reason in text, reason
+    assert "equally far apart in the tree" in (tmp_path / "flat" / "report.md").read_text()

@@ -24,11 +24,25 @@ from hseval.metrics.crm import CrmMetrics
 from hseval.metrics.streaming import NO_LEVEL_SCORES
 from hseval.tree.hierarchy import Hierarchy
 
-__all__ = ["KS", "BLOCK", "PROBABILITY_METRICS", "block_rows", "Evaluation", "Scores", "check_sample_options",
-           "norm_summary", "scores_stage", "without_probabilities", "geometry_stage", "sample_stage"]
+__all__ = ["KS", "beyond_the_classes", "BLOCK", "PROBABILITY_METRICS", "block_rows", "Evaluation", "Scores",
+           "check_sample_options", "norm_summary", "scores_stage", "without_probabilities", "geometry_stage",
+           "sample_stage"]
 
 KS = (1, 5, 20)
-"""The k of the top-k metrics that ``hseval evaluate`` reports."""
+"""The k of the top-k metrics that ``hseval evaluate`` reports, those a tree has (:func:`beyond_the_classes`);
+predictions.npz keeps the top min(20, |L|) classes of each sample."""
+
+
+def beyond_the_classes(tree: Hierarchy) -> dict[str, str]:
+    """{metric key: why} for the top-k and distances@k of :data:`KS` that say nothing on ``tree``:
+    with k ≥ |L| every class is among the top k, so top-k is 1 for any model (the metrics compute
+    it so, as asked); the evaluation leaves them out with this reason."""
+    classes = tree.num_leaves
+    return {f"{metric}{k}": f"top-{k} needs more than {k} classes (with {k} or fewer every class is among the top "
+                            f"{k}, so it is 1 for any model); this tree has {classes}"
+            for k in KS if 1 < k and classes <= k for metric in ("top", "avg_hdist@", "best_hdist@")}
+
+
 BLOCK = 1 << 20
 """Scores go through the metrics in blocks of at most this many values (rows × classes), whatever
 the batch: the metrics' temporaries take tens of megabytes at 10 or 100,000 classes alike."""
@@ -149,10 +163,14 @@ def scores_stage(evaluation: Evaluation, scores: Scores, *, no_level_scores: str
     its own, where it has none), per_node.csv and predictions.npz."""
     tree, streamed = evaluation.tree, scores.metrics
     metrics = streamed.compute()
-    metrics["unavailable"] = {k: no_level_scores if v == NO_LEVEL_SCORES else v
-                              for k, v in metrics["unavailable"].items()}
+    beyond = beyond_the_classes(tree)
+    metrics = {k: v for k, v in metrics.items() if k not in beyond}
+    metrics["unavailable"] = {**beyond, **{k: no_level_scores if v == NO_LEVEL_SCORES else v
+                                           for k, v in metrics["unavailable"].items() if k not in beyond}}
     if scores.crm_skipped is None:
-        metrics["crm"] = scores.crm.compute()
+        crm = scores.crm.compute()
+        metrics["unavailable"].update({f"crm.{k}": why for k, why in crm.pop("unavailable").items()})
+        metrics["crm"] = {k: v for k, v in crm.items() if k not in beyond}
     else:
         metrics["unavailable"]["crm"] = scores.crm_skipped
     evaluation.metrics.update(metrics)
@@ -200,6 +218,8 @@ def geometry_stage(evaluation: Evaluation, vectors: tuple[np.ndarray, str] | Non
     agreement = geometry.tree_agreement(tree, node_vec[: tree.num_leaves])
     evaluation.tables[eval_format.GEOMETRY], evaluation.tables[eval_format.PAIRS] = table, pairs
     metrics["geometry"] = geometry.geometry_summary(tree, table, pair_stats, kind, agreement)
+    if agreement.get("skipped"):
+        metrics["unavailable"]["geometry.tree_agreement"] = f"no tree agreement: {agreement['skipped']}"
     metrics["class_vector_norm"] = {"mean": float(np.linalg.norm(node_vec[: tree.num_leaves], axis=1).mean())}
     return node_vec
 

@@ -134,6 +134,9 @@ class CrmMetrics:
                 self._state[name] += value
 
     def compute(self) -> dict:
-        shown = [i for i, k in enumerate(self.ks) if k == 1 or k < self.hierarchy.num_leaves]
-        return crm_summary(statistics.state_compute(self._state, self._confusion.pairs(), self.hierarchy, self.ks,
-                                                    shown=shown, levels=None, scored=False))
+        """:func:`crm_summary` of every k, with "unavailable": why each undefined value is (no mistakes ...)."""
+        computed = statistics.state_compute(self._state, self._confusion.pairs(), self.hierarchy, self.ks,
+                                            shown=range(len(self.ks)), levels=None, scored=False)
+        summary = crm_summary(computed)
+        return {**summary, "unavailable": {key: why for key, why in computed["unavailable"].items()
+                                           if key.split(".")[0] in summary}}

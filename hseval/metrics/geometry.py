@@ -206,8 +206,11 @@ def tree_agreement(hierarchy: Hierarchy, leaf_vectors: np.ndarray, *, limit: int
     if np.any(np.linalg.norm(leaf_vectors, axis=1) == 0):
         return {"skipped": "a class vector is zero"}
     leaves = np.arange(L) if L <= limit else np.sort(np.random.default_rng(seed).choice(L, limit, replace=False))
+    tree_distances = _condensed_tree_distances(hierarchy, leaves)
+    if np.ptp(tree_distances) == 0:
+        return {"skipped": "every two classes are equally far apart in the tree, which has no order to correlate"}
     Z = linkage(leaf_vectors[leaves], method="average", metric="cosine")
-    coph_corr, _ = cophenet(Z, _condensed_tree_distances(hierarchy, leaves))
+    dendrogram = cophenet(Z)
     levels = {}
     for depth in range(1, hierarchy.max_depth):
         truth = hierarchy.ancestor_at_depth(leaves, depth)
@@ -218,6 +221,10 @@ def tree_agreement(hierarchy: Hierarchy, leaf_vectors: np.ndarray, *, limit: int
         found = fcluster(Z, t=k, criterion="maxclust")
         levels[str(depth)] = {"clusters": int(k), "adjusted_rand": float(adjusted_rand_score(truth[keep], found[keep])),
                               "rand": float(rand_score(truth[keep], found[keep]))}
+    if np.ptp(dendrogram) == 0:
+        return {"skipped": "the class vectors' dendrogram puts every two classes equally far apart, which has no "
+                           "order to correlate", "levels": levels, "classes": int(len(leaves))}
+    coph_corr, _ = cophenet(Z, tree_distances)
     # a correlation: rounding can take a perfect agreement to 1 + 2e-16, which the file format refuses
     return {"cophenetic_correlation": float(np.clip(coph_corr, -1.0, 1.0)), "levels": levels,
             "classes": int(len(leaves))}

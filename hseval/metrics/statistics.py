@@ -10,6 +10,7 @@ adds the sums up, merges and all-reduces them, and any other shell could do the 
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -24,7 +25,12 @@ from hseval.metrics.levels import _levels_compute, _levels_update
 from hseval.metrics.mistakes import _severity_compute, _topk_distance_compute, _topk_distance_update
 from hseval.tree.hierarchy import Hierarchy
 
-__all__ = ["state_zeros", "batch_update", "state_compute"]
+__all__ = ["state_zeros", "batch_update", "state_compute", "why_undefined", "NO_SAMPLES", "NO_MISTAKES",
+           "NO_SAMPLE_AT_LEVEL"]
+
+NO_SAMPLES = "no samples were given, so every share and mean is undefined"
+NO_MISTAKES = "no mistakes: every sample is right, so the mean severity of a mistake is undefined"
+NO_SAMPLE_AT_LEVEL = "no sample's class lies at level {level} or deeper, so level {level} has nothing to count"
 
 
 def state_zeros(hierarchy: Hierarchy, num_ks: int, n_bins: int) -> dict[str, np.ndarray]:
@@ -69,7 +75,8 @@ def state_compute(state: Mapping[str, np.ndarray], pairs: Pairs, hierarchy: Hier
     """The metrics from summed statistics and confusion counts, as plain JSON types (see
     :meth:`HierarchicalMetrics.compute`): the top-k and distances@k of the ``shown`` positions of
     ``ks``, the model's own level predictions' where ``levels`` were given, calibration and
-    cross-entropy when ``scored``."""
+    cross-entropy when ``scored``; "unavailable" says why each value that is NaN is undefined
+    (:func:`why_undefined`)."""
     n = int(state["samples"][0])
     out: dict[str, Any] = {"samples": n}
     out.update({f"top{ks[i]}": _checks.ratio(state["topk_hits"][i], n) for i in shown})
@@ -88,7 +95,30 @@ def state_compute(state: Mapping[str, np.ndarray], pairs: Pairs, hierarchy: Hier
         out["cross_entropy"] = _checks.ratio(state["nll"][0], n)
         out["ece"] = _ece_compute(bins)
         out["reliability"] = {key: value.tolist() for key, value in _reliability_compute(bins).items()}
+    return {**out, "unavailable": why_undefined(out)}
+
+
+def why_undefined(computed: dict[str, Any]) -> dict[str, str]:
+    """Why each NaN of ``computed`` (metrics of :func:`state_compute`) is undefined: {key: reason},
+    a level's value keyed "key.level" ("superclass_acc.2"). The reasons are decided here, where the
+    sums that are 0 are known: no samples at all, no mistakes, or no sample at a level."""
+    if not computed["samples"]:
+        return {key: NO_SAMPLES for key, value in computed.items() if _undefined(value)}
+    out = {}
+    for key, value in computed.items():
+        if isinstance(value, dict) and key != "reliability":
+            out.update({f"{key}.{level}": NO_SAMPLE_AT_LEVEL.format(level=level)
+                        for level, v in value.items() if _undefined(v)})
+        elif key == "mistake_severity" and _undefined(value):
+            out[key] = NO_MISTAKES
     return out
+
+
+def _undefined(value: Any) -> bool:
+    """A NaN, or a record of levels holding one."""
+    if isinstance(value, dict):
+        return any(_undefined(v) for v in value.values())
+    return isinstance(value, float) and math.isnan(value)
 
 
 def _by_level(values: dict[int, float]) -> dict[str, float]:

@@ -48,8 +48,9 @@ class HierarchicalMetrics:
     hierarchy : Hierarchy
         The classes are its leaves, in its canonical order (column ``i`` of the scores is leaf ``i``).
     topk : iterable of int, default (1, 5)
-        The k of top-k accuracy and hierarchical distance@k; 1 is always included. A k above the
-        number of classes means "all classes" (its key keeps the requested k).
+        The k of top-k accuracy and hierarchical distance@k; 1 is always included, and every k
+        asked for is computed. A k at or above the number of classes means "all classes" (its key
+        keeps the requested k: top-k is then 1), as in :func:`~hseval.metrics.topk_accuracy`.
     n_bins : int, default 15
         Equal-width bins of the expected calibration error.
     scores : {"logits", "probs"}, default "logits"
@@ -300,19 +301,9 @@ class HierarchicalMetrics:
         """
         return _per_node_compute(self._confusion.pairs(), self.hierarchy)
 
-    def reported_ks(self) -> tuple[int, ...]:
-        """The k of :attr:`ks` that are reported: 1, and every k below the number of classes (with
-        k ≥ |L| every class is in the top k: top-k is 1 and the distances say nothing).
-
-        Returns
-        -------
-        tuple of int
-            The reported k, increasing.
-        """
-        return tuple(k for k in self.ks if k == 1 or k < self.hierarchy.num_leaves)
-
     def unavailable(self) -> dict[str, str]:
-        """Metric key -> why it cannot be computed from what was given.
+        """Metric key -> why it cannot be computed from what was given (the kind of inputs; why a
+        value computed from them is undefined, such as no mistakes, :meth:`compute` adds).
 
         Returns
         -------
@@ -321,7 +312,7 @@ class HierarchicalMetrics:
         """
         out: dict[str, str] = {}
         if self._mode == "labels":
-            for k in self.reported_ks()[1:]:
+            for k in self.ks[1:]:
                 out.update({f"top{k}": NO_SCORES, f"avg_hdist@{k}": NO_SCORES, f"best_hdist@{k}": NO_SCORES})
             out.update({key: NO_SCORES for key in _SCORE_METRICS})
         if self._levels is None and self.hierarchy.max_depth > 1:
@@ -332,8 +323,9 @@ class HierarchicalMetrics:
     def compute(self) -> dict[str, Any]:
         """Every available metric over all samples so far (of every process under
         ``torch.distributed``), as plain JSON types: levels keyed "1", "2", ...; NaN where a
-        metric is undefined (no sample, no mistake); ``unavailable`` names each metric the inputs
-        do not allow, with the reason.
+        metric is undefined (no sample, no mistake, no sample at a level); ``unavailable`` names
+        each metric the inputs do not allow and each undefined value (a level's as "key.level"),
+        with the reason.
 
         Returns
         -------
@@ -364,13 +356,20 @@ class HierarchicalMetrics:
         (0.5, 1.5, 0.625)
         >>> result["unavailable"]["top2"]
         'the predictions give one class per sample, no scores'
+
+        A head without mistakes has no mistake severity, and says so:
+
+        >>> right = HierarchicalMetrics(tree)
+        >>> right.update_labels(np.array([0, 3]), np.array([0, 3]))
+        >>> right.compute()["unavailable"]["mistake_severity"]
+        'no mistakes: every sample is right, so the mean severity of a mistake is undefined'
         """
         state = self._synced() if self.sync_on_compute else self
         unavailable = state.unavailable()
-        shown = [i for i, k in enumerate(state.ks) if k in state.reported_ks() and f"top{k}" not in unavailable]
+        shown = [i for i, k in enumerate(state.ks) if f"top{k}" not in unavailable]
         out = statistics.state_compute(state._state, state._confusion.pairs(), state.hierarchy, state.ks, shown=shown,
                                        levels=state._levels, scored=state._mode != "labels")
-        return {**out, "unavailable": unavailable}
+        return {**out, "unavailable": {**out["unavailable"], **unavailable}}
 
 
 

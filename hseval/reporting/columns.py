@@ -156,7 +156,15 @@ def column_help(column: str, tree: Hierarchy | None = None) -> str | None:
 
 def key_name(key: str, tree: Hierarchy | None = None) -> str:
     """A metrics.json key as the columns it fills are named ("superclass_acc_from_levels" -> "level
-    1, 2 (own scores)"), for the list of what is not available."""
+    1, 2 (own scores)"; a dotted key as its column: "superclass_acc.2" -> "level 2 (from leaf)", "crm.top1"
+    -> "CRM top-1"), for the list of what is not available."""
+    record, _, inner = key.partition(".")
+    if inner and record in _WAY_NAMES:
+        return f"level {inner} ({_WAY_NAMES[record]})"
+    if inner and record == "crm":
+        return f"CRM {key_name(inner, tree)}"
+    if key.startswith("geometry.tree_agreement"):
+        return display_name("cophenetic_correlation")
     if key in _WAY_NAMES and tree is not None and tree.max_depth > 1:
         levels = ", ".join(str(d) for d in range(1, tree.max_depth))
         return f"level {levels} ({_WAY_NAMES[key]})"

@@ -25,14 +25,17 @@ from hseval.io.results import Evaluation, load_evaluation
 from hseval.nn import radius_guard as logit_scale
 from hseval.reporting import escape
 from hseval.reporting import sections as report_charts
-from hseval.reporting.columns import column_help, display_name, identity, level_legend
+from hseval.reporting.columns import column_help, display_name, identity, level_legend, not_available
 from hseval.reporting.html import Detail, Section, anchor, page
 from hseval.reporting.paper_tables import paper_cells, paper_table, to_latex, to_markdown
 from hseval.reporting.summary import (
+    config_key,
     grouped_summary,
     level_table,
     mark_unavailable,
     methods_table,
+    metric_of_column,
+    reason,
     summary_table,
     unavailable_table,
 )
@@ -55,17 +58,21 @@ def _markdown(frame: pd.DataFrame, digits: int = 4) -> str:
     return "\n".join(lines) + "\n"
 
 
-def _mean_std(grouped: pd.DataFrame) -> pd.DataFrame:
-    """'mean ± std' strings for the headline metrics of a grouped summary."""
+def _mean_std(grouped: pd.DataFrame, runs) -> pd.DataFrame:
+    """'mean ± std' strings for the headline metrics of a grouped summary; "n/a — reason" where no
+    seed of a group has the metric (the reason its first run recorded)."""
     if grouped.empty:
         return grouped
+    first: dict[str, dict[str, str]] = {}
+    for run in runs:  # grouped_summary's groups, in its order
+        first.setdefault(config_key(run), run.unavailable)
     out = grouped[["dataset", "backbone", "head", "setting", "seeds"]].copy()
     for col in [c[:-5] for c in grouped.columns if c.endswith("_mean")]:
         if col in ("top1", "top5", "hierarchical_f1", "mistake_severity", "ece") or col.startswith("level"):
             if col.endswith("_agreement"):
                 continue
-            out[col] = [f"{m:.4f} ± {s:.4f}" if np.isfinite(m) else "" for m, s in
-                        zip(grouped[f"{col}_mean"], grouped[f"{col}_std"])]
+            out[col] = [f"{m:.4f} ± {s:.4f}" if np.isfinite(m) else not_available(reason(why, metric_of_column(col)))
+                        for m, s, why in zip(grouped[f"{col}_mean"], grouped[f"{col}_std"], first.values())]
     return out
 
 
@@ -101,16 +108,20 @@ def _scale_table(runs) -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
-def _crm_table(summary: pd.DataFrame) -> pd.DataFrame:
-    """Per run: top-1, mistake severity and hierarchical distance@1 of the argmax and of CRM."""
+def _crm_table(summary: pd.DataFrame, runs) -> pd.DataFrame:
+    """Per run: top-1, mistake severity and hierarchical distance@1 of the argmax and of CRM; an
+    empty cell reads "n/a — reason" (a difference: the reason of the value it lacks)."""
     if "crm_top1" not in summary or summary["crm_top1"].isna().all():
         return pd.DataFrame()
     out = identity(summary[["run", "head"]].copy())
-    for key in ("top1", "mistake_severity", "avg_hdist@1"):
-        if key in summary:
-            name = display_name(key)
-            out[name], out[f"CRM {name}"] = summary[key], summary[f"crm_{key}"]
-            out[f"Δ {name}"] = summary[f"crm_{key}"] - summary[key]
+    keys = [key for key in ("top1", "mistake_severity", "avg_hdist@1") if key in summary]
+    marked = mark_unavailable(summary, runs, columns=[c for key in keys for c in (key, f"crm_{key}")])
+    for key in keys:
+        name = display_name(key)
+        out[name], out[f"CRM {name}"] = marked[key], marked[f"crm_{key}"]
+        out[f"Δ {name}"] = [f"{b - a:.4f}" if a == a and b == b else (text_b if b != b else text_a)
+                            for a, b, text_a, text_b in zip(summary[key], summary[f"crm_{key}"], marked[key],
+                                                            marked[f"crm_{key}"])]
     return out
 
 
@@ -147,7 +158,7 @@ def render(evaluation: Evaluation, root: Path, *, baseline: str | None = None,
                                              "ece", "feature_norm", "max_logit", "cophenetic_correlation")
                                  if c in summary]])
     missing = unavailable_table(runs)
-    crm = _crm_table(summary)
+    crm = _crm_table(summary, runs)
     paper = paper_table(runs)
     seeds = bool((grouped["seeds"] > 1).any())
     helps: dict[str, str] = {}
@@ -176,7 +187,7 @@ def render(evaluation: Evaluation, root: Path, *, baseline: str | None = None,
                        "expected tree distance under the model's probabilities instead of the most probable one: "
                        "it trades leaf accuracy for milder mistakes. Δ = CRM − argmax.", crm))
     if seeds:
-        tables += [("Mean ± std over seeds", "", _mean_std(grouped)),
+        tables += [("Mean ± std over seeds", "", _mean_std(grouped, runs)),
                    ("Differences over seeds", "Each seed group minus the baseline's group: t interval over seeds "
                                               "(paired by seed when both ran the same seeds).", over_seeds)]
     scale = _scale_table(runs)

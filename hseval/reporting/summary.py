@@ -18,7 +18,8 @@ from hseval.io.run_settings import result_settings
 from hseval.reporting.columns import key_name, not_available
 
 __all__ = ["WAYS", "methods_table", "history_long", "summary_table", "grouped_summary", "level_long", "level_table",
-           "settings", "config_key", "setting_names", "unavailable_table", "mark_unavailable", "metric_of_column"]
+           "settings", "config_key", "setting_names", "unavailable_table", "mark_unavailable", "metric_of_column",
+           "reason"]
 
 WAYS = {"leaf": "leaf", "superclass_acc": "from leaf", "superclass_acc_from_levels": "own scores"}
 """How an accuracy is measured, by its metrics.json key: the leaf prediction, its ancestor at the
@@ -187,29 +188,46 @@ def level_table(runs: list[RunResult]) -> pd.DataFrame:
     return out
 
 
-_LEVEL_COLUMN = re.compile(r"level ?([0-9]+)(_own_scores| \(own scores\)|_agreement)")
+_LEVEL_COLUMN = re.compile(r"level ?([0-9]+)(?:_| \()(from.leaf|own.scores|agreement)\)?")
+_LEVEL_KEYS = {"from": "superclass_acc", "own": "superclass_acc_from_levels", "agreement": "level_agreement"}
+_PER_K = re.compile(r"top[0-9]+|(?:avg|best)_hdist@[0-9]+")
 
 
 def metric_of_column(column: str) -> str:
-    """The metrics.json key behind a column of :func:`summary_table` or :func:`level_table`."""
+    """The metrics.json key behind a column of :func:`summary_table` or :func:`level_table`, as
+    ``unavailable`` names it: a level's value "superclass_acc.2", a CRM column's "crm.top1"."""
     match = _LEVEL_COLUMN.fullmatch(column)
     if match:
-        return "level_agreement" if match.group(2) == "_agreement" else "superclass_acc_from_levels"
+        return f"{_LEVEL_KEYS[re.split('[ _]', match.group(2))[0]]}.{match.group(1)}"
     if column.startswith("crm_"):
-        return "crm"
-    return {"cophenetic_correlation": "geometry"}.get(column, column)
+        return f"crm.{column[4:]}"
+    return {"cophenetic_correlation": "geometry.tree_agreement.cophenetic_correlation", "leaf": "top1"}.get(column,
+                                                                                                           column)
+
+
+def reason(unavailable: dict[str, str], key: str) -> str | None:
+    """Why ``key`` (a dotted metrics.json key) is missing: its own reason in ``unavailable``, else
+    that of the record it lies in ("crm.top1" -> "crm"); None when none is recorded."""
+    while key:
+        if key in unavailable:
+            return unavailable[key]
+        key = key.rpartition(".")[0]
+    return None
 
 
 def unavailable_table(runs: list[RunResult]) -> pd.DataFrame:
     """Why metrics are missing: one row per run and reason (columns run, metrics: named as their
-    columns are, reason)."""
+    columns are, reason). A top-k or distance@k that no run has is no column, so it leaves no cell
+    to explain (10 classes have no top-20) and is not listed."""
+    columns = {metric_of_column(c) for c in summary_table(runs).columns}
     rows = []
     for r in runs:
         by_reason: dict[str, list[str]] = {}
-        for key, reason in r.unavailable.items():
-            by_reason.setdefault(reason, []).append(key)
-        rows += [{"run": r.name, "metrics": ", ".join(key_name(k, r.hierarchy) for k in keys), "reason": reason}
-                 for reason, keys in by_reason.items()]
+        for key, why in r.unavailable.items():
+            if key in columns or not _PER_K.fullmatch(key):
+                by_reason.setdefault(why, []).append(key)
+        rows += [{"run": r.name, "metrics": ", ".join(key_name(k, r.hierarchy) for k in keys), "reason": why}
+                 for why, keys in by_reason.items()]
     return pd.DataFrame(rows, columns=["run", "metrics", "reason"])
 
 
@@ -224,6 +242,7 @@ def mark_unavailable(frame: pd.DataFrame, runs: list[RunResult], *, digits: int 
         if not pd.api.types.is_numeric_dtype(frame[column]) or column in ("seed", "samples", "seeds"):
             continue
         key = metric_of_column(column)
-        out[column] = [not_available(reasons.get(run, {}).get(key)) if isinstance(value, float) and math.isnan(value)
-                       else f"{value:.{digits}f}" for run, value in zip(frame["run"], frame[column])]
+        out[column] = [not_available(reason(reasons.get(run, {}), key))
+                       if isinstance(value, float) and math.isnan(value) else f"{value:.{digits}f}"
+                       for run, value in zip(frame["run"], frame[column])]
     return out
