@@ -21,6 +21,7 @@ from hseval.cli.demo import DemoRecord  # noqa: E402
 from hseval.core import fileio  # noqa: E402
 from hseval.io.evaluation_format import IndexRecord, MetricsRecord  # noqa: E402
 from hseval.io.folders import ANY_MARKER  # noqa: E402
+from hseval.io.records import json_schema  # noqa: E402
 from hseval.io.run_format import RunRecord  # noqa: E402
 from hseval.reporting.columns import column_help, display_name  # noqa: E402
 from scripts.readme_blocks import write_block  # noqa: E402
@@ -41,13 +42,9 @@ def metrics_list() -> str:
     return "\n".join(f"- **{display_name(c)}** (`{c}`): {column_help(c)}" for c in METRICS)
 
 
-def _json_schema(record) -> dict:
-    return record.json_schema() if hasattr(record, "json_schema") else record.model_json_schema()
-
-
 def schema_text(name: str) -> str:
     schema = {"$schema": "https://json-schema.org/draft/2020-12/schema", "$id": f"{name}.schema.json",
-              **_json_schema(SCHEMAS[name])}
+              **json_schema(SCHEMAS[name])}
     return json.dumps(schema, indent=2, ensure_ascii=False) + "\n"
 
 

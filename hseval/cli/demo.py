@@ -22,7 +22,7 @@ from pydantic import Field
 from hseval.cli.train import RunsFailed, planned_configs
 from hseval.core.perf import cpu_model
 from hseval.io.output import OutputFolder
-from hseval.io.records import NonNegative, Record, write_record
+from hseval.io.records import NonNegative, Positive, Record, write_record
 
 TEST_SUBSET = 2000  # the test images of training's tests after each epoch (and of the quick demo's evaluation)
 TRAIN_SUBSET = 8000  # three epochs of it per head: twelve heads in about two minutes on two cores
@@ -34,7 +34,7 @@ DEMO_FILE = "demo.json"
 
 class Machine(Record):
     cpu: str
-    threads: int = Field(ge=1)
+    threads: Positive
     gpu: str | None
     torch: str
     python: str

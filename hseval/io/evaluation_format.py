@@ -34,10 +34,13 @@ from hseval.core.errors import RunFormatError
 from hseval.io.folders import EvaluationMarker, read_marker
 from hseval.io.records import (
     Count,
+    Finite,
     HistoryEntry,
+    Json,
     Level,
     Levels,
     NonNegative,
+    Positive,
     Record,
     TreeRecord,
     Unit,
@@ -70,6 +73,7 @@ FOLDER_FILES = (INDEX_FILE, *REPORT_FILES)
 # ====================================================================== metrics.json
 Signed = Annotated[float, Field(ge=-1, le=1)]
 _SCORE = r"^(top[1-9][0-9]{0,3}|(avg|best)_hdist@[1-9][0-9]{0,3})$"
+_TOP = r"^top[1-9][0-9]{0,3}$"
 _MEAN = r"^mean_[a-z_]+$"
 
 
@@ -95,7 +99,7 @@ class Scores(Record):
     Each field's description (and :data:`PATTERN_HELP`) is the help every table, the report and
     README show for it (:func:`hseval.reporting.columns.metric_help`)."""
 
-    model_config = keys_like(_SCORE)
+    model_config = keys_like(_SCORE, narrower={_TOP: Unit | None})
     __pydantic_extra__: dict[Annotated[str, StringConstraints(pattern=_SCORE)], NonNegative | None]
     superclass_acc: Levels | None = _help(
         "Super-class accuracy at each level 'from leaf': the share of samples whose predicted class has the true "
@@ -139,7 +143,7 @@ class Reliability(Record):
 
 class DepthGeometry(Record):
     model_config = keys_like(_MEAN)
-    __pydantic_extra__: dict[Annotated[str, StringConstraints(pattern=_MEAN)], float | None]
+    __pydantic_extra__: dict[Annotated[str, StringConstraints(pattern=_MEAN)], Finite | None]
     nodes: Count | None = None
     sibling_pairs: Count | None = None
     """The pairs of nodes of this depth with one parent; ``mean_sibling_cosine`` is over all of them."""
@@ -150,7 +154,7 @@ class DepthGeometry(Record):
 
 
 class LevelAgreement(Record):
-    clusters: Annotated[int, Field(ge=1)] | None = None
+    clusters: Positive | None = None
     adjusted_rand: Signed | None = None
     rand: Unit | None = None
 
@@ -160,7 +164,7 @@ class TreeAgreement(Record):
         "Correlation between the tree's distances between classes and those of the class vectors' "
         "average-linkage (cosine) dendrogram; 1: the vectors recover the tree.")
     levels: dict[Level, LevelAgreement] | None = None
-    classes: Annotated[int, Field(ge=3)] | None = None
+    classes: Annotated[Count, Field(ge=3)] | None = None
     """The classes clustered: all, or a seeded sample of ``geometry.CLUSTER_CLASSES`` past that many."""
     skipped: str | None = None
     """Why the class vectors were not clustered (fewer than 3 classes, a zero vector)."""
@@ -205,13 +209,13 @@ class MetricsRecord(Scores):
     feature_norm: dict[Literal["mean", "std", "max"], NonNegative | None] | None = _help(
         "Mean norm ‖φ(x)‖ of the test embeddings (with std and max): with the class vectors' norms it sets the "
         "logit scale.")
-    max_logit: dict[Literal["mean"], float | None] | None = _help(
+    max_logit: dict[Literal["mean"], Finite | None] | None = _help(
         "Mean of each sample's largest logit: the logit scale; a sphere head far below its classes' need cannot "
         "be confident (see the radius guard).")
     class_vector_norm: dict[Literal["mean"], NonNegative | None] | None = _help("Mean norm of the class vectors.")
     method: dict[Literal["description", "citation", "group"], str] | None = _help(
         "What the head is in one line, the paper it comes from, and its group (the paper's heads or the peers).")
-    initialised_from: dict[str, Any] | None = _help("The file the backbone started from (--init) and its SHA-256.")
+    initialised_from: dict[str, Json] | None = _help("The file the backbone started from (--init) and its SHA-256.")
     radius: NonNegative | None = _help(
         "The radius R0 of a sphere head's first level, as it was built (its option or the head's default); none "
         "for a head without one.")
@@ -226,7 +230,7 @@ class MetricsRecord(Scores):
     backbone: str | None = _help("The network that computes the embeddings φ(x).")
     split: Literal["train", "val", "test"] | None = None
     seed: Count | None = _help("The training seed.")
-    training: dict[str, Any] | None = None
+    training: dict[str, Json] | None = None
     history: list[HistoryEntry] | None = None
     train_seconds: NonNegative | None = None
     eval_seconds: NonNegative | None = None

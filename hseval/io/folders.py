@@ -40,7 +40,7 @@ from pydantic import Field, StringConstraints, TypeAdapter
 
 from hseval.core import __version__, fileio
 from hseval.core.errors import HsevalError
-from hseval.io.records import Record, parse_record
+from hseval.io.records import Json, Positive, Record, parse_record
 
 __all__ = ["MARKER", "LOCK", "STAGING", "OLD", "KINDS", "HOLDS", "Marker", "EvaluationMarker", "ExportMarker",
            "MARKERS", "OwnershipError", "read_marker", "kind_of", "new_marker", "listing", "recorded",
@@ -101,9 +101,9 @@ class EvaluationMarker(Marker):
     kind: Literal["evaluation"]
     source: str
     """The evaluated run folder or prediction file."""
-    inputs: dict[str, Any]
+    inputs: dict[str, Json]
     """What the evaluation depends on (checksums, settings): an equal one may be reused."""
-    schema_version: int
+    schema_version: Positive
     files: dict[str, Sha256]
     """Name -> SHA-256 of every file written: a file changed afterwards is refused when read."""
     hashed: ClassVar[bool] = True

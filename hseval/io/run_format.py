@@ -17,7 +17,7 @@ import platform
 from dataclasses import dataclass, field
 from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 import torch
 from pydantic import ConfigDict, Field, field_validator, model_validator
@@ -26,7 +26,19 @@ from safetensors.torch import load_file, save
 
 from hseval.core import arguments, fileio
 from hseval.core.errors import HsevalError, RunFormatError, first_line
-from hseval.io.records import Count, HistoryEntry, NonNegative, Record, Sha256, TestScores, TreeRecord, parse_record
+from hseval.io.records import (
+    Count,
+    Finite,
+    HistoryEntry,
+    Json,
+    NonNegative,
+    Positive,
+    Record,
+    Sha256,
+    TestScores,
+    TreeRecord,
+    parse_record,
+)
 from hseval.io.state_dict import value_problem
 from hseval.nn.model import HierarchicalClassifier, build_model
 from hseval.tree.hierarchy import Hierarchy
@@ -51,7 +63,7 @@ class Component(Record):
     """A backbone or a head: its registered name and the options that rebuild it."""
 
     name: str
-    config: dict[str, Any]
+    config: dict[str, Json]
 
 
 class ModelSpec(Record):
@@ -63,26 +75,27 @@ class DatasetInfo(Record):
     """The data a run was trained on (``LoadedDataset.describe``); a dataset may add facts of its own."""
 
     model_config = ConfigDict(extra="allow")
+    __pydantic_extra__: dict[str, Json]
     name: str
     root: str | None = None
     class_names: list[str] | None = None
     image_size: Count | None = None
     channels: Count | None = None
-    mean: list[float] | None = None
-    std: list[float] | None = None
+    mean: list[Finite] | None = None
+    std: list[Finite] | None = None
     train_size: Count | None = None
     val_size: Count | None = None
     test_size: Count | None = None
-    validation: dict[str, Any] | None = None  # its images' identity (LoadedDataset.with_validation)
+    validation: dict[str, Json] | None = None  # its images' identity (LoadedDataset.with_validation)
     augmentation: str | None = None
 
 
 class DeviceInfo(Record):
     device: str
-    world_size: int = Field(ge=1)
+    world_size: Positive
     amp_bf16: bool
     channels_last: bool
-    threads: int = Field(ge=1)
+    threads: Positive
     gpu: str | None = None
 
 
@@ -103,13 +116,13 @@ class TensorSource(Record):
 class TrainState(Record):
     """``train_state.pt``: what a training resumes from after its last finished epoch."""
 
-    epoch: int = Field(ge=1)
+    epoch: Positive
     history: list[HistoryEntry] = Field(min_length=1)
-    config: dict[str, Any]
+    config: dict[str, Json]
     model: dict[str, Any]
     optimizers: dict[str, Any]
     rng: dict[str, Any]
-    sources: dict[str, Any] = Field(default_factory=dict)  # the backbone's --init file, a probe's features
+    sources: dict[str, Json] = Field(default_factory=dict)  # the backbone's --init file, a probe's features
 
     @model_validator(mode="after")
     def _history_to_the_epoch(self) -> TrainState:
@@ -129,7 +142,7 @@ class FeaturesSource(Record):
 class RunRecord(Record):
     """``run.json``: everything that rebuilds the model and says how it was trained."""
 
-    schema_version: int
+    schema_version: Literal[SCHEMA_VERSION]
     model: ModelSpec
     hierarchy: TreeRecord
     model_sha256: Sha256
@@ -137,7 +150,7 @@ class RunRecord(Record):
     versions: dict[str, str]
     saved_at: str
     dataset: DatasetInfo | None = None
-    training: dict[str, Any] | None = None
+    training: dict[str, Json] | None = None
     """The resolved training configuration (``hseval.train.config.TrainConfig``)."""
     seed: Count | None = None
     history: list[HistoryEntry] | None = None
@@ -146,15 +159,17 @@ class RunRecord(Record):
     device: DeviceInfo | None = None
     train_seconds: NonNegative | None = None
     train_subset: Count | None = None
-    world_size: int | None = Field(None, ge=1)
+    world_size: Positive | None = None
     imported_from: TensorSource | None = None
     initialised_from: TensorSource | None = None
     """The file the backbone started from (``model.init``)."""
     features: FeaturesSource | None = None
 
-    @field_validator("schema_version")
+    @field_validator("schema_version", mode="before")
     @classmethod
-    def _known_version(cls, version: int) -> int:
+    def _known_version(cls, version: Any) -> Any:
+        if type(version) is not int:
+            return version  # not a number: the type's own message
         if version > SCHEMA_VERSION:
             raise ValueError(f"{version} is newer than this hseval understands ({SCHEMA_VERSION}); upgrade hseval")
         if version != SCHEMA_VERSION:

@@ -28,7 +28,7 @@ import pandas as pd
 
 from hseval.core import fileio
 from hseval.core.errors import HsevalError, RunFormatError
-from hseval.io.records import HistoryEntry, TestScores
+from hseval.io.records import INT_MAX, HistoryEntry, TestScores
 from hseval.tree.hierarchy import Hierarchy
 
 __all__ = ["Column", "Table", "read_table", "read_cells", "parse_column", "render", "where", "failure",
@@ -150,7 +150,7 @@ def parse_column(cells: np.ndarray, col: Column, path: Path, fail: Callable[...,
     if col.kind is bool:
         return values if empty.any() else values.astype(bool)
     numbers = values.astype(float)
-    if col.kind is int and (bad := ~empty & (np.abs(numbers) > 2**53)).any():
+    if col.kind is int and (bad := ~empty & (np.abs(numbers) > INT_MAX)).any():
         refuse(bad, "an integer of at most 15 digits")
     if (bad := ~empty & ~np.isfinite(numbers)).any():
         refuse(bad, _EXPECTED[col.kind])

@@ -5,7 +5,9 @@ are the damage a careless or hostile user does: a column dropped or renamed, a c
 type, a row duplicated or removed, two names swapped, a JSON value edited or removed, a file cut
 short, an array of another type or shape, a tensor holding NaN, infinity, a negative variance or a
 row too few. :func:`mutations_of` draws them from a seeded RNG, so a
-failure names a reproducible mutation.
+failure names a reproducible mutation. :func:`unusable_numbers` and :func:`unusable_cells` are not
+drawn: they put a number no program can use (10**400, NaN, infinity, -1 where the file's schema
+says a count) in every numeric field of a file, one at a time.
 """
 
 from __future__ import annotations
@@ -13,6 +15,8 @@ from __future__ import annotations
 import csv
 import io
 import json
+import math
+import re
 from collections.abc import Callable
 from dataclasses import dataclass
 
@@ -234,6 +238,85 @@ def _score_column_mutations(name: str, header: list[str]) -> list[Mutation]:
             if new != old:
                 out.append(Mutation(name, f"columns {old}_<i> renamed {new}_<i>",
                                     lambda d, o=old, n=new: d.replace(f"{o}_".encode(), f"{n}_".encode())))
+    return out
+
+
+# ------------------------------------------------------------------ numbers no program can use
+UNUSABLE = (("10**400", 10**400), ("NaN", math.nan), ("Infinity", math.inf))
+
+
+def number_paths(doc, prefix: tuple = ()) -> list[tuple]:
+    """Paths to every number of a JSON-like document (of a list, its first item: the others are
+    the same field)."""
+    if isinstance(doc, dict):
+        return [p for k, v in doc.items() for p in number_paths(v, (*prefix, k))]
+    if isinstance(doc, list):
+        return number_paths(doc[0], (*prefix, 0)) if doc else []
+    return [prefix] if isinstance(doc, (int, float)) and not isinstance(doc, bool) else []
+
+
+def schemas_at(schema: dict, path: tuple, root: dict | None = None) -> list[dict]:
+    """The sub-schemas of the JSON Schema ``schema`` that may describe the value at ``path``."""
+    root = root or schema
+    if "$ref" in schema:
+        return schemas_at(root["$defs"][schema["$ref"].rsplit("/", 1)[1]], path, root)
+    if "anyOf" in schema:
+        return [s for option in schema["anyOf"] for s in schemas_at(option, path, root)]
+    if not path:
+        return [schema]
+    key, rest = path[0], path[1:]
+    if isinstance(key, int):
+        return schemas_at(schema["items"], rest, root) if "items" in schema else []
+    found = [schema["properties"][key]] if key in schema.get("properties", {}) else []
+    found += [s for p, s in schema.get("patternProperties", {}).items() if re.search(p, key)]
+    if not found and isinstance(schema.get("additionalProperties"), dict):
+        found = [schema["additionalProperties"]]
+    return [s for sub in found for s in schemas_at(sub, rest, root)]
+
+
+def _counts(schemas: list[dict]) -> bool:
+    """Whether a value described by ``schemas`` is a count: every number it may be is at least 0."""
+    numbers = [s for s in schemas if s.get("type") in ("integer", "number")]
+    return bool(numbers) and all(s.get("minimum", -1) >= 0 or s.get("exclusiveMinimum", -1) >= 0 for s in numbers)
+
+
+def _set(doc, path: tuple, value):
+    target = doc
+    for key in path[:-1]:
+        target = target[key]
+    target[path[-1]] = value
+    return doc
+
+
+def unusable_numbers(name: str, doc, schema: dict, encode: Callable[[object], bytes],
+                     decode: Callable[[bytes], object]) -> list[Mutation]:
+    """Every number of ``doc`` (a file ``name`` whose record has the JSON Schema ``schema``; read
+    with ``decode``, written with ``encode``) set to each of :data:`UNUSABLE`, and to -1 where the
+    schema makes it a count."""
+    out = []
+    for path in number_paths(doc):
+        shown = "".join(f"[{k}]" if isinstance(k, int) else f".{k}" for k in path).lstrip(".")
+        values = [*UNUSABLE, *([("-1", -1)] if _counts(schemas_at(schema, path)) else [])]
+        out += [Mutation(name, f"'{shown}' set to {label}", lambda d, p=path, v=value: encode(_set(decode(d), p, v)))
+                for label, value in values]
+    return out
+
+
+def unusable_cells(name: str, data: bytes, table) -> list[Mutation]:
+    """Every numeric column of the CSV file ``name`` (read as ``table``, a
+    :class:`hseval.io.tables.Table`) given, on its first line, 1e400, nan, inf, and -1 where the
+    table makes it a count."""
+    header, *body = csv_rows(data)
+    out = []
+    for col, column in enumerate(table.column(h) for h in header if body):
+        if column.kind not in (int, float):
+            continue
+        count = column.kind is int and column.low is not None and column.low >= 0
+        values = ["1e400", "nan", "inf", *(["-1"] if count else [])]
+        out += [Mutation(name, f"line 2, column {column.name!r} set to {value}",
+                         lambda d, c=col, v=value: csv_bytes([[*x[:c], v, *x[c + 1:]] if i == 1 else x
+                                                              for i, x in enumerate(csv_rows(d))]))
+                for value in values]
     return out
 
 

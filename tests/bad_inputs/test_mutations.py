@@ -29,7 +29,7 @@ from hseval.io.results import load_evaluation
 from tests.bad_inputs.builders import match_checksum
 from tests.bad_inputs.builders import reseal as reseal_run
 from tests.bad_inputs.cases import import_cnn
-from tests.bad_inputs.mutations import Mutation, mutations_of
+from tests.bad_inputs.mutations import Mutation, mutations_of, number_paths, unusable_cells, unusable_numbers
 from tests.helpers import reseal as reseal_evaluation
 
 SEED = 20261126
@@ -266,3 +266,129 @@ def test_mutated_export_files(two_runs, tmp_path, capsys):
                 assert len(lines) == 1, (mutation.id, lines)
             shutil.rmtree(out)
     assert tried >= 3 * len(files)
+
+
+# ------------------------------------------------------------------ numbers no program can use
+def _run_once(capsys, argv: list[str], folder: Path) -> list[str]:
+    """``hseval ARGV``, refused: exit code 2, one line, ``folder`` as it was."""
+    before = {p: p.read_bytes() for p in sorted(folder.rglob("*")) if p.is_file()}
+    capsys.readouterr()
+    code = main(argv)
+    lines = _stderr_lines(capsys)
+    assert code == 2 and len(lines) == 1, (argv, code, lines)
+    assert {p: p.read_bytes() for p in sorted(folder.rglob("*")) if p.is_file()} == before, "a file was written"
+    return lines
+
+
+def _json_codec(name: str):
+    if name.endswith(".pt"):
+        import io
+
+        import torch
+
+        def encode(doc) -> bytes:
+            buffer = io.BytesIO()
+            torch.save(doc, buffer)
+            return buffer.getvalue()
+
+        return encode, lambda data: torch.load(io.BytesIO(data), weights_only=True)
+    return (lambda doc: json.dumps(doc).encode("utf-8")), json.loads
+
+
+def _number_mutations(name: str, doc, record) -> list[Mutation]:
+    from hseval.io.records import json_schema
+
+    encode, decode = _json_codec(name)
+    mutations = unusable_numbers(name, doc, json_schema(record), encode, decode)
+    assert len(mutations) >= 3 * len(number_paths(doc)) > 0
+    return mutations
+
+
+def _named(line: str, mutation: Mutation) -> None:
+    """The line names the file and the field (JSON) or the line and the column (CSV)."""
+    field = mutation.what.split("'")[1]
+    assert mutation.file in line and (f"'{field}" in line or f"column '{field}'" in line), (mutation.id, line)
+
+
+def test_unusable_numbers_in_run_json(good, tmp_path, capsys):
+    """Every number of a real run.json (checksum resealed) set to 10**400, NaN, infinity, and -1
+    where run.json's schema makes it a count: ``hseval evaluate`` refuses it in one line naming
+    the field, and writes nothing (a seed of 10**400 was evaluated, then the report died)."""
+    from hseval.io.run_format import RunRecord
+
+    run = Path(shutil.copytree(good.run, tmp_path / good.run.name))
+    intact = (run / "run.json").read_bytes()
+    mutations = _number_mutations("run.json", json.loads(intact), RunRecord)
+    for mutation in mutations:
+        (run / "run.json").write_bytes(mutation.apply(intact))
+        reseal_run(run)
+        (line,) = _run_once(capsys, ["evaluate", str(run), "--out", str(tmp_path / "eval"), "--data-root",
+                                     str(good.fashion), "--quiet"], tmp_path)
+        _named(line, mutation)
+    print(f"\nrun.json: {len(mutations)} numbers out of range, each refused in one line")
+
+
+def test_unusable_numbers_in_a_training_state(good, tmp_path, capsys):
+    """The same in the history and epoch of a training state (built from the real run's history
+    and settings) that ``--resume`` reads."""
+    import torch
+
+    from hseval.io.folders import MARKER
+    from hseval.io.run_format import TrainState
+
+    meta = json.loads((good.run / "run.json").read_text())
+    state = {"epoch": len(meta["history"]), "history": meta["history"], "config": meta["training"], "model": {},
+             "optimizers": {}, "rng": {}}
+    run = tmp_path / "run"
+    run.mkdir()
+    shutil.copy2(good.run / MARKER, run / MARKER)
+    encode, _ = _json_codec(".pt")
+    mutations = _number_mutations("train_state.pt", state, TrainState)
+    for mutation in mutations:
+        (run / "train_state.pt").write_bytes(mutation.apply(encode(state)))
+        (line,) = _run_once(capsys, ["train", "--head", "riemann", "--data-root", str(good.fashion), "--quiet",
+                                     "--out", str(run), "--resume"], tmp_path)
+        _named(line, mutation)
+    assert torch.load(run / "train_state.pt", weights_only=True)["epoch"] >= 1
+
+
+@pytest.mark.parametrize("name", [eval_format.METRICS, *eval_format.TABLES])
+def test_unusable_numbers_in_an_evaluation(evaluated, tmp_path, capsys, name):
+    """Every number of metrics.json and every numeric column of the tables of a real evaluation
+    (of riemann alone, projections included; its checksums resealed) out of range: ``hseval
+    report`` refuses in one line naming the file and the field, and writes nothing."""
+    from hseval.io.tables import EVALUATION_TABLES
+
+    folder = tmp_path / "eval"
+    shutil.copytree(evaluated / RUN, folder / RUN)
+    shutil.copy2(evaluated / MARKER, folder / MARKER)
+    evaluated = folder / RUN
+    intact = (evaluated / name).read_bytes()
+    if name == eval_format.METRICS:
+        mutations = _number_mutations(name, json.loads(intact), eval_format.MetricsRecord)
+    else:
+        mutations = unusable_cells(name, intact, EVALUATION_TABLES[name])
+    assert mutations
+    for mutation in mutations:
+        (evaluated / name).write_bytes(mutation.apply(intact))
+        reseal_evaluation(evaluated)
+        (line,) = _run_once(capsys, ["report", str(folder)], tmp_path)
+        _named(line, mutation)
+
+
+def test_unusable_numbers_in_index_json(tmp_path):
+    """index.json (rebuilt from the folders by ``evaluate``, read by nothing else): its record refuses
+    every number out of range in one line naming the field."""
+    from hseval.core.errors import RunFormatError
+    from hseval.io.records import parse_record
+
+    entry = {"run": "a", "path": "/r/a", "head": "plain", "dataset": "d", "backbone": "b", "seed": 3, "split": "test",
+             "leaf_top1": 0.5}
+    eval_format.write_index(tmp_path, [entry])
+    intact = (tmp_path / eval_format.INDEX_FILE).read_bytes()
+    mutations = _number_mutations(eval_format.INDEX_FILE, json.loads(intact), eval_format.IndexRecord)
+    for mutation in mutations:
+        with pytest.raises(RunFormatError) as info:
+            parse_record(eval_format.IndexRecord, mutation.apply(intact), where=eval_format.INDEX_FILE)
+        assert "\n" not in str(info.value)
+        _named(str(info.value), mutation)
