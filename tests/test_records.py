@@ -223,3 +223,161 @@ def test_validation_line_names_the_first_problem():
     with pytest.raises(Exception) as info:
         IndexRecord.model_validate({"runs": [{"run": "a"}, {"run": 3}]})
     assert validation_line(info.value, "index.json") == "index.json: 'runs[1].run' must be a string, got 3"
+
+
+# ------------------------------------------------------------------ the schemas say what the readers accept
+DELETE = object()
+EDITS = [  # (file, key path, new value (DELETE: removed), whether hseval accepts it)
+    ("run", ("schema_version",), 3, False), ("run", ("schema_version",), 1, False), ("run", ("seed",), 10**400, False),
+    ("run", ("seed",), -1, False), ("run", ("seed",), 7, True), ("run", ("colour",), "red", False),
+    ("run", ("history", 0, "epoch"), 0, False), ("run", ("history", 0, "test_acc"), 1.5, False),
+    ("run", ("history", 0, "lr"), 0.01, True), ("run", ("dataset", "image_size"), 10**400, False),
+    ("run", ("dataset", "source"), "a colleague", True), ("run", ("device", "threads"), 0, False),
+    ("run", ("training", "optim", "lr"), 10**400, False), ("run", ("training", "optim", "lr"), 0.2, True),
+    ("run", ("model", "head", "config", "radius"), 10**400, False), ("run", ("hierarchy", "parents", 0), -2, False),
+    ("run", ("hierarchy", "num_leaves"), 0, False), ("run", ("model_sha256",), "0" * 63, False),
+    ("run", ("metrics",), DELETE, True), ("run", ("hierarchy",), DELETE, False),
+    ("metrics", ("superclass_acc", "L1"), 0.5, False), ("metrics", ("superclass_acc", "1"), 1.2, False),
+    ("metrics", ("superclass_acc", "1"), None, True), ("metrics", ("top5",), 1.5, False),
+    ("metrics", ("top5",), 0.5, True), ("metrics", ("avg_hdist@1",), 1.5, True), ("metrics", ("top0",), 0.5, False),
+    ("metrics", ("samples",), 10**400, False), ("metrics", ("samples",), -1, False), ("metrics", ("seed",), 10**400,
+                                                                                      False),
+    ("metrics", ("training", "optim", "lr"), 10**400, False), ("metrics", ("median",), 0.5, False),
+    ("metrics", ("split",), "validation", False), ("metrics", ("geometry", "depths", "1", "mean_norm"), 2.5, True),
+    ("metrics", ("geometry", "depths", "1", "norm"), 2.5, False), ("metrics", ("level_agreement", "x"), 0.5, False),
+    ("metrics", ("geometry", "tree_agreement", "levels", "1", "clusters"), 0, False),
+    ("metrics", ("reliability", "count", 0), -1, False), ("metrics", ("top1",), DELETE, False),
+    ("index", ("runs", 0, "seed"), 10**400, False), ("index", ("runs", 0, "leaf_top1"), 2, False),
+    ("index", ("runs", 0, "note"), "x", False), ("index", ("runs", 0, "head"), "mine", True),
+    ("marker", ("schema_version",), 0, False), ("marker", ("files", "metrics.json"), "abc", False),
+    ("marker", ("kind",), "other", False), ("marker", ("created_at",), "yesterday", False),
+    ("marker", ("inputs", "seed"), 10**400, False), ("marker", ("inputs", "note"), "x", True),
+]
+"""Edits of real files that a careful or careless user makes, each as hseval takes it. The schemas
+once passed six in 21 that hseval refuses: any schema_version, unknown super-class level keys."""
+
+
+def _strict_json(data: bytes):
+    """What a JSON Schema validator elsewhere reads: standard JSON, where NaN and Infinity are not."""
+    def refuse(constant):
+        raise ValueError(constant)
+
+    return json.loads(data, parse_constant=refuse)
+
+
+def _real_files(evaluated) -> dict[str, Path]:
+    return {"run": evaluated.parent / "runs" / "riemann" / META_FILE, "metrics": evaluated / "riemann" /
+            eval_format.METRICS, "index": evaluated / eval_format.INDEX_FILE, "marker": evaluated / "riemann" / MARKER}
+
+
+def _edited(doc, path, value):
+    doc = copy.deepcopy(doc)
+    target = _get(doc, path[:-1])
+    if value is DELETE:
+        del target[path[-1]]
+    else:
+        target[path[-1]] = value
+    return doc
+
+
+def _hseval_accepts(kind: str, doc, folder: Path) -> bool:
+    """Whether hseval's reader of ``kind`` takes ``doc`` (run.json resealed: its checksum is not
+    what is tested here)."""
+    from hseval.core.errors import HsevalError
+    from hseval.io.folders import read_marker
+    from hseval.io.records import parse_record
+
+    if kind == "run" and isinstance(doc, dict):
+        doc["meta_sha256"] = meta_checksum(doc)
+    data = json.dumps(doc).encode()
+    try:
+        if kind == "run":
+            (folder / META_FILE).write_bytes(data)
+            read_run_meta(folder)
+        elif kind == "metrics":
+            eval_format.read_metrics(folder / eval_format.METRICS, data)
+        elif kind == "index":
+            parse_record(eval_format.IndexRecord, data, where=eval_format.INDEX_FILE)
+        else:
+            (folder / MARKER).write_bytes(data)
+            read_marker(folder)
+    except HsevalError:
+        return False
+    return True
+
+
+def _schema_accepts(kind: str, doc) -> bool:
+    from jsonschema import Draft202012Validator, FormatChecker
+
+    name = {"run": "run", "metrics": "metrics", "index": "index", "marker": "folder-marker"}[kind]
+    schema = json.loads((ROOT / "docs" / "schemas" / f"{name}.schema.json").read_text())
+    checker = FormatChecker()
+    checker.checks("date-time", raises=ValueError)(lambda text: not isinstance(text, str) or
+                                                   bool(__import__("datetime").datetime.fromisoformat(text)))
+    try:
+        doc = _strict_json(json.dumps(doc).encode())
+    except ValueError:
+        return False
+    return Draft202012Validator(schema, format_checker=checker).is_valid(doc)
+
+
+@pytest.mark.parametrize(("kind", "path", "value", "accepted"), EDITS,
+                         ids=[f"{k}:{_field(p)}={str(v)[:12]}" for k, p, v, _ in EDITS])
+def test_the_shipped_schemas_accept_what_hseval_accepts(evaluated, tmp_path, kind, path, value, accepted):
+    """An edit of a real file passes the schema in docs/schemas/ exactly when hseval's reader takes it."""
+    doc = _edited(json.loads(_real_files(evaluated)[kind].read_text()), path, value)
+    assert _hseval_accepts(kind, copy.deepcopy(doc), tmp_path) == accepted
+    assert _schema_accepts(kind, doc) == accepted
+
+
+def test_what_only_hseval_checks(evaluated, tmp_path):
+    """What no JSON Schema can say, and only hseval checks: facts that depend on the file's own tree
+    (a super-class level it does not have, class names out of its order), run.json's checksum, and
+    an integer written as 3.0 (one number to JSON Schema, a float to hseval's strict reader)."""
+    files = _real_files(evaluated)
+    metrics, run = json.loads(files["metrics"].read_text()), json.loads(files["run"].read_text())
+    beyond = [("metrics", _edited(metrics, ("superclass_acc", "9"), 0.5)),
+              ("run", _edited(run, ("dataset", "class_names"), run["dataset"]["class_names"][::-1])),
+              ("metrics", _edited(metrics, ("samples",), float(metrics["samples"])))]
+    for kind, doc in beyond:
+        assert _schema_accepts(kind, doc) and not _hseval_accepts(kind, copy.deepcopy(doc), tmp_path)
+    (tmp_path / META_FILE).write_text(json.dumps(_edited(run, ("seed",), 7)))  # not resealed
+    with pytest.raises(RunFormatError, match="was edited after training"):
+        read_run_meta(tmp_path)
+
+
+OPEN = {("TrainState", "model"), ("TrainState", "optimizers"), ("TrainState", "rng")}
+"""Fields that hold tensors (a training state's), not JSON: no schema bounds them."""
+
+
+def _unbounded(node, at: str, record: str) -> list[str]:
+    """Where a JSON Schema takes a number without both bounds, or any value at all (``{}``, an open object)."""
+    if isinstance(node, list):
+        return [w for k, item in enumerate(node) for w in _unbounded(item, f"{at}/{k}", record)]
+    if not isinstance(node, dict) or "const" in node or "enum" in node:
+        return []
+    out = []
+    if node.get("type") in ("integer", "number") and not ({"minimum", "exclusiveMinimum"} & set(node) and
+                                                          {"maximum", "exclusiveMaximum"} & set(node)):
+        out.append(at)
+    if node.get("additionalProperties") is True or node.get("items") == {} or not set(node) - {"title", "description",
+                                                                                                   "default"}:
+        if (record, at.split("/")[2] if at.startswith("/properties/") else "") not in OPEN:
+            out.append(at)
+    for key, value in node.items():
+        if key not in ("default", "examples"):
+            out += _unbounded(value, f"{at}/{key}", record)
+    return out
+
+
+def test_every_number_of_every_record_is_bounded():
+    """Each record's numbers take the bounded types of hseval.io.records (an integer exact as a
+    float64, a finite float, a free-form value of bounded JSON), never a bare int, float or Any: a
+    new field typed by hand fails here (a seed of 10**400 passed the reader, then the report died)."""
+    from hseval.io.records import json_schema
+    from hseval.io.run_format import TrainState
+
+    records = {**{name: _schemas_script().SCHEMAS[name] for name in _schemas_script().SCHEMAS},
+               "train_state": TrainState}
+    for name, record in records.items():
+        assert _unbounded(json_schema(record), "", getattr(record, "__name__", name)) == [], name
