@@ -47,6 +47,19 @@ def test_the_fix_puts_the_scale_in_range(feature, norm, classes):
         assert f"is {verdict} for {classes} classes" in check.message("run")
 
 
+@given(scale=st.floats(0.01, 1e6), loss=st.none() | st.floats(0, 1e6), classes=st.integers(2, 100_000))
+def test_after_the_start_a_large_scale_is_judged_by_the_loss(scale, loss, classes):
+    """After the first step a scale above the range says nothing alone (a confident head grows its
+    features); with a held-out loss worse than a uniform guess's it is a run that diverged."""
+    check = check_scale(head="riemann", feature_norm=scale, class_norm=1.0, classes=classes, radius=8.0,
+                        at_start=False, loss=loss)
+    diverged = check.scale > check.high and loss is not None and loss > math.log(classes)
+    assert (check.verdict == "diverged") == diverged
+    assert (check.verdict == "too small") == (check.scale < check.low) and check.verdict != "too large"
+    if diverged:
+        assert "diverged: held-out loss" in check.message("run") and "lower optim.lr" in check.message("run")
+
+
 def test_only_sphere_heads_with_finite_numbers_are_checked():
     assert check_scale(head="plain", feature_norm=5, class_norm=5, classes=10, radius=1.0) is None
     assert check_scale(head="riemann", feature_norm=float("nan"), class_norm=5, classes=10, radius=1.0) is None
@@ -142,3 +155,40 @@ def test_the_report_reads_the_guard_from_metrics_json_without_torch():
             "('after training', None)], r; assert check_metrics({**m, 'radius': None}) == []; "
             "assert 'torch' not in sys.modules")
     subprocess.run([sys.executable, "-c", code], check=True)
+
+
+def test_a_diverged_run_is_flagged_after_training_and_in_evaluate_and_the_report(fashion_like, tmp_path, capsys):
+    """A huge learning rate blows the small CNN's logits up (the issue's ResNet-18 with R0 = 8 did so
+    in one epoch): training warns after training, and evaluate and the report find the first epoch
+    that went wrong in the history and the evaluated reading after training."""
+    assert main(["train", "--head", "riemann", "--data-root", str(fashion_like), "--quiet", "--set", "optim.lr=5",
+                 "--set", "optim.epochs=2", "--set", "data.train_subset=300", "--set", "data.batch_size=32",
+                 "--out", str(tmp_path / "run")]) == 0
+    err = capsys.readouterr().err
+    assert "riemann, after training (epoch 2): diverged: held-out loss" in err and "lower optim.lr" in err
+    assert main(["evaluate", str(tmp_path / "run"), "--data-root", str(fashion_like), "--quiet", "--projections",
+                 "none", "--out", str(tmp_path / "eval")]) == 0
+    err = capsys.readouterr().err
+    assert "run, after epoch 1: diverged" in err and "run, after training: diverged" in err
+    evaluation = load_evaluation(tmp_path / "eval")
+    found = dict((when, check.verdict) for when, check in check_metrics(evaluation.run("run").metrics))
+    assert found["after epoch 1"] == found["after training"] == "diverged"
+    markdown = render(evaluation, tmp_path / "eval")["report.md"]
+    assert "| run | riemann | after epoch 1 |" in markdown and "| run | riemann | after training |" in markdown
+
+
+def test_the_reading_before_training_does_not_depend_on_the_subsets(fashion_like, tmp_path):
+    """The radius the guard proposes is read on the first training batch in the split's order, so
+    runs that differ in data.train_subset or data.test_subset read the same scale (README's figure
+    and a user's run with --set data.test_subset=500 once proposed 0.86 and 0.85)."""
+    import json
+
+    readings = []
+    for i, subsets in enumerate((["data.train_subset=64"], ["data.train_subset=96", "data.test_subset=50"])):
+        out = tmp_path / f"run{i}"
+        assert main(["train", "--head", "riemann", "--data-root", str(fashion_like), "--quiet", "--set",
+                     "optim.epochs=1", "--set", "data.batch_size=32", *[a for s in subsets for a in ("--set", s)],
+                     "--out", str(out)]) == 0
+        first = json.loads((out / "run.json").read_text())["history"][0]
+        readings.append((first["initial_feature_norm"], first["initial_class_norm"]))
+    assert readings[0] == readings[1]

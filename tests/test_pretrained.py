@@ -186,3 +186,33 @@ def test_a_frozen_run_resumes_bit_identically_without_saving_its_backbone(fashio
     small_cnn_file(tmp_path)  # the same file name, other weights
     with pytest.raises(ConfigError, match=r"cnn.pt: changed since .* started \(its SHA-256 differs\)"):
         train(quick(fashion_like, "plain", *settings, "optim.epochs=3"), halfway, resume=True, log=lambda _: None)
+
+
+@pytest.mark.parametrize("backbone", ["small-cnn", "resnet18"])
+def test_a_misshapen_tensor_is_named_with_what_the_backbone_needs(tmp_path, backbone):
+    """Each convolution of a real init file in turn given another number of input channels: the
+    line names that tensor, the shape the backbone needs for it, and blames the data's channels
+    only for the first convolution (a third one was said to be "the file's first convolution",
+    whose 48 channels met the data's 32, on 1-channel images)."""
+    model = create_backbone(backbone, in_channels=1, image_size=28)
+    if backbone == "small-cnn":
+        path, state = small_cnn_file(tmp_path)
+    else:
+        original = torchvision.models.resnet18()
+        original.conv1 = nn.Conv2d(1, 64, 3, 1, 1, bias=False)  # the small stem of 1-channel images
+        state, path = original.state_dict(), tmp_path / "resnet18.pth"
+    convolutions = [k for k, v in state.items() if v.dim() == 4]
+    assert len(convolutions) >= 3 and f"body.{convolutions[0]}" == model.stem
+    config = load_config("fashion-mnist", [f"model.init={path}", f"model.backbone={backbone}"]).model
+    for key in convolutions:
+        tensor = state[key]
+        bad = {**state, key: torch.zeros(tensor.shape[0], tensor.shape[1] + 16, *tensor.shape[2:])}
+        torch.save(bad, path)
+        with pytest.raises(StateDictError) as info:
+            read_init(config, model)
+        message = str(info.value)
+        assert f"{path}: '{key}' has shape {tuple(bad[key].shape)} but backbone '{backbone}'" in message, message
+        assert f"needs {tuple(tensor.shape)} for body.{key}" in message, message
+        stem = f"body.{key}" == model.stem
+        assert ("the file's first convolution takes 17 channel(s), the data has 1" in message) == stem, message
+        assert "\n" not in message

@@ -1,6 +1,6 @@
 """What a training checks: everything about its configuration that can fail, before anything is
 written or trained (:func:`check_before_training`), and the radius guard's readings of a sphere
-head's logit scale, before the first step and after the first epoch."""
+head's logit scale, before the first step, after the first epoch and after training."""
 
 from __future__ import annotations
 
@@ -99,23 +99,24 @@ def initial_logit_scale(model: HierarchicalClassifier, x: torch.Tensor, ctx: Con
 
 
 def _warn_on_scale(model: HierarchicalClassifier, head: str, *, feature_norm: float | None,
-                   class_norm: float | None, when: str, at_start: bool) -> None:
+                   class_norm: float | None, when: str, at_start: bool, loss: float | None = None) -> None:
     """Warn (one line, the numbers and the fix) when the logit scale is far outside what the
-    features allow."""
+    features allow, or (``loss``: the held-out loss) the run diverged."""
     if feature_norm is None or class_norm is None:
         return
     check = radius_guard.check_scale(head=head, feature_norm=feature_norm, class_norm=class_norm,
                                      classes=model.hierarchy.num_leaves, radius=model.head.config().get("radius"),
-                                     at_start=at_start)
+                                     at_start=at_start, loss=loss)
     if check is not None and check.verdict:
         warnings.warn(check.message(f"{head}, {when}"), HsevalWarning, stacklevel=2)
 
 
 def guard_before_training(config: TrainConfig, model: HierarchicalClassifier, first: Callable[[], torch.Tensor],
                           ctx: Context) -> dict[str, Any]:
-    """The radius guard's first reading (sphere heads), on the first test batch (``first()``: its
-    inputs, images or a probe's features): a warning when the scale is off, and the norms it found,
-    for the first epoch's record."""
+    """The radius guard's first reading (sphere heads), on ``first()``: the first training batch in
+    the split's order whatever the subsets (images, or a probe's features), so that every run of a
+    dataset, backbone, batch size and seed reads the same scale and proposes the same radius. A
+    warning when the scale is off, and the norms it found, for the first epoch's record."""
     if not radius_guard.takes_radius(config.model.head):
         return {}
     check_recipe_backbone(config)
@@ -127,7 +128,9 @@ def guard_before_training(config: TrainConfig, model: HierarchicalClassifier, fi
     return initial
 
 
-def guard_after_epoch(model: HierarchicalClassifier, head: str, record: dict[str, Any]) -> None:
-    """The radius guard's reading after an epoch, from the test features' norm in ``record``."""
+def guard_after_epoch(model: HierarchicalClassifier, head: str, record: dict[str, Any], *, last: bool) -> None:
+    """The radius guard's reading after an epoch (``last``: after training), from the held-out
+    features' norm and loss in ``record``."""
     _warn_on_scale(model, head, feature_norm=record.get("feature_norm"), class_norm=_class_norm(model),
-                   when=f"after epoch {record['epoch']}", at_start=False)
+                   when=f"after training (epoch {record['epoch']})" if last else f"after epoch {record['epoch']}",
+                   at_start=False, loss=radius_guard.held_loss(record))

@@ -163,8 +163,8 @@ def train(config: TrainConfig, out: str | Path, *, resume: bool = False, force: 
         distributed.barrier(dist)
         s = open_session(config, folder.target if writes else out, data, indices, ctx, dist, state=state, log=log,
                          features=features)
-        initial = guard_before_training(config, s.trained, lambda: next(iter(_test_batches(
-            s, config.data.batch_size, workers=0)))[0], ctx) if writes and s.start_epoch == 0 else {}
+        initial = guard_before_training(config, s.trained, lambda: _first_training_batch(s), ctx) \
+            if writes and s.start_epoch == 0 else {}
         started = time.perf_counter()
         for epoch in range(s.start_epoch, config.optim.epochs):
             _epoch(s, epoch, extra=initial if epoch == 0 else {})
@@ -195,8 +195,8 @@ def _epoch(s: Session, epoch: int, *, extra: dict[str, Any]) -> None:
     s.history.append(record)
     if s.writer is not None:
         s.writer.epoch(s.history, s.model, s.optimizers)
-        if epoch == s.start_epoch:  # the first epoch this process trains
-            guard_after_epoch(s.model, config.model.head, record)
+        if epoch == s.start_epoch or epoch + 1 == epochs:  # the first epoch this process trains, and the last
+            guard_after_epoch(s.model, config.model.head, record, last=epoch + 1 == epochs)
     distributed.barrier(dist)
 
 
@@ -207,6 +207,15 @@ def _test_batches(s: Session, batch_size: int, *, workers: int) -> Batches:
         return s.features.eval_batches(s.held, batch_size=batch_size, device=s.ctx.device)
     return loader.eval_batches(s.data.split(s.held), batch_size=batch_size, device=s.ctx.device,
                                device_images=s.held_images, workers=workers)
+
+
+def _first_training_batch(s: Session) -> torch.Tensor:
+    """The first ``data.batch_size`` inputs of the training split in its order, whatever the subsets
+    (a probe's: their features), for the radius guard's reading before the first step."""
+    size, device = s.config.data.batch_size, s.ctx.device
+    if s.features is not None:
+        return next(s.features.eval_batches("train", batch_size=size, device=device))[0]
+    return next(iter(loader.eval_batches(s.data.train, batch_size=size, device=device, workers=0)))[0]
 
 
 def _finish(s: Session, *, seconds: float) -> None:

@@ -55,10 +55,13 @@ class BackboneTarget(Target):
                 f"--prefix, or --map {key}=KEY)")
 
     def needs(self, key: str, tensor: torch.Tensor) -> str:
+        """What the backbone needs for ``key``; of its first convolution (the only tensor whose input
+        channels are the images'), why: the data's channels or the stem's kernel."""
         want, hint = self.expected[key], ""
-        if tensor.dim() == want.dim() == 4 and tensor.shape[1] != want.shape[1]:
+        stem = key == self.model.stem and tensor.dim() == 4
+        if stem and tensor.shape[1] != want.shape[1]:
             hint = f": the file's first convolution takes {tensor.shape[1]} channel(s), the data has {want.shape[1]}"
-        elif tensor.dim() == want.dim() == 4 and tensor.shape[-1] != want.shape[-1]:
+        elif stem and tensor.shape[-1] != want.shape[-1]:
             small = tensor.shape[-1] == 3
             hint = (f": the file's stem is {tensor.shape[-1]}×{tensor.shape[-1]}; pass --set "
                     f"model.small_stem={'true' if small else 'false'}")

@@ -153,7 +153,7 @@ def _stem(model_name: str) -> str:
     """The first convolution of a backbone (its input channels and kernel: the stem)."""
     with torch.device("meta"):
         probe = create_backbone(model_name)
-    return next(iter(probe.state_dict())).removeprefix("body.")
+    return (probe.stem or next(iter(probe.state_dict()))).removeprefix("body.")
 
 
 def _infer_backbone(name: str, ckpt: StateDict, mapping: dict[str, str], in_channels: int | None,

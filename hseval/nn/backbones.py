@@ -84,6 +84,12 @@ class Backbone(nn.Module):
         """The keyword arguments of :func:`create_backbone` that rebuild this backbone."""
         return dict(self._config)
 
+    @property
+    def stem(self) -> str | None:
+        """The key of the first convolution's weight (``body.conv1.weight``): the one tensor whose
+        input channels are the images' and whose kernel is the stem's; None without a convolution."""
+        return next((f"body.{k}" for k, v in self.body.state_dict().items() if v.dim() == 4), None)
+
 
 def register_backbone(name: str) -> Callable:
     """Decorator: a factory ``(*, in_channels, small_stem) -> (body, features)`` under ``name``."""

@@ -18,8 +18,14 @@ class-vector norm). Against K classes:
 shrunk its features to fit a too-large radius (R0 = 100 on the small CNN: feature norm 4.8 → 0.5
 in one epoch, test accuracy 0.42 against 0.61 at R0 = 8), and a trained backbone grows its
 features as it grows confident (the small CNN on an easy set: norm 35, scale 160, with R0 = 8), so
-a large scale later says nothing about the radius. "Too small" is judged at every reading.
-The fix it prints is the radius that puts the scale at ``log(999·(K − 1))``.
+a large scale later says nothing about the radius by itself. With the held-out loss beside it, it
+does: a scale above the range whose loss is worse than a uniform guess's ``log K`` is a run whose
+logits blew up, **diverged** (ResNet-18 with the small CNN's R0 = 8: feature norm 52,385 and test
+loss 160,945 after one epoch), judged at every reading after the start: after each tested epoch
+(from the history) and after training. "Too small" is judged at every reading.
+The fix it prints is the radius that puts the scale at ``log(999·(K − 1))``; for a diverged run,
+whose scale says nothing of the radius it started from, a lower learning rate or the radius the
+reading before training gives.
 """
 
 from __future__ import annotations
@@ -28,7 +34,7 @@ import math
 from dataclasses import dataclass
 from typing import Any
 
-__all__ = ["ScaleCheck", "check_metrics", "check_scale", "scale_range", "takes_radius"]
+__all__ = ["ScaleCheck", "check_metrics", "check_scale", "held_loss", "scale_range", "takes_radius"]
 
 HIGH_FACTOR = 5.0
 
@@ -46,7 +52,8 @@ class ScaleCheck:
     class_norm: float
     classes: int
     radius: float
-    at_start: bool = True  # before the first step; later only "too small" is judged
+    at_start: bool = True  # before the first step; later "too small", and "diverged" with a loss
+    loss: float | None = None  # the held-out loss at this reading (after the start)
 
     @property
     def low(self) -> float:
@@ -57,12 +64,22 @@ class ScaleCheck:
         return scale_range(self.classes)[1]
 
     @property
+    def uniform_loss(self) -> float:
+        """The cross-entropy of a uniform guess over the classes, ``log K``."""
+        return math.log(max(self.classes, 2))
+
+    @property
     def verdict(self) -> str | None:
         """"too small", "too large" (judged before training only: a trained backbone grows its
-        features as it grows confident) or None (in range)."""
+        features as it grows confident), "diverged" (after the start: above the range with a
+        held-out loss worse than a uniform guess's) or None (in range)."""
         if self.scale < self.low:
             return "too small"
-        return "too large" if self.at_start and self.scale > self.high else None
+        if self.scale <= self.high:
+            return None
+        if self.at_start:
+            return "too large"
+        return "diverged" if self.loss is not None and self.loss > self.uniform_loss else None
 
     @property
     def suggested_radius(self) -> float:
@@ -70,12 +87,31 @@ class ScaleCheck:
         value = self.radius * target / self.scale
         return float(f"{value:.2g}")
 
+    @property
+    def loss_text(self) -> str:
+        """The held-out loss as the guard's lines show it ("160,945", "7.96"; "" without one)."""
+        if self.loss is None:
+            return ""
+        return f"{self.loss:,.0f}" if self.loss >= 100 else f"{self.loss:.3g}"
+
+    @property
+    def fix(self) -> str:
+        """What to retrain with."""
+        if self.verdict == "diverged":
+            return (f"retrain with a lower optim.lr, or the radius the reading before training gives "
+                    f"(--set model.head_options.radius=R0, now {self.radius:g})")
+        return f"retrain with --set model.head_options.radius={self.suggested_radius:g} (now {self.radius:g})"
+
     def message(self, who: str) -> str:
         """The one-line warning: the numbers, then the fix."""
-        return (f"{who}: logit scale {self.scale:.1f} (feature norm {self.feature_norm:.2f} × class-vector norm "
-                f"{self.class_norm:.2f}) is {self.verdict} for {self.classes} classes (range {self.low:.1f}–"
-                f"{self.high:.1f}); retrain with --set model.head_options.radius={self.suggested_radius:g} "
-                f"(now {self.radius:g})")
+        scale = (f"logit scale {self.scale:,.1f} (feature norm {self.feature_norm:,.2f} × class-vector norm "
+                 f"{self.class_norm:,.2f})")
+        if self.verdict == "diverged":
+            return (f"{who}: diverged: held-out loss {self.loss_text} is worse than a uniform guess's "
+                    f"{self.uniform_loss:.2f} with {scale} above the {self.high:.1f} that {self.classes} classes "
+                    f"need at most; {self.fix}")
+        return (f"{who}: {scale} is {self.verdict} for {self.classes} classes (range {self.low:.1f}–"
+                f"{self.high:.1f}); {self.fix}")
 
 
 def takes_radius(head: str) -> bool:
@@ -86,32 +122,48 @@ def takes_radius(head: str) -> bool:
 
 
 def check_scale(*, head: str, feature_norm: float, class_norm: float, classes: int,
-                radius: float | None, at_start: bool = True) -> ScaleCheck | None:
+                radius: float | None, at_start: bool = True, loss: float | None = None) -> ScaleCheck | None:
     """The guard's reading for one run, or None when it does not apply (not a sphere head, or a
-    number is missing or not finite)."""
-    return _reading(feature_norm, class_norm, classes, radius, at_start) if takes_radius(head) else None
+    number is missing or not finite); ``loss``: the held-out loss at a reading after the start."""
+    return _reading(feature_norm, class_norm, classes, radius, at_start, loss) if takes_radius(head) else None
 
 
-def _reading(feature_norm: Any, class_norm: Any, classes: int, radius: Any, at_start: bool) -> ScaleCheck | None:
-    numbers = (feature_norm, class_norm, radius)
-    if not all(isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v) and v > 0
-               for v in numbers):
+def _number(value: Any) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
+
+
+def _reading(feature_norm: Any, class_norm: Any, classes: int, radius: Any, at_start: bool,
+             loss: Any = None) -> ScaleCheck | None:
+    if not all(_number(v) and v > 0 for v in (feature_norm, class_norm, radius)):
         return None
-    return ScaleCheck(feature_norm * class_norm, feature_norm, class_norm, classes, float(radius), at_start)
+    return ScaleCheck(feature_norm * class_norm, feature_norm, class_norm, classes, float(radius), at_start,
+                      float(loss) if _number(loss) else None)
+
+
+def held_loss(record: dict) -> float | None:
+    """The held-out loss of a history record: the validation split's where it was tested on, else the test split's."""
+    return next((record[key] for key in ("val_loss", "test_loss") if record.get(key) is not None), None)
 
 
 def check_metrics(metrics: dict) -> list[tuple[str, ScaleCheck]]:
-    """The guard's readings from a run's ``metrics.json`` (no torch: ``hseval report`` reads it): "before
-    training" (the norms the engine kept in the first epoch's history) and "after training" (the
-    evaluated feature and class-vector norms), each with the radius the head was built with
-    (``radius``: none for a head without one)."""
+    """The guard's readings from a run's ``metrics.json`` (no torch: ``hseval report`` reads it),
+    each with the radius the head was built with (``radius``: none for a head without one):
+    "before training" (the norms the engine kept in the first epoch's history), "after epoch k" for
+    the first tested epoch of the history whose reading has a verdict (its test features' norm and
+    held-out loss, with the evaluated class-vector norm) and "after training" (the evaluated
+    feature and class-vector norms and cross-entropy)."""
     leaves = (metrics.get("hierarchy") or {}).get("num_leaves")
     if metrics.get("radius") is None or not isinstance(leaves, int):
         return []
-    first = (metrics.get("history") or [{}])[0] or {}
-    pairs = {"before training": (first.get("initial_feature_norm"), first.get("initial_class_norm")),
-             "after training": ((metrics.get("feature_norm") or {}).get("mean"),
-                                (metrics.get("class_vector_norm") or {}).get("mean"))}
-    readings = [(when, _reading(feature, norm, leaves, metrics["radius"], when == "before training"))
-                for when, (feature, norm) in pairs.items()]
+    radius, history = metrics["radius"], metrics.get("history") or [{}]
+    class_norm = (metrics.get("class_vector_norm") or {}).get("mean")
+    first = history[0] or {}
+    readings = [("before training", _reading(first.get("initial_feature_norm"), first.get("initial_class_norm"),
+                                             leaves, radius, True))]
+    epochs = ((f"after epoch {h.get('epoch')}", _reading(h.get("feature_norm"), class_norm, leaves, radius, False,
+                                                          held_loss(h))) for h in history if h)
+    readings.append(next(((when, check) for when, check in epochs if check is not None and check.verdict),
+                         ("", None)))
+    readings.append(("after training", _reading((metrics.get("feature_norm") or {}).get("mean"), class_norm, leaves,
+                                                radius, False, metrics.get("cross_entropy"))))
     return [(when, check) for when, check in readings if check is not None]

@@ -101,9 +101,11 @@ def _paper_shown(paper: pd.DataFrame) -> pd.DataFrame:
 
 def _scale_table(runs) -> pd.DataFrame:
     """The sphere-head runs whose logit scale the radius guard flags, with the numbers and the fix."""
-    rows = [{"run": run.name, "head": run.head, "when": when, "logit scale": f"{check.scale:.1f}",
-             "range": f"{check.low:.1f}–{check.high:.1f}", "verdict": check.verdict,
-             "fix": f"model.head_options.radius={check.suggested_radius:g} (now {check.radius:g})"}
+    rows = [{"run": run.name, "head": run.head, "when": when, "logit scale": f"{check.scale:,.1f}",
+             "range": f"{check.low:.1f}–{check.high:.1f}",
+             "verdict": check.verdict + (f" (held-out loss {check.loss_text}, a uniform guess {check.uniform_loss:.2f})"
+                                         if check.verdict == "diverged" else ""),
+             "fix": check.fix.removeprefix("retrain with ")}
             for run in runs for when, check in logit_scale.check_metrics(run.metrics) if check.verdict]
     return pd.DataFrame(rows)
 
@@ -194,7 +196,8 @@ def render(evaluation: Evaluation, root: Path, *, baseline: str | None = None,
     if not scale.empty:
         tables.insert(1, ("Radius guard", "Sphere heads whose logit scale (feature norm × class-vector norm) is far "
                           "outside what their classes need: below it the head cannot reach 90 % confidence, above "
-                          "it the softmax saturates. Retrain with the radius given.", scale))
+                          "it the softmax saturates; after the start, a scale above the range with a held-out loss "
+                          "worse than a uniform guess is a run that diverged. Retrain as the fix says.", scale))
     if not missing.empty:
         tables.append(("Not available", "Why a cell reads n/a (also said in the cell).", missing))
     files = {spec.file: csv_tables.render(frame, spec).decode("utf-8") for frame, spec in
