@@ -37,7 +37,8 @@ def test_train_resume_force(finished, fashion_like, tmp_path, capsys):
     argv = ["train", "--data-root", str(fashion_like), *QUICK, "--out", str(run)]
     capsys.readouterr()
     assert main([*argv, "--set", "optim.epochs=1", "--resume"]) == 2
-    assert "the run is already finished; nothing to resume (use --force to retrain)" in capsys.readouterr().err
+    assert "the run is already finished with these settings; nothing to resume (use --force to retrain" in \
+        capsys.readouterr().err
     out = trained([*argv, "--set", "optim.epochs=1", "--resume", "--force"], capsys)
     assert "plain epoch 1/1" in out  # the finished run trained again, as the advice said
     (run / META_FILE).unlink()  # unfinished: a training state of epoch 1, no run.json

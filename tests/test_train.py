@@ -71,7 +71,7 @@ def test_run_folder_rules(fashion_like, tmp_path):
     train(config, tmp_path / "r", log=lambda _: None)
     with pytest.raises(ConfigError, match=r"already holds a finished run; pass --force"):
         train(config, tmp_path / "r", log=lambda _: None)
-    with pytest.raises(ConfigError, match=r"the run is already finished; nothing to resume"):
+    with pytest.raises(ConfigError, match=r"the run is already finished with these settings; nothing to resume"):
         train(config, tmp_path / "r", resume=True, log=lambda _: None)
     with pytest.raises(ConfigError, match=r"no training state to resume"):
         train(config, tmp_path / "other", resume=True, log=lambda _: None)
@@ -84,7 +84,8 @@ def test_resume_refuses_a_changed_config(fashion_like, tmp_path):
     train(config, tmp_path / "r", log=lambda _: None)
     (tmp_path / "r" / "run.json").unlink()  # pretend it was interrupted after the epoch
     changed = quick(fashion_like, "plain", "optim.epochs=2", "data.train_subset=100", "optim.lr=0.5")
-    with pytest.raises(ConfigError, match=r"configuration differs from the one the run was started with"):
+    with pytest.raises(ConfigError, match=r"an unfinished run that --resume cannot continue: it was trained with "
+                       r"optim.lr=0.05, 0.5 asked"):
         train(changed, tmp_path / "r", resume=True, log=lambda _: None)
 
 
@@ -129,8 +130,8 @@ def test_train_all_resume_keeps_only_runs_trained_with_the_same_settings(fashion
     before = {p.name: p.read_bytes() for p in plain.iterdir() if p.is_file()}
     assert main([*base, "--resume", "--set", "optim.lr=0.01"]) == 2
     err = capsys.readouterr().err.strip()
-    assert err.count("\n") == 0 and "plain: a finished run that --resume cannot reuse: it was trained with other " \
-        "settings: optim.lr=0.05 here, 0.01 asked; train it again with --force" in err, err
+    assert err.count("\n") == 0 and "plain: a finished run that --resume cannot reuse: it was trained with " \
+        "optim.lr=0.05, 0.01 asked; train it again with --force" in err, err
     meta = json.loads((plain / "run.json").read_text())
     meta["epochs_run"] = "damaged"  # no longer matches its checksum
     (plain / "run.json").write_text(json.dumps(meta))

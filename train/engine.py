@@ -35,7 +35,7 @@ from hseval.train.checks import check_before_training, guard_after_epoch, guard_
 from hseval.train.config import TrainConfig
 from hseval.train.optim import Optimizers
 from hseval.train.probe import Features
-from hseval.train.run_folder import check_run_folder, resume_state, resumes
+from hseval.train.run_folder import Reuse, check_run_folder, resumes, reuse
 from hseval.train.session import Session, open_session, torch_threads
 from hseval.train.step import Context
 from hseval.tree import read_hierarchy
@@ -128,7 +128,9 @@ def train(config: TrainConfig, out: str | Path, *, resume: bool = False, force: 
     ----------
     config : the recipe with its overrides (:func:`hseval.train.config.load_config`).
     out : the run folder to write.
-    resume : continue from ``train_state.pt`` (bit-identical to an uninterrupted run).
+    resume : continue from ``train_state.pt`` (bit-identical to an uninterrupted run), a run whose
+        every input is this training's (:func:`~hseval.train.run_folder.reuse`); a finished run asked
+        for more epochs is extended where its schedule allows.
     force : replace a finished or unfinished run in ``out``; with ``resume``, an unfinished run is
         continued and a finished one trained again (:func:`~hseval.train.run_folder.resumes`).
     data : the dataset of ``config``, already loaded (``train-all`` loads it once per data setting).
@@ -158,10 +160,11 @@ def train(config: TrainConfig, out: str | Path, *, resume: bool = False, force: 
     indices = check_before_training(config, data, world=dist.world)
     if features is not None and not (config.model.freeze_backbone and not config.data.augment):
         raise ConfigError("training on cached features needs model.freeze_backbone=true and data.augment=false")
-    state = resume_state(out, config) if resume else None
+    found = _resumed(out, config, data) if resume else None
     with folder if writes else contextlib.nullcontext(), torch_threads(config.engine.threads):
         distributed.barrier(dist)
-        s = open_session(config, folder.target if writes else out, data, indices, ctx, dist, state=state, log=log,
+        s = open_session(config, folder.target if writes else out, data, indices, ctx, dist, log=log,
+                         state=found.state if found else None, segments=found.segments if found else None,
                          features=features)
         initial = guard_before_training(config, s.trained, lambda: _first_training_batch(s), ctx) \
             if writes and s.start_epoch == 0 else {}
@@ -170,6 +173,17 @@ def train(config: TrainConfig, out: str | Path, *, resume: bool = False, force: 
             _epoch(s, epoch, extra=initial if epoch == 0 else {})
         _finish(s, seconds=time.perf_counter() - started)
     return out
+
+
+def _resumed(out: Path, config: TrainConfig, data: LoadedDataset) -> Reuse:
+    """What ``--resume`` continues in ``out`` (:func:`reuse`), or one line saying why it cannot."""
+    found = reuse(out, config, lambda: data)
+    if found.action == "keep":
+        raise ConfigError(f"{out}: the run is already finished with these settings; nothing to resume (use --force "
+                          f"to retrain, or --set optim.epochs=N with N > {config.optim.epochs} to extend it)")
+    if found.action == "stale":
+        raise ConfigError(found.refusal(out, again="train it anew with --force (without --resume)"))
+    return found
 
 
 def _epoch(s: Session, epoch: int, *, extra: dict[str, Any]) -> None:

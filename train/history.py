@@ -36,9 +36,12 @@ class RunWriter:
     """The outputs of one training into the run folder ``out``."""
 
     def __init__(self, out: Path, config: TrainConfig, log: Callable[[str], None], *,
-                 sources: dict[str, Any] | None = None) -> None:
+                 sources: dict[str, Any] | None = None, inputs: dict[str, Any] | None = None,
+                 segments: list[int] | None = None) -> None:
         self.out, self.config, self.log = out, config, log
         self.sources = dict(sources or {})  # the backbone's file and a probe's features, for run.json
+        self.inputs = dict(inputs or {})  # the data and the tree, which a resumed training must find again
+        self.segments = list(segments or [])  # the epoch counts of the trainings this one extends
         self.tensorboard = _summary_writer(out / "tensorboard") if config.engine.tensorboard else None
 
     def epoch(self, history: list[dict[str, Any]], model: HierarchicalClassifier, optimizers: Optimizers) -> None:
@@ -55,13 +58,15 @@ class RunWriter:
         run_format.save_train_state(self.out, {
             "epoch": record["epoch"], "history": history, "config": self.config.to_dict(),
             "model": trained_state(model), "optimizers": optimizers.state_dict(), "sources": self.sources,
+            **self.inputs, "segments": self.segments,
             "rng": {"torch": torch.get_rng_state(), "numpy": np.random.get_state()[1].tolist(),
                     "python": list(random.getstate()[1])}})
         tables.write_history(self.out, history)
 
     def finish(self, model: HierarchicalClassifier, meta: dict[str, Any]) -> None:
         """``run.json`` (``meta``) and the weights."""
-        run_format.save_run(self.out, model, {**meta, **self.sources})
+        run_format.save_run(self.out, model, {**meta, **self.sources,
+                                              "segments": [*self.segments, self.config.optim.epochs]})
         if self.tensorboard is not None:
             self.tensorboard.close()
 

@@ -1,5 +1,7 @@
 """Optimiser wiring: parameters on a manifold go to geoopt's RiemannianSGD, the rest to SGD with
-weight decay; both follow the same step schedule (lr ÷ 10 at the milestones)."""
+weight decay; both follow the same schedule (:func:`scheduler`: the step schedule, lr ÷ 10 at the
+milestones). :func:`learning_rates` tells the rate of each epoch, which says whether a finished run
+can be extended to more epochs (the epochs it trained keep theirs)."""
 
 from __future__ import annotations
 
@@ -10,7 +12,24 @@ import torch
 from hseval.nn.manifolds import geoopt
 from hseval.train.config import OptimConfig
 
-__all__ = ["Optimizers", "build_optimizers"]
+__all__ = ["Optimizers", "build_optimizers", "scheduler", "learning_rates"]
+
+
+def scheduler(optimizer: torch.optim.Optimizer, config: OptimConfig) -> torch.optim.lr_scheduler.LRScheduler:
+    """The learning-rate schedule of ``config``, stepped once per epoch: lr × ``lr_decay`` at each
+    of ``milestones`` (it does not depend on ``epochs``, so a run can be trained on past its end)."""
+    return torch.optim.lr_scheduler.MultiStepLR(optimizer, milestones=list(config.milestones), gamma=config.lr_decay)
+
+
+def learning_rates(config: OptimConfig, epochs: int) -> list[float]:
+    """The learning rate of each of the first ``epochs`` epochs of a training under ``config``."""
+    optimizer = torch.optim.SGD([torch.zeros(1, requires_grad=True)], lr=config.lr)
+    schedule, rates = scheduler(optimizer, config), []
+    for _ in range(epochs):
+        rates.append(optimizer.param_groups[0]["lr"])
+        optimizer.step()  # before the scheduler's step, as training does
+        schedule.step()
+    return rates
 
 
 class Optimizers:
@@ -18,10 +37,7 @@ class Optimizers:
 
     def __init__(self, optimizers: dict[str, torch.optim.Optimizer], config: OptimConfig) -> None:
         self.optimizers = optimizers
-        self.schedulers = {
-            name: torch.optim.lr_scheduler.MultiStepLR(opt, milestones=list(config.milestones), gamma=config.lr_decay)
-            for name, opt in optimizers.items()
-        }
+        self.schedulers = {name: scheduler(opt, config) for name, opt in optimizers.items()}
 
     def zero_grad(self) -> None:
         for opt in self.optimizers.values():

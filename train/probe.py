@@ -6,13 +6,16 @@ A probe run is a frozen-backbone run (``model.freeze_backbone=true``) without au
 from the file instead of computing them, so it ends where the same run trained on the images ends,
 and its run folder (the whole model, run.json) is a normal run's.
 
-The file, ``features/KEY.safetensors`` in the folder of runs, holds ``train``/``test`` (N, d)
+The file, ``features/NAME.safetensors`` in the folder of runs, holds ``train``/``test`` (N, d)
 float32 and their labels (and ``val`` where the data has a validation split), every sample of each
-split in dataset order. KEY is a fingerprint of what
-the features depend on: the body's tensors, the data, the batch size and the device type (so
-another seed of a randomly initialised backbone, or another dataset, gets its own file). Extraction
-writes chunks of whole evaluation batches to ``features/KEY.partial/`` as it goes, so an
-interrupted extraction continues where it stopped; the SHA-256 of the file is recorded in run.json.
+split in dataset order. Its key (recorded in the file) is a fingerprint of what the features depend
+on: the body's tensors, the data (its identity, ``LoadedDataset.describe``, with the SHA-256 of its
+images), the batch size and the device type; NAME is the same fingerprint but of the images'
+content, so another seed of a randomly initialised backbone, or another dataset, gets its own
+file, and a file whose images changed since it was extracted is extracted again in its place, with
+a note that says so (a cache is recomputed, not refused). Extraction writes chunks of whole
+evaluation batches to ``features/NAME.partial/`` as it goes, so an interrupted extraction continues
+where it stopped; the SHA-256 of the file is recorded in run.json.
 """
 
 from __future__ import annotations
@@ -40,10 +43,13 @@ from hseval.train import loader
 from hseval.train.config import TrainConfig
 from hseval.train.step import Context
 
-__all__ = ["FEATURES", "Features", "FeatureView", "feature_key", "extract_features", "read_features"]
+__all__ = ["FEATURES", "Features", "FeatureView", "FeatureIdentity", "feature_identity", "feature_key",
+           "extract_features", "read_features"]
 
 FEATURES = "features"
 """The folder of a folder of runs that holds the features files."""
+RECORD = "hseval"
+"""The metadata entry of a features file: its key and the facts it was extracted under (JSON)."""
 CHUNK = 8192
 """Images per chunk of an extraction (rounded to whole evaluation batches)."""
 
@@ -106,16 +112,34 @@ class Features:
         return {"path": str(self.path.resolve()), "sha256": self.sha256, "key": self.key}
 
 
-def feature_key(model: HierarchicalClassifier, data: LoadedDataset, config: TrainConfig, ctx: Context) -> str:
-    """The fingerprint of the features ``model``'s body gives on ``data`` (SHA-256, hex)."""
-    body = {k: t.detach().to("cpu").contiguous() for k, t in model.backbone.body.state_dict().items()}
+@dataclass(frozen=True)
+class FeatureIdentity:
+    """What the features of a body on some data depend on: ``key`` (SHA-256 of the body's tensors
+    and the ``facts``), ``name`` (the same without the images' content: the file's name) and the
+    ``facts`` (the backbone, the data's identity, the batch size and the device)."""
+
+    key: str
+    name: str
+    facts: dict[str, Any]
+
+
+def feature_identity(model: HierarchicalClassifier, data: LoadedDataset, config: TrainConfig, ctx: Context
+                     ) -> FeatureIdentity:
+    """The :class:`FeatureIdentity` of the features ``model``'s body gives on ``data``."""
+    body = save({k: t.detach().to("cpu").contiguous() for k, t in model.backbone.body.state_dict().items()})
     backbone = model.spec()["backbone"]
     backbone["config"]["embedding_dim"] = None  # the bottleneck comes after the body: not part of its features
-    facts = {"backbone": backbone, "data": data.describe(), "batch_size": config.data.eval_batch_size,
-             "device": ctx.device.type, "amp": ctx.amp and ctx.device.type == "cuda",
-             "channels_last": ctx.channels_last}
-    text = json.dumps(fileio.json_ready(facts), sort_keys=True)
-    return fileio.sha256(save(body, metadata={"facts": text}))
+    facts = fileio.json_ready({"backbone": backbone, "data": data.describe(), "batch_size": config.data.eval_batch_size,
+                               "device": ctx.device.type, "amp": ctx.amp and ctx.device.type == "cuda",
+                               "channels_last": ctx.channels_last})
+    place = {**facts, "data": {k: v for k, v in facts["data"].items() if k != "content_sha256"}}
+    key, name = (fileio.sha256(body + json.dumps(f, sort_keys=True).encode()) for f in (facts, place))
+    return FeatureIdentity(key, name, facts)
+
+
+def feature_key(model: HierarchicalClassifier, data: LoadedDataset, config: TrainConfig, ctx: Context) -> str:
+    """The fingerprint of the features ``model``'s body gives on ``data`` (SHA-256, hex)."""
+    return feature_identity(model, data, config, ctx).key
 
 
 def _part(dataset: Dataset, start: int, stop: int) -> Dataset:
@@ -142,12 +166,16 @@ def extract_features(model: HierarchicalClassifier, data: LoadedDataset, config:
     """The features file of ``model``'s body on ``data`` in ``folder``: read when it is there, else
     extracted (continuing an interrupted extraction) and written. ``data``'s training split must be
     unaugmented (:meth:`LoadedDataset.without_augmentation`)."""
-    key = feature_key(model, data, config, ctx)
-    final = folder / f"{key[:16]}.safetensors"
+    identity = feature_identity(model, data, config, ctx)
+    key = identity.key
+    final = folder / f"{identity.name[:16]}.safetensors"
     if final.is_file():
-        log(f"reusing the features in {final}")
-        return read_features(final, key=key, data=data)
-    partial = folder / f"{key[:16]}.partial"
+        recorded = _file_metadata(final)
+        if recorded.get("key") == key:
+            log(f"reusing the features in {final}")
+            return read_features(final, key=key, data=data)
+        log(f"note: {final}: {_changed(recorded, identity, data)}; extracting the features again")
+    partial = folder / f"{identity.name[:16]}.partial"
     batch = config.data.eval_batch_size
     rows = batch * max(1, CHUNK // batch)  # whole batches: the test features are those an evaluation computes
     tensors: dict[str, torch.Tensor] = {}
@@ -171,7 +199,9 @@ def extract_features(model: HierarchicalClassifier, data: LoadedDataset, config:
         tensors[split] = torch.cat([p["features"] for p in parts])
         tensors[f"{split}_labels"] = torch.cat([p["labels"] for p in parts])
     bar.close()
-    fileio.write_bytes(final, save(tensors, metadata={"key": key}))
+    # one metadata entry: safetensors writes a map's keys in a random order, and the file's bytes must not vary
+    record = json.dumps({"key": key, "facts": identity.facts}, sort_keys=True)
+    fileio.write_bytes(final, save(tensors, metadata={RECORD: record}))
     shutil.rmtree(partial, ignore_errors=True)
     return read_features(final, key=key, data=data)
 
@@ -186,12 +216,38 @@ def _read_part(path: Path, key: str) -> dict[str, torch.Tensor] | None:
     return part if _metadata(data).get("key") == key and set(part) == {"features", "labels"} else None
 
 
-def _metadata(data: bytes) -> dict[str, str]:
+def _changed(recorded: dict[str, Any], identity: FeatureIdentity, data: LoadedDataset) -> str:
+    """What differs between the features file's recorded facts and those of this extraction: the
+    images' content, as the file's name holds the rest."""
+    facts = recorded.get("facts")
+    then = ((facts.get("data") if isinstance(facts, dict) else None) or {}).get("content_sha256")
+    now = identity.facts["data"].get("content_sha256")
+    if isinstance(then, str) and isinstance(now, str) and then != now:
+        return (f"extracted from images with SHA-256 {then[:12]}…, those under {data.root} now have {now[:12]}… "
+                "(the data changed)")
+    return "not the features of this backbone and data (written by another hseval, or damaged)"
+
+
+def _file_metadata(path: Path) -> dict[str, Any]:
+    """The metadata of a safetensors file, read from its header alone."""
+    try:
+        with open(path, "rb") as fh:
+            size = int.from_bytes(fh.read(8), "little")
+            header = fh.read(size) if size < 1 << 24 else b""
+    except OSError:
+        return {}
+    return _metadata(len(header).to_bytes(8, "little") + header)
+
+
+def _metadata(data: bytes) -> dict[str, Any]:
+    """The metadata of a safetensors file's bytes (a features file's record: its key and facts)."""
     size = int.from_bytes(data[:8], "little")
     try:
-        return json.loads(data[8: 8 + size]).get("__metadata__", {}) or {}
-    except (ValueError, UnicodeDecodeError):
+        metadata = json.loads(data[8: 8 + size]).get("__metadata__", {}) or {}
+        record = json.loads(metadata[RECORD]) if RECORD in metadata else metadata
+    except (ValueError, UnicodeDecodeError, AttributeError, TypeError):
         return {}
+    return record if isinstance(record, dict) else {}
 
 
 def read_features(path: str | Path, *, key: str | None = None, data: LoadedDataset | None = None) -> Features:

@@ -1,30 +1,43 @@
-"""The run folder of a training: what it holds, whether a training may write there, and the
-state a training resumes from.
+"""The run folder of a training: what it holds, whether a training may write there, and whether
+what it holds can be reused.
 
 :func:`check_run_folder` is the output transaction of one training (:class:`OutputFolder` of kind
-"run"), checked once, before any work; :func:`existing_run` tells what a folder holds for a
-configuration (``train-all --resume`` keeps what serves); :func:`resume_state` reads the training
-state back, checked to be hseval's and of the same configuration.
+"run"), checked once, before any work. :func:`reuse` is the one decision to reuse a run folder's
+content, for ``train --resume`` and ``train-all --resume`` alike: it compares every input the run
+recorded (run.json of a finished run, the training state of an unfinished one) with those of the
+training asked for (:func:`~hseval.io.run_settings.run_inputs`: the settings, the ``--init`` file
+and the tree by content, the data by its identity, ``LoadedDataset.describe``, whose
+``content_sha256`` covers the images) and says in one line what changed. A finished run asked for
+more epochs is continued from its training state (extended) where its schedule gives the epochs it
+trained the same learning rates (:func:`~hseval.train.optim.learning_rates`).
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from hseval.core import fileio
 from hseval.core.errors import ConfigError, HsevalError, first_line
+from hseval.data import LoadedDataset
 from hseval.io import run_format as checkpoint
 from hseval.io.output import OutputFolder
-from hseval.io.run_settings import result_settings
-from hseval.train.config import TrainConfig, flatten_settings
+from hseval.io.run_settings import DATASET, INIT_FILE, TREE, changed_inputs, run_inputs
+from hseval.train.config import TrainConfig
+from hseval.train.optim import learning_rates
 
-__all__ = ["resumes", "check_run_folder", "existing_run", "resume_state", "comparable_config"]
+__all__ = ["resumes", "check_run_folder", "Reuse", "reuse", "training_inputs", "MISSING"]
+
+MISSING = "(missing)"
+"""The init file's identity when the file is gone."""
 
 
 def resumes(out: Path, *, resume: bool, force: bool) -> bool:
     """Whether a training into ``out`` continues from its state. ``--resume`` continues an
-    unfinished run; ``--force`` trains anew over what is there; both: continue the run if it is
-    unfinished, else train it anew (a finished run is trained again)."""
+    unfinished run (or extends a finished one: :func:`reuse` decides); ``--force`` trains anew over
+    what is there; both: continue the run if it is unfinished, else train it anew."""
     return resume and (not force or checkpoint.run_folder_state(out) == "unfinished")
 
 
@@ -36,54 +49,141 @@ def check_run_folder(out: Path, *, resume: bool, force: bool, parent: OutputFold
     folder = OutputFolder(out, "run", replace=not resume, parent=parent, writes=checkpoint.RUN_ENTRIES)
     state = checkpoint.run_folder_state(out)
     if resume:
-        if state == "finished":
-            raise ConfigError(f"{out}: the run is already finished; nothing to resume (use --force to retrain)")
         if state == "new":
             raise ConfigError(f"{out}: no training state to resume (no {checkpoint.STATE_FILE})")
-        return folder
+        return folder  # finished: reuse() tells whether it can be extended
     if state != "new" and not force:
         what = "a finished run" if state == "finished" else "an unfinished run (continue it with --resume)"
         raise ConfigError(f"{out}: already holds {what}; pass --force to overwrite it")
     return folder
 
 
-def existing_run(out: Path, config: TrainConfig) -> tuple[str, dict[str, Any], str]:
-    """What ``out`` holds for ``config``: its state, its ``run.json`` when finished, and why a
-    finished run does not serve. States: "new" (nothing), "unfinished" (a training state, no
-    run.json), "finished" (trained with these settings, epochs included) or "stale" (other
-    settings, or a run.json that does not verify)."""
+@dataclass(frozen=True)
+class Reuse:
+    """What a run folder holds for a training, and what the training may do with it.
+
+    ``action``: "new" (nothing there), "keep" (a finished run of these inputs and epochs),
+    "continue" (an unfinished run of these inputs, or a finished one to extend: ``state`` is the
+    training state to continue from) or "stale" (``why`` says what differs; ``restore`` names the
+    files that would make it serve again)."""
+
+    action: str
+    finished: bool = False
+    why: str = ""
+    restore: str = ""
+    meta: dict[str, Any] = field(default_factory=dict, repr=False)
+    state: dict[str, Any] | None = field(default=None, repr=False)
+    segments: list[int] = field(default_factory=list)  # the epoch counts the run finished at before
+
+    def refusal(self, out: Path, *, again: str = "train it again with --force") -> str:
+        """The one-line error of a stale run that ``--resume`` cannot use."""
+        what = "a finished run that --resume cannot reuse" if self.finished else \
+            "an unfinished run that --resume cannot continue"
+        fix = f"restore {self.restore}, {again}" if self.restore else again
+        return f"{out}: {what}: {self.why}; {fix}, or choose another --out"
+
+
+def training_inputs(config: TrainConfig, data: LoadedDataset) -> dict[str, Any]:
+    """The inputs (:func:`run_inputs`) of a training of ``config`` on ``data`` (the run's data:
+    ``loader.run_data``), the epochs left out: what a recorded run is compared with."""
+    init = None
+    if config.model.init:
+        path = Path(config.model.init).expanduser()
+        init = {"sha256": fileio.sha256(path, error=ConfigError) if path.is_file() else MISSING}
+    record = {"training": config.to_dict(), "hierarchy": fileio.json_ready(data.hierarchy.to_dict()),
+              "initialised_from": init, "dataset": fileio.json_ready(data.describe())}
+    return run_inputs(record, drop=("optim.epochs",))
+
+
+def reuse(out: Path, config: TrainConfig, data: Callable[[], LoadedDataset]) -> Reuse:
+    """What a training of ``config`` may do with the run folder ``out``; ``data`` gives the run's data
+    (``loader.run_data``), loaded only when ``out`` holds a run. A training state that cannot be
+    read is one line :class:`RunFormatError`."""
     state = checkpoint.run_folder_state(out)
-    if state != "finished":
-        return state, {}, ""
-    try:
-        meta = checkpoint.verify_run(out).meta
-    except HsevalError as exc:
-        return "stale", {}, f"it does not verify ({first_line(exc)})"
-    saved = meta.get("training") or {}
-    if not saved:
-        return "stale", meta, "its run.json records no training settings"
-    ours = dict(flatten_settings(comparable_config(config.to_dict())))
-    theirs = dict(flatten_settings(comparable_config(saved)))
-    differ = [f"{k}={theirs.get(k)!r} here, {ours.get(k)!r} asked"
-              for k in sorted(ours.keys() | theirs.keys()) if ours.get(k) != theirs.get(k)]
-    if differ:
-        return "stale", meta, "it was trained with other settings: " + ", ".join(differ[:3]) + \
-            (" …" if len(differ) > 3 else "")
-    epochs = (saved.get("optim") or {}).get("epochs")
-    if epochs != config.optim.epochs:
-        return "stale", meta, f"it was trained for {epochs} epochs, {config.optim.epochs} asked"
-    return "finished", meta, ""
+    if state == "new":
+        return Reuse("new")
+    run = data()
+    now = training_inputs(config, run)
+    meta: dict[str, Any] = {}
+    if state == "finished":
+        try:
+            meta = checkpoint.verify_run(out).meta
+        except HsevalError as exc:
+            return Reuse("stale", True, f"it does not verify ({first_line(exc)})")
+        if not meta.get("training"):
+            return Reuse("stale", True, "its run.json records no training settings", meta=meta)
+        stale = _stale(meta, now, config, run, finished=True, meta=meta)
+        if stale is not None:
+            return stale
+        epochs = (meta["training"].get("optim") or {}).get("epochs")
+        if epochs == config.optim.epochs:
+            return Reuse("keep", True, meta=meta)
+        if not isinstance(epochs, int) or epochs > config.optim.epochs:
+            return Reuse("stale", True, f"it was trained for {epochs} epochs, {config.optim.epochs} asked", meta=meta)
+        if not (out / checkpoint.STATE_FILE).is_file():
+            return Reuse("stale", True, f"it was trained for {epochs} epochs and its training state "
+                         f"({checkpoint.STATE_FILE}) is gone, so it cannot be extended to {config.optim.epochs}",
+                         meta=meta)
+    train_state = checkpoint.load_train_state(out)
+    recorded = {"training": train_state["config"], "hierarchy": train_state.get("hierarchy"),
+                "initialised_from": (train_state.get("sources") or {}).get("initialised_from"),
+                "dataset": train_state.get("dataset")}
+    if train_state.get("hierarchy") is None:  # a state of an older hseval: the tree was not recorded
+        recorded["hierarchy"] = fileio.json_ready(run.hierarchy.to_dict())
+    stale = _stale(recorded, now, config, run, finished=state == "finished", meta=meta)
+    return stale or _continued(train_state, config, finished=state == "finished", meta=meta)
 
 
-def resume_state(out: Path, config: TrainConfig) -> dict[str, Any]:
-    """The training state to continue from, checked to be hseval's and of the same configuration."""
-    state = checkpoint.load_train_state(out)
-    if comparable_config(state["config"]) != comparable_config(config.to_dict()):
-        raise ConfigError(f"{out}: the configuration differs from the one the run was started with; resume with "
-                          "the same recipe and --set options (only optim.epochs may grow)")
-    return state
+def _stale(record: dict[str, Any], now: dict[str, Any], config: TrainConfig, data: LoadedDataset, *,
+           finished: bool, meta: dict[str, Any]) -> Reuse | None:
+    """A stale :class:`Reuse` naming what changed between the ``record`` of a run and ``now``, else None."""
+    changes = changed_inputs(run_inputs(record, drop=("optim.epochs",)), now)
+    if not changes:
+        return None
+    said = [_said(key, then, value, config, data) for key, then, value in changes]
+    why = "; ".join(said[:3]) + (f"; and {len(said) - 3} more" if len(said) > 3 else "")
+    restore = [what for key, what in ((INIT_FILE, "the file"), (TREE, "the tree file"), (DATASET, "the data"))
+               if any(k.startswith(key) for k, *_ in changes)]
+    return Reuse("stale", finished, why, " and ".join(restore), meta=meta)
 
 
-def comparable_config(config: dict[str, Any]) -> dict[str, Any]:
-    """The parts of a config that must not change on resume (epochs may grow, display may change)."""
-    return result_settings(config, drop=("optim.epochs",))
+def _said(key: str, then: Any, now: Any, config: TrainConfig, data: LoadedDataset) -> str:
+    """One change, as a clause: what the run was made from, and what there is now."""
+    if key == INIT_FILE and then and now:
+        gone = "the file is gone" if now == MISSING else f"the file now has {now}…"
+        return f"it was trained from {config.model.init} with SHA-256 {then}…, {gone}"
+    if key == TREE:
+        where = config.data.hierarchy or f"the dataset {data.name!r}"
+        return f"it was trained on another tree than {where} gives now (SHA-256 {then}… then, {now}… now)"
+    if key == f"{DATASET}content_sha256":
+        return (f"it was trained on other images: the data under {data.root} had SHA-256 {str(then)[:12]}…, it now "
+                f"has {str(now)[:12]}…")
+    if key.startswith(DATASET):
+        return f"it was trained on data whose {key.removeprefix(DATASET)} was {_short(then)}, now {_short(now)}"
+    return f"it was trained with {key}={_short(then)}, {_short(now)} asked"
+
+
+def _short(value: Any) -> str:
+    text = repr(value)
+    return text if len(text) <= 60 else text[:57] + "..."
+
+
+def _continued(state: dict[str, Any], config: TrainConfig, *, finished: bool, meta: dict[str, Any]) -> Reuse:
+    """Continue from ``state`` to ``config.optim.epochs``: refused (stale) when the state is past
+    them, or when the schedule would give an epoch already trained another learning rate."""
+    done, asked = int(state["epoch"]), config.optim.epochs
+    planned = (state["config"].get("optim") or {}).get("epochs", done)
+    if done > asked:
+        return Reuse("stale", finished, f"its training state is at epoch {done}, past the {asked} epochs asked",
+                     meta=meta)
+    then = learning_rates(config.optim.model_copy(update={"epochs": planned}), done)
+    now = learning_rates(config.optim, done)
+    differ = next((i for i, (a, b) in enumerate(zip(then, now)) if a != b), None)
+    if differ is not None:
+        return Reuse("stale", finished, f"its learning-rate schedule depends on optim.epochs (epoch {differ + 1} "
+                     f"trained at lr {then[differ]:g} would have {now[differ]:g} with {asked} epochs), so it cannot "
+                     "be extended", meta=meta)
+    segments = list(state.get("segments") or [])
+    if finished and done == planned < asked:  # a finished training, extended
+        segments.append(planned)
+    return Reuse("continue", finished, meta=meta, state=state, segments=segments)

@@ -21,7 +21,7 @@ from hseval.train.config import TrainConfig
 from hseval.train.engine import data_settings, load_data, train
 from hseval.train.launch import PlannedRun, RunOutcome
 from hseval.train.probe import FEATURES, Features, extract_features, feature_key
-from hseval.train.run_folder import check_run_folder, existing_run
+from hseval.train.run_folder import Reuse, check_run_folder, reuse
 from hseval.train.session import initial_model
 from hseval.train.step import Context
 
@@ -52,10 +52,12 @@ def train_runs(configs: list[tuple[TrainConfig, str]], root: Path, *, resume: bo
                ) -> dict[str, RunOutcome]:
     """Train the runs of ``configs`` (config, folder name) in the folder of runs ``root``.
 
-    With ``resume``, a finished run trained with these settings is kept and an interrupted one
-    continued. A finished run that does not serve (other settings, or a run.json that does not
-    verify) is refused, naming what differs, unless ``force`` or ``replace_stale`` (``hseval
-    demo``, which owns its folder) trains it again; with ``force``, every finished run is.
+    With ``resume``, a finished run made from the same inputs is kept, an interrupted one continued
+    and a finished one asked for more epochs extended (:func:`~hseval.train.run_folder.reuse`, which
+    compares the settings, the init file, the tree and the data the run recorded). A run that does
+    not serve (other inputs, or a run.json that does not verify) is refused before any training,
+    naming what changed, unless ``force`` or ``replace_stale`` (``hseval demo``, which owns its
+    folder) trains it again; with ``force``, every finished run is.
     ``datasets``: the caller's, when it has loaded some already. ``probe``: train on the cached
     features of each frozen backbone. ``launcher``: where the runs left train (default: here, one
     after another). Returns each run's outcome in plan order (seconds and device read from
@@ -64,28 +66,28 @@ def train_runs(configs: list[tuple[TrainConfig, str]], root: Path, *, resume: bo
     writer = dist.rank == 0  # under torchrun every rank trains, rank 0 writes
     if dist.world > 1 and (probe or launcher is not None):
         raise ConfigError("--probe, --devices and --launcher start their own processes; run them without torchrun")
-    with OutputFolder(root, "runs") if writer else contextlib.nullcontext() as runs:
-        todo, outcomes = [], {}
-        for config, name in configs:
-            out = root / name
-            state, meta, why = existing_run(out, config)
-            outcomes[name] = RunOutcome(float(meta.get("train_seconds") or 0.0), (meta.get("device") or {}).get(
-                "device"), state="kept")
-            if resume and state == "finished" and not force:
-                log(f"{out} is finished with these settings; reusing it")
-                continue
-            if resume and state == "stale" and not force:
-                if not replace_stale:
-                    raise ConfigError(f"{out}: a finished run that --resume cannot reuse: {why}; train it again with "
-                                      "--force, or choose another --out")
-                log(f"{out}: cannot reuse it ({why}); training it again")
-            again = resume and state == "unfinished"
-            replace = force or (resume and state == "stale")
-            folder = check_run_folder(out, resume=again, force=replace, parent=runs) if writer else None
-            todo.append((config, out, again, replace, folder))
-        datasets = datasets or Datasets()
-        for config, *_ in todo:
-            check_before_training(config, loader.run_data(datasets(config), config))  # its validation split too
+    datasets = datasets or Datasets()
+    runs = OutputFolder(root, "runs") if writer else None
+    todo, outcomes = [], {}  # the plan, made before the folder is locked: a refused command changes nothing
+    for config, name in configs:
+        out = root / name
+        found = reuse(out, config, lambda c=config: loader.run_data(datasets(c), c)) if resume else Reuse("new")
+        outcomes[name] = RunOutcome(float(found.meta.get("train_seconds") or 0.0), (found.meta.get("device") or {}
+                                                                                    ).get("device"), state="kept")
+        if found.action == "keep" and not force:
+            log(f"{out} is finished with these settings; reusing it")
+            continue
+        if found.action == "stale" and not force:
+            if not replace_stale:
+                raise ConfigError(found.refusal(out))
+            log(f"{out}: cannot reuse it ({found.why}); training it again")
+        again = found.action == "continue" and not (force and found.finished)
+        replace = force or found.action == "stale"
+        folder = check_run_folder(out, resume=again, force=replace, parent=runs) if writer else None
+        todo.append((config, out, again, replace, folder))
+    for config, *_ in todo:
+        check_before_training(config, loader.run_data(datasets(config), config))  # its validation split too
+    with runs if writer else contextlib.nullcontext():
         features = probe_features([(c, out.name) for c, out, *_ in todo], datasets, root / FEATURES, log=log) \
             if probe else {}
         if launcher is not None and todo:

@@ -18,7 +18,7 @@ import numpy as np
 import torch
 from torch import nn
 
-from hseval.core.errors import ConfigError, RunFormatError, first_line
+from hseval.core.errors import RunFormatError, first_line
 from hseval.data import LoadedDataset
 from hseval.io import run_format
 from hseval.nn.model import HierarchicalClassifier, build_model
@@ -79,17 +79,15 @@ def initial_model(config: TrainConfig, data: LoadedDataset, *, init: bool = True
 
 
 def open_session(config: TrainConfig, out: Path, data: LoadedDataset, indices: np.ndarray, ctx: Context, dist: Dist, *,
-                 state: dict[str, Any] | None, log: Callable[[str], None], features: Features | None = None
-                 ) -> Session:
-    """Seeds, the model and its optimisers (loaded from ``state`` when resuming), the training
-    step and the data on the device (a probe: its ``features`` instead)."""
+                 state: dict[str, Any] | None, log: Callable[[str], None], features: Features | None = None,
+                 segments: list[int] | None = None) -> Session:
+    """Seeds, the model and its optimisers (loaded from ``state`` when resuming: a state whose inputs
+    are this training's, :func:`~hseval.train.run_folder.reuse`), the training step and the data on
+    the device (a probe: its ``features`` instead). ``segments``: the epoch counts of the finished
+    trainings this one extends."""
     frozen = config.model.freeze_backbone  # a frozen body is rebuilt on resuming, not read from the state
     model, loaded = initial_model(config, data, init=state is None or frozen)
     sources = {"initialised_from": loaded} if loaded else {}
-    started = ((state or {}).get("sources") or {}).get("initialised_from") or {}
-    if state is not None and loaded and loaded["sha256"] != started.get("sha256"):
-        raise ConfigError(f"{config.model.init}: changed since {out} started (its SHA-256 differs), so the frozen "
-                          "backbone would not be the one trained with; restore the file, or train again with --force")
     if features is not None:
         if feature_key(model, data, config, ctx) != features.key:
             raise RuntimeError(f"{features.path}: not the features of this run's backbone; this is a bug in hseval")
@@ -108,7 +106,9 @@ def open_session(config: TrainConfig, out: Path, data: LoadedDataset, indices: n
                                  f"({first_line(exc, limit=200)})") from None
         start_epoch, history = int(state["epoch"]), list(state["history"])
         sources = state.get("sources") or sources
-        log(f"resuming {out} at epoch {start_epoch + 1}/{config.optim.epochs}")
+        extends = bool(segments) and segments[-1] == start_epoch
+        log(f"extending {out} from {start_epoch} to {config.optim.epochs} epochs" if extends else
+            f"resuming {out} at epoch {start_epoch + 1}/{config.optim.epochs}")
     step: nn.Module = TrainStep(model if features is None else FeatureView(model))
     if dist.world > 1:
         step = nn.parallel.DistributedDataParallel(step, device_ids=[ctx.device.index] if ctx.device.type == "cuda"
@@ -116,7 +116,8 @@ def open_session(config: TrainConfig, out: Path, data: LoadedDataset, indices: n
     step = compiled(step, config.engine)
     on_device = [loader.to_device_dataset(split, ctx.device, allowed=config.engine.gpu_dataset and features is None)
                  for split in (data.train, data.split(loader.held_split(data)))]
-    writer = RunWriter(out, config, log, sources=sources) if dist.rank == 0 else None
+    inputs = {"dataset": data.describe(), "hierarchy": model.hierarchy.to_dict()}
+    writer = RunWriter(out, config, log, sources=sources, inputs=inputs, segments=segments) if dist.rank == 0 else None
     return Session(config, data, indices, ctx, dist, model, optimizers, step, *on_device, start_epoch, history, writer,
                    features)
 

@@ -241,11 +241,15 @@ def _slurm_settings(args: argparse.Namespace):
 
 
 def _dry_run(args: argparse.Namespace, configs: list[tuple[Any, str]], root: Path) -> int:
-    from hseval.train.run_folder import existing_run  # torch: only the training commands read runs
+    from hseval.train.loader import run_data  # torch: only the training commands read runs
+    from hseval.train.run_folder import reuse
+    from hseval.train.runs import Datasets
     from hseval.train.slurm import JOBS, sbatch_script  # submitit: an extra, for --launcher only
 
+    datasets = Datasets()
     todo = [name for config, name in configs
-            if not (args.resume and existing_run(root / name, config)[0] == "finished")]
+            if not (args.resume and reuse(root / name, config, lambda c=config: run_data(datasets(c), c)).action
+                    == "keep")]
     print(sbatch_script(len(todo), _slurm_settings(args), root.absolute() / JOBS / "%j"))
     print(f"# {len(todo)} job(s), one per run: {', '.join(todo) or '(none: every run is finished)'}")
     return 0

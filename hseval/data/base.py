@@ -11,8 +11,10 @@ files on demand. Both return ``(float image (C, H, W), label)`` and expose ``lab
 from __future__ import annotations
 
 import copy
+import hashlib
 import os
 from collections.abc import Callable, Iterable, Iterator
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
@@ -101,6 +103,13 @@ class TensorImages(Dataset):
         return TensorImages(self.images[torch.as_tensor(indices)], self.labels[indices], self.preprocess,
                             train=self.train)
 
+    def content_sha256(self) -> str:
+        """The SHA-256 of the images' pixels (and shape) and labels, in order."""
+        digest = hashlib.sha256(repr(tuple(self.images.shape)).encode())
+        digest.update(self.images.contiguous().numpy().data)
+        digest.update(self.labels.tobytes())
+        return digest.hexdigest()
+
 
 class ImageFiles(Dataset):
     """A split of image files decoded on demand with ``transform`` (PIL image -> tensor)."""
@@ -135,6 +144,22 @@ class ImageFiles(Dataset):
         return ImageFiles([self.paths[i] for i in indices], self.labels[indices], self.transform,
                           channels=self.channels)
 
+    def content_sha256(self) -> str:
+        """The SHA-256 of every file's bytes and label, in order (not the files' names or times: a
+        copy of the folder is the same data). The files are read on a few threads."""
+        def read(path: Path) -> bytes:
+            try:
+                return hashlib.sha256(path.read_bytes()).digest()
+            except OSError as exc:
+                raise DataError(f"{path}: cannot read the image file ({exc.strerror or exc}); the dataset folder "
+                                "is incomplete") from None
+
+        digest = hashlib.sha256(self.labels.tobytes())
+        with ThreadPoolExecutor(min(8, os.cpu_count() or 1)) as pool:
+            for file_digest in pool.map(read, self.paths, chunksize=64):
+                digest.update(file_digest)
+        return digest.hexdigest()
+
 
 def worker_errors(batches: Iterable[Any]) -> Iterator[Any]:
     """``batches`` of a ``DataLoader``, with an hseval error raised in a worker process given back its
@@ -158,6 +183,27 @@ def check_split(name: str) -> None:
         raise ConfigError(f"unknown split {name!r}; choose train, val or test")
 
 
+class DataContent:
+    """What a dataset's splits hold, as one SHA-256 of each split's images and labels (the
+    splits' ``content_sha256``), computed when first asked and then kept. The datasets derived from
+    a loaded one (a subset, a held-out validation split, no augmentation: what a run's settings
+    make of it) share its content: the settings name the derivation."""
+
+    def __init__(self, splits: dict[str, Dataset]) -> None:
+        self._splits, self._sha256 = splits, None
+
+    def sha256(self) -> str | None:
+        """The fingerprint; None for a split of a kind that cannot tell its content."""
+        if self._sha256 is None:
+            digest = hashlib.sha256()
+            for name, split in self._splits.items():
+                if not hasattr(split, "content_sha256"):
+                    return None
+                digest.update(f"{name}:{split.content_sha256()};".encode())
+            self._sha256 = digest.hexdigest()
+        return self._sha256
+
+
 @dataclass
 class LoadedDataset:
     """A dataset ready for training and evaluation."""
@@ -174,6 +220,12 @@ class LoadedDataset:
     std: tuple[float, ...]
     info: dict[str, Any] = field(default_factory=dict)
     val: Dataset | None = None  # the validation split: the dataset's own, or held out of the training split
+    content: DataContent | None = field(default=None, repr=False, compare=False)  # None: of the splits given
+
+    def __post_init__(self) -> None:
+        if self.content is None:
+            splits = {"train": self.train, "val": self.val, "test": self.test}
+            self.content = DataContent({k: v for k, v in splits.items() if v is not None})
 
     def split(self, name: str) -> Dataset:
         check_split(name)
@@ -213,13 +265,16 @@ class LoadedDataset:
         return replace(self, train=self.train.subset(kept), val=val, info={**self.info, "validation": identity})
 
     def describe(self) -> dict[str, Any]:
-        """Plain-JSON summary stored in run.json."""
+        """Plain-JSON summary stored in run.json: the dataset's identity (with ``root``, where it
+        lay, and ``content_sha256``, what its splits held as loaded: :class:`DataContent`)."""
         # an absolute root: a run is evaluated from wherever the user stands later
         val = {} if self.val is None else {"val_size": len(self.val)}
+        content = self.content.sha256() if self.content is not None else None
         return {"name": self.name, "root": str(Path(self.root).expanduser().resolve()),
                 "class_names": list(self.class_names),
                 "image_size": self.image_size, "channels": self.channels, "mean": list(self.mean),
-                "std": list(self.std), "train_size": len(self.train), **val, "test_size": len(self.test), **self.info}
+                "std": list(self.std), "train_size": len(self.train), **val, "test_size": len(self.test), **self.info,
+                **({"content_sha256": content} if content else {})}
 
 
 def register_dataset(name: str) -> Callable:

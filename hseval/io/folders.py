@@ -26,6 +26,7 @@ import datetime as _dt
 import json
 import os
 import shutil
+import socket
 from collections.abc import Collection, Iterator
 from pathlib import Path
 from typing import Annotated, Any, ClassVar, Literal
@@ -44,7 +45,7 @@ from hseval.io.records import Json, Positive, Record, parse_record
 
 __all__ = ["MARKER", "LOCK", "STAGING", "OLD", "KINDS", "HOLDS", "Marker", "EvaluationMarker", "ExportMarker",
            "MARKERS", "OwnershipError", "read_marker", "kind_of", "new_marker", "listing", "recorded",
-           "foreign_entries", "shown", "recover", "check_inside", "check_planned", "locked"]
+           "foreign_entries", "shown", "recover", "check_inside", "check_planned", "locked", "check_unlocked"]
 
 MARKER = ".hseval-folder.json"
 LOCK = ".hseval.lock"
@@ -251,11 +252,9 @@ def locked(folder: str | Path, *, option: str = "--out") -> Iterator[Path]:
         raise OwnershipError(f"cannot write {folder}: {exc.strerror or exc}; choose another {option}") from None
     try:
         if not _try_lock(fd):
-            holder = os.pread(fd, 32, 0).decode("ascii", "replace").strip() or "unknown"
-            raise OwnershipError(f"{folder}: another hseval process (pid {holder}) is writing into it; wait until it "
-                                 f"finishes or choose another {option}")
+            raise OwnershipError(_held(folder, _holder(fd), option))
         os.ftruncate(fd, 0)
-        os.pwrite(fd, f"{os.getpid()}\n".encode(), 0)
+        os.pwrite(fd, f"{os.getpid()} {socket.gethostname()}\n".encode(), 0)
         _HELD[key] = [fd, 1]
         try:
             yield folder
@@ -263,6 +262,35 @@ def locked(folder: str | Path, *, option: str = "--out") -> Iterator[Path]:
             del _HELD[key]
     finally:
         os.close(fd)  # closing the descriptor releases the lock
+
+
+def check_unlocked(folder: str | Path, *, option: str = "--out") -> None:
+    """Refuse ``folder`` in one line naming the process when another process holds its lock (a
+    command checks this before anything else about a folder, so that it names the writer whatever
+    else it would refuse); creates nothing."""
+    folder = Path(folder)
+    if folder.resolve() in _HELD:
+        return
+    try:
+        fd = os.open(folder / LOCK, os.O_RDONLY)
+    except OSError:  # no lock file (a new folder), or none readable: nobody to name
+        return
+    try:
+        if not _try_lock(fd):
+            raise OwnershipError(_held(folder, _holder(fd), option))
+    finally:
+        os.close(fd)  # releases the lock this check took
+
+
+def _holder(fd: int) -> str:
+    """Who holds a lock, as its file says: "pid 123 on host"."""
+    pid, _, host = os.pread(fd, 256, 0).decode("ascii", "replace").strip().partition(" ")
+    return f"pid {pid or 'unknown'}" + (f" on {host}" if host else "")
+
+
+def _held(folder: Path, holder: str, option: str) -> str:
+    return (f"{folder}: another hseval process ({holder}) is writing into it; wait until it finishes or choose "
+            f"another {option}")
 
 
 def _try_lock(fd: int) -> bool:

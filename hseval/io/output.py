@@ -34,6 +34,7 @@ from hseval.io.folders import (
     OwnershipError,
     check_inside,
     check_planned,
+    check_unlocked,
     foreign_entries,
     listing,
     locked,
@@ -84,6 +85,7 @@ class OutputFolder:
         self.path, self.kind, self.option = Path(os.path.abspath(path)), kind, option
         self.lock, self.details, self.staging, self.writes = lock, details, None, tuple(writes)
         fileio.check_output_folder(self.path, option=option)
+        check_unlocked(self.path, option=option)  # a folder another process writes: named first, whatever it holds
         check_planned(self.path, reads, option, replaces=replace)
         recover(self.path.parent, self.path.name)  # a killed replacement: the previous folder is put back
         self.marker = read_marker(self.path) if self.path.is_dir() else None

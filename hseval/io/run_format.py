@@ -88,6 +88,9 @@ class DatasetInfo(Record):
     test_size: Count | None = None
     validation: dict[str, Json] | None = None  # its images' identity (LoadedDataset.with_validation)
     augmentation: str | None = None
+    content_sha256: Sha256 | None = None
+    """What the dataset's splits held as loaded (``DataContent``): the images a run is resumed or kept
+    with must be these."""
 
 
 class DeviceInfo(Record):
@@ -123,6 +126,11 @@ class TrainState(Record):
     optimizers: dict[str, Any]
     rng: dict[str, Any]
     sources: dict[str, Json] = Field(default_factory=dict)  # the backbone's --init file, a probe's features
+    dataset: dict[str, Json] | None = None  # the data (LoadedDataset.describe): a resumed run trains on the same
+    hierarchy: dict[str, Json] | None = None  # the tree, as run.json records it
+    segments: list[Count] = Field(default_factory=list)
+    """The epoch counts the run was finished at before the training this state continues (``[5]``
+    while a run finished at 5 epochs is extended)."""
 
     @model_validator(mode="after")
     def _history_to_the_epoch(self) -> TrainState:
@@ -164,6 +172,9 @@ class RunRecord(Record):
     initialised_from: TensorSource | None = None
     """The file the backbone started from (``model.init``)."""
     features: FeaturesSource | None = None
+    segments: list[Count] | None = None
+    """The epoch count each training of the run finished at: ``[5]`` for a run trained once to 5
+    epochs, ``[5, 8]`` for one extended to 8 with ``--resume --set optim.epochs=8``."""
 
     @field_validator("schema_version", mode="before")
     @classmethod

@@ -5,7 +5,6 @@ data: :func:`level_long` is one row per (run, level, way)."""
 
 from __future__ import annotations
 
-import hashlib
 import json
 import math
 import re
@@ -14,7 +13,7 @@ from typing import Any
 import pandas as pd
 
 from hseval.io.results import RunResult
-from hseval.io.run_settings import result_settings
+from hseval.io.run_settings import run_inputs
 from hseval.reporting.columns import key_name, not_available
 
 __all__ = ["WAYS", "methods_table", "history_long", "summary_table", "grouped_summary", "level_long", "level_table",
@@ -97,25 +96,16 @@ def history_long(runs: list[RunResult], *, names: dict[str, str] | None = None) 
 
 
 def settings(run: RunResult) -> dict[str, Any]:
-    """Everything a run was trained under except its seed, as flat ``key: value`` pairs: every
-    training setting but where or how fast it ran (``RESULT_NEUTRAL``), the dataset, backbone and
-    head, the tree it learned (by content) and the file its backbone started from (by content)."""
+    """Everything a run was trained under except its seed, as flat ``key: value`` pairs: the
+    dataset, backbone and head, and the run's inputs as resuming reads them
+    (:func:`~hseval.io.run_settings.run_inputs`: every training setting but where or how fast it
+    ran, the tree it learned and the file its backbone started from, both by content)."""
     source = run.metrics.get("source") or {}
     if source.get("kind") == "predictions":  # a model trained elsewhere: no seed siblings known
         return {"predictions": source.get("path")}
     m = run.metrics
-    out = {"dataset": m.get("dataset"), "backbone": m.get("backbone"), "head": m.get("head"),
-           "tree": hashlib.sha256(json.dumps(run.metrics.get("hierarchy"), sort_keys=True).encode()).hexdigest()[:12],
-           "init file": ((run.metrics.get("initialised_from") or {}).get("sha256") or "")[:12] or None}
-    def flatten(prefix: str, value: Any) -> None:
-        if isinstance(value, dict) and value:
-            for key, inner in value.items():
-                flatten(f"{prefix}.{key}" if prefix else str(key), inner)
-        else:
-            out[prefix] = value
-
-    flatten("", result_settings(dict(run.metrics.get("training") or {}), drop=("engine.seed",)))
-    return out
+    inputs = run_inputs({k: m.get(k) for k in ("training", "hierarchy", "initialised_from")}, drop=("engine.seed",))
+    return {"dataset": m.get("dataset"), "backbone": m.get("backbone"), "head": m.get("head"), **inputs}
 
 
 def config_key(run: RunResult) -> str:
