@@ -1235,6 +1235,56 @@ def _(tmp, good):
     return resume(run, tmp, good)
 
 
+# ====================================================== a reused run is checked against what made it (issue 36)
+def _small_cnn_file(path: Path, seed: int) -> Path:
+    """A small CNN's state dict, as another code base saves it (its layers and an ``fc``)."""
+    import torch
+
+    from hseval.nn.backbones import create_backbone
+
+    torch.manual_seed(seed)
+    body = create_backbone("small-cnn", in_channels=1).body
+    weights = dict(body.named_parameters())
+    state = {k: v + torch.randn_like(v) if k in weights else v for k, v in body.state_dict().items()}
+    torch.save({**state, "fc.weight": torch.randn(7, 128), "fc.bias": torch.randn(7)}, path)
+    return path
+
+
+def _small_runs(tmp: Path, data: Path, *extra: str) -> list[str]:
+    from hseval.cli.main import main
+
+    argv = ["train-all", "--heads", "plain", "--data-root", str(data), "--backbone", "small-cnn", "--quiet", "--set",
+            "optim.epochs=1", "--set", "data.train_subset=64", "--set", "data.batch_size=32", "--set",
+            "data.test_subset=50", *extra]
+    assert main(argv) == 0
+    return [*argv, "--resume"]
+
+
+@case("init-changed-under-resume", "run", "`train-all --init w.pt --set model.freeze_backbone=true --resume` after "
+      "w.pt was overwritten with other weights (used to keep the run: 'reusing it')", "runs/plain: a finished run that "
+      "--resume cannot reuse: it was trained from …w.pt with SHA-256 …, the file now has …; restore the file, train "
+      "it again with --force, or choose another --out")
+def _(tmp, good):
+    init = _small_cnn_file(tmp / "w.pt", seed=0)
+    argv = _small_runs(tmp, good.fashion, "--init", str(init), "--set", "model.freeze_backbone=true", "--out",
+                       str(tmp / "runs"))
+    _small_cnn_file(init, seed=1)
+    return argv
+
+
+@case("probe-images-changed-under-resume", "run", "`train-all --probe --resume` after the images under the same "
+      "`--data-root` changed (used to keep the runs and reuse the cached features)", "probes/plain: a finished run "
+      "that --resume cannot reuse: it was trained on other images: the data under …fashion had SHA-256 …, it now has "
+      "…; restore the data, train it again with --force, or choose another --out")
+def _(tmp, good):
+    from tests.helpers import write_fashion_like
+
+    data = write_fashion_like(tmp / "fashion")
+    argv = _small_runs(tmp, data, "--probe", "--out", str(tmp / "probes"))
+    write_fashion_like(data, seed=1)
+    return argv
+
+
 # ====================================================================== the README table
 def _cell(text: str) -> str:
     return text.replace("|", "\\|").replace("\n", " ")
