@@ -41,7 +41,9 @@ def lists_from_edges(edges: Iterable[tuple[str, str]], *, classes: Sequence[str]
             if child == parent:
                 raise HierarchyError(f"{source}: node {child!r} is its own parent (a cycle)")
             previous = parent_of.get(child)
-            if previous is not None and previous != parent:
+            if previous == parent:  # not merged in silence: in a file of edges, a node's one line
+                raise HierarchyError(f"{source}: node {child!r} is listed twice under {parent!r}; list each node once")
+            if previous is not None:
                 raise HierarchyError(f"{source}: node {child!r} has two parents ({previous!r} and {parent!r}); "
                                      "a hierarchy must be a tree")
             parent_of[child] = parent
@@ -71,7 +73,9 @@ def lists_from_edges(edges: Iterable[tuple[str, str]], *, classes: Sequence[str]
             raise HierarchyError(f"{source}: leaf {extra[0]!r} is not a dataset class ({len(extra)} such leaves); "
                                  "remove it or add it to the class list")
         if len(set(classes)) != len(classes):
-            raise HierarchyError(f"{source}: the class list names a class twice")
+            seen: set[str] = set()
+            twice = next(c for c in classes if c in seen or seen.add(c))
+            raise HierarchyError(f"{source}: the class list names class {twice!r} twice; list each class once")
         leaves = classes
     leaf_set = set(leaves)
     names = leaves + [name for name in order if name not in leaf_set and name != root]

@@ -76,6 +76,13 @@ def _nodes(path: Path, nodes: list) -> tuple[list[str], list[str | None]]:
         if bad is not None:
             raise HierarchyError(f"{path}: nodes[{bad}] has no 'id'")
         ids = list(map(str, ids))
+    if len(set(ids)) != len(ids):  # one would be dropped with its label, its links merged into the other's
+        first: dict[str, int] = {}
+        for k, node_id in enumerate(ids):
+            if node_id in first:
+                raise HierarchyError(f"{path}: nodes[{k}] has the id {node_id!r} of nodes[{first[node_id]}]; list "
+                                     "each node once")
+            first[node_id] = k
     labels = [node.get("label") for node in nodes]
     labels = [(label or None) if isinstance(label, str) else str(label) if isinstance(label, int) else None
               for label in labels]

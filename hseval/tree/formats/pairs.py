@@ -129,6 +129,9 @@ def _pair_links(path: Path, entries: list[tuple[int, str]], swapped: bool) -> di
         child, parent = _int_token(path, number, tokens[first]), _int_token(path, number, tokens[second])
         if child == parent:
             raise HierarchyError(f"{path}, line {number}: node {child} is its own parent (a cycle)")
+        if parent_of.get(child) == parent:
+            raise HierarchyError(f"{path}, line {number}: node {child} is listed twice (line {line_of[child]} too); "
+                                 "list each node once")
         if child in parent_of:
             raise HierarchyError(f"{path}, line {number}: node {child} has two parents ({parent_of[child]} on line "
                                  f"{line_of[child]} and {parent}); a hierarchy must be a tree")
