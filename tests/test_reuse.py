@@ -20,6 +20,7 @@ import torch
 
 from hseval.cli.main import main
 from hseval.train import optim, probe
+from hseval.train.engine import train
 from hseval.train.runs import Datasets, probe_features
 from hseval.tree import Hierarchy, write_hierarchy
 from tests.helpers import fashion_tree, quick, write_fashion_like
@@ -241,3 +242,23 @@ def test_the_process_writing_a_run_folder_is_named_whatever_the_flags(flags, fas
     finally:
         holder.kill()
         holder.wait()
+
+
+def test_a_requeued_job_continues_or_keeps_by_the_same_decision(fashion_like, tmp_path):
+    """A Slurm job stopped by its time limit and requeued asks :func:`reuse` what its stopped attempt
+    left: a finished run of its inputs is kept, one to extend is extended, a changed one refused."""
+    from hseval.core.errors import ConfigError
+    from hseval.train.launch import PlannedRun, train_planned
+
+    settings = ["model.backbone=small-cnn", "data.train_subset=64", "engine.threads=1"]
+    out = tmp_path / "run"
+    train(quick(fashion_like, "plain", *settings, "optim.epochs=1"), out, log=lambda _: None)
+    job = PlannedRun("run", quick(fashion_like, "plain", *settings, "optim.epochs=1"), out, resume=False, force=False)
+    assert train_planned(job, requeued=True).state == "kept"
+    longer = PlannedRun("run", quick(fashion_like, "plain", *settings, "optim.epochs=2"), out, resume=True, force=False)
+    assert train_planned(longer, requeued=True).state == "trained"
+    assert json.loads((out / "run.json").read_text())["segments"] == [1, 2]
+    other = PlannedRun("run", quick(fashion_like, "plain", *settings, "optim.epochs=2", "optim.lr=0.01"), out,
+                       resume=True, force=False)
+    with pytest.raises(ConfigError, match=r"cannot reuse: it was trained with optim.lr=0.05, 0.01 asked"):
+        train_planned(other, requeued=True)

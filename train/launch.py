@@ -23,12 +23,12 @@ from pathlib import Path
 
 import torch
 
-from hseval.core.errors import HsevalError, first_line
-from hseval.io import run_format
+from hseval.core.errors import ConfigError, HsevalError, first_line
+from hseval.train import loader
 from hseval.train.config import TrainConfig
-from hseval.train.engine import train
+from hseval.train.engine import load_data, train
 from hseval.train.probe import read_features
-from hseval.train.run_folder import check_run_folder
+from hseval.train.run_folder import check_run_folder, reuse
 
 __all__ = ["RunOutcome", "PlannedRun", "train_planned", "train_reporting", "on_devices"]
 
@@ -64,16 +64,19 @@ def train_planned(run: PlannedRun, device: str | None = None, *, requeued: bool 
     """Train ``run`` in this process on ``device`` (None: its configuration's). ``requeued``: a job
     that a time limit or a preemption stopped, continued from its last epoch where it has one."""
     resume, force = run.resume, run.force
-    if requeued:
-        state = run_format.run_folder_state(run.out)
-        if state == "finished":
+    config, data = run.on(device), None
+    if requeued:  # what its stopped attempt left: continued (an extension too), or kept when it finished
+        data = load_data(config)
+        found = reuse(run.out, config, lambda: loader.run_data(data, config))
+        if found.action == "keep":
             return RunOutcome(0.0, device, state="kept")
-        resume, force = state == "unfinished", False
-    config = run.on(device)
+        if found.action == "stale":
+            raise ConfigError(found.refusal(run.out))
+        resume, force = found.action == "continue", False
     folder = check_run_folder(run.out, resume=resume, force=force)
     features = read_features(run.features) if run.features else None
     start = time.perf_counter()
-    train(config, run.out, resume=resume, force=force, folder=folder, features=features,
+    train(config, run.out, resume=resume, force=force, folder=folder, features=features, data=data,
           log=lambda line: print(f"[{device or config.engine.device}] {run.name}: {line}", flush=True))
     return RunOutcome(time.perf_counter() - start, device or config.engine.device)
 
