@@ -76,12 +76,47 @@ def test_data_info_text_and_json(capsys, tmp_path):
     assert len(summary["class_names"]) == 200
 
 
-def test_data_list_names_every_dataset_and_its_options(capsys):
+def test_data_list_gives_every_dataset_its_sizes_classes_tree_and_options(capsys):
+    """README: ``data list`` prints the datasets with their sizes, classes and tree; one row per
+    registered dataset, read from the card it registers with."""
+    from hseval.data import dataset_card, list_datasets
+
     code, out, _ = run(capsys, "data", "list")
     assert code == 0
-    lines = out.splitlines()
-    assert "cifar100" in lines and "image-folder [--hierarchy ...]" in lines
-    assert "tiny-imagenet [--wordnet ...]" in lines and "fashion-mnist" in lines
+    rows = {line.split()[0]: line for line in out.splitlines()[1:-1]}
+    assert list(rows) == list_datasets() and out.splitlines()[0].split()[:5] == ["dataset", "train", "test",
+                                                                                   "classes", "tree"]
+    for name, line in rows.items():
+        card = dataset_card(name)
+        numbers = [f"{n:,}" for n in (card.train, card.test, card.classes) if n is not None] or ["yours"] * 3
+        assert line.split()[1:4] == numbers and card.tree in line, line
+    assert rows["cifar100"].split()[1:4] == ["50,000", "10,000", "100"]
+    assert rows["image-folder"].endswith("--hierarchy FILE") and rows["tiny-imagenet"].endswith("--wordnet DIR")
+
+
+def test_every_card_counts_the_classes_of_its_shipped_tree():
+    """A dataset's card declares its classes; the tree built from the shipped class lists has as many."""
+    from hseval.data import dataset_card, list_datasets
+    from hseval.tree.builders import build_hierarchy, list_builders
+
+    for name in list_datasets():
+        card = dataset_card(name)
+        assert (card.classes is None) == (name not in list_builders()), name
+        if card.classes is not None:
+            assert build_hierarchy(name).num_leaves == card.classes, name
+
+
+def test_data_info_without_a_copy_says_what_hseval_knows_and_where_it_looked(capsys, monkeypatch):
+    monkeypatch.delenv("HSEVAL_DATA", raising=False)
+    code, out, err = run(capsys, "data", "info", "cub200")
+    assert code == 0 and err == ""
+    assert "images: 5,994 train, 5,794 test (the official splits)" in out and "classes (200):" in out
+    assert "hierarchy: 200 classes, 270 nodes, depth 2" in out and "tree: the last word of the species" in out
+    assert "files: not read here: CUB-200-2011 not found (no --data-root given" in out
+    code, out, _ = run(capsys, "data", "info", "cub200", "--json")
+    summary = json.loads(out)
+    assert summary["train_size"] == 5994 and summary["hierarchy"]["num_nodes"] == 270 and "not found" in \
+        summary["files"]
 
 
 @pytest.mark.parametrize(("argv", "message"), [

@@ -14,13 +14,13 @@ import textwrap
 
 from hseval.cli import non_negative_int
 from hseval.cli.hierarchy import tree_output
-from hseval.core.errors import ConfigError
+from hseval.core.errors import ConfigError, HsevalError
 from hseval.tree import FORMATS, read_hierarchy, write_hierarchy
 from hseval.tree.builders import build_hierarchy, builder_options, random_hierarchy
 from hseval.tree.formats.pairs import names_sidecar
 
-# dataset options that the command line exposes (each a --flag taking a path)
-CLI_OPTIONS = ("hierarchy", "wordnet")
+# dataset options that the command line exposes: each a --flag taking a path (a file or a folder)
+CLI_OPTIONS = {"hierarchy": "FILE", "wordnet": "DIR"}
 
 
 seed_int = non_negative_int
@@ -61,37 +61,94 @@ def cmd_random(args: argparse.Namespace) -> int:
     return 0
 
 
-def cmd_list(args: argparse.Namespace) -> int:
-    from hseval.data import dataset_options, list_datasets  # torch: kept out of the other commands
+def _count(value: int | None) -> str:
+    return "yours" if value is None else f"{value:,}"
 
+
+def cmd_list(args: argparse.Namespace) -> int:
+    from hseval.data import dataset_card, dataset_options, list_datasets  # torch: kept out of the other commands
+
+    rows = [("dataset", "train", "test", "classes", "tree", "options")]
     for name in list_datasets():
-        options = " ".join(f"[--{option} ...]" for option in dataset_options(name) if option in CLI_OPTIONS)
-        print(f"{name} {options}".rstrip())
+        card = dataset_card(name)
+        options = " ".join(f"--{option} {CLI_OPTIONS[option]}" for option in dataset_options(name)
+                           if option in CLI_OPTIONS)
+        rows.append((name, _count(card.train), _count(card.test), _count(card.classes), card.tree, options))
+    widths = [max(len(row[i]) for row in rows) for i in range(len(rows[0]))]
+    for row in rows:
+        print("  ".join(cell.rjust(w) if 0 < i < 4 else cell.ljust(w)
+                        for i, (cell, w) in enumerate(zip(row, widths))).rstrip())
+    print("train, test: images of the official splits; hseval data info DATASET: its classes and tree, and "
+          "whether its files are here")
     return 0
+
+
+def _known(name: str, options: dict) -> dict:
+    """What hseval knows of dataset ``name`` without its files: its card, and its tree from the
+    class lists shipped with hseval (where it has one)."""
+    from hseval.data import dataset_card
+    from hseval.tree.builders import list_builders
+
+    card = dataset_card(name)
+    out = {"name": name, "train_size": card.train, "test_size": card.test, "classes": card.classes,
+           "tree": card.tree}
+    if name in list_builders():
+        try:
+            tree = build_hierarchy(name, **{k: v for k, v in options.items() if k in builder_options(name)})
+        except HsevalError as exc:  # tiny-imagenet's tree needs WordNet
+            out["tree"] = f"{card.tree}; not built here: {exc}"
+        else:
+            out.update(class_names=list(tree.leaf_names), hierarchy=tree.stats())
+    return out
+
+
+def _print_summary(summary: dict) -> None:
+    words = summary.get("class_words", {})  # WordNet ids are shown with their first word
+    names = summary.get("class_names")
+    if names:
+        labels = [f"{name} ({words[name].split(',')[0]})" if name in words else name for name in names]
+        print(f"classes ({len(names)}):")
+        print(textwrap.fill(", ".join(labels), width=100, initial_indent="  ", subsequent_indent="  ",
+                            break_on_hyphens=False))
+    stats = summary.get("hierarchy")
+    if stats:
+        print(f"hierarchy: {stats['num_leaves']} classes, {stats['num_nodes']} nodes, depth {stats['max_depth']}, "
+              f"nodes per depth {stats['nodes_per_depth']}")
 
 
 def cmd_info(args: argparse.Namespace) -> int:
     from hseval.data import dataset_options, load_dataset  # torch: kept out of the other commands
 
-    data = load_dataset(args.dataset, args.data_root, **_options(args, dataset_options(args.dataset)))
-    summary = {**data.describe(), "hierarchy": data.hierarchy.stats()}
+    options = _options(args, dataset_options(args.dataset))
+    known = _known(args.dataset, options)
+    try:
+        data = load_dataset(args.dataset, args.data_root, **options)
+    except HsevalError as exc:
+        if args.data_root is not None:  # the copy asked for does not read: one line
+            raise
+        # no copy here: what hseval knows without the files, and where it looked
+        summary = {**known, "files": f"not read ({exc})"}
+        if args.json:
+            print(json.dumps(summary))
+            return 0
+        images = "your train/ and test/ folders" if known["train_size"] is None else \
+            f"{known['train_size']:,} train, {known['test_size']:,} test (the official splits)"
+        print(f"dataset: {args.dataset}\nimages: {images}\ntree: {known['tree']}")
+        _print_summary(summary)
+        print(f"files: not read here: {exc}")
+        return 0
+    summary = {**data.describe(), "tree": known["tree"], "hierarchy": data.hierarchy.stats()}
     if args.json:
         print(json.dumps(summary))
         return 0
     print(f"dataset: {data.name}\nroot: {data.root}")
-    print(f"images: {len(data.train)} train, {len(data.test)} test; {data.channels}×{data.image_size}×"
+    print(f"images: {len(data.train):,} train, {len(data.test):,} test; {data.channels}×{data.image_size}×"
           f"{data.image_size} after preprocessing")
     print(f"normalisation: mean {list(data.mean)}, std {list(data.std)}")
     if "augmentation" in data.info:
         print(f"augmentation: {data.info['augmentation']}")
-    print(f"classes ({len(data.class_names)}):")
-    words = data.info.get("class_words", {})  # WordNet ids are shown with their first word
-    labels = [f"{name} ({words[name].split(',')[0]})" if name in words else name for name in data.class_names]
-    print(textwrap.fill(", ".join(labels), width=100, initial_indent="  ", subsequent_indent="  ",
-                        break_on_hyphens=False))
-    stats = summary["hierarchy"]
-    print(f"hierarchy: {stats['num_leaves']} classes, {stats['num_nodes']} nodes, depth {stats['max_depth']}, "
-          f"nodes per depth {stats['nodes_per_depth']}")
+    print(f"tree: {known['tree']}")
+    _print_summary({**summary, "class_words": data.info.get("class_words", {})})
     return 0
 
 
@@ -117,9 +174,10 @@ def register(commands: argparse._SubParsersAction, hierarchy_actions: argparse._
     shuffle.set_defaults(func=cmd_random)
     data = commands.add_parser("data", help="inspect the datasets")
     actions = data.add_subparsers(dest="data_command", metavar="ACTION", required=True)
-    listing = actions.add_parser("list", help="print the registered datasets and their options")
+    listing = actions.add_parser("list", help="print the datasets: their sizes, classes, tree and options")
     listing.set_defaults(func=cmd_list)
-    info = actions.add_parser("info", help="print a dataset's sizes, classes and tree")
+    info = actions.add_parser("info", help="print a dataset's sizes, classes and tree, and check its files (without "
+                                           "--data-root and no copy found: what hseval knows, and where it looked)")
     info.add_argument("dataset", metavar="DATASET", help="a dataset name (hseval data list)")
     info.add_argument("--data-root", metavar="DIR", help="dataset folder (default: $HSEVAL_DATA, then the usual "
                                                          "places)")

@@ -15,11 +15,12 @@ from hseval.data.base import (
     TensorImages,
     TensorPreprocess,
     data_roots,
+    dataset_card,
     dataset_options,
     list_datasets,
     load_dataset,
     register_dataset,
 )
 
-__all__ = ["ImageFiles", "LoadedDataset", "TensorImages", "TensorPreprocess", "data_roots", "dataset_options",
-           "list_datasets", "load_dataset", "register_dataset"]
+__all__ = ["ImageFiles", "LoadedDataset", "TensorImages", "TensorPreprocess", "data_roots", "dataset_card",
+           "dataset_options", "list_datasets", "load_dataset", "register_dataset"]

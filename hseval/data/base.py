@@ -31,11 +31,26 @@ from hseval.core.sampling import VALIDATION_SEED, held_out, indices_sha256
 from hseval.tree.hierarchy import Hierarchy
 
 __all__ = ["TensorPreprocess", "TensorImages", "ImageFiles", "LoadedDataset", "SPLITS", "check_split",
-           "register_dataset",
+           "DatasetCard", "register_dataset", "dataset_card",
            "list_datasets", "load_dataset", "dataset_options", "data_roots", "worker_errors"]
 
 DATASETS: Registry[Callable[..., LoadedDataset]] = Registry("dataset")
 """Loaders ``(root, *, options) -> LoadedDataset``."""
+
+
+@dataclass(frozen=True)
+class DatasetCard:
+    """What a dataset is before any of its files is read, declared where it registers: the images
+    of its official training and test splits and its classes (None: the user's own folders say),
+    and where its tree comes from, in a few words."""
+
+    train: int | None
+    test: int | None
+    classes: int | None
+    tree: str
+
+
+_CARDS: dict[str, DatasetCard] = {}
 
 
 class TensorPreprocess:
@@ -277,9 +292,18 @@ class LoadedDataset:
                 **({"content_sha256": content} if content else {})}
 
 
-def register_dataset(name: str) -> Callable:
-    """Decorator: a loader ``(root, *, options) -> LoadedDataset`` under ``name``."""
+def register_dataset(name: str, *, train: int | None, test: int | None, classes: int | None,
+                     tree: str) -> Callable:
+    """Decorator: a loader ``(root, *, options) -> LoadedDataset`` under ``name``, with its
+    :class:`DatasetCard` (``hseval data list`` and ``data info`` print it)."""
+    _CARDS[name] = DatasetCard(train, test, classes, tree)
     return DATASETS.register(name)
+
+
+def dataset_card(name: str) -> DatasetCard:
+    """The :class:`DatasetCard` of dataset ``name`` (an unknown name: the registry's one line)."""
+    DATASETS.get(name)
+    return _CARDS[name]
 
 
 def list_datasets() -> list[str]:

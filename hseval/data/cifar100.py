@@ -76,7 +76,7 @@ def _fine_to_coarse(fine: np.ndarray, coarse: np.ndarray, names: list[str], path
     return mapping.tolist()
 
 
-@register_dataset("cifar100")
+@register_dataset("cifar100", train=50_000, test=10_000, classes=100, tree="the dataset's 20 coarse labels")
 def load_cifar100(root: str | Path | None = None) -> LoadedDataset:
     """CIFAR-100 with the paper's augmentation (random 32×32 crop after 4-pixel padding, flip)."""
     folder = find_dataset_folder(root, subfolders=("cifar-100-python",), markers=FILES, title=TITLE,

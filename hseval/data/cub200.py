@@ -51,7 +51,7 @@ def read_cub200_classes(folder: Path) -> list[str]:
     return [table[i] for i in range(1, len(table) + 1)]
 
 
-@register_dataset("cub200")
+@register_dataset("cub200", train=5_994, test=5_794, classes=200, tree="the last word of the species (paper, App. C.3)")
 def load_cub200(root: str | Path | None = None) -> LoadedDataset:
     """CUB-200-2011 with the official train/test split and the paper's 224-pixel recipe."""
     folder = find_dataset_folder(root, subfolders=("CUB_200_2011",), markers=(*FILES, "images"), title=TITLE,

@@ -68,7 +68,8 @@ def _read_split(folder: Path, split: str) -> tuple[torch.Tensor, np.ndarray]:
     return torch.from_numpy(images.copy()).unsqueeze(1), labels.astype(np.int64)
 
 
-@register_dataset("fashion-mnist")
+@register_dataset("fashion-mnist", train=60_000, test=10_000, classes=10,
+                  tree="hseval's: clothing (tops), footwear, Bag")
 def load_fashion_mnist(root: str | Path | None = None, *, download: bool = True) -> LoadedDataset:
     folder = find_fashion_mnist(root)
     if folder is None and download and root is None:

@@ -42,7 +42,7 @@ def _split(split_dir: Path, classes: list[str]) -> tuple[list[Path], np.ndarray]
     return paths, np.array(labels, dtype=np.int64)
 
 
-@register_dataset("image-folder")
+@register_dataset("image-folder", train=None, test=None, classes=None, tree="your file (--hierarchy)")
 def load_image_folder(root: str | Path | None = None, *, hierarchy: str | Path | Hierarchy | None = None
                       ) -> LoadedDataset:
     """Images in ``root/{train,test}/<class>/`` with the tree of the file ``hierarchy`` (or the tree

@@ -51,7 +51,8 @@ def _annotations(path: Path, images: Path, class_names: list[str], split: str) -
     return paths, labels
 
 
-@register_dataset("stanford-cars")
+@register_dataset("stanford-cars", train=8_144, test=8_041, classes=196,
+                  tree="body type (Chang et al., CVPR 2021)")
 def load_stanford_cars(root: str | Path | None = None) -> LoadedDataset:
     """Stanford Cars with the official split and the paper's 224-pixel recipe."""
     folder = find_dataset_folder(root, subfolders=("stanford_cars", "stanford-cars"),

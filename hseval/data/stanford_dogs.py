@@ -60,7 +60,8 @@ def _split(path: Path, images: Path, class_names: list[str], split: str) -> tupl
     return paths, labels
 
 
-@register_dataset("stanford-dogs")
+@register_dataset("stanford-dogs", train=12_000, test=8_580, classes=120,
+                  tree="the last word of the breed (paper, App. C.3)")
 def load_stanford_dogs(root: str | Path | None = None) -> LoadedDataset:
     """Stanford Dogs with the official split and the paper's 224-pixel recipe."""
     folder = find_dataset_folder(root, subfolders=("stanford_dogs", "stanford-dogs", "StanfordDogs"),

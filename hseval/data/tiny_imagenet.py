@@ -96,7 +96,7 @@ def _val(folder: Path, wnids: list[str]) -> tuple[list[Path], np.ndarray]:
     return paths, np.array(labels, dtype=np.int64)
 
 
-@register_dataset("tiny-imagenet")
+@register_dataset("tiny-imagenet", train=100_000, test=10_000, classes=200, tree="WordNet 3.0 (paper, App. C.3)")
 def load_tiny_imagenet(root: str | Path | None = None, *, wordnet: str | Path | None = None) -> LoadedDataset:
     """Tiny-ImageNet-200 (test = the official val split) with the paper's 224-pixel recipe."""
     folder = find_dataset_folder(root, subfolders=("tiny-imagenet-200",), markers=("wnids.txt", "train", "val"),
