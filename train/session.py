@@ -18,6 +18,7 @@ import numpy as np
 import torch
 from torch import nn
 
+from hseval.core import fileio
 from hseval.core.errors import RunFormatError, first_line
 from hseval.data import LoadedDataset
 from hseval.io import run_format
@@ -116,7 +117,7 @@ def open_session(config: TrainConfig, out: Path, data: LoadedDataset, indices: n
     step = compiled(step, config.engine)
     on_device = [loader.to_device_dataset(split, ctx.device, allowed=config.engine.gpu_dataset and features is None)
                  for split in (data.train, data.split(loader.held_split(data)))]
-    inputs = {"dataset": data.describe(), "hierarchy": model.hierarchy.to_dict()}
+    inputs = fileio.json_ready({"dataset": data.describe(), "hierarchy": model.hierarchy.to_dict()})  # as run.json
     writer = RunWriter(out, config, log, sources=sources, inputs=inputs, segments=segments) if dist.rank == 0 else None
     return Session(config, data, indices, ctx, dist, model, optimizers, step, *on_device, start_epoch, history, writer,
                    features)
