@@ -45,8 +45,14 @@ class SlurmSettings:
         """The parameters of submitit's ``SlurmExecutor`` (sbatch's, in submitit's names)."""
         params = {"job_name": "hseval", "partition": self.partition, "time": self.time_min,
                   "gpus_per_node": self.gpus_per_run or None, "cpus_per_task": self.cpus_per_run,
-                  "mem": f"{self.mem_gb:g}GB" if self.mem_gb else None, "array_parallelism": self.parallel}
+                  "mem": self.mem() if self.mem_gb else None, "array_parallelism": self.parallel}
         return {k: v for k, v in params.items() if v is not None}
+
+    def mem(self) -> str:
+        """``mem_gb`` as sbatch's ``--mem`` takes it: a whole number of GB, else of MB (Slurm reads
+        no fraction, nor an exponent that ``:g`` would write for 10**6)."""
+        gb = float(self.mem_gb or 0)
+        return f"{int(gb)}GB" if gb.is_integer() else f"{max(1, round(gb * 1024))}MB"
 
 
 class RunJob(submitit.helpers.Checkpointable):

@@ -9,24 +9,69 @@ from collections.abc import Iterable
 
 from hseval.core.errors import ConfigError
 
+INT_MAX = 2**31 - 1
+"""The largest count or size an option takes: a C int, as torch's sizes and Slurm's counts are."""
+SEED_MAX = 2**32 - 1
+"""The largest seed (numpy's and the recipes' ``engine.seed`` are 32-bit)."""
 
-def _int_at_least(minimum: int, what: str):
+
+def _shown(text: str) -> str:
+    return repr(text if len(text) <= 40 else text[:20] + "..." + text[-8:])
+
+
+def _number(text: str) -> str:
+    """A number as typed, shortened when long (a 5,000-digit integer)."""
+    text = text.strip()
+    return text if len(text) <= 40 else f"{text[:20]}...({len(text)} characters)"
+
+
+def _int_in(minimum: int, maximum: int, what: str):
+    """argparse type: an integer from ``minimum`` to ``maximum`` (``what`` says what it is)."""
     def parse(text: str) -> int:
+        number = _number(text)
         try:
             value = int(text)
-        except ValueError:
-            raise argparse.ArgumentTypeError(f"expected {what}, got {text!r}") from None
+        except ValueError:  # a float, nan, text; or more digits than Python converts
+            if not text.strip().lstrip("+-").isdecimal():
+                raise argparse.ArgumentTypeError(f"expected {what}, got {_shown(text)}") from None
+            value = minimum - 1 if number.startswith("-") else maximum + 1
         if value < minimum:
-            raise argparse.ArgumentTypeError(f"expected {what}, got {value}")
+            raise argparse.ArgumentTypeError(f"expected {what}, got {number}")
+        if value > maximum:
+            raise argparse.ArgumentTypeError(f"expected {what} of at most {maximum}, got {number}")
         return value
 
+    parse.bounds = (minimum, maximum)  # type: ignore[attr-defined]  # the tests read them
     return parse
 
 
-positive_int = _int_at_least(1, "a positive integer")
-"""argparse type: an integer >= 1."""
-non_negative_int = _int_at_least(0, "a non-negative integer")
-"""argparse type: an integer >= 0 (seeds)."""
+def positive_number(what: str, *, minimum: float, maximum: float):
+    """argparse type: a finite number from ``minimum`` (> 0) to ``maximum`` (``what``, e.g. "GB");
+    nan and infinity are refused, as every number of a recipe is."""
+    def parse(text: str) -> float:
+        try:
+            value = float(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"expected a number of {what}, got {_shown(text)}") from None
+        if not minimum <= value <= maximum:  # nan compares false
+            raise argparse.ArgumentTypeError(f"expected a number of {what} from {minimum:.12g} to {maximum:.12g}, got "
+                                             f"{_number(text)}")
+        return value
+
+    parse.bounds = (minimum, maximum)  # type: ignore[attr-defined]
+    return parse
+
+
+def count_int(minimum: int = 1, maximum: int = INT_MAX):
+    """argparse type: a count (of GPUs, cores, minutes...) from ``minimum`` to ``maximum``."""
+    what = {0: "a non-negative integer", 1: "a positive integer"}.get(minimum, f"an integer of at least {minimum}")
+    return _int_in(minimum, maximum, what)
+
+
+positive_int = count_int()
+"""argparse type: an integer from 1 to :data:`INT_MAX`."""
+non_negative_int = _int_in(0, SEED_MAX, "a non-negative integer")
+"""argparse type: an integer from 0 to :data:`SEED_MAX` (seeds)."""
 
 
 def refuse_unused(args: argparse.Namespace, options: Iterable[str], *, why: str) -> None:

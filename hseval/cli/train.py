@@ -20,7 +20,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from hseval.cli import non_negative_int, positive_int
+from hseval.cli import count_int, positive_number
 from hseval.core.errors import ConfigError, HsevalError
 from hseval.core.extras import check_installed
 
@@ -73,13 +73,14 @@ def add_train_arguments(parser: argparse.ArgumentParser, *, many: bool) -> None:
         parser.add_argument("--launcher", choices=["slurm", "local"], help="one job per run through submitit: a "
                             "Slurm job array, or the same jobs on this machine (local)")
         parser.add_argument("--slurm-partition", help="Slurm partition of the jobs")
-        parser.add_argument("--slurm-gpus-per-run", type=non_negative_int, default=1,
+        parser.add_argument("--slurm-gpus-per-run", type=count_int(0), default=1,
                             help="GPUs of each job (default 1)")
-        parser.add_argument("--slurm-cpus-per-run", type=positive_int, help="CPU cores of each job")
-        parser.add_argument("--slurm-time", type=positive_int, default=24 * 60, metavar="MINUTES",
+        parser.add_argument("--slurm-cpus-per-run", type=count_int(1, 65535), help="CPU cores of each job")
+        parser.add_argument("--slurm-time", type=count_int(), default=24 * 60, metavar="MINUTES",
                             help="time limit of each job (default 1440; a job stopped by it is requeued and resumes)")
-        parser.add_argument("--slurm-mem", type=float, metavar="GB", help="memory of each job")
-        parser.add_argument("--slurm-parallel", type=positive_int, help="at most this many jobs at once")
+        parser.add_argument("--slurm-mem", type=positive_number("GB", minimum=0.001, maximum=1e6), metavar="GB",
+                            help="memory of each job (a fraction: whole MB)")
+        parser.add_argument("--slurm-parallel", type=count_int(), help="at most this many jobs at once")
         parser.add_argument("--dry-run", action="store_true", help="with --launcher slurm: print the sbatch script "
                             "and the runs it would submit, submit nothing")
     else:
