@@ -262,3 +262,27 @@ def test_a_requeued_job_continues_or_keeps_by_the_same_decision(fashion_like, tm
                        resume=True, force=False)
     with pytest.raises(ConfigError, match=r"cannot reuse: it was trained with optim.lr=0.05, 0.01 asked"):
         train_planned(other, requeued=True)
+
+
+def test_the_data_identity_covers_the_images_not_where_they_lie(tmp_path):
+    """``LoadedDataset.describe`` carries the SHA-256 of the images as loaded (bytes and labels, in
+    order), shared by what a run's settings derive from them: a copy of the folder elsewhere is the
+    same data, one image rewritten is other data."""
+    import shutil
+
+    from PIL import Image
+
+    from hseval.data import load_dataset
+    from tests.fake_datasets import write_image
+    from tests.helpers import image_folder
+
+    root, tree = image_folder(tmp_path / "a")
+    content = load_dataset("image-folder", root, hierarchy=tree).describe()["content_sha256"]
+    copy = shutil.copytree(root, tmp_path / "b")  # other times, another root
+    data = load_dataset("image-folder", copy, hierarchy=tree)
+    assert data.describe()["content_sha256"] == content
+    assert data.with_validation(0.5).describe()["content_sha256"] == content  # derived: the settings say how
+    Image.new("RGB", (8, 8), (200, 10, 10)).save(copy / "train" / "husky" / "1.png")
+    assert load_dataset("image-folder", copy, hierarchy=tree).describe()["content_sha256"] != content
+    write_image(copy / "train" / "husky" / "1.png")  # the bytes back
+    assert load_dataset("image-folder", copy, hierarchy=tree).describe()["content_sha256"] == content
