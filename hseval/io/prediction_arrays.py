@@ -4,9 +4,12 @@ A prediction file of 100,000 classes holds gigabytes of scores; the evaluation n
 of rows at a time. Each array of a file is a :class:`Member`, known from its header alone (shape
 and type): a small one is loaded whole, a per-sample matrix is read in blocks of rows, in order.
 An ``.npz`` member (stored, as ``np.savez`` writes it, or compressed, as ``np.savez_compressed``
-does) is streamed through :mod:`zipfile`: its ``.npy`` header is parsed, then its rows read; a
-safetensors tensor is sliced (``safe_open(...).get_slice``), the file open for one block at a time
-so that its memory map does not hold the file's pages. Nothing here unpickles: an ``.npy`` header
+does) is streamed through :mod:`zipfile`: its bytes are first read through once, so that the CRC-32
+the archive recorded for it is checked before any of its values is used (a byte changed in a
+compressed stream decodes to other numbers, and only the CRC says the file is damaged), then its
+``.npy`` header is parsed and its rows read; a safetensors tensor is sliced
+(``safe_open(...).get_slice``), the file open for one block at a time so that its memory map does
+not hold the file's pages. Nothing here unpickles: an ``.npy`` header
 of Python objects is refused before any data is read. :mod:`hseval.io.prediction_format` names and
 checks the members.
 """
@@ -14,6 +17,7 @@ checks the members.
 from __future__ import annotations
 
 import contextlib
+import tokenize
 import zipfile
 import zlib
 from collections.abc import Callable, Iterator
@@ -65,6 +69,7 @@ def npz_members(path: Path, fail: Fail) -> dict[str, Member]:
         for info in archive.infolist():
             if not info.filename.endswith(".npy"):
                 raise fail(path, f"not a readable .npz archive (member {info.filename!r} is not an .npy array)")
+            _verify(archive, info, path, fail)
             with _reading(path, fail), archive.open(info) as fh:
                 shape, fortran, dtype = _npy_header(fh, path, fail)
             members[info.filename[:-4]] = _npz_member(path, info.filename, shape, fortran, dtype, fail)
@@ -78,12 +83,28 @@ def _archive(path: Path, fail: Fail) -> zipfile.ZipFile:
         raise fail(path, f"not a readable .npz archive ({type(exc).__name__})") from None
 
 
+_DAMAGED = (zipfile.BadZipFile, OSError, EOFError, zlib.error, NotImplementedError)
+
+
+def _verify(archive: zipfile.ZipFile, info: zipfile.ZipInfo, path: Path, fail: Fail) -> None:
+    """Read a member through to its end, where :mod:`zipfile` checks the CRC-32 the archive
+    recorded: a damaged member is one line before any of its values is used."""
+    try:
+        with archive.open(info) as fh:
+            while fh.read(1 << 22):
+                pass
+    except _DAMAGED as exc:
+        member, reason = info.filename.removesuffix(".npy"), str(exc)[:80] or type(exc).__name__
+        raise fail(path, f"is damaged: '{member}' does not read back as it was saved ({reason}); copy the file "
+                         "again, or save it again") from None
+
+
 @contextlib.contextmanager
 def _reading(path: Path, fail: Fail) -> Iterator[None]:
     """Errors of a damaged archive (bad CRC, cut short, bad compressed data) as one line."""
     try:
         yield
-    except (zipfile.BadZipFile, OSError, EOFError, zlib.error, NotImplementedError) as exc:
+    except _DAMAGED as exc:
         raise fail(path, f"not a readable .npz archive ({type(exc).__name__})") from None
 
 
@@ -95,8 +116,8 @@ def _npy_header(fh, path: Path, fail: Fail) -> tuple[tuple[int, ...], bool, np.d
         if header is None:
             raise ValueError(f"npy format version {version}")
         shape, fortran, dtype = header(fh)
-    except ValueError as exc:
-        raise fail(path, f"not a readable .npz archive ({str(exc)[:80]})") from None
+    except (ValueError, SyntaxError, tokenize.TokenError) as exc:  # numpy parses the header as Python literals
+        raise fail(path, f"not a readable .npz archive (a damaged .npy header: {str(exc)[:80]})") from None
     if dtype.hasobject:
         raise fail(path, PICKLE)
     return shape, fortran, dtype

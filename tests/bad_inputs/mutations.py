@@ -333,6 +333,23 @@ def mutations_of(name: str, data: bytes, rng: np.random.Generator, *, json_edits
     return _byte_mutations(name, data, rng)
 
 
+def stream_flips(name: str, data: bytes, per_member: int) -> list[Mutation]:
+    """A byte changed inside the stored or compressed bytes of each member of a zip archive (an
+    ``.npz``), at ``per_member`` places spread over it: damage only the CRC-32 can tell."""
+    import zipfile
+
+    out = []
+    with zipfile.ZipFile(io.BytesIO(data)) as archive:
+        for info in archive.infolist():
+            extra = int.from_bytes(data[info.header_offset + 28: info.header_offset + 30], "little")
+            start = info.header_offset + 30 + len(info.filename.encode()) + extra
+            for k in range(per_member):
+                at = start + k * info.compress_size // per_member
+                out.append(Mutation(name, f"byte {at - start} of {info.filename}'s data changed",
+                                    lambda d, at=at: d[:at] + bytes([d[at] ^ 0x5A]) + d[at + 1:]))
+    return out
+
+
 def _byte_mutations(name: str, data: bytes, rng: np.random.Generator) -> list[Mutation]:
     flip = int(rng.integers(len(data)))
     return [Mutation(name, "cut in the middle", lambda d: d[: len(d) // 2]),

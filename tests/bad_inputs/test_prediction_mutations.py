@@ -19,7 +19,7 @@ from hseval.cli.main import main
 from hseval.io.prediction_format import PROBABILITY_TOLERANCE
 from hseval.tree import write_hierarchy
 from tests import helpers
-from tests.bad_inputs.mutations import _softmax
+from tests.bad_inputs.mutations import _softmax, stream_flips
 from tests.bad_inputs.test_mutations import SEED, _apply, _mutations, _stderr_lines
 from tests.helpers import fashion_tree, thinned
 
@@ -113,3 +113,45 @@ def test_probabilities_a_little_off_are_read_within_the_one_tolerance(prediction
         assert (code == 0) == accepted, (scale, lines)
         if not accepted:
             assert "'probs' row 3 sums to" in lines[0], lines
+
+
+def test_a_damaged_compressed_npz_is_said_to_be_damaged(tmp_path, capsys):
+    """A byte changed in the compressed stream of a member of an ``np.savez_compressed`` file (of
+    several blocks of rows) decodes to other numbers: the file is refused in one line that says it
+    is damaged, before any value is used (it blamed "the model's output" for a NaN it decoded to,
+    after two numpy warnings), or, where the change leaves the decoded bytes as they were, evaluated
+    as the intact file is."""
+    import warnings
+
+    tree = fashion_tree()
+    write_hierarchy(tree, tmp_path / "tree.txt", format="pairs")
+    rng = np.random.default_rng(SEED)
+    n = 2 * 8192 + 100  # more than one block of rows
+    file = tmp_path / "p.npz"
+    np.savez_compressed(file, targets=rng.integers(0, 10, n), logits=rng.normal(size=(n, 10)))
+    intact = file.read_bytes()
+
+    def evaluate(out: Path) -> tuple[int, list[str]]:
+        capsys.readouterr()
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            code = main(["evaluate", "--predictions", str(file), "--hierarchy", str(tmp_path / "tree.txt"),
+                         "--projections", "none", "--out", str(out)])
+        assert not caught, [str(w.message) for w in caught]
+        return code, _stderr_lines(capsys)
+
+    assert evaluate(tmp_path / "intact")[0] == 0
+    expected = json.loads((tmp_path / "intact" / "p" / "metrics.json").read_text())["top1"]
+    refused = 0
+    for k, mutation in enumerate(stream_flips(file.name, intact, per_member=12)):
+        file.write_bytes(mutation.apply(intact))
+        code, lines = evaluate(tmp_path / f"ev{k}")
+        if code == 2:
+            refused += 1
+            assert len(lines) == 1 and f"{file}: is damaged: '" in lines[0], (mutation.id, lines)
+            assert "copy the file again" in lines[0] and not (tmp_path / f"ev{k}").exists(), (mutation.id, lines)
+        else:
+            assert code == 0 and not lines, (mutation.id, lines)
+            metrics = json.loads((tmp_path / f"ev{k}" / "p" / "metrics.json").read_text())
+            assert metrics["top1"] == expected, mutation.id
+    assert refused >= 20
