@@ -3,10 +3,14 @@ inputs give an annotated empty figure rather than an exception."""
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 import pandas as pd
 import plotly.graph_objects as go
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from hseval.reporting import charts
 from hseval.reporting.colours import (
@@ -49,11 +53,49 @@ def test_accuracy_by_level_dots_one_panel_per_level_zoomed():
     assert {t.name: t.marker.color for t in fig.data} == {"a": "#111111", "b": "#222222"}
     assert [a.text for a in fig.layout.annotations] == ["leaf", "level 1"]
     low, high = fig.layout.yaxis2.range  # level 1: zoomed so 0.992 and 0.994 are apart, not 0..1
-    assert 0.6 < low < 0.7 and high == 1.0
+    assert 0.6 < low < 0.7 and 1.0 < high < 1.02  # 0.994's dot stays off the frame
     low, high = fig.layout.yaxis.range
     assert 0.45 < low < 0.5 and 0.6 < high < 0.7
     assert sum(len(t.y) for t in fig.data) == 5
     assert is_empty(charts.accuracy_by_level(pd.DataFrame()))
+
+
+def _tick_labels(low: float, high: float, nticks: int) -> list[str]:
+    """The labels plotly draws on an axis of ``range`` [low, high] with at most ``nticks`` automatic
+    ticks, formatted ".3f": its step is the smallest 1-2-5 number at least the span / nticks."""
+    rough = (high - low) / nticks
+    power = 10 ** math.floor(math.log10(rough))
+    step = next(m * power for m in (1, 2, 5, 10) if m * power >= rough * (1 - 1e-9))
+    first = math.ceil(low / step - 1e-9)
+    return [f"{k * step:.3f}" for k in range(first, math.floor(high / step + 1e-9) + 1)]
+
+
+def test_every_run_at_one_gets_an_axis_around_it_with_distinct_labels():
+    """Every run at 1.0 once drew its dots on the axis's top edge, labelled 1.000, 1.000, 0.999 ..."""
+    frame = pd.DataFrame({"run": ["a", "b", "c"], "level": "leaf", "depth": 0, "way": "leaf", "accuracy": 1.0})
+    axis = charts.accuracy_by_level(frame).layout.yaxis
+    low, high = axis.range
+    span = high - low
+    assert span >= 0.01 - 1e-12 and 0.02 * span <= high - 1.0 <= 0.05 * span  # the dots drawn whole, near the top
+    labels = _tick_labels(low, high, axis.nticks)
+    assert len(labels) >= 3 and len(set(labels)) == len(labels) and labels[-1] == "1.000", labels
+
+
+@given(values=st.lists(st.floats(0, 1), min_size=1, max_size=6), share=st.floats(0, 1))
+def test_a_zoomed_axis_holds_every_dot_whole_and_labels_apart(values, share):
+    """Any accuracies, equal or not, at the bounds or inside: the axis holds every value away from
+    its ends, is at least 0.01 wide (distinct three-decimal labels) and reaches past [0, 1] only by
+    the little a dot at a bound needs."""
+    values = values + [values[0]] * int(share * 3)  # ties
+    frame = pd.DataFrame({"run": [f"r{i}" for i in range(len(values))], "level": "leaf", "depth": 0, "way": "leaf",
+                          "accuracy": values})
+    axis = charts.accuracy_by_level(frame).layout.yaxis
+    low, high = axis.range
+    span = high - low
+    assert span >= 0.01 - 1e-12 and -0.06 * span <= low and high <= 1 + 0.06 * span
+    assert all(low + 0.03 * span <= v <= high - 0.03 * span for v in values)
+    labels = _tick_labels(low, high, axis.nticks)
+    assert len(set(labels)) == len(labels) >= 2
 
 
 def test_accuracy_by_level_draws_seed_spread_as_error_bars():

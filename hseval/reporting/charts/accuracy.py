@@ -13,6 +13,7 @@ from plotly.subplots import make_subplots
 
 from hseval.reporting.charts.common import (
     TEMPLATE,
+    ZOOM_TICKS,
     _colour_args,
     _empty,
     _rows,
@@ -69,7 +70,7 @@ def accuracy_by_level(levels: pd.DataFrame, *, title: str = "Accuracy per level"
                 text=text, hovertemplate=f"<b>{_text(run)}</b><br>%{{x}}: %{{text}}<extra></extra>"), row=row, col=col)
         low_high = np.concatenate([part["accuracy"] - spread[part.index].fillna(0),
                                    part["accuracy"] + spread[part.index].fillna(0)])
-        fig.update_yaxes(range=_zoomed(low_high), tickformat=".3f", row=row, col=col)
+        fig.update_yaxes(range=_zoomed(low_high), tickformat=".3f", nticks=ZOOM_TICKS, row=row, col=col)
     fig.update_annotations(font_size=13)
     fig.update_layout(title=_text(title), template=TEMPLATE, scattermode="group", scattergap=0.3,
                       legend_title_text="run",

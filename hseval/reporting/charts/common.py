@@ -123,16 +123,33 @@ def _colour_args(frame: pd.DataFrame, colours: dict[str, str] | None) -> dict:
     return {"color": "run", "color_discrete_map": mapping, "category_orders": {"run": runs}}
 
 
-def _zoomed(values: np.ndarray, *, low: float = 0.0, high: float = 1.0, pad: float = 0.15) -> list[float] | None:
-    """An axis range around ``values`` (padded by ``pad`` of their spread, within [low, high]), so
-    that 0.992 against 0.994 is visible; None without finite values."""
+ZOOM_SPAN = 0.01
+"""The narrowest range :func:`_zoomed` gives: with at most :data:`ZOOM_TICKS` ticks their step is
+at least 0.002, so labels of three decimals differ (equal values once read 1.000, 1.000, 0.999)."""
+ZOOM_TICKS = 6
+
+
+def _zoomed(values: np.ndarray, *, low: float = 0.0, high: float = 1.0, pad: float = 0.15,
+            edge: float = 0.04) -> list[float] | None:
+    """An axis range around ``values``, so that 0.992 against 0.994 is visible: padded by ``pad``
+    of their spread and at least :data:`ZOOM_SPAN` wide (equal values get a window around them),
+    kept within [low, high] by moving the window rather than cutting it, except that a value at or
+    near a bound (an accuracy of 1) keeps ``edge`` of the range between it and the axis's end, so
+    that its dot is drawn whole and not on the frame. None without finite values."""
     v = np.asarray(values, dtype=float)
     v = v[np.isfinite(v)]
     if not len(v):
         return None
     lo, hi = float(v.min()), float(v.max())
-    margin = max((hi - lo) * pad, 0.002)
-    return [max(low, lo - margin), min(high, hi + margin)]
+    margin = max((hi - lo) * pad, (ZOOM_SPAN - (hi - lo)) / 2)
+    bottom, top = lo - margin, hi + margin
+    span = top - bottom
+    floor, ceiling = min(low, lo - edge * span), max(high, hi + edge * span)  # how far the axis may reach
+    if top > ceiling:
+        bottom, top = max(floor, ceiling - span), ceiling
+    if bottom < floor:
+        bottom, top = floor, min(ceiling, floor + span)
+    return [bottom, top]
 
 
 def _empty(title: str, message: str) -> go.Figure:
