@@ -50,7 +50,10 @@ def table(demo: Path) -> str:
     machine = info.machine
     note = (f"Test split of Fashion-MNIST (10,000 images), seed 0, `hseval demo`, no GPU: "
             f"{info.seconds / 60:.1f} minutes in all; "
-            f"{stamp('python scripts/readme_demo.py', threads=machine.threads, versions={'torch': machine.torch})}.")
+            f"{stamp('python scripts/readme_demo.py', threads=machine.threads, versions={'torch': machine.torch})}. "
+            "These numbers come from one CPU: another gives slightly different ones (its vector instructions round "
+            "the training's sums differently, and the differences grow over the steps: a few thousandths on the "
+            "accuracies).")
     return f"{header}\n" + "\n".join(rows) + f"\n\n{note}\n"
 
 
