@@ -18,6 +18,7 @@ from hseval.evaluation.runs import find_runs
 from hseval.io.evaluation_format import FILES as EVAL_FILES
 from hseval.io.results import load_evaluation
 from hseval.tree.hierarchy import Hierarchy
+from tests.bad_inputs.mutations import Mutation, mutations_of
 from tests.conftest import BESIDE_PLAIN, EVALUATED_RUNS
 from tests.helpers import reseal
 
@@ -297,3 +298,61 @@ def test_report_grows_with_seed_groups_not_runs(evaluated, tmp_path):
     page = (three / "report.html").read_text()
     assert f"{3 * len(EVALUATED_RUNS)} run(s) in {len(EVALUATED_RUNS)} seed groups" in page
     assert "Differences over seeds" in page and page.count("<option value=") == len(EVALUATED_RUNS)  # one per group
+
+
+def _index_mutations(intact: bytes) -> list[Mutation]:
+    """The real index.json edited as a user (or another tool) might: the issue's unknown key, a key
+    missing, a value of the wrong type, an entry for a run that is gone, and the fuzzer's edits."""
+    def edit(change):
+        def apply(data: bytes) -> bytes:
+            doc = json.loads(data)
+            change(doc)
+            return json.dumps(doc).encode()
+        return apply
+
+    gone = {"run": "gone", "path": "/nowhere/gone", "head": "plain", "dataset": "d", "leaf_top1": 0.5}
+    named = {"an unknown key added": lambda d: d.update(notes="mine"),
+             "an unknown key in an entry": lambda d: d["runs"][0].update(best=True),
+             "'runs' removed": lambda d: d.pop("runs"),
+             "an entry's 'run' removed": lambda d: d["runs"][1].pop("run"),
+             "an entry's 'head' removed": lambda d: d["runs"][2].pop("head"),
+             "'leaf_top1' a string": lambda d: d["runs"][0].update(leaf_top1="high"),
+             "'seed' 10**400": lambda d: d["runs"][0].update(seed=10**400),
+             "'runs' an object": lambda d: d.update(runs={"plain": {}}),
+             "an entry for a run that is gone": lambda d: d["runs"].append(gone),
+             "an entry removed": lambda d: d["runs"].pop(),
+             "the entries in another order": lambda d: d["runs"].reverse()}
+    return [*(Mutation("index.json", what, edit(change)) for what, change in named.items()),
+            Mutation("index.json", "deleted", lambda d: None),
+            *mutations_of("index.json", intact, np.random.default_rng(36), json_edits=8)]
+
+
+def test_a_damaged_index_is_rebuilt_whole_from_the_evaluations(evaluated, fashion_like, tmp_path, capsys):
+    """index.json only lists the folders: however it was edited or damaged, the next evaluation
+    writes every entry from that evaluation's own metrics.json (it used to keep only the run and
+    its path, head, dataset and top-1 None, for every earlier run when the file had an unknown key)."""
+    runs = Path(json.loads((evaluated / "plain" / "metrics.json").read_text())["run_path"]).parent
+    argv = ["evaluate", str(runs / "plain"), "--data-root", str(fashion_like), "--projections", "none", "--quiet"]
+    intact = (evaluated / "index.json").read_bytes()
+    expected = json.loads(intact)["runs"]
+    assert [e["run"] for e in expected] == EVALUATED_RUNS and all(None not in e.values() for e in expected)
+    for k, mutation in enumerate(_index_mutations(intact)):
+        out = Path(shutil.copytree(evaluated, tmp_path / str(k)))
+        changed = mutation.apply(intact)
+        if changed is None:
+            (out / "index.json").unlink()
+        else:
+            (out / "index.json").write_bytes(changed)
+        capsys.readouterr()
+        assert main([*argv, "--out", str(out)]) == 0, (mutation.id, capsys.readouterr().err)
+        assert "index.json" not in capsys.readouterr().err, mutation.id
+        assert json.loads((out / "index.json").read_text())["runs"] == expected, mutation.id
+        shutil.rmtree(out)
+    # an evaluation whose metrics.json is damaged: left out of the index, with a warning saying why
+    out = Path(shutil.copytree(evaluated, tmp_path / "damaged"))
+    with open(out / "riemann" / "metrics.json", "a") as fh:
+        fh.write(" ")
+    capsys.readouterr()
+    assert main([*argv, "--out", str(out)]) == 0
+    assert "left out of" in capsys.readouterr().err
+    assert json.loads((out / "index.json").read_text())["runs"] == [e for e in expected if e["run"] != "riemann"]

@@ -20,10 +20,9 @@ import pytest
 from hseval.cli.main import main
 from hseval.core.errors import HsevalWarning
 from hseval.evaluation.stages import Evaluation
-from hseval.evaluation.writer import write_evaluation
+from hseval.evaluation.writer import evaluation_folder, write_evaluation
 from hseval.io import evaluation_format as eval_format
 from hseval.io import folders as ownership
-from hseval.io.output import OutputFolder
 from hseval.io.results import load_evaluation
 from hseval.reporting.tensorboard import metadata_rows, pbtxt_string, tsv_cell
 from hseval.tree.hierarchy import Hierarchy
@@ -65,7 +64,7 @@ def write_evaluated_run(folder: Path, tree: Hierarchy, *, samples: int = 12, dim
     node_vectors = rng.normal(size=(P, dim)).astype(np.float32) if vectors and dim else np.zeros((0, 0), np.float32)
     metrics = {"top1": float((topk[:, 0] == targets).mean()) if samples else 0.0, "head": "riemann",
                "dataset": "toy", "samples": samples, "hierarchy": tree.to_dict()}
-    with OutputFolder(folder.parent, "evaluations") as root:
+    with evaluation_folder(folder.parent, inputs=[], names=[folder.name]) as root:
         write_evaluation(root, Evaluation(folder.name, "elsewhere", {}, tree, metrics=metrics, tables={
             eval_format.PER_NODE: per_node, eval_format.GEOMETRY: geometry, eval_format.PAIRS: pairs,
             eval_format.PROJECTIONS: projections}, arrays={

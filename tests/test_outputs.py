@@ -33,10 +33,14 @@ from safetensors.torch import save_file
 from hseval.cli.main import main
 from hseval.cli.train import plan_runs
 from hseval.io.evaluation_format import FILES as EVALUATED_FILES
-from hseval.io.evaluation_format import FOLDER_FILES
-from hseval.io.folders import LOCK, MARKER, STAGING
+from hseval.io.evaluation_format import FOLDER_FILES, REPORT_FILES, SCHEMA_VERSION
+from hseval.io.folders import LOCK, MARKER, STAGING, new_marker
+from hseval.io.output import OutputFolder
+from hseval.io.records import write_record
 from hseval.io.run_format import RUN_FILES, load_run
+from hseval.nn.heads import list_heads
 from hseval.tree import write_hierarchy
+from tests.conftest import EVALUATED_RUNS
 from tests.helpers import fashion_tree
 
 QUICK = ["--quiet", "--set", "optim.epochs=1", "--set", "data.train_subset=100", "--set", "data.batch_size=32"]
@@ -52,6 +56,7 @@ class Inputs:
     checkpoint: Path
     predictions: Path
     bare_run: Path
+    evaluated_runs: Path  # the runs the evaluation evaluated (read only)
 
 
 @pytest.fixture
@@ -71,7 +76,8 @@ def inputs(evaluated, fashion_like, tmp_path) -> Inputs:
     predictions = tmp_path / "p.npz"
     rng = np.random.default_rng(0)
     np.savez(predictions, targets=np.arange(20) % 10, logits=rng.normal(size=(20, 10)))
-    return Inputs(fashion_like, run, evaluation, tree, pairs, checkpoint, predictions, bare_run)
+    return Inputs(fashion_like, run, evaluation, tree, pairs, checkpoint, predictions, bare_run,
+                  evaluated.parent / "runs")
 
 
 def _import(i: Inputs, out: str, checkpoint: Path | None = None) -> list[str]:
@@ -309,3 +315,60 @@ def test_no_evaluation_takes_the_name_of_a_file_of_its_folder(inputs, tmp_path, 
 def test_a_sweep_value_that_holds_a_path_names_one_folder(tmp_path):
     plan = plan_runs(argparse.Namespace(heads="plain", seeds=None, sweep=["data.hierarchy=trees/a.txt,b\\c.txt"]))
     assert [name for _, _, name in plan] == ["plain-hierarchy=trees_a.txt", "plain-hierarchy=b_c.txt"]
+
+
+# ---------------------------------------------------------------------------------- every output planned
+def _demo_output(i: Inputs, out: Path) -> None:
+    """A demo's output with its evaluation folder and its last run's evaluation (by the name and the
+    source the demo gives it), made through the transactions: what a demo that stopped leaves."""
+    with OutputFolder(out, "demo") as demo, OutputFolder(out / "eval", "evaluations", parent=demo, lock=False):
+        pass
+    last = out / "eval" / list_heads()[-1]
+    last.mkdir()
+    write_record(last / MARKER, new_marker("evaluation", source=str((out / "runs" / last.name).resolve()), inputs={},
+                                           schema_version=SCHEMA_VERSION))
+
+
+@dataclass(frozen=True)
+class Multi:
+    argv: object  # (inputs, out) -> argv
+    make: object  # (inputs, out) -> None: the output as an earlier command left it
+    last: object  # out -> the path of a file of the user's in the output the command writes last
+
+
+_EVALUATE_RUNS = Multi(lambda i, out: ["evaluate", str(i.evaluated_runs), "--data-root", str(i.fashion),
+                                       "--projections", "none", "--quiet", "--out", str(out)],
+                       lambda i, out: shutil.copytree(i.evaluation, out),
+                       lambda out: out / EVALUATED_RUNS[-1] / "notes.txt")
+_DEMO = ["demo", "--quick", "--quiet", "--out"]
+MULTI = {
+    "evaluate RUNS": _EVALUATE_RUNS,
+    "train-all --force": Multi(lambda i, out: ["train-all", "--heads", "plain,riemann", "--data-root", str(i.fashion),
+                                               *QUICK, "--force", "--out", str(out)],
+                               lambda i, out: shutil.copytree(i.evaluated_runs, out),
+                               lambda out: out / "riemann" / "notes.txt"),
+    "report": Multi(lambda i, out: ["report", str(out)], _EVALUATE_RUNS.make, lambda out: out / REPORT_FILES[-1]),
+    "export": Multi(lambda i, out: ["export", str(i.evaluation), "--to", "tensorboard", str(out)],
+                    lambda i, out: main(["export", str(i.evaluation), "--to", "tensorboard", str(out)]),
+                    lambda out: out / EVALUATED_RUNS[-1] / "notes.txt"),
+    "demo": Multi(lambda i, out: [*_DEMO, str(out), "--data-root", str(i.fashion)], _demo_output,
+                  lambda out: out / "eval" / list_heads()[-1] / "notes.txt"),
+    "demo (its report)": Multi(lambda i, out: [*_DEMO, str(out), "--data-root", str(i.fashion)], _demo_output,
+                               lambda out: out / "eval" / REPORT_FILES[-1]),
+}
+
+
+@pytest.mark.parametrize("command", MULTI)
+def test_a_multi_output_command_checks_its_last_output_before_writing_the_first(command, inputs, tmp_path, capsys):
+    """The issue's example: a user's notes.txt in ``eval/riemann`` was refused after the runs before
+    it had been evaluated and their evaluations replaced. Every command that writes several outputs
+    (evaluations, runs, report files, an export's runs, a demo's all) checks them all first."""
+    spec = MULTI[command]
+    out = tmp_path / "out"
+    spec.make(inputs, out)
+    planted = spec.last(out)
+    planted.write_text("mine")
+    before = {**snapshot(tmp_path), **snapshot(inputs.evaluated_runs)}
+    line = refused(spec.argv(inputs, out), capsys)
+    assert f"{planted.name}', which hseval did not write there" in line, line
+    assert {**snapshot(tmp_path), **snapshot(inputs.evaluated_runs)} == before

@@ -17,6 +17,7 @@ import jsonschema
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from pydantic import ValidationError
 
 from hseval.core.errors import ConfigError, RunFormatError
 from hseval.io import evaluation_format as eval_format
@@ -198,9 +199,10 @@ def test_index_json_is_typed(tmp_path):
     entry = {"run": "a", "path": "/r/a", "head": "plain", "dataset": "d", "backbone": "b", "seed": 0, "split": "test",
              "leaf_top1": 0.5}
     eval_format.write_index(tmp_path, [entry, {"run": "b", "path": "/r/b"}])
-    assert eval_format.read_index(tmp_path)[0] == entry
-    (tmp_path / eval_format.INDEX_FILE).write_text(json.dumps({"runs": [{**entry, "leaf_top1": 2}]}))
-    assert eval_format.read_index(tmp_path) == []  # informative only: rebuilt from the folders
+    written = eval_format.IndexRecord.model_validate_json((tmp_path / eval_format.INDEX_FILE).read_bytes())
+    assert written.runs[0].model_dump() == entry
+    with pytest.raises(ValidationError, match="leaf_top1"):  # what it holds, bounded
+        eval_format.write_index(tmp_path, [{**entry, "leaf_top1": 2}])
 
 
 @pytest.mark.parametrize("setting", ["optim.lr", "optim.momentum", "optim.weight_decay", "optim.lr_decay"])

@@ -70,6 +70,8 @@ def _table(rows: list[dict], levels: list[str]) -> str:
 
 def cmd_demo(args: argparse.Namespace) -> int:
     from hseval.evaluation.runs import evaluate_runs  # torch: for this command only
+    from hseval.evaluation.writer import evaluated_sources, evaluation_folder, evaluation_names
+    from hseval.io.evaluation_format import REPORT_FILES
     from hseval.io.results import read_run  # pandas: for this command only
     from hseval.reporting.report import write_report  # plotly: for this command only
     from hseval.train.runs import Datasets, train_runs  # torch: for this command only
@@ -83,6 +85,11 @@ def cmd_demo(args: argparse.Namespace) -> int:
         init=None, prefix=None, map=[], ignore=[])
     configs = planned_configs(plan)
     folder = OutputFolder(out, "demo", writes=[DEMO_FILE])  # and the runs and the evaluation, in folders of their own
+    # every output checked before the first run trains: the runs' folders by train_runs, the evaluation of
+    # each run and the report here (a file of the user's in the last one refused now, not after training)
+    evaluated = [(runs / name).resolve() for _, name in configs]
+    evaluation_folder(eval_dir, inputs=[runs], names=evaluation_names(evaluated, evaluated_sources(eval_dir)),
+                      writes=REPORT_FILES)
     datasets = Datasets()
     data = datasets(configs[0][0])  # every head trains on it: the plan varies no data setting
     with folder:

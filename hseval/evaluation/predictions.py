@@ -55,7 +55,7 @@ def evaluate_predictions(file: str | Path, out_dir: str | Path, *, hierarchy: st
     source = str(file.resolve())
     name = folder_name(name if name is not None else file.stem, out_dir, source)
     check_sample_options(projections, max_points)
-    root = evaluation_folder(out_dir, inputs=[p for p in (file, hierarchy, classes) if p is not None])
+    root = evaluation_folder(out_dir, inputs=[p for p in (file, hierarchy, classes) if p is not None], names=[name])
     tree = read_hierarchy(hierarchy)
     preds = read_predictions(file, tree, classes=None if classes is None else read_class_list(classes, tree),
                              scores=scores)

@@ -43,6 +43,7 @@ from hseval.evaluation.stages import (
     without_probabilities,
 )
 from hseval.evaluation.writer import (
+    Index,
     evaluated_sources,
     evaluation_folder,
     evaluation_names,
@@ -225,7 +226,7 @@ def evaluate_run(run_dir: Path, out_dir: Path, *, name: str, options: EvalOption
     RunFormatError, DataError, ConfigError, OwnershipError
         one line naming the file or argument; nothing is written then.
     """
-    root = evaluation_folder(out_dir, inputs=[run_dir])
+    root = evaluation_folder(out_dir, inputs=[run_dir], names=[name])
     run = load_run(run_dir)
     with root:
         entry = _stages(run, root, name=name, options=options, data_cache=data_cache)()
@@ -287,15 +288,19 @@ def evaluate_runs(patterns: list[str], out_dir: str | Path, *, data_root: str | 
     checksums) with the same settings, instead of computing it again (``hseval demo`` continuing).
 
     Everything that can be checked is checked before the output folder is touched: the
-    arguments, the device, every run (its files and checksums) and its data. Then the folder is
-    claimed (created with its marker, or checked to be an evaluation folder) and locked."""
+    arguments, the device, the folder and the folder of every run's evaluation (which it may
+    replace, only when it holds nothing but what hseval wrote), every run (its files and checksums)
+    and its data. Then the folder is claimed (created with its marker, or checked to be an
+    evaluation folder) and locked."""
     options = EvalOptions(data_root=data_root, split=split, subset=subset, projections=tuple(projections),
                           max_points=max_points, device=device, batch_size=batch_size, progress=progress)
     if workers is not None and workers < 1:
         raise ConfigError(f"--workers must be a positive integer, got {workers}")
     resolve_device(device)  # a device this machine lacks: refused before anything is read
     runs = find_runs(patterns)
-    root = evaluation_folder(out_dir, inputs=runs)
+    out_dir = Path(out_dir)
+    names = evaluation_names(runs, evaluated_sources(out_dir))
+    root = evaluation_folder(out_dir, inputs=runs, names=names)  # every run's evaluation, before the first is written
     cache: dict = {}
     loaded = {}
     for run_dir in runs:  # every run whole (checksums, tensors, model) and its data, before writing anything
@@ -305,14 +310,13 @@ def evaluate_runs(patterns: list[str], out_dir: str | Path, *, data_root: str | 
             stratified_subset(part.labels, subset, seed=options.seed, setting="--subset")
     entries: dict[str, dict[str, Any]] = {}
     with root:
-        out_dir = Path(out_dir)
-        names = evaluation_names(runs, evaluated_sources(out_dir))
+        index = Index(out_dir, writing=names)
         threads = workers or max(1, min(len(runs), (os.cpu_count() or 1) // 4))
         pending: list[tuple[str, Future]] = []
 
         def done(name: str, entry: dict[str, Any]) -> None:
             entries[name] = entry
-            update_index(out_dir, entries)
+            index.write({name: entry})
             log(f"  leaf top-1 {entry['leaf_top1']:.4f} -> {out_dir / name}")
 
         with ThreadPoolExecutor(threads) if threads > 1 else contextlib.nullcontext() as pool:
@@ -335,4 +339,5 @@ def evaluate_runs(patterns: list[str], out_dir: str | Path, *, data_root: str | 
                     done(finished, future.result())
             for finished, future in pending:
                 done(finished, future.result())
+        index.write(entries)  # also when every run was up to date
     return list(entries.values())

@@ -1,43 +1,51 @@
 """The one writer of evaluations: each :class:`~hseval.evaluation.stages.Evaluation` into its own
 folder of the evaluation folder (kind "evaluations"), staged and put in place whole through
-:mod:`hseval.io.evaluation_format`; ``index.json`` rebuilt from the folders; and the folders'
-names, one per evaluated source, kept across evaluations.
+:mod:`hseval.io.evaluation_format`; ``index.json`` rebuilt from the evaluations' own files; and the
+folders' names, one per evaluated source, kept across evaluations.
 """
 
 from __future__ import annotations
 
 import os
 import time
+import warnings
 from collections import Counter
+from collections.abc import Collection
 from pathlib import Path
 from typing import Any
 
-from hseval.core.errors import ConfigError, HsevalError, RunFormatError
+from hseval.core.errors import ConfigError, HsevalError, HsevalWarning, RunFormatError
 from hseval.evaluation.stages import Evaluation
 from hseval.io import evaluation_format as eval_format
-from hseval.io.folders import EvaluationMarker, read_marker
+from hseval.io.folders import EvaluationMarker, listing, read_marker
 from hseval.io.output import OutputFolder
 from hseval.io.results import read_run
 
-__all__ = ["evaluation_folder", "write_evaluation", "index_entry", "update_index", "evaluated_sources",
+__all__ = ["evaluation_folder", "write_evaluation", "index_entry", "Index", "update_index", "evaluated_sources",
            "evaluation_names", "folder_name", "up_to_date"]
 
 
-def evaluation_folder(out_dir: str | Path, *, inputs: list[str | Path]) -> OutputFolder:
+def evaluation_folder(out_dir: str | Path, *, inputs: list[str | Path], names: Collection[str],
+                      writes: Collection[str] = ()) -> OutputFolder:
     """The evaluation folder ``out_dir`` as the output of a command that reads ``inputs`` (runs,
-    prediction and tree files), checked before any work; the command writes its index in place."""
-    return OutputFolder(out_dir, "evaluations", writes=[eval_format.INDEX_FILE], reads=inputs)
+    prediction and tree files) and writes the evaluations ``names``, every one checked before any
+    work (a folder of one that holds a file hseval did not write is refused before the first
+    evaluation is written); the command writes its index (and ``writes``) in place."""
+    root = OutputFolder(out_dir, "evaluations", writes=[eval_format.INDEX_FILE, *writes], reads=inputs)
+    for name in names:
+        root.plan(name, "evaluation", replace=True, staged=True)
+    return root
 
 
 def write_evaluation(root: OutputFolder, evaluation: Evaluation) -> dict[str, Any]:
     """Write ``evaluation`` into ``root / evaluation.name`` (``root``: the evaluation folder this
-    command holds) and return its index entry. It is staged, then put in place of the earlier
-    evaluation of the same source, which is replaced only when it holds nothing but what hseval
-    wrote; a reader never sees a partial one."""
+    command holds, which planned that name) and return its index entry. It is staged, then put in
+    place of the earlier evaluation of the same source, which is replaced only when it holds nothing
+    but what hseval wrote; a reader never sees a partial one."""
     evaluation.metrics["eval_seconds"] = time.perf_counter() - evaluation.started
-    with OutputFolder(root.path / evaluation.name, "evaluation", replace=True, staged=True, lock=False, parent=root,
-                      source=evaluation.source, inputs=evaluation.inputs,
-                      schema_version=eval_format.SCHEMA_VERSION) as folder:
+    folder = root.planned(evaluation.name)
+    folder.details.update(source=evaluation.source, inputs=evaluation.inputs, schema_version=eval_format.SCHEMA_VERSION)
+    with folder:
         eval_format.write_run(folder.target, metrics=evaluation.metrics, tables=evaluation.tables,
                               arrays=evaluation.arrays)
     return index_entry(evaluation.name, evaluation.metrics)
@@ -50,20 +58,52 @@ def index_entry(name: str, metrics: dict[str, Any]) -> dict[str, Any]:
             "leaf_top1": metrics["top1"]}
 
 
+class Index:
+    """``index.json`` of the evaluation folder ``out_dir``: one entry per evaluation it holds, each
+    made from that evaluation's own ``metrics.json``. The folders are the truth and the file only
+    lists them (nothing reads it back), so it is rebuilt whole each time, whatever it held: an index
+    edited or damaged by hand, or listing a run that is gone, never leaves an entry with holes.
+
+    The evaluations there are read once, when the command starts (``writing``: those it will
+    write, whose entries it hands to :meth:`write`); one whose ``metrics.json`` does not read is
+    left out of the index, with a warning naming why (the report leaves it out too)."""
+
+    def __init__(self, out_dir: Path, *, writing: Collection[str] = ()) -> None:
+        self.out_dir = out_dir
+        self.entries = {name: _entry_of(out_dir / name, warn=name not in writing)
+                        for name, source in evaluated_sources(out_dir).items() if source is not None}
+
+    def write(self, made: dict[str, dict[str, Any]] | None = None) -> None:
+        """Write the index, with the entries ``made`` by this command (name -> :func:`index_entry`)."""
+        self.entries.update(made or {})
+        rows = [self.entries[name] for name, source in evaluated_sources(self.out_dir).items()
+                if source is not None and self.entries.get(name) is not None]
+        eval_format.write_index(self.out_dir, rows)
+
+
+def _entry_of(folder: Path, *, warn: bool) -> dict[str, Any] | None:
+    """The index entry of the evaluation in ``folder``, from its checked ``metrics.json``; None
+    when that does not read."""
+    try:
+        data = eval_format.verified_bytes(folder, eval_format.METRICS, eval_format.checksums(folder))
+        metrics, _ = eval_format.read_metrics(folder / eval_format.METRICS, data)
+    except HsevalError as exc:
+        if warn:
+            warnings.warn(f"left out of {folder.parent / eval_format.INDEX_FILE}: {exc}", HsevalWarning, stacklevel=3)
+        return None
+    return index_entry(folder.name, metrics)
+
+
 def update_index(out_dir: Path, entries: dict[str, dict[str, Any]]) -> None:
-    """index.json: the evaluations in ``out_dir``, rebuilt from its folders (so that no earlier
-    entry is lost and none outlives its folder); ``entries`` are the ones this command made."""
-    previous = {e.get("run"): e for e in eval_format.read_index(out_dir)}
-    rows = [entries.get(name) or previous.get(name) or {"run": name, "path": source}
-            for name, source in evaluated_sources(out_dir).items() if source is not None]
-    eval_format.write_index(out_dir, rows)
+    """index.json (:class:`Index`) after a command that made ``entries`` (name -> :func:`index_entry`)."""
+    Index(out_dir, writing=entries).write(entries)
 
 
 def evaluated_sources(out_dir: Path) -> dict[str, str | None]:
     """Name -> the source it evaluated, for every entry of ``out_dir``; None for an entry that is
     not an evaluation hseval wrote and for the folder's own files (those names are taken)."""
     out: dict[str, str | None] = dict.fromkeys(eval_format.FOLDER_FILES)  # the folder's own files' names
-    for entry in sorted(out_dir.iterdir()) if out_dir.is_dir() else []:
+    for entry in [out_dir / name for name in listing(out_dir)] if out_dir.is_dir() else []:
         if entry.name.startswith("."):
             continue
         try:

@@ -27,7 +27,7 @@ from typing import Annotated, Any, Literal
 
 import numpy as np
 import pandas as pd
-from pydantic import Field, StringConstraints, ValidationError, model_validator
+from pydantic import Field, StringConstraints, model_validator
 
 from hseval.core import fileio
 from hseval.core.errors import RunFormatError
@@ -55,8 +55,7 @@ from hseval.tree.hierarchy import Hierarchy
 
 __all__ = ["SCHEMA_VERSION", "METRICS", "PER_NODE", "GEOMETRY", "PAIRS", "PROJECTIONS", "EMBEDDINGS", "PREDICTIONS",
            "FILES", "TABLES", "ARRAYS", "MetricsRecord", "PATTERN_HELP", "IndexRecord", "write_run", "read_metrics",
-           "read_arrays", "verified_bytes", "checksums", "INDEX_FILE", "REPORT_FILES", "FOLDER_FILES", "read_index",
-           "write_index"]
+           "read_arrays", "verified_bytes", "checksums", "INDEX_FILE", "REPORT_FILES", "FOLDER_FILES", "write_index"]
 
 SCHEMA_VERSION = 2
 METRICS, EMBEDDINGS, PREDICTIONS, INDEX_FILE = "metrics.json", "embeddings.npz", "predictions.npz", "index.json"
@@ -380,20 +379,11 @@ class IndexEntry(Record):
 
 
 class IndexRecord(Record):
-    """``index.json``, in the folder of every evaluated run: one entry per run (an informative list:
-    the folders are the truth)."""
+    """``index.json``, in the folder of every evaluated run: one entry per run (an informative list
+    for other tools: the folders are the truth, and hseval never reads it back, but rebuilds it
+    from the evaluations' own files, :class:`hseval.evaluation.writer.Index`)."""
 
     runs: list[IndexEntry]
-
-
-def read_index(root: Path) -> list[dict[str, Any]]:
-    """The entries of ``root/index.json``; [] when it is missing or does not fit its schema (it
-    is rebuilt from the folders)."""
-    try:
-        record = IndexRecord.model_validate_json((Path(root) / INDEX_FILE).read_bytes())
-    except (OSError, ValidationError):
-        return []
-    return [entry.model_dump(exclude_unset=True) for entry in record.runs]
 
 
 def write_index(root: Path, entries: list[dict[str, Any]]) -> None:

@@ -3,7 +3,9 @@ or :class:`OutputFile` (a file, such as a hierarchy), with the rules of :mod:`hs
 
 A command makes them before any work, from every path it will write (a folder's files, a file's
 companions) and its inputs; that is where every path is checked, writing nothing, so a refused
-command has done no work and a command never fails for its output after writing. Entered, a
+command has done no work and a command never fails for its output after writing. A command that
+writes several sub-folders (an evaluation per run) plans each of them (:meth:`OutputFolder.plan`)
+before the first is written. Entered, a
 transaction locks and claims its output and records in the folder's marker what it is about to
 write; left, it commits; left by an exception, it undoes what it did, so a refused or failed
 command leaves no trace and never loses the previous complete output. A replaced folder is written
@@ -116,11 +118,27 @@ class OutputFolder:
         self._found = (self.path.exists(), entries, self.marker, (self.path / LOCK).exists())
         self._stack: contextlib.ExitStack | None = None
         self._held = self._claimed = False  # the lock taken, the marker written, by this transaction
+        self._planned: dict[str, OutputFolder] = {}
 
     @property
     def target(self) -> Path:
         """Where the command writes: the staging folder while the folder is replaced, else the folder."""
         return self.staging or self.path
+
+    def plan(self, name: str, kind: str, **options: Any) -> OutputFolder:
+        """The sub-folder ``name`` this command will write (as :class:`OutputFolder` ``options``,
+        under this folder's lock), checked now, writing nothing. A command that writes several
+        sub-folders plans each before its first write, so that the last one's refusal comes before
+        any work (the user's file in the last run's evaluation); :meth:`planned` hands it back."""
+        self._planned[name] = OutputFolder(self.path / name, kind, option=self.option, lock=False, parent=self,
+                                           **options)
+        return self._planned[name]
+
+    def planned(self, name: str) -> OutputFolder:
+        """The sub-folder ``name`` planned by :meth:`plan`; a sub-folder is written only once planned."""
+        if name not in self._planned:  # a bug: every output is checked before any work
+            raise RuntimeError(f"{self.path / name} written without being planned")
+        return self._planned[name]
 
     def __enter__(self) -> OutputFolder:
         _, entries, marker, _ = self._found
