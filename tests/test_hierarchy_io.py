@@ -297,3 +297,70 @@ def test_isa_classes_with_unusual_digits_sort_without_crashing(tmp_path, name):
     """natural sort used int() on '²' (a digit to str.isdigit, not to int) and on 5000-digit runs."""
     path = _write(tmp_path, f"r {name}\nr b\n")
     assert set(read_hierarchy(path).leaf_names) == {name, "b"}
+
+
+# ------------------------------------------------------------------ trees too deep: the advice works
+def _deep_tree(levels: int, *, caterpillar: bool) -> tuple[list[tuple[str, str]], list[str]]:
+    """(parent, child) edges and the leaves of a tree ``levels`` super-classes deep: a chain of
+    single-child super-classes above s0 → {a, b}, or (``caterpillar``) one where each super-class
+    also holds a leaf of its own, so that merging single-child chains does not shorten it."""
+    edges, leaves = [("s0", "a"), ("s0", "b")], ["a", "b"]
+    for k in range(1, levels):
+        edges.append((f"s{k}", f"s{k - 1}"))
+        if caterpillar:
+            edges.append((f"s{k}", f"l{k}"))
+            leaves.append(f"l{k}")
+    return edges, leaves
+
+
+def _write_tree(path, fmt: str, edges: list[tuple[str, str]], leaves: list[str]) -> None:
+    parent = {child: p for p, child in edges}
+    if fmt == "paths":
+        def line(node: str) -> str:
+            parts = [node]
+            while parts[-1] in parent:
+                parts.append(parent[parts[-1]])
+            return "/".join(reversed(parts))
+        text = "".join(line(leaf) + "\n" for leaf in leaves)
+    elif fmt == "nbdt":
+        nodes = sorted({n for e in edges for n in e})
+        text = json.dumps({"nodes": [{"id": n} for n in nodes],
+                           "links": [{"source": p, "target": c} for p, c in edges]})
+    elif fmt == "pairs":
+        order = leaves + [n for n in dict.fromkeys(p for p, _ in edges) if n not in leaves]
+        index = {n: k for k, n in enumerate(order)}
+        text = f"{len(edges)}\n" + "".join(f"{index[c]} {index[p]}\n" for p, c in edges)
+        names_sidecar(path).write_text("".join(f"{k}\t{n}\n" for k, n in enumerate(order)), encoding="utf-8")
+    else:
+        text = "".join(f"{p} {c}\n" if fmt == "isa" else f"{c} {p}\n" for p, c in edges)
+    path.write_text(text, encoding="utf-8")
+
+
+@pytest.mark.parametrize("fmt", FORMATS.names())
+@pytest.mark.parametrize(("levels", "caterpillar"), [(1001, False), (2000, False), (1500, True)])
+def test_a_tree_too_deep_is_refused_with_advice_that_works(tmp_path, capsys, fmt, levels, caterpillar):
+    """A tree deeper than the limit, in every format: its refusal advises ``hierarchy convert
+    --merge-chains`` only where that converts it, and converting with it either works (a chain:
+    merged as it is read, before the depth is checked) or says why not, without that advice (a
+    2,000-level chain was refused by convert --merge-chains with the same line that advised it)."""
+    from hseval.cli.main import main
+    from hseval.tree.transforms import merge_single_child_chains
+
+    source, out = tmp_path / ("tree.json" if fmt == "nbdt" else "tree.txt"), tmp_path / "out.txt"
+    _write_tree(source, fmt, *_deep_tree(levels, caterpillar=caterpillar))
+    argv = ["hierarchy", "convert", str(source), str(out), "--to", "pairs", "--format", fmt]
+    for merge in (False, True):
+        capsys.readouterr()
+        code = main(argv + ["--merge-chains"] * merge)
+        err = capsys.readouterr().err.strip().splitlines()
+        assert code == (0 if merge and not caterpillar else 2), err
+        if code == 2:
+            assert len(err) == 1 and "levels deep" in err[0] and not out.exists(), err
+            # the advice to merge where merging converts it, and only there
+            assert ("--merge-chains" in err[0]) == (not merge and not caterpillar), err
+    if not caterpillar:  # the chain merged as merge_single_child_chains merges a shorter one: s0 → {a, b}
+        shallow = tmp_path / ("shallow.json" if fmt == "nbdt" else "shallow.txt")
+        _write_tree(shallow, fmt, *_deep_tree(5, caterpillar=False))
+        merged, expected = read_hierarchy(out), merge_single_child_chains(read_hierarchy(shallow, format=fmt))
+        assert (merged.node_names, merged.parents.tolist()) == (expected.node_names, expected.parents.tolist()) == (
+            ("a", "b", "s0"), [2, 2, -1])

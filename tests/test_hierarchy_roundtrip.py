@@ -282,7 +282,7 @@ def test_show_prints_a_tree_999_levels_deep(tmp_path, capsys):
     assert lines[-1] == " " * 4 * 998 + "└── n998"
     path.write_text("/".join(f"n{k}" for k in range(1001)) + "\n")  # past MAX_DEPTH: one line, no crash
     assert main(["hierarchy", "show", str(path)]) == 2
-    assert "the path is 1001 levels deep (limit 1000)" in capsys.readouterr().err
+    assert "the tree is 1001 levels deep (limit 1000)" in capsys.readouterr().err
 
 
 def recursive_render(hierarchy: Hierarchy, max_depth: int | None = None) -> str:

@@ -14,7 +14,6 @@ from hseval.core.errors import ConfigError, RunFormatError
 from hseval.io.output import OutputFile
 from hseval.tree import FORMATS, Hierarchy, read_hierarchy, write_hierarchy
 from hseval.tree.formats import companions
-from hseval.tree.transforms import merge_single_child_chains
 
 
 def _read(args: argparse.Namespace, path: str) -> Hierarchy:
@@ -40,9 +39,8 @@ def tree_output(path: str, option: str, *inputs: str | None, trees: tuple[str | 
 
 def cmd_convert(args: argparse.Namespace) -> int:
     output = tree_output(args.output, "OUTPUT", trees=(args.input,))
-    hierarchy = _read(args, args.input)
-    if args.merge_chains:
-        hierarchy = merge_single_child_chains(hierarchy)
+    # merged as it is read, before its depth is checked: a tree too deep in chains is converted too
+    hierarchy = read_hierarchy(args.input, format=args.format, merge_chains=args.merge_chains)
     with output as path:
         write_hierarchy(hierarchy, path, format=args.to)
     print(f"wrote {args.output} ({args.to}, {hierarchy.num_leaves} classes, {hierarchy.num_nodes} nodes)")

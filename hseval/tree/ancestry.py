@@ -14,10 +14,12 @@ from numpy.typing import ArrayLike
 
 from hseval.core.errors import HierarchyError
 
-__all__ = ["MAX_DEPTH", "LCA_TABLE_MAX_BYTES", "canonical", "depths", "ancestor_table", "lca_depth_table",
-           "lca_depth_by_rows", "readonly", "same_tree"]
+__all__ = ["MAX_DEPTH", "LCA_TABLE_MAX_BYTES", "canonical", "depths", "merged_chains", "ancestor_table",
+           "lca_depth_table", "lca_depth_by_rows", "readonly", "same_tree", "MERGE_CHAINS"]
 
 MAX_DEPTH = 1000
+MERGE_CHAINS = "hseval hierarchy convert --merge-chains"
+"""The command that writes a tree too deep in chains with them merged (:func:`merged_chains`)."""
 LCA_TABLE_MAX_BYTES = 16 * 1024 * 1024  # lca_depth_table: up to 4,096 nodes at one byte a pair
 
 
@@ -26,17 +28,24 @@ def readonly(array: np.ndarray) -> np.ndarray:
     return array
 
 
-def canonical(names: Sequence[str], parents: np.ndarray, num_leaves: int) -> tuple[np.ndarray, ...]:
+def canonical(names: Sequence[str], parents: np.ndarray, num_leaves: int, *,
+              merge_chains: bool = False) -> tuple[np.ndarray, ...]:
     """Check that ``parents`` make a tree whose leaves are exactly nodes ``0..num_leaves-1``, and put it
-    in canonical order: the leaves, then the super-classes by depth (stable).
+    in canonical order: the leaves, then the super-classes by depth (stable). ``merge_chains``:
+    the super-classes of one child are removed first (:func:`merged_chains`), and the depth checked
+    after, so that a tree deeper than :data:`MAX_DEPTH` in chains reads.
 
-    Returns ``(order, depth, parents)``: ``order[k]`` is the input index of canonical node ``k``, and
-    ``depth``/``parents`` are given in canonical order and indices.
+    Returns ``(order, depth, parents)``: ``order[k]`` is the input index of canonical node ``k`` (a
+    removed node has none), and ``depth``/``parents`` are given in canonical order and indices.
     """
     depth = depths(names, parents)
+    kept = np.arange(len(parents))
+    if merge_chains:
+        kept, parents = merged_chains(parents, depth, num_leaves)
+        names = [names[k] for k in kept.tolist()]
+        depth = depths(names, parents)
     if len(depth) and depth.max() > MAX_DEPTH:
-        raise HierarchyError(f"the tree is {depth.max()} levels deep (limit {MAX_DEPTH}); merge "
-                             "single-child chains or check the parent links")
+        raise HierarchyError(_too_deep(names, parents, depth, num_leaves, merged=merge_chains))
     has_child = np.zeros(len(parents), dtype=bool)
     has_child[parents[parents >= 0]] = True
     if has_child[:num_leaves].any():
@@ -49,7 +58,42 @@ def canonical(names: Sequence[str], parents: np.ndarray, num_leaves: int) -> tup
     new_index = np.empty(len(parents), dtype=np.int64)
     new_index[order] = np.arange(len(parents))
     moved = parents[order]
-    return order, depth[order], np.where(moved >= 0, new_index[np.maximum(moved, 0)], -1)
+    return kept[order], depth[order], np.where(moved >= 0, new_index[np.maximum(moved, 0)], -1)
+
+
+def _too_deep(names: Sequence[str], parents: np.ndarray, depth: np.ndarray, num_leaves: int, *, merged: bool) -> str:
+    """Why a tree deeper than :data:`MAX_DEPTH` is refused, with the advice that works for it:
+    merging its single-child chains where that brings it within the limit."""
+    deep = f"the tree is {depth.max()} levels deep"
+    if merged:
+        return f"{deep} with its single-child chains merged (limit {MAX_DEPTH}); check the parent links"
+    kept, merged_parents = merged_chains(parents, depth, num_leaves)
+    after = depths([names[k] for k in kept.tolist()], merged_parents).max()
+    chains = f"{deep} (limit {MAX_DEPTH}), {'' if after <= MAX_DEPTH else 'still '}{after} once its single-child " \
+             "chains are merged"
+    return f"{chains}: merge them with {MERGE_CHAINS}" if after <= MAX_DEPTH else f"{chains}; check the parent links"
+
+
+def merged_chains(parents: np.ndarray, depth: np.ndarray, num_leaves: int) -> tuple[np.ndarray, np.ndarray]:
+    """The tree without its super-classes of exactly one child, each child hung on the removed
+    node's parent (a chain a → b → c becomes a → c; a leaf keeps its name); the root's lone child,
+    a super-class, is removed the same way. Returns the kept nodes' input indices and their parents
+    (indices among the kept). O(|P|), iterative: a chain may be any length."""
+    n = len(parents)
+    removed = np.zeros(n, dtype=bool)
+    removed[num_leaves:] = np.bincount(parents[parents >= 0], minlength=n)[num_leaves:] == 1
+    root_children = np.flatnonzero(parents == -1)
+    if len(root_children) == 1 and root_children[0] >= num_leaves:
+        removed[root_children[0]] = True
+    new_parent = parents.copy()
+    for node in np.argsort(depth, kind="stable").tolist():  # a parent's new parent is known before its child's
+        p = new_parent[node]
+        if p >= 0 and removed[p]:
+            new_parent[node] = new_parent[p]
+    kept = np.flatnonzero(~removed)
+    position = np.full(n, -1, dtype=np.int64)
+    position[kept] = np.arange(len(kept))
+    return kept, np.where(new_parent[kept] >= 0, position[np.maximum(new_parent[kept], 0)], -1)
 
 
 def depths(names: Sequence[str], parents: np.ndarray) -> np.ndarray:

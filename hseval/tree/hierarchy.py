@@ -21,7 +21,7 @@ import hseval.tree.ancestry as ancestry
 from hseval.core.arguments import checked, instance, integer, optional, sequence, shown, text
 from hseval.core.errors import HierarchyError
 from hseval.tree.naming import check_names, checked_labels
-from hseval.tree.node_lists import lists_from_edges, lists_from_groups, lists_from_paths
+from hseval.tree.node_lists import edge_pair, lists_from_edges, lists_from_groups, lists_from_paths
 
 __all__ = ["Hierarchy", "HIERARCHY"]
 
@@ -35,13 +35,6 @@ def _parent_indices(name: str, value: Any) -> np.ndarray:
     if array.ndim != 1 or (array.size and not np.issubdtype(array.dtype, np.integer)):
         raise TypeError(f"{name} must be a sequence of integer node indices, got {shown(value)}")
     return array.astype(np.int64)
-
-
-def _edge(name: str, value: Any) -> tuple:
-    pair = sequence(what="a (parent, child) pair of names")(name, value)
-    if len(pair) != 2:
-        raise ValueError(f"{name} must be a (parent, child) pair of names, got {len(pair)} items")
-    return tuple(pair)
 
 
 class Hierarchy:
@@ -63,6 +56,8 @@ class Hierarchy:
         Display labels, by node (or root) name, of the nodes whose label is not their name (NBDT's
         ``label`` beside its ``id``). Names identify nodes (lookups, class lists, file ids); a
         label is only shown and written back. A label equal to the name is dropped.
+    merge_chains : bool, default False
+        Remove each super-class of one child first (Appendix C.3), then check the depth.
 
     The super-classes are renumbered into canonical order (by depth); use :meth:`index` to find
     a node by name.
@@ -83,17 +78,20 @@ class Hierarchy:
 
     @checked(names=sequence(what="a sequence of node names"), parents=_parent_indices, num_leaves=integer(),
              root_name=text, source=optional(text))
-    def __init__(self, names: Sequence[str], parents: Sequence[int], num_leaves: int, *,
-                 root_name: str = "root", source: str | None = None, labels: Mapping[str, str] | None = None) -> None:
+    def __init__(self, names: Sequence[str], parents: Sequence[int], num_leaves: int, *, root_name: str = "root",
+                 source: str | None = None, labels: Mapping[str, str] | None = None,
+                 merge_chains: bool = False) -> None:
         try:
-            self._build(list(map(str, names)), parents, num_leaves, root_name)
+            self._build(list(map(str, names)), parents, num_leaves, root_name, merge_chains)
+            if merge_chains and isinstance(labels, Mapping):  # a removed node's label goes with it
+                labels = {k: v for k, v in labels.items() if k in self._index or k == root_name}
             self._labels = checked_labels(labels, self._names, root_name)
         except HierarchyError as exc:
             if source is None:
                 raise
             raise HierarchyError(f"{source}: {exc}") from None
 
-    def _build(self, names: list[str], parents: np.ndarray, num_leaves: int, root_name: str) -> None:
+    def _build(self, names: list[str], parents: np.ndarray, num_leaves: int, root_name: str, merge: bool) -> None:
         n = len(names)
         if len(parents) != n:
             raise HierarchyError(f"{n} node names but {len(parents)} parents; give one parent index per node")
@@ -103,40 +101,43 @@ class Hierarchy:
         if n and (parents.min() < -1 or parents.max() >= n):
             bad = int(np.flatnonzero((parents < -1) | (parents >= n))[0])
             raise HierarchyError(f"node {names[bad]!r} has parent index {parents[bad]}, outside -1..{n - 1}")
-        order, depth, parents = ancestry.canonical(names, parents, num_leaves)
+        order, depth, parents = ancestry.canonical(names, parents, num_leaves, merge_chains=merge)
         self._parents = ancestry.readonly(parents)
         self._names = tuple(map(names.__getitem__, order.tolist()))
         self._depth = ancestry.readonly(depth)
         self._num_leaves = int(num_leaves)
         self._root_name = root_name
-        self._index = dict(zip(self._names, range(n)))
+        self._index = dict(zip(self._names, range(len(order))))
 
     # ----------------------------------------------------------------- constructors
     @classmethod
-    @checked(edges=sequence(_edge, what="a sequence of (parent, child) pairs of names"),
+    @checked(edges=sequence(edge_pair, what="a sequence of (parent, child) pairs of names"),
              classes=optional(sequence(what="a sequence of class names")), source=text)
     def from_edges(cls, edges: Iterable[tuple[str, str]], *, classes: Sequence[str] | None = None,
-                   source: str = "edges", labels: Mapping[str, str] | None = None) -> Hierarchy:
+                   source: str = "edges", labels: Mapping[str, str] | None = None,
+                   merge_chains: bool = False) -> Hierarchy:
         """Build a tree from ``(parent, child)`` name pairs.
 
         The root is the one node that is never a child. Leaves are ordered as ``classes`` when
         given (every class must be a leaf and every leaf a class), else in natural sort order
         (so numeric ids sort as numbers and WordNet ids as ImageNet's class index does).
-        ``source`` names the input in error messages; ``labels`` as in :class:`Hierarchy`.
+        ``source`` names the input in errors; ``labels``, ``merge_chains`` as in :class:`Hierarchy`.
         """
-        return cls(**lists_from_edges(edges, classes=classes, source=source)._asdict(), source=source, labels=labels)
+        return cls(**lists_from_edges(edges, classes=classes, source=source)._asdict(), source=source, labels=labels,
+                   merge_chains=merge_chains)
 
     @classmethod
     @checked(paths=sequence(sequence(what="a path: a sequence of names from the top"), what="a sequence of paths"),
              root_name=text, source=text)
     def from_paths(cls, paths: Sequence[Sequence[str]], *, root_name: str = "root",
-                   source: str = "paths") -> Hierarchy:
+                   source: str = "paths", merge_chains: bool = False) -> Hierarchy:
         """Build a tree from one label path per class (``("animal", "dog", "husky")``), in class order.
 
         A node is identified by its whole path; it is named by its last component, or by the
         joined path where two nodes would share a name. O(total path length).
         """
-        return cls(**lists_from_paths(paths, root_name=root_name, source=source)._asdict(), source=source)
+        lists = lists_from_paths(paths, root_name=root_name, source=source)
+        return cls(**lists._asdict(), source=source, merge_chains=merge_chains)
 
     @classmethod
     def from_groups(cls, classes: Sequence[str], groups: Sequence[Sequence[str]], *, root_name: str = "root",

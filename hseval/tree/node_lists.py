@@ -9,15 +9,23 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Iterable, Sequence
 from itertools import chain
-from typing import NamedTuple
+from typing import Any, NamedTuple
 
+from hseval.core.arguments import sequence
 from hseval.core.errors import HierarchyError
-from hseval.tree.ancestry import MAX_DEPTH
 from hseval.tree.naming import fresh_names, natural_key
 
-__all__ = ["NodeLists", "MAX_JOINED_NAMES", "lists_from_edges", "lists_from_paths", "lists_from_groups"]
+__all__ = ["NodeLists", "MAX_JOINED_NAMES", "edge_pair", "lists_from_edges", "lists_from_paths", "lists_from_groups"]
 
 MAX_JOINED_NAMES = 64 * 1024 * 1024  # characters of path-names that lists_from_paths may build
+
+
+def edge_pair(name: str, value: Any) -> tuple:
+    """The check of one argument of :func:`lists_from_edges`'s ``edges`` (a (parent, child) pair)."""
+    pair = sequence(what="a (parent, child) pair of names")(name, value)
+    if len(pair) != 2:
+        raise ValueError(f"{name} must be a (parent, child) pair of names, got {len(pair)} items")
+    return tuple(pair)
 
 
 class NodeLists(NamedTuple):
@@ -87,7 +95,8 @@ def lists_from_edges(edges: Iterable[tuple[str, str]], *, classes: Sequence[str]
 def lists_from_paths(paths: Sequence[Sequence[str]], *, root_name: str, source: str) -> NodeLists:
     """The nodes of one label path per class, in class order. A node is identified by its whole
     path and named by its last component, or by the joined path where two nodes (or a node and
-    the root) would share a name."""
+    the root) would share a name. The tree's depth is checked where the tree is built
+    (:func:`hseval.tree.ancestry.canonical`, after its chains are merged where asked)."""
     child_of: dict[tuple[int, str], int] = {}  # (parent node, component) -> node, in order of appearance
     parent: list[int] = []
     label: list[str] = []
@@ -96,9 +105,6 @@ def lists_from_paths(paths: Sequence[Sequence[str]], *, root_name: str, source: 
         path = tuple(path)
         if not path or "" in path:
             raise HierarchyError(f"{source}, class {line}: empty path component in {'/'.join(path)!r}")
-        if len(path) > MAX_DEPTH:
-            raise HierarchyError(f"{source}, class {line}: the path is {len(path)} levels deep (limit "
-                                 f"{MAX_DEPTH}); merge single-child chains")
         node = -1
         for part in path:
             new = len(parent)

@@ -125,7 +125,8 @@ def _(tmp, good):
 
 
 @case("chain-of-a-million", "hierarchy", "pairs: 10^6 nodes in a chain", "tree.txt: the tree is 1000000 levels deep "
-      "(limit 1000); merge single-child chains or check the parent links")
+      "(limit 1000), 1 once its single-child chains are merged: merge them with hseval hierarchy convert "
+      "--merge-chains")
 def _(tmp, good):
     n = 10**6
     lines = "\n".join(f"{k} {k + 1}" for k in range(n))
@@ -133,7 +134,8 @@ def _(tmp, good):
 
 
 @case("path-100000-deep", "hierarchy", "paths: one class 100,000 levels deep (used to hang: O(depth²))",
-      "tree.txt, class 1: the path is 100000 levels deep (limit 1000); merge single-child chains")
+      "tree.txt: the tree is 100000 levels deep (limit 1000), 1 once its single-child chains are merged: merge them "
+      "with hseval hierarchy convert --merge-chains")
 def _(tmp, good):
     return convert(write(tmp / "tree.txt", "/".join(f"n{k}" for k in range(10**5)) + "\n"), tmp)
 
@@ -1283,6 +1285,76 @@ def _(tmp, good):
     argv = _small_runs(tmp, data, "--probe", "--out", str(tmp / "probes"))
     write_fashion_like(data, seed=1)
     return argv
+
+
+# ================================================== numbers within range, messages that point right (issue 36)
+run_case("run-seed-10-to-the-400", "run.json: `seed` 10^400, checksum updated (used to be evaluated, then `hseval "
+         "report` died: OverflowError)", "run/run.json: 'seed' must be <= 9007199254740991, got "
+         "1000000000000000000000000000000000000...", lambda p: edit_meta(p, lambda m: m.update(seed=10**400)))
+run_case("run-nan-learning-rate", "run.json: `training.optim.lr` NaN, checksum updated (used to be recorded as None)",
+         "run/run.json: 'training.optim.lr' must be a finite number, got NaN",
+         lambda p: edit_meta(p, lambda m: m["training"]["optim"].update(lr=float("nan"))))
+
+
+@case("report-samples-10-to-the-400", "dashboard", "`hseval report` with `samples: 10**400` in metrics.json, checksums "
+      "updated (used to crash: OverflowError)", "eval: no readable evaluated run (…/eval/run/metrics.json: 'samples' "
+      "must be <= 9007199254740991, got 1000000000000000000000000000000000000...; re-run 'hseval evaluate')")
+def _(tmp, good):
+    def edit(run: Path) -> None:
+        (run / "metrics.json").write_text(json.dumps({**json.loads((run / "metrics.json").read_text()),
+                                                      "samples": 10**400}))
+
+    return ["report", str(_only_run_damaged(tmp, good, edit, sealed=True))]
+
+
+@case("init-third-convolution-misshapen", "run", "`train --init` whose third convolution takes 48 channels where the "
+      "small CNN's takes 64 (used to blame 'the file's first convolution' and the data's channels)",
+      "cnn.pt: '8.weight' has shape (128, 48, 3, 3) but backbone 'small-cnn' (in_channels=1, small_stem=…) needs "
+      "(128, 64, 3, 3) for body.8.weight")
+def _(tmp, good):
+    import torch
+
+    from hseval.nn.backbones import create_backbone
+
+    state = dict(create_backbone("small-cnn", in_channels=1).body.state_dict())
+    state["8.weight"] = torch.zeros(128, 48, 3, 3)
+    torch.save(state, tmp / "cnn.pt")
+    return ["train", "--data-root", str(good.fashion), "--backbone", "small-cnn", "--init", str(tmp / "cnn.pt"),
+            "--quiet", "--set", "optim.epochs=1", "--out", str(tmp / "run")]
+
+
+@case("predictions-npz-damaged-stream", "predictions", "`--predictions` of np.savez_compressed with a byte changed in "
+      "the compressed logits (used to blame the model's output after two numpy warnings)",
+      "p.npz: is damaged: 'logits' does not read back as it was saved (…); copy the file again, or save it again")
+def _(tmp, good):
+    import zipfile
+
+    rng = np.random.default_rng(0)
+    np.savez_compressed(tmp / "p.npz", targets=rng.integers(0, 10, 2000), logits=rng.normal(size=(2000, 10)))
+    data = bytearray((tmp / "p.npz").read_bytes())
+    info = zipfile.ZipFile(tmp / "p.npz").getinfo("logits.npy")
+    data[info.header_offset + 30 + len(info.filename) + 20 + info.compress_size // 2] ^= 0x5A
+    (tmp / "p.npz").write_bytes(bytes(data))
+    return predictions(tmp, good, tmp / "p.npz")
+
+
+def _chain_pairs(levels: int, *, leaf_each: bool = False) -> str:
+    """A pairs file: classes 0 and 1 under a chain of ``levels`` super-classes (each also over a
+    class of its own where ``leaf_each``: merging single-child chains then leaves it as deep)."""
+    leaves = 2 + (levels - 1) * leaf_each
+    supers = [leaves + k for k in range(levels)]
+    lines = [f"0 {supers[0]}", f"1 {supers[0]}"] + [f"{supers[k - 1]} {supers[k]}" for k in range(1, levels)]
+    lines += [f"{1 + k} {supers[k]}" for k in range(1, levels)] if leaf_each else []
+    return f"{len(lines)}\n" + "\n".join(lines) + "\n"
+
+
+hierarchy("chain-2000-levels", "pairs: two classes under a chain of 2,000 super-classes (the advice to merge chains "
+          "did not work: `convert --merge-chains` refused it with the same line)", "tree.txt: the tree is 2000 levels "
+          "deep (limit 1000), 2 once its single-child chains are merged: merge them with hseval hierarchy convert "
+          "--merge-chains", _chain_pairs(2000))
+hierarchy("deep-after-merging-chains", "pairs: 1,500 levels of super-classes that each hold a class, `convert "
+          "--merge-chains`", "tree.txt: the tree is 1500 levels deep with its single-child chains merged (limit 1000); "
+          "check the parent links", _chain_pairs(1500, leaf_each=True), "tree.txt", "--merge-chains")
 
 
 # ====================================================================== the README table

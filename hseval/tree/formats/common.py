@@ -49,14 +49,17 @@ Files = list[tuple[Path, str]]  # what a rendering writes: (path, text), the hie
 @dataclass(frozen=True)
 class Source:
     """A hierarchy file being read: its path and text, the header's keys where the header is of
-    this format (else {}), the dataset's classes (None: the file decides the order), and the texts
-    of its companion files (None: read from disk; a writer checking its output gives them)."""
+    this format (else {}), the dataset's classes (None: the file decides the order), the texts
+    of its companion files (None: read from disk; a writer checking its output gives them), and
+    whether its single-child chains are merged as it is read (``merge_chains`` of
+    :class:`~hseval.tree.hierarchy.Hierarchy`, before the depth is checked)."""
 
     path: Path
     text: str
     header: dict
     classes: list[str] | None
     files: Mapping[Path, str] | None = None
+    merge_chains: bool = False
 
     def lines(self, *, raw: bool = False) -> list[tuple[int, str]]:
         """(line number, line) of every line that is not blank or a comment; stripped unless ``raw``."""
@@ -228,8 +231,8 @@ def _detect(path: Path, rows: list[str], header: dict) -> str:
 
 @arguments.checked(path=arguments.path, format=arguments.optional(arguments.text),
                    classes=arguments.optional(arguments.sequence(what="a sequence of class names")))
-def read_hierarchy(path: str | Path, *, format: str | None = None,
-                   classes: Sequence[str] | None = None) -> Hierarchy:
+def read_hierarchy(path: str | Path, *, format: str | None = None, classes: Sequence[str] | None = None,
+                   merge_chains: bool = False) -> Hierarchy:
     """Read a tree from a hierarchy file.
 
     Parameters
@@ -240,6 +243,9 @@ def read_hierarchy(path: str | Path, *, format: str | None = None,
         One of :data:`FORMATS` (``pairs``, ``isa``, ``nbdt``, ``paths``); None detects it.
     classes : sequence of str, optional
         The dataset's class names: the leaves take their order, and each must be a leaf.
+    merge_chains : bool, default False
+        Remove every super-class of one child as the file is read, before its depth is checked
+        (``hseval hierarchy convert --merge-chains``): a tree too deep in chains reads merged.
 
     Returns
     -------
@@ -262,20 +268,23 @@ def read_hierarchy(path: str | Path, *, format: str | None = None,
     path = Path(path)
     if format is not None:
         FORMATS.get(format)
-    return _parse(path, read_text(path), format, classes)
+    return _parse(path, read_text(path), format, classes, merge_chains=bool(merge_chains))
 
 
 def _parse(path: Path, text: str, format: str | None, classes: Sequence[str] | None,
-           files: Mapping[Path, str] | None = None) -> Hierarchy:
+           files: Mapping[Path, str] | None = None, *, merge_chains: bool = False) -> Hierarchy:
     """The tree in ``text`` (the contents of ``path``); ``files``: its companions' texts, else the disk's."""
     head = _head(text)
     header = _header(path, head[0])
     format = format or _detect(path, head, header)
     header = header if header.get("format") == format else {}
     classes = None if classes is None else [str(c) for c in classes]
-    tree = FORMATS.get(format).read(Source(path, text, header, classes, files))
+    tree = FORMATS.get(format).read(Source(path, text, header, classes, files, merge_chains))
     if "superclass_order" in header:
-        tree = _with_superclass_order(path, tree, header["superclass_order"])
+        order = header["superclass_order"]
+        if merge_chains:  # the merged super-classes are gone
+            order = [name for name in order if name in set(tree.node_names[tree.num_leaves:])]
+        tree = _with_superclass_order(path, tree, order)
     return tree
 
 

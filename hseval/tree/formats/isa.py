@@ -48,7 +48,7 @@ def _tree(source: Source, edges: list[tuple[str, str]], child_first: bool) -> Hi
         parents = {parent for parent, _ in edges}
         in_file = chain.from_iterable((c, p) if child_first else (p, c) for p, c in edges)
         classes = [name for name in dict.fromkeys(in_file) if name not in parents]
-    return Hierarchy.from_edges(edges, classes=classes, source=str(source.path))
+    return Hierarchy.from_edges(edges, classes=classes, source=str(source.path), merge_chains=source.merge_chains)
 
 
 def name_problem(name: str, role: str, *, child_first: bool = False) -> str | None:

@@ -63,8 +63,9 @@ def read(source: Source) -> Hierarchy:
     elif not known.issuperset(classes) and all(labels) and len(set(labels)) == len(labels) \
             and set(labels).issuperset(classes):  # the dataset names its classes by the labels (WordNet words)
         rename = dict(zip(ids, labels))
-        return Hierarchy.from_edges([(rename[p], rename[c]) for p, c in edges], classes=classes, source=str(path))
-    return Hierarchy.from_edges(edges, classes=classes, source=str(path),
+        return Hierarchy.from_edges([(rename[p], rename[c]) for p, c in edges], classes=classes, source=str(path),
+                                    merge_chains=source.merge_chains)
+    return Hierarchy.from_edges(edges, classes=classes, source=str(path), merge_chains=source.merge_chains,
                                 labels={i: label for i, label in zip(ids, labels) if label is not None})
 
 

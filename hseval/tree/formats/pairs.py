@@ -100,7 +100,7 @@ def _read(source: Source, *, swapped: bool) -> Hierarchy:
     position = {node: k for k, node in enumerate(order)}
     position[root] = -1
     return Hierarchy([node_names[i] for i in order], [position[parent_of[i]] for i in order], num_leaves,
-                     root_name=node_names[root], source=str(path))
+                     root_name=node_names[root], source=str(path), merge_chains=source.merge_chains)
 
 
 def _int_token(path: Path, number: int, token: str) -> int:

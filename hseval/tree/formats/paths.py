@@ -72,7 +72,8 @@ def read(source: Source) -> Hierarchy:
         if "" in parts:
             raise HierarchyError(f"{path}, line {number}: empty component in the path {line.strip()!r}")
         paths.append(parts)
-    hierarchy = Hierarchy.from_paths(paths, root_name=source.header.get("root", "root"), source=str(path))
+    hierarchy = Hierarchy.from_paths(paths, root_name=source.header.get("root", "root"), source=str(path),
+                                     merge_chains=source.merge_chains)
     classes = source.classes
     if classes is None:
         return hierarchy
