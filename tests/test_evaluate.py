@@ -17,10 +17,11 @@ from hseval.cli.main import main
 from hseval.evaluation.runs import find_runs
 from hseval.io.evaluation_format import FILES as EVAL_FILES
 from hseval.io.results import load_evaluation
+from hseval.tree import write_hierarchy
 from hseval.tree.hierarchy import Hierarchy
 from tests.bad_inputs.mutations import Mutation, mutations_of
 from tests.conftest import BESIDE_PLAIN, EVALUATED_RUNS
-from tests.helpers import reseal
+from tests.helpers import fashion_tree, reseal
 
 
 def test_every_file_of_the_output_contract(evaluated):
@@ -356,3 +357,32 @@ def test_a_damaged_index_is_rebuilt_whole_from_the_evaluations(evaluated, fashio
     assert main([*argv, "--out", str(out)]) == 0
     assert "left out of" in capsys.readouterr().err
     assert json.loads((out / "index.json").read_text())["runs"] == [e for e in expected if e["run"] != "riemann"]
+
+
+def test_predictions_npz_says_which_samples_of_the_split_it_holds(evaluated, fashion_like, tmp_path):
+    """``--subset N`` evaluates N samples drawn from the split: predictions.npz's ``indices`` say
+    which, so that a row joins the user's own data and a metric can be recomputed from the dataset."""
+    from hseval.data import load_dataset
+
+    runs = Path(json.loads((evaluated / "plain" / "metrics.json").read_text())["run_path"]).parent
+    out = tmp_path / "eval"
+    assert main(["evaluate", str(runs / "plain"), "--subset", "50", "--data-root", str(fashion_like), "--projections",
+                 "none", "--quiet", "--out", str(out)]) == 0
+    labels = load_dataset("fashion-mnist", fashion_like, download=False).test.labels
+    with np.load(out / "plain" / "predictions.npz", allow_pickle=False) as arrays:
+        indices, targets, top1 = arrays["indices"], arrays["targets"], arrays["topk"][:, 0]
+    assert len(indices) == 50 < len(labels) and (np.diff(indices) > 0).all() and indices.max() < len(labels)
+    assert (targets == labels[indices]).all()
+    metrics = json.loads((out / "plain" / "metrics.json").read_text())
+    assert metrics["top1"] == pytest.approx(float((top1 == labels[indices]).mean()), abs=1e-12)
+    with np.load(evaluated / "plain" / "predictions.npz", allow_pickle=False) as whole:  # the whole split: 0..N-1
+        assert (whole["indices"] == np.arange(len(labels))).all()
+        assert (whole["topk"][indices, 0] == top1).all()  # the same samples, row for row
+    prediction_file = tmp_path / "p.npz"  # a prediction file: its rows
+    np.savez(prediction_file, targets=np.arange(30) % 10, logits=np.random.default_rng(0).normal(size=(30, 10)))
+    tree = tmp_path / "tree.json"
+    write_hierarchy(fashion_tree(), tree)
+    assert main(["evaluate", "--predictions", str(prediction_file), "--hierarchy", str(tree), "--projections", "none",
+                 "--out", str(out)]) == 0
+    with np.load(out / "p" / "predictions.npz", allow_pickle=False) as arrays:
+        assert (arrays["indices"] == np.arange(30)).all()

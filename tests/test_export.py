@@ -71,7 +71,8 @@ def write_evaluated_run(folder: Path, tree: Hierarchy, *, samples: int = 12, dim
             eval_format.EMBEDDINGS: {"embeddings": emb, "labels": targets, "predictions": topk[:, 0],
                                      "indices": np.arange(samples), "node_vectors": node_vectors},
             eval_format.PREDICTIONS: {"targets": targets, "topk": topk,
-                                      "levels": np.full((samples, tree.max_depth - 1), -1, np.int64)}}))
+                                      "levels": np.full((samples, tree.max_depth - 1), -1, np.int64),
+                                      "indices": np.arange(samples)}}))
     return folder
 
 

@@ -65,7 +65,7 @@ def evaluate_predictions(file: str | Path, out_dir: str | Path, *, hierarchy: st
     log(f"evaluating {file} ({len(preds.targets)} samples; {', '.join(preds.members)}) -> {out_dir / name}")
     sample = stratified_subset(preds.targets, max_points, seed=seed)
     read = _one_pass(preds, tree, sample)
-    scores_stage(evaluation, read.scores,
+    scores_stage(evaluation, read.scores, indices=np.arange(len(preds.targets)),  # the file's rows
                  no_level_scores=MISSING.format("level_scores_<k> arrays (the model's own super-class scores)"))
     evaluation.describe(head=head or "external", backbone=None, dataset=dataset or "external", split="test",
                         seed=None, source={"kind": "predictions", "path": source, "sha256": preds.sha256,

@@ -243,13 +243,14 @@ def _stages(run: Run, root: OutputFolder, *, name: str, options: EvalOptions,
     device = resolve_device(options.device)
     run.model.to(device, memory_format=torch.channels_last)  # as training tests it: faster convolutions
     part = _split_of(run, _dataset_for(run, options.data_root, {} if data_cache is None else data_cache), options.split)
+    indices = stratified_subset(part.labels, options.subset, seed=options.seed, setting="--subset")  # all: 0..N-1
     if options.subset is not None:
-        part = part.subset(stratified_subset(part.labels, options.subset, seed=options.seed, setting="--subset"))
+        part = part.subset(indices)
     sample = stratified_subset(part.labels, options.max_points, seed=options.seed)
     scores, embeddings, norms = _forward(run, part, sample=sample, options=options, device=device)
     head, meta = run.model.head, run.meta
-    scores_stage(evaluation, scores, no_level_scores=f"head {run.head_name!r} has no super-class scores of its own "
-                                                     "(only its class scores)")
+    scores_stage(evaluation, scores, indices=indices,
+                 no_level_scores=f"head {run.head_name!r} has no super-class scores of its own (only its class scores)")
     if head.scores != "logits":
         without_probabilities(evaluation, f"head {run.head_name!r} scores the classes by {head.scores}, whose softmax "
                                           "is no probability")

@@ -158,9 +158,10 @@ class Scores:
         self.levels.append(level_prediction_matrix(levels, self.tree, len(targets)))
 
 
-def scores_stage(evaluation: Evaluation, scores: Scores, *, no_level_scores: str) -> None:
+def scores_stage(evaluation: Evaluation, scores: Scores, *, indices: np.ndarray, no_level_scores: str) -> None:
     """The metrics of ``scores`` (``no_level_scores``: why the model has no super-class scores of
-    its own, where it has none), per_node.csv and predictions.npz."""
+    its own, where it has none), per_node.csv and predictions.npz, whose ``indices`` are the
+    positions of the scored samples in the split they were drawn from (increasing)."""
     tree, streamed = evaluation.tree, scores.metrics
     metrics = streamed.compute()
     beyond = beyond_the_classes(tree)
@@ -183,7 +184,8 @@ def scores_stage(evaluation: Evaluation, scores: Scores, *, no_level_scores: str
             "accuracy": correct / support})
     evaluation.arrays[eval_format.PREDICTIONS] = {"targets": np.concatenate(scores.targets),
                                                   "topk": np.concatenate(scores.topk),
-                                                  "levels": np.concatenate(scores.levels)}
+                                                  "levels": np.concatenate(scores.levels),
+                                                  "indices": np.asarray(indices, dtype=np.int64)}
 
 
 PROBABILITY_METRICS = ("ece", "reliability", "cross_entropy", "crm")

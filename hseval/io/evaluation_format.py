@@ -33,6 +33,7 @@ from hseval.core import fileio
 from hseval.core.errors import RunFormatError
 from hseval.io.folders import EvaluationMarker, read_marker
 from hseval.io.records import (
+    INT_MAX,
     Count,
     Finite,
     HistoryEntry,
@@ -57,7 +58,7 @@ __all__ = ["SCHEMA_VERSION", "METRICS", "PER_NODE", "GEOMETRY", "PAIRS", "PROJEC
            "FILES", "TABLES", "ARRAYS", "MetricsRecord", "PATTERN_HELP", "IndexRecord", "write_run", "read_metrics",
            "read_arrays", "verified_bytes", "checksums", "INDEX_FILE", "REPORT_FILES", "FOLDER_FILES", "write_index"]
 
-SCHEMA_VERSION = 2
+SCHEMA_VERSION = 3
 METRICS, EMBEDDINGS, PREDICTIONS, INDEX_FILE = "metrics.json", "embeddings.npz", "predictions.npz", "index.json"
 TABLES = EVALUATION_TABLES
 PER_NODE, GEOMETRY, PAIRS, PROJECTIONS = TABLES  # the file names, in the order of the tables
@@ -254,11 +255,14 @@ def read_metrics(path: Path, data: bytes) -> tuple[dict[str, Any], Hierarchy]:
 ARRAYS: dict[str, dict[str, tuple[str, int]]] = {
     EMBEDDINGS: {"embeddings": ("f", 2), "labels": ("iu", 1), "predictions": ("iu", 1), "indices": ("iu", 1),
                  "node_vectors": ("f", 2)},
-    PREDICTIONS: {"targets": ("iu", 1), "topk": ("iu", 2), "levels": ("i", 2)},
+    PREDICTIONS: {"targets": ("iu", 1), "topk": ("iu", 2), "levels": ("i", 2), "indices": ("iu", 1)},
 }
 """Members of each .npz file: (dtype kinds, number of dimensions). predictions.npz's ``levels``
 (N, depth - 1) is the node each sample is predicted at each super-class level by the head's own
-scores (-1 in every row of a level the head does not score)."""
+scores (-1 in every row of a level the head does not score); its ``indices`` (N,) the position of
+each sample in the split the evaluation read (``--split``; ``0..N-1`` for the whole split, the
+drawn ones in their order for ``--subset``, the rows of a prediction file), so that a row joins
+the user's own data. embeddings.npz's ``indices`` are the sample's rows of predictions.npz."""
 
 
 def read_arrays(path: Path, data: bytes, tree: Hierarchy, samples: int) -> dict[str, np.ndarray]:
@@ -293,6 +297,9 @@ def read_arrays(path: Path, data: bytes, tree: Hierarchy, samples: int) -> dict[
         if len(first) != samples:
             raise RunFormatError(f"{path}: {len(first)} samples but metrics.json says {samples}; {RERUN}")
         _check_level_predictions(path, arrays["levels"], len(first), tree)
+        positions = arrays["indices"]
+        if len(positions) and (positions.min() < 0 or positions.max() > INT_MAX or (np.diff(positions) <= 0).any()):
+            raise RunFormatError(f"{path}: 'indices' must be increasing positions in the split (0 or more); {RERUN}")
     else:
         vectors = arrays["node_vectors"]
         if vectors.size and (vectors.shape[0] != tree.num_nodes or vectors.shape[1] != arrays["embeddings"].shape[1]):

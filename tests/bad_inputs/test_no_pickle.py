@@ -186,7 +186,8 @@ def object_npz(marker: Path) -> bytes:
     """A real .npz whose arrays are object arrays: loading them needs pickle."""
     buffer = io.BytesIO()
     np.savez(buffer, targets=np.array([PlantedSystem(marker)], dtype=object),
-             topk=np.array([Planted(marker)], dtype=object), levels=np.array([Planted(marker)], dtype=object))
+             topk=np.array([Planted(marker)], dtype=object), levels=np.array([Planted(marker)], dtype=object),
+             indices=np.array([Planted(marker)], dtype=object))
     return buffer.getvalue()
 
 
@@ -203,7 +204,7 @@ def test_evaluation_files_replaced_by_pickles_are_refused(good, tmp_path, marker
     else:
         buffer = io.BytesIO()
         with zipfile.ZipFile(buffer, "w") as archive:
-            for member in ("targets", "topk", "levels"):  # every member, so that the loader reads them
+            for member in ("targets", "topk", "levels", "indices"):  # every member, so that the loader reads them
                 archive.writestr(f"{member}.npy", planted_pickle(marker))
         data = buffer.getvalue()
     for name in ("predictions.npz", "embeddings.npz"):
