@@ -1373,6 +1373,7 @@ def _(tmp, good):
     write(tmp / "eval" / "riemann" / "notes.txt", "mine")
     return argv
 
+
 # ====================================================================== the README table
 def _cell(text: str) -> str:
     return text.replace("|", "\\|").replace("\n", " ")
