@@ -84,12 +84,22 @@ def test_slurm_dry_run_prints_the_sbatch_script(fashion_like, tmp_path, capsys):
     assert not out.exists()
 
 
-def test_local_launcher_runs_a_submitit_job_whose_run_evaluates(fashion_like, tmp_path, capsys):
+def test_local_launcher_runs_a_submitit_job_whose_run_evaluates(fashion_like, tmp_path, capsys, monkeypatch):
+    """submitit's working files (its pickles, logs) stay outside the user's folder and are removed
+    when the jobs end; the summary names the device the run trained on."""
+    import tempfile
+
+    work = tmp_path / "tmp"
+    work.mkdir()
+    monkeypatch.setattr(tempfile, "tempdir", str(work))
     out = tmp_path / "runs"
     assert main([*_args(fashion_like, "--heads", "plain", "--launcher", "local"), "--out", str(out)]) == 0
     printed = capsys.readouterr().out
-    assert "submitted 1 job(s)" in printed and "plain: " in printed
-    assert list((out / "jobs").glob("*/*_result.pkl"))  # submitit's own files: the job ran through it
+    assert "running 1 job(s) at once on this machine" in printed and "[cpu] plain: plain epoch 1/1" in printed
+    assert "  plain: " in printed and " s on cpu" in printed and "on auto" not in printed
+    assert "submitit INFO" not in printed and "trained 1 run as jobs on this machine" in printed
+    assert sorted(p.name for p in out.iterdir() if not p.name.startswith(".")) == ["plain"]  # no jobs/, no pickle
+    assert not [p for p in out.rglob("*") if p.suffix == ".pkl"] and not list(work.iterdir())
     assert load_run(out / "plain").meta["history"][0]["epoch"] == 1
     assert main(["evaluate", str(out), "--data-root", str(fashion_like), "--projections", "pca", "--quiet",
                  "--out", str(tmp_path / "eval")]) == 0
@@ -121,8 +131,19 @@ def test_a_device_listed_twice_is_two_processes_sharing_the_cores(fashion_like, 
     argv = ["train-all", "--data-root", str(fashion_like), "--quiet", "--set", "optim.epochs=1", "--set",
             "data.train_subset=64", "--set", "data.batch_size=32", "--heads", "plain,hxe", "--devices", "cpu,cpu"]
     assert main([*argv, "--out", str(tmp_path / "runs")]) == 0
-    assert capsys.readouterr().out.count(" s on cpu") == 2
+    printed = capsys.readouterr().out
+    assert printed.count(" s on cpu") == 2
+    threads = max(1, len(os.sched_getaffinity(0)) // 2)
+    shared = f"2 processes (cpu x2, {threads} thread{'s' if threads > 1 else ''} each of the "
+    assert f"training 2 run(s) in {shared}" in printed and f"trained 2 runs in {shared}" in printed  # said
     for head in ("plain", "hxe"):
         meta = load_run(tmp_path / "runs" / head).meta
-        assert meta["device"]["threads"] == max(1, (os.cpu_count() or 1) // 2)
-        assert meta["training"]["engine"]["threads"] == max(1, (os.cpu_count() or 1) // 2)
+        assert meta["device"]["threads"] == threads
+        assert meta["training"]["engine"]["threads"] == threads
+
+
+def test_a_device_listed_more_often_than_there_are_runs_starts_a_process_per_run():
+    from hseval.train.launch import describe_processes, processes
+
+    assert processes(["cpu"] * 4, 2)[0] == ["cpu", "cpu"]
+    assert describe_processes(["cuda:0", "cpu", "cpu"], 1) == "1 process (cuda:0)"

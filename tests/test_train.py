@@ -159,7 +159,7 @@ def test_train_all_grid_names(fashion_like, tmp_path):
     assert names == ["plain-seed0", "plain-seed1", "riemann-radius_decay=0.5-seed0", "riemann-radius_decay=0.5-seed1",
                      "riemann-radius_decay=0.9-seed0", "riemann-radius_decay=0.9-seed1"]
     assert [o for h, o, _ in plan if h == "plain"] == [["engine.seed=0"], ["engine.seed=1"]]
-    assert notes == ["note: --sweep model.head_options.radius_decay does not apply to plain (it has no option "
+    assert notes == ["--sweep model.head_options.radius_decay does not apply to plain (it has no option "
                      "'radius_decay'); training it once"]
     # a non-head setting applies to every head
     plan = plan_runs(argparse.Namespace(heads="plain,riemann", seeds=None, sweep=["optim.lr=0.1,0.2"]))

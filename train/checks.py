@@ -24,8 +24,8 @@ from hseval.train.pretrained import read_init
 from hseval.train.step import Context, model_spec
 from hseval.tree.hierarchy import Hierarchy
 
-__all__ = ["check_before_training", "check_recipe_backbone", "initial_logit_scale", "guard_before_training",
-           "guard_after_epoch"]
+__all__ = ["check_before_training", "check_head_options", "check_recipe_backbone", "initial_logit_scale",
+           "guard_before_training", "guard_after_epoch"]
 
 _PROBE_TREE = Hierarchy(["a", "b", "s"], [2, 2, -1], 2)  # a tiny tree to build a head on before training
 
@@ -47,10 +47,7 @@ def check_before_training(config: TrainConfig, data: LoadedDataset, *, world: in
         backbone = create_backbone(spec["backbone"]["name"], **spec["backbone"]["config"])
     if config.model.init:  # every tensor of the file checked against the backbone's shapes
         read_init(config.model, backbone)
-    try:
-        create_head(config.model.head, _PROBE_TREE, 2, **spec["head"]["config"])
-    except ConfigError as exc:  # the library names the option; the training says where it is set
-        raise ConfigError(f"{exc} (set head options with --set model.head_options.NAME=VALUE)") from None
+    check_head_options(config)
     indices = loader.stratified_subset(data.train.labels, config.data.train_subset, config.engine.seed)
     if loader.num_train_batches(len(indices), config.data.batch_size, world) == 0:
         per_rank = -(-len(indices) // world)
@@ -61,6 +58,18 @@ def check_before_training(config: TrainConfig, data: LoadedDataset, *, world: in
     if len(data.test) == 0:
         raise ConfigError(f"{data.root}: the test split of {data.name!r} is empty; there is nothing to evaluate on")
     return indices
+
+
+def check_head_options(config: TrainConfig, *, where: str = "set head options with --set "
+                       "model.head_options.NAME=VALUE") -> None:
+    """The options of ``config``'s head (those it takes: a recipe sets options for all heads), their
+    types and values, checked as the head is built, on a tiny tree; ``where`` says where they are set."""
+    accepted = head_options(config.model.head)
+    try:
+        create_head(config.model.head, _PROBE_TREE, 2,
+                    **{k: v for k, v in config.model.head_options.items() if k in accepted})
+    except ConfigError as exc:  # the library names the option; the command says where it is set
+        raise ConfigError(f"{exc} ({where})") from None
 
 
 def check_recipe_backbone(config: TrainConfig) -> None:

@@ -8,6 +8,7 @@ checked against the field's type. The resolved configuration is stored in ``run.
 
 from __future__ import annotations
 
+from collections.abc import Callable, Mapping
 from importlib import resources
 from pathlib import Path
 from typing import Annotated, Any
@@ -105,6 +106,8 @@ class EngineConfig(_Section):
     tensorboard: bool = False
     compile: bool = False                # torch.compile of the training step (forward, loss, backward)
     cuda_graphs: bool = False            # with compile: replay the step as CUDA graphs (mode "reduce-overhead")
+    keep_train_state: bool = True        # a finished run keeps its optimiser state (train_state.pt), to be extended
+    self_contained: bool = False         # a frozen --init backbone stored in the run too (else referred to by SHA-256)
 
 
 class TrainConfig(_Section):
@@ -118,8 +121,9 @@ class TrainConfig(_Section):
         return self.model_dump()
 
     @classmethod
-    def from_dict(cls, data: dict[str, Any], *, source: str = "config") -> TrainConfig:
-        """``data`` (nested sections, or dotted keys such as ``optim.lr``) as a checked config."""
+    def from_dict(cls, data: dict[str, Any], *, source: str | Callable[[str], str] = "config") -> TrainConfig:
+        """``data`` (nested sections, or dotted keys such as ``optim.lr``) as a checked config;
+        ``source`` names where it came from in an error (a function: of the setting that is wrong)."""
         nested: dict[str, Any] = {}
         for key, value in flatten_settings(data):
             for part in reversed(key.split(".")):
@@ -130,6 +134,7 @@ class TrainConfig(_Section):
         except ValidationError as exc:
             problem = exc.errors(include_url=False)[0]
             field, message = problem_text(problem)
+            source = source(field) if callable(source) else source
             if problem["type"] == "extra_forbidden":
                 raise ConfigError(f"{source}: unknown setting {field!r}; known settings: "
                                   f"{', '.join(_known_keys(cls()))}") from None
@@ -172,13 +177,22 @@ def _known_keys(section: BaseModel, prefix: str = "") -> list[str]:
     return keys
 
 
-def apply_overrides(config: TrainConfig, overrides: list[str]) -> TrainConfig:
-    """``config`` with ``key=value`` strings (values parsed as YAML scalars) applied, checked."""
+def apply_overrides(config: TrainConfig, overrides: list[str], *, given_by: Mapping[str, str] | None = None
+                    ) -> TrainConfig:
+    """``config`` with ``key=value`` strings (values parsed as YAML scalars) applied, checked.
+    ``given_by``: the option that gave a key (``--sweep``, ``--seeds``, a flag), which an error
+    about it names; ``--set`` where none is given."""
     settings = config.to_dict()
     for item in overrides:
         key, value = parse_override(item)
         settings = _merge(settings, {key: value})
-    return TrainConfig.from_dict(settings, source="--set")
+    options = dict(given_by or {})
+
+    def source(field: str) -> str:
+        keys = [key for key in options if field == key or field.startswith(key + ".")]
+        return options[max(keys, key=len)] if keys else "--set"
+
+    return TrainConfig.from_dict(settings, source=source)
 
 
 def _recipe_dir() -> Path:
@@ -235,8 +249,10 @@ def default_recipe(dataset: str, backbone: str | None) -> str:
     return "paper"
 
 
-def load_config(recipe: str, overrides: list[str] | None = None) -> TrainConfig:
-    """The recipe (a shipped name or a YAML path) with ``overrides`` applied, validated."""
+def load_config(recipe: str, overrides: list[str] | None = None, *, given_by: Mapping[str, str] | None = None
+                ) -> TrainConfig:
+    """The recipe (a shipped name or a YAML path) with ``overrides`` applied, validated
+    (``given_by`` as :func:`apply_overrides`')."""
     config = TrainConfig.from_dict(_read_recipe(recipe), source=f"recipe {recipe}")
     config.recipe = recipe
-    return apply_overrides(config, list(overrides or []))
+    return apply_overrides(config, list(overrides or []), given_by=given_by)

@@ -12,9 +12,9 @@ CPU. A failed run is reported (:class:`RunOutcome`) and the others go on.
 from __future__ import annotations
 
 import multiprocessing
-import os
 import time
 import traceback
+from collections import Counter
 from collections.abc import Callable
 from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, wait
 from concurrent.futures.process import BrokenProcessPool
@@ -23,14 +23,17 @@ from pathlib import Path
 
 import torch
 
-from hseval.core.errors import ConfigError, HsevalError, first_line
+from hseval.core.device import resolve_device
+from hseval.core.errors import ConfigError, HsevalError, first_line, warnings_as_lines
+from hseval.core.perf import available_cores
 from hseval.train import loader
 from hseval.train.config import TrainConfig
 from hseval.train.engine import load_data, train
 from hseval.train.probe import read_features
 from hseval.train.run_folder import check_run_folder, reuse
 
-__all__ = ["RunOutcome", "PlannedRun", "train_planned", "train_reporting", "on_devices"]
+__all__ = ["RunOutcome", "PlannedRun", "train_planned", "train_reporting", "on_devices", "processes",
+           "describe_processes", "fit_runs"]
 
 
 @dataclass
@@ -73,20 +76,23 @@ def train_planned(run: PlannedRun, device: str | None = None, *, requeued: bool 
         if found.action == "stale":
             raise ConfigError(found.refusal(run.out))
         resume, force = found.action == "continue", False
+    where = str(resolve_device(config.engine.device))  # the device, not "auto"
     folder = check_run_folder(run.out, resume=resume, force=force)
     features = read_features(run.features) if run.features else None
     start = time.perf_counter()
     train(config, run.out, resume=resume, force=force, folder=folder, features=features, data=data,
-          log=lambda line: print(f"[{device or config.engine.device}] {run.name}: {line}", flush=True))
-    return RunOutcome(time.perf_counter() - start, device or config.engine.device)
+          log=lambda line: print(f"[{where}] {run.name}: {line}", flush=True))
+    return RunOutcome(time.perf_counter() - start, where)
 
 
 def train_reporting(run: PlannedRun, device: str | None = None, *, requeued: bool = False) -> RunOutcome:
     """:func:`train_planned` in a worker process or a job: a failure becomes the run's outcome (one
-    line; the traceback of a bug on stderr), so that the other runs go on."""
+    line; the traceback of a bug on stderr), so that the other runs go on. It is the front door of
+    its process: warnings are shown as the command line shows them (:func:`warnings_as_lines`)."""
     start = time.perf_counter()
     try:
-        return train_planned(run, device, requeued=requeued)
+        with warnings_as_lines():
+            return train_planned(run, device, requeued=requeued)
     except HsevalError as exc:
         error = first_line(exc)
     except Exception as exc:  # a bug: its traceback where the user sees the worker's output
@@ -95,19 +101,54 @@ def train_reporting(run: PlannedRun, device: str | None = None, *, requeued: boo
     return RunOutcome(time.perf_counter() - start, device or run.config.engine.device, state="failed", error=error)
 
 
-def on_devices(runs: list[PlannedRun], devices: list[str], *, log: Callable[[str], None] = print
-               ) -> dict[str, RunOutcome]:
+def processes(devices: list[str], runs: int) -> tuple[list[str], int | None]:
+    """The devices whose processes train ``runs`` runs (one per entry of ``devices``, a device
+    listed twice is two processes, and no more processes than runs), and the torch threads of each
+    CPU process: the cores this process may use, divided among them (None for one: torch's own)."""
+    active = devices[:max(1, runs)]
+    cpus = sum(torch.device(d).type == "cpu" for d in active)
+    return active, (max(1, available_cores() // cpus) if cpus > 1 else None)
+
+
+def describe_processes(devices: list[str], runs: int) -> str:
+    """What :func:`on_devices` does with ``devices`` for ``runs`` runs, for the command's lines:
+    ``4 processes (cpu x4, 8 threads each of the 32 cores)``."""
+    active, threads = processes(devices, runs)
+    listed = ", ".join(f"{d} x{n}" if n > 1 else d for d, n in Counter(active).items())
+    shared = f", {threads} thread{'s' if threads > 1 else ''} each of the {available_cores()} cores" if threads else ""
+    return f"{len(active)} process{'es' if len(active) > 1 else ''} ({listed}{shared})"
+
+
+def fit_runs(runs: list[PlannedRun], processes: int, *, cores: int | None = None,
+             note: Callable[[str], None]) -> list[PlannedRun]:
+    """``runs`` with their loader processes fitted to their share of the CPUs when ``processes``
+    train at once (:func:`~hseval.train.loader.fit_workers`); ``note`` hears each lowering once."""
+    fitted, said = [], set()
+    for run in runs:
+        config, why = loader.fit_workers(run.config, processes=processes, cores=cores)
+        if why and why not in said:
+            said.add(why)
+            note(why)
+        fitted.append(replace(run, config=config))
+    return fitted
+
+
+def on_devices(runs: list[PlannedRun], devices: list[str], *, log: Callable[[str], None] = print,
+               note: Callable[[str], None] | None = None) -> dict[str, RunOutcome]:
     """Train ``runs`` with one process per entry of ``devices``, each taking the next run of the plan
     when it is free; returns each run's outcome. Processes are spawned (CUDA cannot be forked).
 
     A device may be listed more than once: ``cpu,cpu`` is two processes on the CPU, which share its
     cores (each run's ``engine.threads``, unless it sets its own: the cores divided by the CPU
-    processes). On two cores, two one-thread processes trained the small CNN 1.44x faster than one
-    process with two threads: its batches are too small to share well between threads."""
+    processes; its loader processes too). On two cores, two one-thread processes trained the small
+    CNN 1.44x faster than one process with two threads: its batches are too small to share well
+    between threads. ``log`` hears what happens (first, :func:`describe_processes`); ``note`` (default
+    ``log``) that a run's loader processes were lowered."""
+    log(f"training {len(runs)} run(s) in {describe_processes(devices, len(runs))}")
+    devices, threads = processes(devices, len(runs))
+    runs = fit_runs(runs, len(devices), note=note or log)
     context = multiprocessing.get_context("spawn")
     pools = [ProcessPoolExecutor(1, mp_context=context) for _ in devices]
-    cpu_workers = sum(torch.device(d).type == "cpu" for d in devices)
-    threads = max(1, (os.cpu_count() or 1) // cpu_workers) if cpu_workers > 1 else None
     pending, running, outcomes = list(runs), {}, {}
     started = {}
     try:

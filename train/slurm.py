@@ -6,13 +6,16 @@ Each job trains one :class:`~hseval.train.launch.PlannedRun` with
 trained here. A job stopped by its time limit or a preemption is requeued by submitit and continues
 from its last finished epoch. Slurm's jobs are submitted and left to run (``squeue``; the same
 command with ``--resume`` afterwards keeps what finished and continues the rest); local jobs are
-waited for. submitit writes its scripts and logs under ``jobs/`` of the folder of runs.
+waited for. For Slurm, submitit writes its scripts, pickles and logs under ``jobs/`` of the folder
+of runs (the nodes read them there); local jobs keep them in a temporary folder, removed after.
 """
 
 from __future__ import annotations
 
 import shlex
+import shutil
 import sys
+import tempfile
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -22,9 +25,9 @@ import submitit
 from submitit.slurm.slurm import _make_sbatch_string
 
 from hseval.core.errors import ConfigError, first_line
-from hseval.train.launch import PlannedRun, RunOutcome, train_reporting
+from hseval.train.launch import PlannedRun, RunOutcome, fit_runs, train_reporting
 
-__all__ = ["SlurmSettings", "RunJob", "check_cluster", "submit", "sbatch_script", "JOBS"]
+__all__ = ["SlurmSettings", "RunJob", "check_cluster", "submit", "run_local", "sbatch_script", "JOBS"]
 
 JOBS = "jobs"
 """The folder of a folder of runs where submitit keeps its scripts, pickles and logs."""
@@ -83,32 +86,57 @@ def check_cluster(cluster: str) -> None:
 
 
 def submit(runs: list[PlannedRun], root: Path, *, cluster: str, settings: SlurmSettings,
-           log: Callable[[str], None] = print) -> dict[str, RunOutcome]:
-    """Submit ``runs`` as one job array (``cluster`` "slurm": sbatch with ``settings``, left to run)
-    or as jobs on this machine ("local", waited for); submitit's files go to ``root/jobs``."""
+           log: Callable[[str], None] = print, note: Callable[[str], None] | None = None) -> dict[str, RunOutcome]:
+    """Submit ``runs`` as one job array (``cluster`` "slurm": sbatch with ``settings``, left to run;
+    submitit's scripts, pickles and logs in ``root/jobs``, where the nodes read them), or run them as
+    jobs on this machine ("local": :func:`run_local`)."""
     check_cluster(cluster)
     if not runs:
         return {}
-    folder, slurm = root.absolute() / JOBS / "%j", cluster == "slurm"
-    executor: submitit.Executor
-    if slurm:
-        executor = submitit.SlurmExecutor(folder=folder)
-        executor.update_parameters(**settings.sbatch())
-    else:
-        executor = submitit.LocalExecutor(folder=folder)
-        executor.update_parameters(timeout_min=settings.time_min, gpus_per_node=0)
+    if cluster != "slurm":
+        return run_local(runs, settings, log=log, note=note or log)
+    executor = submitit.SlurmExecutor(folder=root.absolute() / JOBS / "%j")
+    executor.update_parameters(**settings.sbatch())
     with executor.batch():
         jobs = [executor.submit(RunJob(run)) for run in runs]
     log(f"submitted {len(jobs)} job(s) ({jobs[0].job_id.split('_')[0]}); logs in {root / JOBS}")
-    if slurm:
-        return {run.name: RunOutcome(0.0, f"slurm job {job.job_id}", state="submitted") for run, job in zip(runs, jobs)}
-    outcomes = {}
-    for run, job in zip(runs, jobs):
-        try:
-            outcomes[run.name] = job.result()
-        except submitit.core.utils.UncompletedJobError as exc:  # the job died without a result
-            outcomes[run.name] = RunOutcome(0.0, f"job {job.job_id}", state="failed",
-                                            error=f"{first_line(exc, limit=200)} (log: {job.paths.stderr})")
-        if outcomes[run.name].state == "failed":
-            log(f"{run.name} failed in job {job.job_id}: {outcomes[run.name].error}")
-    return outcomes
+    return {run.name: RunOutcome(0.0, f"slurm job {job.job_id}", state="submitted") for run, job in zip(runs, jobs)}
+
+
+def run_local(runs: list[PlannedRun], settings: SlurmSettings, *, log: Callable[[str], None] = print,
+              note: Callable[[str], None] = print) -> dict[str, RunOutcome]:
+    """Run ``runs`` as submitit jobs on this machine, all at once (their loader processes share the
+    CPUs: :func:`~hseval.train.launch.fit_runs`), and wait for them; each job's lines are relayed
+    to ``log`` when it ends. submitit's working files (pickles, logs) stay in a temporary folder,
+    removed when the jobs end, so that no pickle is left in the user's folder; it is kept, and
+    named, only when a job died without a result (its log says why)."""
+    work = Path(tempfile.mkdtemp(prefix="hseval-jobs-"))
+    executor = submitit.LocalExecutor(folder=work / "%j")
+    executor.update_parameters(timeout_min=settings.time_min, gpus_per_node=0)
+    runs = fit_runs(runs, len(runs), note=note)
+    died, jobs = False, []
+    try:
+        with executor.batch():
+            jobs = [executor.submit(RunJob(run)) for run in runs]
+        log(f"running {len(jobs)} job(s) at once on this machine (submitit's local executor)")
+        outcomes = {}
+        for run, job in zip(runs, jobs):
+            try:
+                outcomes[run.name] = job.result()
+            except submitit.core.utils.UncompletedJobError as exc:  # the job died without a result
+                died = True
+                outcomes[run.name] = RunOutcome(0.0, f"job {job.job_id}", state="failed",
+                                                error=f"{first_line(exc, limit=200)} (its log: {job.paths.stderr})")
+            for line in (job.stdout() or "").splitlines():
+                if not line.startswith("submitit "):  # the run's lines, not the executor's
+                    log(line)
+            if outcomes[run.name].state == "failed":
+                log(f"{run.name} failed in job {job.job_id}: {outcomes[run.name].error}")
+        return outcomes
+    except BaseException:  # interrupted: the jobs stop with this command
+        for job in jobs:
+            job.cancel(check=False)
+        raise
+    finally:
+        if not died:
+            shutil.rmtree(work, ignore_errors=True)

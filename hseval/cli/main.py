@@ -3,7 +3,8 @@
 Each group of subcommands lives in :mod:`hseval.cli` and registers its parsers here.
 ``hseval.train`` and ``hseval.app`` are imported lazily, inside the commands that need them. The
 process-wide settings are made here, once: glibc's allocator is tuned for the commands that run
-a model (:func:`~hseval.core.perf.tune_malloc`), HsevalWarnings become one line each.
+a model (:func:`~hseval.core.perf.tune_malloc`), HsevalWarnings become one line each and a
+library's warnings are not shown (:func:`~hseval.core.errors.warnings_as_lines`).
 
 What reaches the user is always one line on stderr:
 
@@ -13,20 +14,19 @@ What reaches the user is always one line on stderr:
   written atomically, so the last good state is kept;
 - anything else is a bug: ``hseval: internal error ...`` names the log file that holds the
   traceback, and the exit code is 1;
-- a :class:`~hseval.core.errors.HsevalWarning` is ``hseval: warning: ...``, once per message.
+- a :class:`~hseval.core.errors.HsevalWarning` is ``hseval: warning: ...``, once per message; a
+  library's warning (torch's, numpy's) is not shown, unless asked for with ``python -W``.
 """
 
 from __future__ import annotations
 
 import argparse
-import contextlib
 import sys
-import warnings
-from collections.abc import Iterator, Sequence
+from collections.abc import Sequence
 
 from hseval.cli import dashboard, data, demo, evaluate, export, hierarchy, importing, train
 from hseval.core import __version__
-from hseval.core.errors import HsevalError, HsevalWarning, first_line, write_crash_log
+from hseval.core.errors import HsevalError, first_line, warnings_as_lines, write_crash_log
 from hseval.core.perf import tune_malloc
 
 __all__ = ["main", "build_parser"]
@@ -62,7 +62,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: Sequence[str] | None = None) -> int:
     args = None
-    with _warnings_as_lines():
+    with warnings_as_lines():
         try:
             args = build_parser().parse_args(argv)
             if args.command in TENSOR_COMMANDS and not getattr(args, "predictions", None):
@@ -109,30 +109,6 @@ def os_error_line(exc: OSError) -> str:
     hint = {28: "; free some space and run the command again (finished files are kept)",
             13: "; choose a folder you can write to", 30: "; choose a folder you can write to"}.get(exc.errno or 0, "")
     return f"{where}: {reason}{hint}" if where else f"{reason}{hint}"
-
-
-@contextlib.contextmanager
-def _warnings_as_lines() -> Iterator[None]:
-    """Show each :class:`HsevalWarning` once, as ``hseval: warning: ...``; other warnings as usual."""
-    shown: set[str] = set()
-    previous = warnings.showwarning
-
-    def show(message, category, filename, lineno, file=None, line=None):
-        if issubclass(category, HsevalWarning):
-            text = str(message)
-            if text not in shown:
-                shown.add(text)
-                print(f"hseval: warning: {text}", file=sys.stderr)
-            return
-        previous(message, category, filename, lineno, file, line)
-
-    with warnings.catch_warnings():
-        warnings.simplefilter("always", HsevalWarning)
-        warnings.showwarning = show
-        try:
-            yield
-        finally:
-            warnings.showwarning = previous
 
 
 if __name__ == "__main__":

@@ -15,13 +15,15 @@ from __future__ import annotations
 import argparse
 import itertools
 import json
+import os
 import re
 import time
+import warnings
 from pathlib import Path
 from typing import Any
 
 from hseval.cli import count_int, positive_number
-from hseval.core.errors import ConfigError, HsevalError
+from hseval.core.errors import ConfigError, HsevalError, HsevalWarning
 from hseval.core.extras import check_installed
 
 __all__ = ["add_train_arguments", "cmd_train", "cmd_train_all", "plan_runs", "planned_configs", "RunsFailed",
@@ -91,6 +93,7 @@ def _config(args: argparse.Namespace, head: str | None, extra: list[str]):
     """The recipe with every setting the command line gives: its flags, ``--set``, and the grid's
     ``extra`` (a run's sweep values and seed). A setting given twice is refused: one of the two would
     be recorded or believed, and not used."""
+    from hseval.core.overrides import parse_override  # yaml: only the training commands read settings
     from hseval.train.config import default_recipe, load_config  # yaml: only the training commands read recipes
 
     init = str(Path(args.init).expanduser().absolute()) if args.init else None  # the run may train elsewhere
@@ -110,7 +113,8 @@ def _config(args: argparse.Namespace, head: str | None, extra: list[str]):
                else "--sweep", item) for item in extra]
     _refuse_repeated(given)
     recipe = args.recipe or default_recipe(args.dataset or "fashion-mnist", args.backbone)
-    return load_config(recipe, [item for _, item in given])
+    return load_config(recipe, [item for _, item in given],
+                       given_by={parse_override(item)[0]: option for option, item in given})
 
 
 def _refuse_repeated(given: list[tuple[str, str]]) -> None:
@@ -134,11 +138,26 @@ def _split(text: str, what: str) -> list[str]:
     return items
 
 
-def plan_runs(args: argparse.Namespace, *, note=print) -> list[tuple[str, list[str], str]]:
+def _sweeps(args: argparse.Namespace) -> list[tuple[str, list[str]]]:
+    """(key, values) of every ``--sweep KEY=V1,V2,...``."""
+    sweeps = []
+    for item in args.sweep:
+        key, sep, values = item.partition("=")
+        if not sep:
+            raise ConfigError(f"--sweep expects KEY=V1,V2,..., got {item!r}")
+        sweeps.append((key.strip(), _split(values, f"--sweep {key}")))
+    return sweeps
+
+
+def _warn(text: str) -> None:
+    warnings.warn(text, HsevalWarning, stacklevel=2)  # the CLI prints it: hseval: warning: ...
+
+
+def plan_runs(args: argparse.Namespace, *, note=_warn) -> list[tuple[str, list[str], str]]:
     """(head, overrides, folder name) for every run of the grid heads × sweeps × seeds.
 
     A sweep of a head option (``model.head_options.X``) applies to the heads that take X; the
-    others are trained once (``note`` says so). Two runs with one folder name are refused."""
+    others are trained once (``note`` says so: a warning). Two runs with one folder name are refused."""
     from hseval.nn.heads import GROUPS, head_class, head_options, list_heads  # torch: only the commands that train
 
     heads = [head for item in _split(args.heads, "--heads")
@@ -149,12 +168,7 @@ def plan_runs(args: argparse.Namespace, *, note=print) -> list[tuple[str, list[s
     for seed in seeds:
         if seed is not None and not seed.isdigit():
             raise ConfigError(f"--seeds takes non-negative integers, got {seed!r}")
-    sweeps: list[tuple[str, list[str]]] = []
-    for item in args.sweep:
-        key, sep, values = item.partition("=")
-        if not sep:
-            raise ConfigError(f"--sweep expects KEY=V1,V2,..., got {item!r}")
-        sweeps.append((key.strip(), _split(values, f"--sweep {key}")))
+    sweeps = _sweeps(args)
     if seeds != [None] and "engine.seed" in dict(sweeps):
         raise ConfigError("engine.seed: --seeds and --sweep both set it; give each setting once")
     plan, names = [], set()
@@ -163,7 +177,7 @@ def plan_runs(args: argparse.Namespace, *, note=print) -> list[tuple[str, list[s
         for key, values in sweeps:
             option = key.removeprefix("model.head_options.") if key.startswith("model.head_options.") else None
             if option is not None and option not in head_options(head):
-                note(f"note: --sweep {key} does not apply to {head} (it has no option {option!r}); training it once")
+                note(f"--sweep {key} does not apply to {head} (it has no option {option!r}); training it once")
                 continue
             grid.append([(key, v) for v in values])
         for combo in itertools.product(*grid):
@@ -182,24 +196,75 @@ def plan_runs(args: argparse.Namespace, *, note=print) -> list[tuple[str, list[s
     return plan
 
 
+class _Notes:
+    """The plan's warnings (a sweep that leaves a head out, loader processes lowered), shown once
+    the command starts working: a command refused after planning prints its one error line alone."""
+
+    def __init__(self) -> None:
+        self.pending: list[str] = []
+
+    def add(self, text: str | None) -> None:
+        if text:
+            self.pending.append(text)
+
+    def flush(self) -> None:
+        for text in self.pending:
+            warnings.warn(text, HsevalWarning, stacklevel=2)  # the CLI prints it: hseval: warning: ...
+        self.pending.clear()
+
+    def log(self, line: str) -> None:
+        self.flush()
+        print(line, flush=True)
+
+
 def cmd_train(args: argparse.Namespace) -> int:
     from hseval.train.engine import train  # torch: only for the commands that train
+    from hseval.train.loader import fit_workers
 
-    config = _config(args, args.head, [])
+    notes = _Notes()
+    config, lowered = fit_workers(_config(args, args.head, []), processes=int(os.environ.get("LOCAL_WORLD_SIZE", 1)))
+    notes.add(lowered)
     start = time.perf_counter()
-    out = train(config, args.out, resume=args.resume, force=args.force)
+    out = train(config, args.out, resume=args.resume, force=args.force, log=notes.log)
+    notes.flush()
     print(f"wrote {out} ({time.perf_counter() - start:.0f} s); evaluate it with: hseval evaluate {out} --out EVAL_DIR")
     return 0
 
 
-def planned_configs(args: argparse.Namespace, extra: list[str] | None = None) -> list[tuple[Any, str]]:
-    """(config, folder name) of every run of ``train-all``'s grid (heads × sweeps × seeds)."""
-    return [(_config(args, head, [*overrides, *(extra or [])]), name) for head, overrides, name in plan_runs(args)]
+def planned_configs(args: argparse.Namespace, extra: list[str] | None = None, *, note=_warn
+                    ) -> list[tuple[Any, str]]:
+    """(config, folder name) of every run of ``train-all``'s grid (heads × sweeps × seeds), every
+    value of every sweep checked first (:func:`_check_head_sweeps`); ``note`` as :func:`plan_runs`'."""
+    plan = plan_runs(args, note=note)
+    _check_head_sweeps(args, [head for head, _, _ in plan])
+    return [(_config(args, head, [*overrides, *(extra or [])]), name) for head, overrides, name in plan]
 
 
-def _launcher(args: argparse.Namespace, root: Path):
+def _check_head_sweeps(args: argparse.Namespace, heads: list[str]) -> None:
+    """Every value of a sweep of a head option checked as ``--set`` checks it (type, range, the
+    head's own rules), each error naming --sweep: on the heads of the plan that take the option, or
+    on every head that does when none of the plan's does (a value is checked whatever the heads). A
+    sweep of another setting is checked with every run, which it applies to."""
+    from hseval.nn.heads import head_options, list_heads  # torch: only the commands that train
+    from hseval.train.checks import check_head_options
+
+    for key, values in _sweeps(args):
+        if not key.startswith("model.head_options."):
+            continue
+        option = key.removeprefix("model.head_options.")
+        takers = [h for h in dict.fromkeys(heads) if option in head_options(h)] or \
+            [h for h in list_heads() if option in head_options(h)]
+        if not takers:
+            raise ConfigError(f"--sweep {key}: {option!r} is not an option of any head")
+        for head in takers:
+            for value in values:
+                check_head_options(_config(args, head, [f"{key}={value}"]), where=f"given by --sweep {key}")
+
+
+def _launcher(args: argparse.Namespace, root: Path, notes: _Notes):
     """Where ``train-all``'s runs train: None (here, one after another), one process per device of
-    --devices, or submitit's jobs (--launcher); the options checked before any work."""
+    --devices, or submitit's jobs (--launcher); the options checked before any work. What they do
+    goes to ``notes``' log, a lowered number of loader processes to its notes."""
     slurm = [f"--slurm-{k}" for k in ("partition", "cpus-per-run", "mem", "parallel")
              if getattr(args, f"slurm_{k.replace('-', '_')}") is not None]
     if slurm and args.launcher is None:
@@ -217,7 +282,7 @@ def _launcher(args: argparse.Namespace, root: Path):
         for device in devices:
             resolve_device(device, option="--devices")
         args.device = devices[0]  # where a probe extracts its features
-        return lambda runs: on_devices(runs, devices)
+        return lambda runs: on_devices(runs, devices, log=notes.log, note=notes.add)
     if args.launcher is None:
         return None
     if args.probe:
@@ -230,7 +295,7 @@ def _launcher(args: argparse.Namespace, root: Path):
         return None
     check_cluster(args.launcher)
     settings = _slurm_settings(args)
-    return lambda runs: submit(runs, root, cluster=args.launcher, settings=settings)
+    return lambda runs: submit(runs, root, cluster=args.launcher, settings=settings, log=notes.log, note=notes.add)
 
 
 def _slurm_settings(args: argparse.Namespace):
@@ -257,14 +322,23 @@ def _dry_run(args: argparse.Namespace, configs: list[tuple[Any, str]], root: Pat
 
 
 def cmd_train_all(args: argparse.Namespace) -> int:
-    from hseval.train.runs import train_runs  # torch: for the commands that train
+    from hseval.train.loader import fit_workers  # torch: for the commands that train
+    from hseval.train.runs import train_runs
 
-    root = Path(args.out)
-    launcher = _launcher(args, root)
-    configs = planned_configs(args, PROBE_SETTINGS if args.probe else [])
+    root, notes = Path(args.out), _Notes()
+    launcher = _launcher(args, root, notes)
+    configs = planned_configs(args, PROBE_SETTINGS if args.probe else [], note=notes.add)
     if args.dry_run:
-        return _dry_run(args, configs, root)
-    outcomes = train_runs(configs, root, resume=args.resume, force=args.force, probe=args.probe, launcher=launcher)
+        code = _dry_run(args, configs, root)
+        notes.flush()
+        return code
+    if launcher is None:  # one after another here; a launcher fits each run to its share of the CPUs
+        fitted = [fit_workers(config) for config, _ in configs]
+        configs = [(config, name) for (config, _), (_, name) in zip(fitted, configs)]
+        notes.add(next((lowered for _, lowered in fitted if lowered), None))
+    outcomes = train_runs(configs, root, resume=args.resume, force=args.force, probe=args.probe, launcher=launcher,
+                          log=notes.log)
+    notes.flush()
     for name, outcome in outcomes.items():
         where = f" on {outcome.device}" if outcome.device else ""
         state = {"kept": " (kept)", "submitted": " (submitted)"}.get(outcome.state, "")
@@ -277,8 +351,22 @@ def cmd_train_all(args: argparse.Namespace) -> int:
         print(f"submitted the runs to Slurm (squeue shows them); when they end, evaluate them with: hseval evaluate "
               f"{root} --out EVAL_DIR (the same command with --resume trains any that did not finish)")
         return 0
-    print(f"wrote {len(configs)} runs under {root}; evaluate them with: hseval evaluate {root} --out EVAL_DIR")
+    print(f"{_what_happened(args, outcomes)} under {root}; evaluate them with: hseval evaluate {root} --out EVAL_DIR")
     return 0
+
+
+def _what_happened(args: argparse.Namespace, outcomes: dict) -> str:
+    """``trained 4 runs in 4 processes (cpu x4, ...), kept 2 finished``: what the command did."""
+    trained = sum(outcome.state == "trained" for outcome in outcomes.values())
+    kept = len(outcomes) - trained
+    where = ""
+    if trained and args.devices:
+        from hseval.train.launch import describe_processes  # torch: for the commands that train
+
+        where = f" in {describe_processes(_split(args.devices, '--devices'), trained)}"
+    elif trained and args.launcher == "local":
+        where = " as jobs on this machine, all at once"
+    return f"trained {trained} run{'s' if trained != 1 else ''}{where}" + (f", kept {kept} finished" if kept else "")
 
 
 def register(commands: argparse._SubParsersAction) -> None:

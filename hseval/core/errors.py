@@ -6,12 +6,14 @@ of :class:`HsevalError`; anything else escaping the CLI is a bug in hseval.
 
 from __future__ import annotations
 
+import contextlib
 import datetime as _dt
 import os
 import sys
 import tempfile
 import traceback
-from collections.abc import Mapping, Sequence
+import warnings
+from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -41,6 +43,35 @@ class DataError(HsevalError, ValueError):
 class HsevalWarning(UserWarning):
     """Something the user should know that does not stop the command (the CLI prints it as one
     line ``hseval: warning: ...``)."""
+
+
+@contextlib.contextmanager
+def warnings_as_lines() -> Iterator[None]:
+    """What a command shows of warnings, set once where a process starts (the CLI, a worker it
+    spawns): each :class:`HsevalWarning` once, as ``hseval: warning: ...`` on stderr; a library's
+    warnings (torch, numpy, scikit-learn) not at all, unless the user asked for them with Python's
+    ``-W`` or ``PYTHONWARNINGS``. Restored on exit."""
+    shown: set[str] = set()
+    previous = warnings.showwarning
+
+    def show(message, category, filename, lineno, file=None, line=None):
+        if issubclass(category, HsevalWarning):
+            text = str(message)
+            if text not in shown:
+                shown.add(text)
+                print(f"hseval: warning: {text}", file=sys.stderr, flush=True)
+            return
+        previous(message, category, filename, lineno, file, line)
+
+    with warnings.catch_warnings():
+        if not sys.warnoptions:
+            warnings.simplefilter("ignore")
+        warnings.simplefilter("always", HsevalWarning)
+        warnings.showwarning = show
+        try:
+            yield
+        finally:
+            warnings.showwarning = previous
 
 
 def first_line(exc: BaseException, *, limit: int | None = None, clause: bool = False) -> str:

@@ -8,17 +8,19 @@ arithmetic. Raising the thresholds keeps freed blocks in the heap for the next s
 the whole process, so only the command line calls it, once, for the commands that run a model.
 
 :func:`cpu_model`: the CPU's name, which every measured figure (the demo's, the benchmarks') carries.
+:func:`available_cores`: the CPUs this process may run on, which its threads and loader processes share.
 """
 
 from __future__ import annotations
 
 import ctypes
 import ctypes.util
+import os
 import platform
 import sys
 from pathlib import Path
 
-__all__ = ["tune_malloc", "cpu_model"]
+__all__ = ["tune_malloc", "cpu_model", "available_cores"]
 
 # mallopt parameters from glibc's <malloc.h>
 _M_TRIM_THRESHOLD = -1
@@ -57,3 +59,12 @@ def cpu_model() -> str:
     except OSError:
         pass
     return platform.processor() or platform.machine()
+
+
+def available_cores() -> int:
+    """The CPUs this process may run on: its affinity (``taskset``, a Slurm or container
+    allocation), which can be fewer than the machine's ``os.cpu_count()``; at least 1."""
+    try:
+        return max(1, len(os.sched_getaffinity(0)))
+    except (AttributeError, OSError):  # macOS, Windows
+        return max(1, os.cpu_count() or 1)

@@ -1374,6 +1374,50 @@ def _(tmp, good):
     return argv
 
 
+# ============================================ values no one could mean, messages in the format (issue 36)
+cli("slurm-mem-negative", "`train-all --launcher slurm --dry-run --slurm-mem -4` (used to print `--mem=-4GB`)",
+    "argument --slurm-mem: expected a number of GB from 0.001 to 1000000, got -4 (see 'hseval train-all --help')",
+    lambda tmp, good: ["train-all", "--heads", "plain", "--launcher", "slurm", "--dry-run", "--slurm-mem", "-4",
+                       "--out", str(tmp / "runs")])
+cli("slurm-mem-nan", "`train-all --launcher slurm --dry-run --slurm-mem nan` (used to print `--mem=nanGB`)",
+    "argument --slurm-mem: expected a number of GB from 0.001 to 1000000, got nan (see 'hseval train-all --help')",
+    lambda tmp, good: ["train-all", "--heads", "plain", "--launcher", "slurm", "--dry-run", "--slurm-mem", "nan",
+                       "--out", str(tmp / "runs")])
+cli("sweep-value-unchecked", "`train-all --heads plain --sweep model.head_options.radius_decay=0.5,abc` (used to "
+    "train plain once, `abc` never checked)", "head 'manifold': option 'radius_decay' must be a number, got 'abc' "
+    "(given by --sweep model.head_options.radius_decay)",
+    lambda tmp, good: ["train-all", "--data-root", str(good.fashion), "--heads", "plain", "--sweep",
+                       "model.head_options.radius_decay=0.5,abc", "--out", str(tmp / "runs")])
+cli("sweep-value-advises-set", "`train-all --heads riemann --sweep model.head_options.radius_decay=0.5,abc` (the "
+    "error advised --set)", "head 'riemann': option 'radius_decay' must be a number, got 'abc' (given by --sweep "
+    "model.head_options.radius_decay)",
+    lambda tmp, good: ["train-all", "--data-root", str(good.fashion), "--heads", "riemann", "--sweep",
+                       "model.head_options.radius_decay=0.5,abc", "--out", str(tmp / "runs")])
+hierarchy("nbdt-duplicate-id", "nbdt: one node id listed twice with two labels (used to read, one label dropped)",
+          "tree.json: nodes[3] has the id 'm' of nodes[1]; list each node once",
+          '{"nodes": [{"id": "r"}, {"id": "m", "label": "mammal"}, {"id": "a"}, {"id": "m", "label": "marine"}, '
+          '{"id": "b"}], "links": [{"source": "r", "target": "m"}, {"source": "m", "target": "a"}, '
+          '{"source": "r", "target": "b"}]}', "tree.json")
+
+
+
+# ====================================================================== every output planned (issue 36)
+@case("evaluate-user-file-in-last-evaluation", "ownership", "`evaluate base/runs --out eval` with the user's "
+      "`notes.txt` in `eval/riemann`, the last run's evaluation (used to evaluate and replace the runs before it, "
+      "then refuse)", "…eval/riemann: holds 'notes.txt', which hseval did not write there, so it will not replace the "
+      "folder; move it out or choose another --out")
+def _(tmp, good):
+    from hseval.cli.main import main
+
+    for name in ("plain", "riemann"):
+        shutil.copytree(good.run, tmp / "base" / "runs" / name)
+    argv = ["evaluate", str(tmp / "base" / "runs"), "--data-root", str(good.fashion), "--projections", "none",
+            "--quiet", "--out", str(tmp / "eval")]
+    assert main(argv) == 0
+    write(tmp / "eval" / "riemann" / "notes.txt", "mine")
+    return argv
+
+
 # ====================================================================== the README table
 def _cell(text: str) -> str:
     return text.replace("|", "\\|").replace("\n", " ")
