@@ -132,6 +132,8 @@ class OutputFolder:
         any work (the user's file in the last run's evaluation); :meth:`planned` hands it back."""
         self._planned[name] = OutputFolder(self.path / name, kind, option=self.option, lock=False, parent=self,
                                            **options)
+        if self.path.is_dir():  # checking it put right what a killed writer left of it here: a change of ours,
+            self._found = (self._found[0], listing(self.path), *self._found[2:])  # not another process's
         return self._planned[name]
 
     def planned(self, name: str) -> OutputFolder:
