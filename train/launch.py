@@ -14,6 +14,7 @@ from __future__ import annotations
 import multiprocessing
 import time
 import traceback
+import warnings
 from collections import Counter
 from collections.abc import Callable
 from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, wait
@@ -24,7 +25,7 @@ from pathlib import Path
 import torch
 
 from hseval.core.device import resolve_device
-from hseval.core.errors import ConfigError, HsevalError, first_line, warnings_as_lines
+from hseval.core.errors import ConfigError, HsevalError, HsevalWarning, first_line, warnings_as_lines
 from hseval.core.perf import available_cores
 from hseval.train import loader
 from hseval.train.config import TrainConfig
@@ -33,7 +34,7 @@ from hseval.train.probe import read_features
 from hseval.train.run_folder import check_run_folder, reuse
 
 __all__ = ["RunOutcome", "PlannedRun", "train_planned", "train_reporting", "on_devices", "processes",
-           "describe_processes", "fit_runs"]
+           "describe_processes", "fit_runs", "warn"]
 
 
 @dataclass
@@ -133,8 +134,13 @@ def fit_runs(runs: list[PlannedRun], processes: int, *, cores: int | None = None
     return fitted
 
 
+def warn(text: str) -> None:
+    """Say ``text`` as an :class:`HsevalWarning` (the command line prints it as one line, once)."""
+    warnings.warn(text, HsevalWarning, stacklevel=2)
+
+
 def on_devices(runs: list[PlannedRun], devices: list[str], *, log: Callable[[str], None] = print,
-               note: Callable[[str], None] | None = None) -> dict[str, RunOutcome]:
+               note: Callable[[str], None] = warn) -> dict[str, RunOutcome]:
     """Train ``runs`` with one process per entry of ``devices``, each taking the next run of the plan
     when it is free; returns each run's outcome. Processes are spawned (CUDA cannot be forked).
 
@@ -142,11 +148,11 @@ def on_devices(runs: list[PlannedRun], devices: list[str], *, log: Callable[[str
     cores (each run's ``engine.threads``, unless it sets its own: the cores divided by the CPU
     processes; its loader processes too). On two cores, two one-thread processes trained the small
     CNN 1.44x faster than one process with two threads: its batches are too small to share well
-    between threads. ``log`` hears what happens (first, :func:`describe_processes`); ``note`` (default
-    ``log``) that a run's loader processes were lowered."""
+    between threads. ``log`` hears what happens (first, :func:`describe_processes`); ``note`` (a
+    warning by default) that a run's loader processes were lowered."""
     log(f"training {len(runs)} run(s) in {describe_processes(devices, len(runs))}")
     devices, threads = processes(devices, len(runs))
-    runs = fit_runs(runs, len(devices), note=note or log)
+    runs = fit_runs(runs, len(devices), note=note)
     context = multiprocessing.get_context("spawn")
     pools = [ProcessPoolExecutor(1, mp_context=context) for _ in devices]
     pending, running, outcomes = list(runs), {}, {}

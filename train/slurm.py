@@ -25,7 +25,7 @@ import submitit
 from submitit.slurm.slurm import _make_sbatch_string
 
 from hseval.core.errors import ConfigError, first_line
-from hseval.train.launch import PlannedRun, RunOutcome, fit_runs, train_reporting
+from hseval.train.launch import PlannedRun, RunOutcome, fit_runs, train_reporting, warn
 
 __all__ = ["SlurmSettings", "RunJob", "check_cluster", "submit", "run_local", "sbatch_script", "JOBS"]
 
@@ -94,7 +94,7 @@ def submit(runs: list[PlannedRun], root: Path, *, cluster: str, settings: SlurmS
     if not runs:
         return {}
     if cluster != "slurm":
-        return run_local(runs, settings, log=log, note=note or log)
+        return run_local(runs, settings, log=log, note=note or warn)
     executor = submitit.SlurmExecutor(folder=root.absolute() / JOBS / "%j")
     executor.update_parameters(**settings.sbatch())
     with executor.batch():
@@ -104,7 +104,7 @@ def submit(runs: list[PlannedRun], root: Path, *, cluster: str, settings: SlurmS
 
 
 def run_local(runs: list[PlannedRun], settings: SlurmSettings, *, log: Callable[[str], None] = print,
-              note: Callable[[str], None] = print) -> dict[str, RunOutcome]:
+              note: Callable[[str], None] = warn) -> dict[str, RunOutcome]:
     """Run ``runs`` as submitit jobs on this machine, all at once (their loader processes share the
     CPUs: :func:`~hseval.train.launch.fit_runs`), and wait for them; each job's lines are relayed
     to ``log`` when it ends. submitit's working files (pickles, logs) stay in a temporary folder,

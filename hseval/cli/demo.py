@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import argparse
 import datetime
-import os
 import platform
 import time
 from pathlib import Path
@@ -20,7 +19,7 @@ from pathlib import Path
 from pydantic import Field
 
 from hseval.cli.train import RunsFailed, planned_configs
-from hseval.core.perf import cpu_model
+from hseval.core.perf import available_cores, cpu_model
 from hseval.io.output import OutputFolder
 from hseval.io.records import NonNegative, Positive, Record, write_record
 
@@ -142,7 +141,7 @@ def _cpu_workers(device: str | None, runs: int):
     from hseval.core.device import resolve_device  # torch: for this command only
     from hseval.train.launch import on_devices  # torch: for this command only
 
-    workers = min(os.cpu_count() or 1, runs)
+    workers = min(available_cores(), runs)  # the CPUs this process may use (taskset, a Slurm allocation)
     if resolve_device(device or "auto").type != "cpu" or workers < 2:
         return None
     return lambda planned: on_devices(planned, ["cpu"] * workers)

@@ -27,6 +27,7 @@ import torch
 from hseval.core import fileio
 from hseval.core.device import resolve_device
 from hseval.core.errors import ConfigError, DataError, HsevalWarning, RunFormatError
+from hseval.core.perf import available_cores
 from hseval.core.progress import bar as progress_bar
 from hseval.core.sampling import stratified_subset
 from hseval.data import load_dataset
@@ -183,7 +184,7 @@ def _forward(run: Run, split, *, sample: np.ndarray, options: EvalOptions,
     bar = progress_bar(total=len(split), desc=f"embed {run.path.name}", unit="img", unit_scale=True, leave=False,
                        enabled=options.progress)
     seen = 0
-    workers = min(8, os.cpu_count() or 1)
+    workers = min(8, available_cores())  # loader processes: at most the CPUs this process may use
     for x, y in eval_batches(split, batch_size=options.batch_size, device=device, workers=workers):
         z = model.embed(x).float()
         logits = model.head(z).float()
