@@ -17,7 +17,7 @@ from torch import nn
 from hseval.cli.main import main
 from hseval.core.errors import ConfigError
 from hseval.core.fileio import sha256
-from hseval.io.run_format import load_run
+from hseval.io.run_format import load_run, load_train_state
 from hseval.io.state_dict import StateDictError
 from hseval.nn.backbones import create_backbone
 from hseval.train.config import load_config
@@ -76,11 +76,16 @@ def test_train_init_frozen_keeps_the_file_and_records_it(fashion_like, tmp_path,
     assert main(["train", "--data-root", str(fashion_like), "--backbone", "small-cnn", "--init", str(path),
                  "--set", "model.freeze_backbone=true", *QUICK, "--out", str(out)]) == 0
     capsys.readouterr()
-    weights = load_file(out / "model.safetensors")
+    weights = load_run(out).model.state_dict()
     for key, tensor in state.items():  # weights and batch-norm statistics: not one bit moved
         if not key.startswith("fc."):
             assert torch.equal(weights[f"backbone.body.{key}"], tensor), key
     meta = json.loads((out / "run.json").read_text())
+    # the frozen body is the file's: referred to by path and SHA-256, not stored again
+    stored, referred = load_file(out / "model.safetensors"), meta["by_reference"]
+    assert referred["sha256"] == sha256(path) and referred["path"] == str(path.resolve())
+    assert set(referred["tensors"]) == {f"backbone.body.{k}" for k in state if not k.startswith("fc.")}
+    assert list(stored) == ["head.classifier.weight"]  # the plain head alone
     source = meta["initialised_from"]
     assert source["sha256"] == sha256(path) and source["dropped"] == ["fc.bias", "fc.weight"]
     assert source["mapping"]["backbone.body.0.weight"] == "0.weight"
@@ -178,7 +183,8 @@ def test_a_frozen_run_resumes_bit_identically_without_saving_its_backbone(fashio
     straight = train(quick(fashion_like, "plain", *settings, "optim.epochs=2"), tmp_path / "a", log=lambda _: None)
     halfway = train(quick(fashion_like, "plain", *settings, "optim.epochs=1"), tmp_path / "b", log=lambda _: None)
     (halfway / "run.json").unlink()  # interrupted after epoch 1: its training state is there
-    state = torch.load(halfway / "train_state.pt", weights_only=True)
+    assert torch.load(halfway / "train_state.pt", weights_only=True)["model"] is None  # model.safetensors' weights
+    state = load_train_state(halfway)
     assert state["model"] and not any(k.startswith("backbone.body.") for k in state["model"])
     train(quick(fashion_like, "plain", *settings, "optim.epochs=2"), halfway, resume=True, log=lambda _: None)
     assert (straight / "model.safetensors").read_bytes() == (halfway / "model.safetensors").read_bytes()

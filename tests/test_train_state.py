@@ -23,11 +23,16 @@ SETTINGS = ["--quiet", "--set", "optim.milestones=[5]", "--set", "data.train_sub
 
 @pytest.fixture(scope="module")
 def interrupted(tmp_path_factory, fashion_like):
-    """A run of two epochs interrupted after the first: its training state and no run.json."""
+    """A run of two epochs interrupted after the first: its training state (with the weights, as
+    after each epoch: a finished run's state names its model.safetensors instead) and no run.json."""
     run = tmp_path_factory.mktemp("state") / "run"
     assert main(["train", "--data-root", str(fashion_like), *SETTINGS, "--set", "optim.epochs=1", "--out",
                  str(run)]) == 0
-    (run / "run.json").unlink()
+    state = load_train_state(run)
+    del state["model_sha256"]
+    torch.save(state, run / STATE_FILE)
+    for name in ("run.json", "model.safetensors"):
+        (run / name).unlink()
     return run
 
 

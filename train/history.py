@@ -64,9 +64,15 @@ class RunWriter:
         tables.write_history(self.out, history)
 
     def finish(self, model: HierarchicalClassifier, meta: dict[str, Any]) -> None:
-        """``run.json`` (``meta``) and the weights."""
+        """``run.json`` (``meta``) and the weights, a frozen body referred to in its ``--init`` file
+        (unless ``engine.self_contained``); then the training state without the weights, or none
+        (``engine.keep_train_state``)."""
+        engine = self.config.engine
+        frozen_init = self.sources.get("initialised_from") if model.backbone.frozen else None
         run_format.save_run(self.out, model, {**meta, **self.sources,
-                                              "segments": [*self.segments, self.config.optim.epochs]})
+                                              "segments": [*self.segments, self.config.optim.epochs]},
+                            refer_to=None if engine.self_contained else frozen_init)
+        run_format.finish_train_state(self.out, keep=engine.keep_train_state)
         if self.tensorboard is not None:
             self.tensorboard.close()
 

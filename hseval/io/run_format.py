@@ -1,11 +1,14 @@
 """The run format, the contract between ``train`` and the rest of hseval. A run is a folder with
-``model.safetensors`` (every tensor of backbone and head), ``run.json`` (a :class:`RunRecord`: the
-model spec, tree, dataset, config, seed, history, metrics, versions and two SHA-256: ``model_sha256``
-of the tensors and ``meta_sha256`` of run.json itself, so an edited tree or class list is refused,
-not silently relabelled), ``history.csv`` (the history flat, :data:`hseval.io.tables.HISTORY`) and,
-while training, ``train_state.pt`` (a :class:`TrainState`, read with ``weights_only=True`` only).
-Writes are atomic; :func:`load_run` rebuilds the model from run.json alone and checks every
-checksum, tensor name, shape and value, with one-line errors. No pickle anywhere.
+``model.safetensors`` (every tensor of backbone and head), ``run.json`` (a :class:`RunRecord`, in
+:mod:`hseval.io.run_records`: the model spec, tree, dataset, config, seed, history, metrics,
+versions and two SHA-256: ``model_sha256`` of the tensors and ``meta_sha256`` of run.json itself,
+so an edited tree or class list is refused, not silently relabelled), ``history.csv`` (the history
+flat, :data:`hseval.io.tables.HISTORY`) and ``train_state.pt`` (a :class:`TrainState`, read with
+``weights_only=True`` only; once the run is finished, without the weights, which are
+model.safetensors'). A frozen backbone started from a file is not stored again: run.json refers to
+the file by path and SHA-256 (``by_reference``, :mod:`hseval.io.tensor_reference`). Writes are
+atomic; :func:`load_run` rebuilds the model from run.json alone and checks every checksum, tensor
+name, shape and value, with one-line errors. No pickle anywhere.
 """
 
 from __future__ import annotations
@@ -14,40 +17,29 @@ import datetime as _dt
 import io
 import json
 import platform
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any
 
 import torch
-from pydantic import ConfigDict, Field, field_validator, model_validator
 from safetensors import SafetensorError
-from safetensors.torch import load_file, save
+from safetensors.torch import load, load_file, save
 
 from hseval.core import arguments, fileio
 from hseval.core.errors import HsevalError, RunFormatError, first_line
-from hseval.io.records import (
-    Count,
-    Finite,
-    HistoryEntry,
-    Json,
-    NonNegative,
-    Positive,
-    Record,
-    Sha256,
-    TestScores,
-    TreeRecord,
-    parse_record,
-)
+from hseval.io.records import parse_record
+from hseval.io.run_records import SCHEMA_VERSION, RunRecord, TrainState
 from hseval.io.state_dict import value_problem
+from hseval.io.tensor_reference import read_referenced, reference
 from hseval.nn.model import HierarchicalClassifier, build_model
 from hseval.tree.hierarchy import Hierarchy
 
 __all__ = ["SCHEMA_VERSION", "MODEL_FILE", "META_FILE", "STATE_FILE", "HISTORY_FILE", "RUN_FILES", "RUN_ENTRIES", "Run",
            "RunInfo", "RunRecord", "TrainState", "save_run", "load_run", "verify_run", "read_run_meta", "is_run_dir",
-           "run_folder_state", "save_train_state", "load_train_state", "meta_checksum"]
+           "run_folder_state", "save_train_state", "load_train_state", "finish_train_state", "meta_checksum"]
 
-SCHEMA_VERSION = 2
 MODEL_FILE = "model.safetensors"
 META_FILE = "run.json"
 STATE_FILE = "train_state.pt"
@@ -57,143 +49,6 @@ RUN_FILES = (META_FILE, MODEL_FILE, STATE_FILE, HISTORY_FILE)
 RUN_ENTRIES = (*RUN_FILES, "tensorboard")
 """Everything a training may write in a run folder (``tensorboard/``: its event files), recorded in
 the folder's marker as it writes them; ``--force`` replaces only what is recorded."""
-
-
-class Component(Record):
-    """A backbone or a head: its registered name and the options that rebuild it."""
-
-    name: str
-    config: dict[str, Json]
-
-
-class ModelSpec(Record):
-    backbone: Component
-    head: Component
-
-
-class DatasetInfo(Record):
-    """The data a run was trained on (``LoadedDataset.describe``); a dataset may add facts of its own."""
-
-    model_config = ConfigDict(extra="allow")
-    __pydantic_extra__: dict[str, Json]
-    name: str
-    root: str | None = None
-    class_names: list[str] | None = None
-    image_size: Count | None = None
-    channels: Count | None = None
-    mean: list[Finite] | None = None
-    std: list[Finite] | None = None
-    train_size: Count | None = None
-    val_size: Count | None = None
-    test_size: Count | None = None
-    validation: dict[str, Json] | None = None  # its images' identity (LoadedDataset.with_validation)
-    augmentation: str | None = None
-    content_sha256: Sha256 | None = None
-    """What the dataset's splits held as loaded (``DataContent``): the images a run is resumed or kept
-    with must be these."""
-
-
-class DeviceInfo(Record):
-    device: str
-    world_size: Positive
-    amp_bf16: bool
-    channels_last: bool
-    threads: Positive
-    gpu: str | None = None
-
-
-class TensorSource(Record):
-    """A state dict a run's tensors came from: every tensor (``hseval import``) or the backbone's
-    (``hseval train --init``). ``mapping``: {the run's tensor: the file's key, or None where the
-    run kept its own}; ``dropped``: the file's keys it did not use."""
-
-    path: str
-    sha256: Sha256
-    format: str
-    container: str | None
-    prefix: str | None
-    mapping: dict[str, str | None]
-    dropped: list[str]
-
-
-class TrainState(Record):
-    """``train_state.pt``: what a training resumes from after its last finished epoch."""
-
-    epoch: Positive
-    history: list[HistoryEntry] = Field(min_length=1)
-    config: dict[str, Json]
-    model: dict[str, Any]
-    optimizers: dict[str, Any]
-    rng: dict[str, Any]
-    sources: dict[str, Json] = Field(default_factory=dict)  # the backbone's --init file, a probe's features
-    dataset: dict[str, Json] | None = None  # the data (LoadedDataset.describe): a resumed run trains on the same
-    hierarchy: dict[str, Json] | None = None  # the tree, as run.json records it
-    segments: list[Count] = Field(default_factory=list)
-    """The epoch counts the run was finished at before the training this state continues (``[5]``
-    while a run finished at 5 epochs is extended)."""
-
-    @model_validator(mode="after")
-    def _history_to_the_epoch(self) -> TrainState:
-        if self.history[-1].epoch != self.epoch:
-            raise ValueError(f"'history' ends at epoch {self.history[-1].epoch}, not at 'epoch' {self.epoch}")
-        return self
-
-
-class FeaturesSource(Record):
-    """The cached backbone features a probe run trained its head on (``train-all --probe``)."""
-
-    path: str
-    sha256: Sha256
-    key: Sha256  # the fingerprint of the frozen backbone, the data and the extraction settings
-
-
-class RunRecord(Record):
-    """``run.json``: everything that rebuilds the model and says how it was trained."""
-
-    schema_version: Literal[SCHEMA_VERSION]
-    model: ModelSpec
-    hierarchy: TreeRecord
-    model_sha256: Sha256
-    meta_sha256: Sha256
-    versions: dict[str, str]
-    saved_at: str
-    dataset: DatasetInfo | None = None
-    training: dict[str, Json] | None = None
-    """The resolved training configuration (``hseval.train.config.TrainConfig``)."""
-    seed: Count | None = None
-    history: list[HistoryEntry] | None = None
-    metrics: TestScores | None = None
-    """The last tested epoch's scores."""
-    device: DeviceInfo | None = None
-    train_seconds: NonNegative | None = None
-    train_subset: Count | None = None
-    world_size: Positive | None = None
-    imported_from: TensorSource | None = None
-    initialised_from: TensorSource | None = None
-    """The file the backbone started from (``model.init``)."""
-    features: FeaturesSource | None = None
-    segments: list[Count] | None = None
-    """The epoch count each training of the run finished at: ``[5]`` for a run trained once to 5
-    epochs, ``[5, 8]`` for one extended to 8 with ``--resume --set optim.epochs=8``."""
-
-    @field_validator("schema_version", mode="before")
-    @classmethod
-    def _known_version(cls, version: Any) -> Any:
-        if type(version) is not int:
-            return version  # not a number: the type's own message
-        if version > SCHEMA_VERSION:
-            raise ValueError(f"{version} is newer than this hseval understands ({SCHEMA_VERSION}); upgrade hseval")
-        if version != SCHEMA_VERSION:
-            raise ValueError(f"unknown schema version {version} (this hseval reads {SCHEMA_VERSION})")
-        return version
-
-    @model_validator(mode="after")
-    def _classes_are_the_leaves(self) -> RunRecord:
-        tree = self.hierarchy.tree
-        if self.dataset is not None and self.dataset.class_names not in (None, list(tree.leaf_names)):
-            raise ValueError(f"'dataset.class_names' must be the {tree.num_leaves} leaves of 'hierarchy' in class "
-                             "order; the file is damaged")
-        return self
 
 
 @dataclass
@@ -245,21 +100,28 @@ def meta_checksum(record: dict[str, Any]) -> str:
     return fileio.sha256(text.encode("utf-8"))
 
 
-def save_run(run_dir: str | Path, model: HierarchicalClassifier, meta: dict[str, Any] | None = None) -> Path:
+def save_run(run_dir: str | Path, model: HierarchicalClassifier, meta: dict[str, Any] | None = None, *,
+             refer_to: Mapping[str, Any] | None = None) -> Path:
     """Write ``model`` and ``meta`` (dataset, training, history, metrics, ...) as a run folder.
 
-    ``run.json`` is checked against :class:`RunRecord` first; then the tensors are written, then
-    ``run.json`` with their checksum, each atomically, so a reader sees either the previous
-    complete run or the new one.
+    ``refer_to``: the record of a file the model's tensors came from (``initialised_from``); those
+    the file still gives exactly (a frozen backbone) are not written but referred to
+    (:func:`~hseval.io.tensor_reference.reference`). ``run.json`` is checked against
+    :class:`RunRecord` first; then the tensors are written, then ``run.json`` with their checksum,
+    each atomically, so a reader sees either the previous complete run or the new one.
     """
     run_dir = Path(run_dir)
     tensors = {name: t.detach().to("cpu").contiguous() for name, t in model.state_dict().items()}
+    record = dict(meta or {})
+    referred = reference(tensors, refer_to, run_dir) if refer_to else None
+    if referred:
+        record["by_reference"] = referred
+        tensors = {name: t for name, t in tensors.items() if name not in referred["tensors"]}
     # serialised in memory, then written by fileio: a full disk or a read-only folder is one
     # line that names the file, and the previous model.safetensors stays in place
     # one metadata key: safetensors writes a map's keys in a random order, and a run's bytes must
     # depend on its tensors alone (the same run trained in two processes is the same file)
     data = save(tensors, metadata={"format": "pt"})
-    record = dict(meta or {})
     record.update({
         "schema_version": SCHEMA_VERSION,
         "model": model.spec(),
@@ -359,6 +221,13 @@ def load_run(run_dir: str | Path, *, device: str | torch.device = "cpu") -> Run:
         reason = first_line(exc, limit=200)
         raise RunFormatError(f"{run_dir / META_FILE}: cannot rebuild the model ({exc.__class__.__name__}: "
                              f"{reason}); the file was edited or is damaged") from None
+    if meta.get("by_reference"):
+        referred = read_referenced(run_dir, meta["by_reference"], {k: t.dtype for k, t in model.state_dict().items()})
+        both = sorted(set(referred) & set(tensors))
+        if both:
+            raise RunFormatError(f"{where}: holds {both[0]!r}, which run.json's 'by_reference' reads from another "
+                                 "file; run.json does not match the tensors")
+        tensors.update(referred)
     _check_tensors(model, tensors, where, meta)
     model.load_state_dict(tensors, strict=True)
     model.to(device).eval()
@@ -396,9 +265,25 @@ def save_train_state(run_dir: str | Path, state: dict[str, Any]) -> None:
     fileio.write_bytes(Path(run_dir) / STATE_FILE, buffer.getvalue())
 
 
+def finish_train_state(run_dir: str | Path, *, keep: bool) -> None:
+    """The training state of a run just finished (its run.json and model.safetensors written):
+    kept without the weights, which it then names by the SHA-256 of model.safetensors (``--resume``
+    extends the run from them), or removed (``keep`` False: the run cannot be extended; nothing else
+    reads the state)."""
+    where = Path(run_dir) / STATE_FILE
+    if not keep:
+        where.unlink(missing_ok=True)
+    elif where.is_file():
+        state = torch.load(where, map_location="cpu", weights_only=True)
+        state.update(model=None, model_sha256=read_run_meta(run_dir)["model_sha256"])
+        save_train_state(run_dir, state)
+
+
 def load_train_state(run_dir: str | Path, *, device: str | torch.device = "cpu") -> dict[str, Any]:
     """Read ``train_state.pt`` with ``weights_only=True`` (a planted pickle cannot run code) and
-    check it is a :class:`TrainState`."""
+    check it is a :class:`TrainState`; the state of a finished run takes its weights from the
+    model.safetensors it names by SHA-256 (without a frozen backbone referred to, as an unfinished
+    run's state)."""
     where = Path(run_dir) / STATE_FILE
     restart = "remove it to restart training from the beginning"
     if not where.is_file():
@@ -411,4 +296,17 @@ def load_train_state(run_dir: str | Path, *, device: str | torch.device = "cpu")
     if not isinstance(state, dict) or not {"epoch", "history"} <= set(state):
         raise RunFormatError(f"{where}: not a training state written by hseval (no 'epoch' and 'history'); {restart}")
     parse_record(TrainState, state, where=where, hint=restart)
+    if state["model"] is None:
+        state["model"] = _weights(Path(run_dir), state["model_sha256"], device)
     return state
+
+
+def _weights(run_dir: Path, sha256: str, device: str | torch.device) -> dict[str, torch.Tensor]:
+    """The tensors of ``run_dir``'s model.safetensors, whose SHA-256 a training state records."""
+    where = run_dir / MODEL_FILE
+    fix = f"restore it, or remove {STATE_FILE} to train anew"
+    data = fileio.read_bytes(where, what="the weights", error=RunFormatError,
+                             missing=f"missing; {STATE_FILE} takes its weights from it; {fix}")
+    if fileio.sha256(data) != sha256:
+        raise RunFormatError(f"{where}: not the weights {STATE_FILE} was left with (another SHA-256); {fix}")
+    return {name: t.to(device) for name, t in load(data).items()}

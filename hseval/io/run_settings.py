@@ -12,9 +12,10 @@ from typing import Any
 
 __all__ = ["RESULT_NEUTRAL", "result_settings", "run_inputs", "changed_inputs", "INIT_FILE", "TREE", "DATASET"]
 
-RESULT_NEUTRAL = {"engine": ("progress", "tensorboard", "eval_every", "device", "threads", "compile", "cuda_graphs"),
+RESULT_NEUTRAL = {"engine": ("progress", "tensorboard", "eval_every", "device", "threads", "compile", "cuda_graphs",
+                             "keep_train_state", "self_contained"),
                   "data": ("root", "workers")}
-"""Display, logging, where and how fast a run ran, where its data lies."""
+"""Display, logging, where and how fast a run ran, where its data lies, how its files are stored."""
 
 
 def result_settings(training: dict[str, Any], *, drop: tuple[str, ...] = ()) -> dict[str, Any]:
