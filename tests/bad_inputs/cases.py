@@ -1400,24 +1400,6 @@ hierarchy("nbdt-duplicate-id", "nbdt: one node id listed twice with two labels (
           '{"source": "r", "target": "b"}]}', "tree.json")
 
 
-
-# ====================================================================== every output planned (issue 36)
-@case("evaluate-user-file-in-last-evaluation", "ownership", "`evaluate base/runs --out eval` with the user's "
-      "`notes.txt` in `eval/riemann`, the last run's evaluation (used to evaluate and replace the runs before it, "
-      "then refuse)", "…eval/riemann: holds 'notes.txt', which hseval did not write there, so it will not replace the "
-      "folder; move it out or choose another --out")
-def _(tmp, good):
-    from hseval.cli.main import main
-
-    for name in ("plain", "riemann"):
-        shutil.copytree(good.run, tmp / "base" / "runs" / name)
-    argv = ["evaluate", str(tmp / "base" / "runs"), "--data-root", str(good.fashion), "--projections", "none",
-            "--quiet", "--out", str(tmp / "eval")]
-    assert main(argv) == 0
-    write(tmp / "eval" / "riemann" / "notes.txt", "mine")
-    return argv
-
-
 # ====================================================================== the README table
 def _cell(text: str) -> str:
     return text.replace("|", "\\|").replace("\n", " ")
