@@ -81,20 +81,21 @@ def read_referenced(run_dir: Path, record: Mapping[str, Any], dtypes: Mapping[st
     where it has the tensor), from the file found at its path or its place relative to
     ``run_dir``, whose SHA-256 must be the recorded one; one-line :class:`RunFormatError` else."""
     ref = TensorReference.model_validate(record)
-    what = f"the run {run_dir} reads its frozen backbone from this file (its --init, SHA-256 {ref.sha256[:12]}…)"
-    fix = f"or train the run again with --set {SELF_CONTAINED} to store the backbone in it"
+    fix = f"or train the run again with 'hseval train --set {SELF_CONTAINED}' to store the backbone in it"
     candidates = [Path(ref.path)]
     if ref.relative and Path(os.path.normpath(run_dir.absolute() / ref.relative)) != candidates[0]:
         candidates.append(Path(os.path.normpath(run_dir.absolute() / ref.relative)))
     found = [c for c in candidates if c.is_file()]
     if not found:
         also = f" (nor at {candidates[1]}, where it was from the run)" if len(candidates) > 1 else ""
-        raise RunFormatError(f"{ref.path}: missing{also}; {what}: copy the file there, {fix}")
+        raise RunFormatError(f"{ref.path}: missing{also}; the run {run_dir} reads its frozen backbone from this file "
+                             f"(SHA-256 {ref.sha256[:12]}…): copy the file there, {fix}")
     digests = [fileio.sha256(c, error=RunFormatError) for c in found]
     path = next((c for c, d in zip(found, digests) if d == ref.sha256), None)
     if path is None:
-        raise RunFormatError(f"{found[0]}: changed since training (its SHA-256 is now {digests[0][:12]}…); {what}: "
-                             f"put that file back, {fix}")
+        raise RunFormatError(f"{found[0]}: changed since the run {run_dir} was trained from it (SHA-256 "
+                             f"{ref.sha256[:12]}… then, {digests[0][:12]}… now), and the run reads its frozen backbone "
+                             f"from it: put the file it was trained from back, {fix}")
     try:
         state = read_state_dict(path)
     except HsevalError as exc:  # the recorded SHA-256 holds: only a file hseval could not read before
