@@ -1400,6 +1400,38 @@ hierarchy("nbdt-duplicate-id", "nbdt: one node id listed twice with two labels (
           '{"source": "r", "target": "b"}]}', "tree.json")
 
 
+# ============================================ a frozen backbone stored once, by reference (issue 36, disk)
+def _probe_run(tmp: Path, good: Good) -> tuple[Path, Path]:
+    """A probe run (``train-all --probe``, frozen small CNN from ``w.pt``): its run.json refers to w.pt."""
+    init = _small_cnn_file(tmp / "w.pt", seed=0)
+    _small_runs(tmp, good.fashion, "--init", str(init), "--probe", "--out", str(tmp / "probes"))
+    return tmp / "probes" / "plain", init
+
+
+def _evaluate(run: Path, tmp: Path, good: Good) -> list[str]:
+    return ["evaluate", str(run), "--out", str(tmp / "eval"), "--data-root", str(good.fashion), "--quiet"]
+
+
+@case("referred-backbone-changed", "run", "`evaluate` a probe run after the `--init` file its frozen backbone is read "
+      "from was overwritten with other weights", "…w.pt: changed since the run …probes/plain was trained from it "
+      "(SHA-256 … then, … now), and the run reads its frozen backbone from it: put the file it was trained from back, "
+      "or train the run again with 'hseval train --set engine.self_contained=true' to store the backbone in it")
+def _(tmp, good):
+    run, init = _probe_run(tmp, good)
+    _small_cnn_file(init, seed=1)
+    return _evaluate(run, tmp, good)
+
+
+@case("referred-backbone-missing", "run", "`evaluate` a probe run whose `--init` file (its frozen backbone) is gone "
+      "(a run folder moved to another machine without it)", "…w.pt: missing; the run …probes/plain reads its frozen "
+      "backbone from this file (SHA-256 …): copy the file there, or train the run again with 'hseval train --set "
+      "engine.self_contained=true' to store the backbone in it")
+def _(tmp, good):
+    run, init = _probe_run(tmp, good)
+    init.unlink()
+    return _evaluate(run, tmp, good)
+
+
 # ====================================================================== the README table
 def _cell(text: str) -> str:
     return text.replace("|", "\\|").replace("\n", " ")
