@@ -222,7 +222,7 @@ def load_run(run_dir: str | Path, *, device: str | torch.device = "cpu") -> Run:
         raise RunFormatError(f"{run_dir / META_FILE}: cannot rebuild the model ({exc.__class__.__name__}: "
                              f"{reason}); the file was edited or is damaged") from None
     if meta.get("by_reference"):
-        referred = read_referenced(run_dir, meta["by_reference"], {k: t.dtype for k, t in model.state_dict().items()})
+        referred = read_referenced(run_dir, meta["by_reference"], model.state_dict())
         both = sorted(set(referred) & set(tensors))
         if both:
             raise RunFormatError(f"{where}: holds {both[0]!r}, which run.json's 'by_reference' reads from another "

@@ -24,7 +24,7 @@ from pydantic import Field
 from hseval.core import fileio
 from hseval.core.errors import HsevalError, RunFormatError
 from hseval.io.records import Record, Sha256
-from hseval.io.state_dict import read_state_dict
+from hseval.io.state_dict import read_state_dict, value_problem
 
 __all__ = ["TensorReference", "reference", "read_referenced", "SELF_CONTAINED"]
 
@@ -75,11 +75,12 @@ def _same(stored: torch.Tensor, tensor: torch.Tensor) -> bool:
     return stored.shape == tensor.shape and torch.equal(stored.to(tensor.dtype), tensor.detach().cpu())
 
 
-def read_referenced(run_dir: Path, record: Mapping[str, Any], dtypes: Mapping[str, torch.dtype]
+def read_referenced(run_dir: Path, record: Mapping[str, Any], expected: Mapping[str, torch.Tensor]
                     ) -> dict[str, torch.Tensor]:
-    """The tensors ``record`` (a :class:`TensorReference`) refers to, in ``dtypes`` (the model's,
-    where it has the tensor), from the file found at its path or its place relative to
-    ``run_dir``, whose SHA-256 must be the recorded one; one-line :class:`RunFormatError` else."""
+    """The tensors ``record`` (a :class:`TensorReference`) refers to, in the dtypes of ``expected``
+    (the model's state dict), from the file found at its path or its place relative to
+    ``run_dir``, whose SHA-256 must be the recorded one, each of the shape the model needs and of
+    values a model has (:func:`value_problem`); one-line :class:`RunFormatError` else."""
     ref = TensorReference.model_validate(record)
     fix = f"or train the run again with 'hseval train --set {SELF_CONTAINED}' to store the backbone in it"
     candidates = [Path(ref.path)]
@@ -103,11 +104,18 @@ def read_referenced(run_dir: Path, record: Mapping[str, Any], dtypes: Mapping[st
     by_key = {key: state.tensors[stripped] for stripped, key in state.original.items()}
     out = {}
     for name, key in ref.tensors.items():
-        if name not in dtypes:
+        if name not in expected:
             raise RunFormatError(f"{run_dir / 'run.json'}: 'by_reference' names the tensor {name!r}, which the "
                                  "model has not; the file was edited or is damaged")
         if key not in by_key:
-            raise RunFormatError(f"{run_dir / 'run.json'}: 'by_reference' names the tensor {key!r}, which {path} "
-                                 "does not hold; the file was edited or is damaged")
-        out[name] = by_key[key].to(dtypes[name])
+            raise RunFormatError(f"{path}: has no {key!r}, which the run {run_dir} reads from it (run.json's "
+                                 "'by_reference'); the file or run.json was edited")
+        tensor, want = by_key[key], expected[name]
+        if tensor.shape != want.shape:
+            raise RunFormatError(f"{path}: {key!r} has shape {tuple(tensor.shape)} but the run's model needs "
+                                 f"{tuple(want.shape)} for {name}")
+        problem = value_problem(name, tensor)
+        if problem:
+            raise RunFormatError(f"{path}: {key!r} {problem}; the file is damaged")
+        out[name] = tensor.to(want.dtype)
     return out

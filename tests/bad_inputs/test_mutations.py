@@ -14,6 +14,7 @@ exported again.
 
 from __future__ import annotations
 
+import hashlib
 import json
 import shutil
 from pathlib import Path
@@ -197,6 +198,89 @@ def test_mutated_run_files(good, baseline, tmp_path, capsys, record_property, na
     print(f"\n{name}: {tried} mutations tried; {refused} refused with one line, {tried - refused} gave the intact "
           "run's numbers (a file evaluate does not read) or, resealed, a finished evaluation")
     assert refused > 0 or name == "history.csv"  # evaluate does not read history.csv
+
+
+@pytest.fixture(scope="module")
+def referring(good, tmp_path_factory) -> tuple[Path, Path, dict]:
+    """A run whose frozen backbone is read from its --init file (``w.safetensors``, by run.json's
+    ``by_reference``), and the numbers of its evaluation."""
+    from tests.test_pretrained import small_cnn_file
+
+    root = tmp_path_factory.mktemp("referring")
+    init, _ = small_cnn_file(root, "w.safetensors")
+    run = root / "run"
+    assert main(["train", "--head", "plain", "--backbone", "small-cnn", "--init", str(init), "--set",
+                 "model.freeze_backbone=true", "--data-root", str(good.fashion), "--quiet", "--set", "optim.epochs=1",
+                 "--set", "data.train_subset=64", "--set", "engine.threads=1", "--out", str(run)]) == 0
+    assert json.loads((run / "run.json").read_text())["by_reference"]
+    out = root / "eval"
+    assert main(["evaluate", str(run), "--out", str(out), "--data-root", str(good.fashion), "--projections", "none",
+                 "--quiet"]) == 0
+    return run, init, _numbers(out / run.name)
+
+
+def _by_reference_edits(record: dict) -> list[tuple[str, object]]:
+    """Edits of run.json's ``by_reference`` (resealed): its path, its path from the run, its
+    SHA-256, a tensor's key in the file and a tensor's name in the run."""
+    name, key = next(iter(record["tensors"].items()))
+    return [("path", {**record, "path": record["path"] + ".gone"}), ("relative", {**record, "relative": "x/w.pt"}),
+            ("no relative", {**record, "relative": None}), ("sha256", {**record, "sha256": "0" * 64}),
+            ("file key", {**record, "tensors": {**record["tensors"], name: key + "x"}}),
+            ("run tensor", {**record, "tensors": {**record["tensors"], "backbone.body.nope": key}}),
+            ("head's tensor", {**record, "tensors": {**record["tensors"], "head.classifier.weight": key}})]
+
+
+def test_mutated_referred_backbone(good, referring, tmp_path, capsys):
+    """Every mutation of the --init file a run reads its frozen backbone from, as is (its SHA-256 then
+    differs: refused in one line naming the file) and with run.json's SHA-256 of it resealed (one
+    line naming it, or a finished evaluation); and edits of run.json's ``by_reference``, resealed:
+    one line, or the intact numbers where the file is still found."""
+    from tests.bad_inputs.builders import edit_meta
+
+    run, init, intact_numbers = referring
+    intact = init.read_bytes()
+    mutations = mutations_of(init.name, intact, np.random.default_rng(SEED + 4))
+    tried = 0
+    for k, mutation in enumerate(mutations):
+        for resealed in (False, True):
+            copy = Path(shutil.copytree(run, tmp_path / f"{k}-{int(resealed)}" / run.name))
+            changed = mutation.apply(intact)
+            try:
+                if changed is None:
+                    init.unlink()
+                else:
+                    init.write_bytes(changed)
+                if resealed and changed is not None:
+                    digest = hashlib.sha256(changed).hexdigest()
+                    edit_meta(copy, lambda m, d=digest: m["by_reference"].update(sha256=d))
+                out = copy.parent / "eval"
+                capsys.readouterr()
+                code = main(["evaluate", str(copy), "--out", str(out), "--data-root", str(good.fashion),
+                             "--projections", "none", "--quiet"])
+            finally:
+                init.write_bytes(intact)
+            lines = _stderr_lines(capsys)
+            tried += 1
+            assert code in (0, 2) and (code == 2 or resealed), (mutation.id, resealed, lines)
+            if code == 2:
+                assert len(lines) == 1 and f"{init}: " in lines[0], (mutation.id, resealed, lines)
+                assert not out.exists(), f"{mutation.id}: refused, but {out} was written"
+    record = json.loads((run / "run.json").read_text())["by_reference"]
+    for what, edited in _by_reference_edits(record):
+        copy = Path(shutil.copytree(run, tmp_path / what / run.name))
+        edit_meta(copy, lambda m, e=edited: m.update(by_reference=e))
+        out = copy.parent / "eval"
+        capsys.readouterr()
+        code = main(["evaluate", str(copy), "--out", str(out), "--data-root", str(good.fashion), "--projections",
+                     "none", "--quiet"])
+        lines = _stderr_lines(capsys)
+        if code == 0:  # the file still found, by one of its paths: the intact run
+            assert what in ("relative", "no relative") and _numbers(out / run.name) == intact_numbers, (what, lines)
+        else:
+            assert code == 2 and len(lines) == 1 and not out.exists(), (what, lines)
+        tried += 1
+    print(f"\n{init.name}: {tried} mutations and edits tried")
+    assert tried == 2 * len(mutations) + len(_by_reference_edits(record))
 
 
 def test_mutated_checkpoint_to_import(good, tmp_path, capsys):
