@@ -163,6 +163,22 @@ def reseal(folder: Path) -> Path:
     return folder
 
 
+def interrupted_after_last_epoch(run: Path) -> Path:
+    """A finished run as its training leaves it when killed after its last epoch, before run.json:
+    its training state with the weights (a finished run's names its model.safetensors instead), no
+    run.json, no model.safetensors."""
+    import torch
+
+    from hseval.io.run_format import MODEL_FILE, STATE_FILE, load_train_state
+
+    state = load_train_state(run)
+    state.pop("model_sha256", None)
+    torch.save(state, run / STATE_FILE)
+    for name in ("run.json", MODEL_FILE):
+        (run / name).unlink()
+    return run
+
+
 def flat_tree(n: int = 3) -> Hierarchy:
     """Every class a child of the root: no super-class level."""
     return Hierarchy([f"c{i}" for i in range(n)], [-1] * n, n)

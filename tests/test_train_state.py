@@ -15,7 +15,7 @@ from hypothesis import strategies as st
 from hseval.cli.main import main
 from hseval.core.errors import RunFormatError
 from hseval.io.run_format import STATE_FILE, load_train_state
-from tests.helpers import examples
+from tests.helpers import examples, interrupted_after_last_epoch
 
 SETTINGS = ["--quiet", "--set", "optim.milestones=[5]", "--set", "data.train_subset=64", "--set", "data.batch_size=32",
             "--set", "engine.threads=1"]
@@ -28,12 +28,7 @@ def interrupted(tmp_path_factory, fashion_like):
     run = tmp_path_factory.mktemp("state") / "run"
     assert main(["train", "--data-root", str(fashion_like), *SETTINGS, "--set", "optim.epochs=1", "--out",
                  str(run)]) == 0
-    state = load_train_state(run)
-    del state["model_sha256"]
-    torch.save(state, run / STATE_FILE)
-    for name in ("run.json", "model.safetensors"):
-        (run / name).unlink()
-    return run
+    return interrupted_after_last_epoch(run)
 
 
 def _argv(fashion_like, run) -> list[str]:
