@@ -86,8 +86,8 @@ def cmd_list(args: argparse.Namespace) -> int:
 def _known(name: str, options: dict) -> dict:
     """What hseval knows of dataset ``name`` without its files: its card, and its tree from the
     class lists shipped with hseval (where it has one)."""
-    from hseval.data import dataset_card
-    from hseval.tree.builders import list_builders
+    from hseval.data import dataset_card  # torch: for this command only
+    from hseval.tree.builders import list_builders  # numpy: for this command only
 
     card = dataset_card(name)
     out = {"name": name, "train_size": card.train, "test_size": card.test, "classes": card.classes,

@@ -69,8 +69,8 @@ def _table(rows: list[dict], levels: list[str]) -> str:
 
 def cmd_demo(args: argparse.Namespace) -> int:
     from hseval.evaluation.runs import evaluate_runs  # torch: for this command only
-    from hseval.evaluation.writer import evaluated_sources, evaluation_folder, evaluation_names
-    from hseval.io.evaluation_format import REPORT_FILES
+    from hseval.evaluation.writer import evaluated_sources, evaluation_folder, evaluation_names  # torch: here only
+    from hseval.io.evaluation_format import REPORT_FILES  # pydantic records: for this command only
     from hseval.io.results import read_run  # pandas: for this command only
     from hseval.reporting.report import write_report  # plotly: for this command only
     from hseval.train.runs import Datasets, train_runs  # torch: for this command only

@@ -219,7 +219,7 @@ class _Notes:
 
 def cmd_train(args: argparse.Namespace) -> int:
     from hseval.train.engine import train  # torch: only for the commands that train
-    from hseval.train.loader import fit_workers
+    from hseval.train.loader import fit_workers  # torch: for this command only
 
     notes = _Notes()
     config, lowered = fit_workers(_config(args, args.head, []), processes=int(os.environ.get("LOCAL_WORLD_SIZE", 1)))
@@ -246,7 +246,7 @@ def _check_head_sweeps(args: argparse.Namespace, heads: list[str]) -> None:
     on every head that does when none of the plan's does (a value is checked whatever the heads). A
     sweep of another setting is checked with every run, which it applies to."""
     from hseval.nn.heads import head_options, list_heads  # torch: only the commands that train
-    from hseval.train.checks import check_head_options
+    from hseval.train.checks import check_head_options  # torch: for this command only
 
     for key, values in _sweeps(args):
         if not key.startswith("model.head_options."):
@@ -308,8 +308,8 @@ def _slurm_settings(args: argparse.Namespace):
 
 def _dry_run(args: argparse.Namespace, configs: list[tuple[Any, str]], root: Path) -> int:
     from hseval.train.loader import run_data  # torch: only the training commands read runs
-    from hseval.train.run_folder import reuse
-    from hseval.train.runs import Datasets
+    from hseval.train.run_folder import reuse  # torch: for this command only
+    from hseval.train.runs import Datasets  # torch: for this command only
     from hseval.train.slurm import JOBS, sbatch_script  # submitit: an extra, for --launcher only
 
     datasets = Datasets()
@@ -323,7 +323,7 @@ def _dry_run(args: argparse.Namespace, configs: list[tuple[Any, str]], root: Pat
 
 def cmd_train_all(args: argparse.Namespace) -> int:
     from hseval.train.loader import fit_workers  # torch: for the commands that train
-    from hseval.train.runs import train_runs
+    from hseval.train.runs import train_runs  # torch: for this command only
 
     root, notes = Path(args.out), _Notes()
     launcher = _launcher(args, root, notes)
