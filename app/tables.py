@@ -22,7 +22,7 @@ from hseval.tree.hierarchy import Hierarchy
 __all__ = ["overview_columns", "node_path", "node_paths", "per_node_difference", "worst_children", "confused_pairs",
            "confusion_within", "find_nodes", "page_of", "concat_runs", "tree_agreement", "depth_summary",
            "children_of", "child_pair_angles", "node_accuracy", "clicked_node", "accuracy_at",
-           "matrix_labels", "busiest_superclass", "metric_deltas", "versus_baseline", "level_frame", "grouped_history"]
+           "matrix_labels", "busiest_superclass", "versus_baseline", "level_frame", "grouped_history"]
 
 SEP = " / "
 """How a node's path is written in selectboxes, tables and hover texts."""
@@ -280,17 +280,6 @@ def busiest_superclass(hierarchy: Hierarchy, per_node: pd.DataFrame, nodes: list
     table = per_node.set_index("node").reindex(nodes)
     errors = (table["support"] - table["correct"]).fillna(0).to_numpy()
     return int(np.argmax(errors))
-
-
-def metric_deltas(levels: pd.DataFrame, a: str, b: str) -> pd.DataFrame:
-    """Side-by-side accuracies of runs ``a`` and ``b`` from a :func:`hseval.reporting.summary.level_table`
-    (columns metric, a, b, delta = a − b), one row per level and way."""
-    rows = levels.set_index("run")
-    numeric = [c for c in rows.columns if c != "head" and pd.api.types.is_numeric_dtype(rows[c])]
-    out = pd.DataFrame({"metric": numeric, a: rows.loc[a, numeric].to_numpy(dtype=float),
-                        b: rows.loc[b, numeric].to_numpy(dtype=float)})
-    out["delta"] = out[a] - out[b]
-    return out
 
 
 def versus_baseline(differences: dict[str, Any]) -> list[str]:

@@ -185,14 +185,6 @@ def test_geometry_tables():
     assert tables.concat_runs({}).empty
 
 
-def test_metric_deltas():
-    levels = pd.DataFrame({"run": ["a", "b"], "head": ["x", "y"], "leaf": [0.5, 0.4],
-                           "level 1 (from leaf)": [0.9, 0.8]})
-    deltas = tables.metric_deltas(levels, "a", "b")
-    assert deltas["metric"].tolist() == ["leaf", "level 1 (from leaf)"]
-    np.testing.assert_allclose(deltas["delta"], [0.1, 0.1])
-
-
 def test_eval_dir_prefers_the_environment():
     assert state.ENV_VAR == dashboard.ENV_VAR
     assert state.eval_dir(["main.py", "/a"], {}) == "/a"

@@ -37,11 +37,11 @@ except ImportError:  # Windows: msvcrt's byte-range lock instead
     fcntl = None
     import msvcrt
 
-from pydantic import Field, StringConstraints, TypeAdapter
+from pydantic import Field, TypeAdapter
 
 from hseval.core import __version__, fileio
 from hseval.core.errors import HsevalError
-from hseval.io.records import Json, Positive, Record, parse_record
+from hseval.io.records import Json, Positive, Record, Sha256, parse_record
 
 __all__ = ["MARKER", "LOCK", "STAGING", "OLD", "KINDS", "HOLDS", "Marker", "EvaluationMarker", "ExportMarker",
            "MARKERS", "OwnershipError", "read_marker", "kind_of", "new_marker", "listing", "recorded",
@@ -60,7 +60,8 @@ KINDS = {
 }
 HOLDS = {"runs": ("run",), "evaluations": ("evaluation",), "demo": ("runs", "evaluations")}
 """The kinds that may be written inside a folder of each kind."""
-_OURS = (MARKER, LOCK)
+OURS = (MARKER, LOCK)
+"""hseval's own bookkeeping files in a folder: never a user's, never an output."""
 
 
 class OwnershipError(HsevalError):
@@ -68,9 +69,6 @@ class OwnershipError(HsevalError):
 
 
 # ====================================================================== the marker
-Sha256 = Annotated[str, StringConstraints(pattern=r"^[0-9a-f]{64}$")]
-
-
 class Marker(Record):
     """A folder's marker: its kind, who created it and when, and what hseval wrote there."""
 
@@ -163,7 +161,7 @@ def new_marker(kind: str, **details: Any) -> Marker:
 def listing(folder: Path) -> list[str]:
     """Everything in ``folder`` but hseval's own marker and lock (hidden files included)."""
     try:
-        return sorted(p.name for p in folder.iterdir() if p.name not in _OURS)
+        return sorted(p.name for p in folder.iterdir() if p.name not in OURS)
     except OSError as exc:
         raise OwnershipError(f"{folder}: cannot list it ({exc.strerror or exc})") from None
 
@@ -182,7 +180,7 @@ def foreign_entries(folder: Path, marker: Marker, names: Collection[str] | None 
     found = []
     tops = sorted(folder.iterdir()) if names is None else [folder / n for n in names]
     for top in tops:
-        if not (top.exists() or top.is_symlink()) or top.name in _OURS or \
+        if not (top.exists() or top.is_symlink()) or top.name in OURS or \
                 top.name.startswith((STAGING, OLD)) or (top.name.startswith(".") and top.name.endswith(".tmp")):
             continue
         below = sorted(top.rglob("*")) if top.is_dir() and not top.is_symlink() else []
@@ -311,7 +309,7 @@ def check_planned(path: Path, inputs: Collection[Path], option: str, *, replaces
     """Refuse the output ``path`` before any work where it takes a name hseval keeps for its own
     files (a marker, a lock, a staging folder), is one of the command's ``inputs``, lies inside one
     (a run folder, an evaluation), or holds one that writing it would remove (``replaces``)."""
-    if path.name in _OURS or path.name.startswith((STAGING, OLD)):
+    if path.name in OURS or path.name.startswith((STAGING, OLD)):
         raise OwnershipError(f"{path}: {path.name!r} is the name of hseval's own bookkeeping files; choose another "
                              f"{option}")
     real = Path(os.path.realpath(path))

@@ -32,6 +32,7 @@ from hseval.io.folders import (
     MARKER,
     MARKERS,
     OLD,
+    OURS,
     STAGING,
     OwnershipError,
     check_inside,
@@ -50,7 +51,6 @@ from hseval.io.records import write_record
 
 __all__ = ["OutputFolder", "OutputFile"]
 
-_OURS = (MARKER, LOCK)
 
 
 def _settled(names: list[str]) -> list[str]:
@@ -209,7 +209,7 @@ class OutputFolder:
         staging = self.staging
         hashed = MARKERS[self.kind].hashed
         files = {p.relative_to(staging).as_posix(): fileio.sha256(p) if hashed else None
-                 for p in sorted(staging.rglob("*")) if p.is_file() and p.name not in _OURS}
+                 for p in sorted(staging.rglob("*")) if p.is_file() and p.name not in OURS}
         write_record(staging / MARKER, new_marker(self.kind, **self.details, files=files))
         old = None
         try:

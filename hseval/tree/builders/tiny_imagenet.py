@@ -13,7 +13,7 @@ from hseval.tree.builders.packaged import read_table
 from hseval.tree.builders.wordnet import wordnet_hierarchy
 from hseval.tree.hierarchy import Hierarchy
 
-__all__ = ["tiny_imagenet_wnids", "tiny_imagenet_words", "tiny_imagenet_hierarchy"]
+__all__ = ["tiny_imagenet_wnids", "tiny_imagenet_hierarchy"]
 
 TABLE = "tiny_imagenet_wnids.tsv"
 
@@ -21,11 +21,6 @@ TABLE = "tiny_imagenet_wnids.tsv"
 def tiny_imagenet_wnids() -> list[str]:
     """The 200 official wnids in ``wnids.txt`` order (the label order)."""
     return [wnid for wnid, _ in read_table(TABLE)]
-
-
-def tiny_imagenet_words() -> dict[str, str]:
-    """WordNet words of each official wnid, as in ``words.txt``."""
-    return dict(read_table(TABLE))
 
 
 def tiny_imagenet_hierarchy(wnids: Sequence[str] | None = None, *, wordnet: str | Path | None = None
