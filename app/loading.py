@@ -21,7 +21,7 @@ from hseval.app import tables
 from hseval.app.selection import data_location
 from hseval.core.errors import HsevalError, first_line
 from hseval.io import evaluation_format as eval_format
-from hseval.io import folders as ownership
+from hseval.io import folders
 from hseval.io.results import Evaluation, RunResult, load_evaluation
 from hseval.metrics.confusion import confusion_matrix
 from hseval.reporting.significance import compare_runs
@@ -144,7 +144,7 @@ def dataset(run: RunResult) -> tuple[object, str, str | None]:
     """(dataset, split, None): the run's :class:`hseval.data.LoadedDataset`, loaded once from where
     it was evaluated (never downloaded), and the evaluated split; (None, split, why) when it is not
     at hand."""
-    marker = ownership.read_marker(run.path)
+    marker = folders.read_marker(run.path)
     name, root, split = data_location(run.metrics, None if marker is None else marker.model_dump(mode="json"))
     data = _dataset(name, root, json.dumps(run.hierarchy.to_dict()))
     return (None, split, data) if isinstance(data, str) else (data, split, None)

@@ -22,7 +22,7 @@ from typing import Any
 from hseval.core import fileio
 from hseval.core.errors import ConfigError, HsevalError, first_line
 from hseval.data import LoadedDataset
-from hseval.io import run_format as checkpoint
+from hseval.io import run_format
 from hseval.io.output import OutputFolder
 from hseval.io.run_settings import DATASET, INIT_FILE, TREE, changed_inputs, run_inputs
 from hseval.train.config import TrainConfig
@@ -38,7 +38,7 @@ def resumes(out: Path, *, resume: bool, force: bool) -> bool:
     """Whether a training into ``out`` continues from its state. ``--resume`` continues an
     unfinished run (or extends a finished one: :func:`reuse` decides); ``--force`` trains anew over
     what is there; both: continue the run if it is unfinished, else train it anew."""
-    return resume and (not force or checkpoint.run_folder_state(out) == "unfinished")
+    return resume and (not force or run_format.run_folder_state(out) == "unfinished")
 
 
 def check_run_folder(out: Path, *, resume: bool, force: bool, parent: OutputFolder | None = None) -> OutputFolder:
@@ -46,11 +46,11 @@ def check_run_folder(out: Path, *, resume: bool, force: bool, parent: OutputFold
     run folder hseval wrote (``parent``: the folder of runs of this command it lies in), whose
     state fits --resume/--force. A run trained anew where one was is staged: the previous run
     stays whole until the new one is complete."""
-    folder = OutputFolder(out, "run", replace=not resume, parent=parent, writes=checkpoint.RUN_ENTRIES)
-    state = checkpoint.run_folder_state(out)
+    folder = OutputFolder(out, "run", replace=not resume, parent=parent, writes=run_format.RUN_ENTRIES)
+    state = run_format.run_folder_state(out)
     if resume:
         if state == "new":
-            raise ConfigError(f"{out}: no training state to resume (no {checkpoint.STATE_FILE})")
+            raise ConfigError(f"{out}: no training state to resume (no {run_format.STATE_FILE})")
         return folder  # finished: reuse() tells whether it can be extended
     if state != "new" and not force:
         what = "a finished run" if state == "finished" else "an unfinished run (continue it with --resume)"
@@ -99,7 +99,7 @@ def reuse(out: Path, config: TrainConfig, data: Callable[[], LoadedDataset]) -> 
     """What a training of ``config`` may do with the run folder ``out``; ``data`` gives the run's data
     (``loader.run_data``), loaded only when ``out`` holds a run. A training state that cannot be
     read is one line :class:`RunFormatError`."""
-    state = checkpoint.run_folder_state(out)
+    state = run_format.run_folder_state(out)
     if state == "new":
         return Reuse("new")
     run = data()
@@ -107,7 +107,7 @@ def reuse(out: Path, config: TrainConfig, data: Callable[[], LoadedDataset]) -> 
     meta: dict[str, Any] = {}
     if state == "finished":
         try:
-            meta = checkpoint.verify_run(out).meta
+            meta = run_format.verify_run(out).meta
         except HsevalError as exc:
             return Reuse("stale", True, f"it does not verify ({first_line(exc)})")
         if not meta.get("training"):
@@ -120,11 +120,11 @@ def reuse(out: Path, config: TrainConfig, data: Callable[[], LoadedDataset]) -> 
             return Reuse("keep", True, meta=meta)
         if not isinstance(epochs, int) or epochs > config.optim.epochs:
             return Reuse("stale", True, f"it was trained for {epochs} epochs, {config.optim.epochs} asked", meta=meta)
-        if not (out / checkpoint.STATE_FILE).is_file():
+        if not (out / run_format.STATE_FILE).is_file():
             return Reuse("stale", True, f"it was trained for {epochs} epochs and its training state "
-                         f"({checkpoint.STATE_FILE}) is gone, so it cannot be extended to {config.optim.epochs}",
+                         f"({run_format.STATE_FILE}) is gone, so it cannot be extended to {config.optim.epochs}",
                          meta=meta)
-    train_state = checkpoint.load_train_state(out)
+    train_state = run_format.load_train_state(out)
     recorded = {"training": train_state["config"], "hierarchy": train_state.get("hierarchy"),
                 "initialised_from": (train_state.get("sources") or {}).get("initialised_from"),
                 "dataset": train_state.get("dataset")}

@@ -22,7 +22,7 @@ from hseval.io import tables as csv_tables
 from hseval.io.evaluation_format import REPORT_FILES
 from hseval.io.output import OutputFile, OutputFolder
 from hseval.io.results import Evaluation, load_evaluation
-from hseval.nn import radius_guard as logit_scale
+from hseval.nn import radius_guard
 from hseval.reporting import escape
 from hseval.reporting import sections as report_charts
 from hseval.reporting.columns import column_help, display_name, identity, level_legend, not_available
@@ -106,7 +106,7 @@ def _scale_table(runs) -> pd.DataFrame:
              "verdict": check.verdict + (f" (held-out loss {check.loss_text}, a uniform guess {check.uniform_loss:.2f})"
                                          if check.verdict == "diverged" else ""),
              "fix": check.fix.removeprefix("retrain with ")}
-            for run in runs for when, check in logit_scale.check_metrics(run.metrics) if check.verdict]
+            for run in runs for when, check in radius_guard.check_metrics(run.metrics) if check.verdict]
     return pd.DataFrame(rows)
 
 
