@@ -1,6 +1,6 @@
 """Where the dashboard's shared state lives: the evaluation folder and the runs being compared.
 
-The entry script (``app/main.py``) builds one :class:`Context` per script run from the sidebar
+The entry script (``app/main.py``) builds one :class:`PageContext` per script run from the sidebar
 widgets and stores it here; every page reads it with :func:`context`. Widget keys used across
 pages are named once, below, so a test can drive them by ``key=``.
 """
@@ -17,7 +17,7 @@ import streamlit as st
 
 from hseval.io.results import Evaluation, RunResult
 
-__all__ = ["ENV_VAR", "KEY_RUNS", "KEY_DATASET", "KEY_BASELINE", "KEY_GROUPS", "Context", "eval_dir", "set_context",
+__all__ = ["ENV_VAR", "KEY_RUNS", "KEY_DATASET", "KEY_BASELINE", "KEY_GROUPS", "PageContext", "eval_dir", "set_context",
            "context"]
 
 ENV_VAR = "HSEVAL_EVAL_DIR"
@@ -35,7 +35,7 @@ _CONTEXT = "_hseval_context"
 
 
 @dataclass
-class Context:
+class PageContext:
     """What every page needs: the loaded folder, the runs of the chosen dataset (``available``)
     and, among them, the runs the user selected to compare (``runs``)."""
 
@@ -65,10 +65,10 @@ def eval_dir(argv: Sequence[str] | None = None, environ: Mapping[str, str] | Non
     return argv[1] if len(argv) > 1 else None
 
 
-def set_context(ctx: Context) -> None:
+def set_context(ctx: PageContext) -> None:
     st.session_state[_CONTEXT] = ctx
 
 
-def context() -> Context:
+def context() -> PageContext:
     """The context of the current script run (set by ``app/main.py`` before the page runs)."""
     return st.session_state[_CONTEXT]

@@ -19,7 +19,7 @@ import pytest
 
 from hseval.cli.main import main
 from hseval.core.errors import HsevalWarning
-from hseval.evaluation.stages import Evaluation
+from hseval.evaluation.stages import EvaluationContent
 from hseval.evaluation.writer import evaluation_folder, write_evaluation
 from hseval.io import evaluation_format as eval_format
 from hseval.io import folders as ownership
@@ -65,7 +65,7 @@ def write_evaluated_run(folder: Path, tree: Hierarchy, *, samples: int = 12, dim
     metrics = {"top1": float((topk[:, 0] == targets).mean()) if samples else 0.0, "head": "riemann",
                "dataset": "toy", "samples": samples, "hierarchy": tree.to_dict()}
     with evaluation_folder(folder.parent, inputs=[], names=[folder.name]) as root:
-        write_evaluation(root, Evaluation(folder.name, "elsewhere", {}, tree, metrics=metrics, tables={
+        write_evaluation(root, EvaluationContent(folder.name, "elsewhere", {}, tree, metrics=metrics, tables={
             eval_format.PER_NODE: per_node, eval_format.GEOMETRY: geometry, eval_format.PAIRS: pairs,
             eval_format.PROJECTIONS: projections}, arrays={
             eval_format.EMBEDDINGS: {"embeddings": emb, "labels": targets, "predictions": topk[:, 0],

@@ -94,6 +94,17 @@ def test_no_module_is_over_400_lines():
     assert not long, f"split these modules (over {MAX_MODULE_LINES} lines): {long}"
 
 
+def test_no_class_name_is_defined_twice():
+    """A class's name says what it is, so no two classes share one (there were two ``Evaluation``s,
+    ``Scores``, ``Context``s and ``Source``s, issue 37)."""
+    where: dict[str, list[str]] = {}
+    for path in MODULES.values():
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.ClassDef):
+                where.setdefault(node.name, []).append(f"{path.relative_to(ROOT)}:{node.lineno}")
+    assert not {name: places for name, places in where.items() if len(places) > 1}
+
+
 def test_imports_go_down_the_layers_and_siblings_stay_independent():
     wrong = []
     for name, path in MODULES.items():

@@ -12,7 +12,7 @@ import pandas as pd
 import streamlit as st
 
 from hseval.app import tables
-from hseval.app.state import KEY_BASELINE, KEY_DATASET, KEY_GROUPS, KEY_RUNS, Context
+from hseval.app.state import KEY_BASELINE, KEY_DATASET, KEY_GROUPS, KEY_RUNS, PageContext
 from hseval.core.errors import HsevalError
 from hseval.io.results import Evaluation, RunResult
 from hseval.reporting.columns import column_help, display_name
@@ -90,7 +90,7 @@ def _baseline(available: list[RunResult], names: list[str], unreadable: set[str]
     return next(r for r in available if r.name == chosen)
 
 
-def sidebar(evaluation: Evaluation, folder: str | None = None) -> Context:
+def sidebar(evaluation: Evaluation, folder: str | None = None) -> PageContext:
     """The folder's dataset (when runs of several are mixed) and the runs to compare, shown on every page."""
     with st.sidebar:
         datasets = evaluation.datasets
@@ -122,7 +122,7 @@ def sidebar(evaluation: Evaluation, folder: str | None = None) -> Context:
             st.warning(f"{len(evaluation.problems)} run(s) could not be read; see the Overview page.")
         st.caption(f"Folder: {markdown(folder or evaluation.root)}")
     runs = [r for r in available if r.name in chosen]
-    return Context(root=evaluation.root, evaluation=evaluation, dataset=dataset, available=available, runs=runs,
+    return PageContext(root=evaluation.root, evaluation=evaluation, dataset=dataset, available=available, runs=runs,
                    folder=folder or str(evaluation.root), baseline=baseline, group_seeds=bool(grouped and repeated),
                    colours=run_colours(evaluation.runs, groups, evaluation.names))
 
@@ -184,7 +184,7 @@ def pick_run(label: str, runs: Sequence[RunResult], *, key: str, index: int = 0,
     return by_name[pick(label, list(by_name), key=key, index=index, container=container)]
 
 
-def needs_runs(ctx: Context, minimum: int = 1) -> bool:
+def needs_runs(ctx: PageContext, minimum: int = 1) -> bool:
     """True when at least ``minimum`` runs are selected; otherwise says how to select them."""
     if len(ctx.runs) >= minimum:
         return True

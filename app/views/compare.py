@@ -8,7 +8,7 @@ from __future__ import annotations
 import streamlit as st
 
 from hseval.app import loading, tables
-from hseval.app.state import Context, context
+from hseval.app.state import PageContext, context
 from hseval.app.views.common import chart, pick_run, shows_problems, table_config
 from hseval.io import evaluation_format as eval_format
 from hseval.io.results import RunResult
@@ -20,7 +20,7 @@ from hseval.reporting.summary import level_table
 from hseval.tree.ancestry import same_tree
 
 
-def _significance(runs: list[RunResult], baseline: RunResult, ctx: Context) -> None:
+def _significance(runs: list[RunResult], baseline: RunResult, ctx: PageContext) -> None:
     st.subheader(f"Is the difference real? Each run against {baseline.name}")
     st.caption("Accuracy difference on the same test samples (run − baseline) at every level, with a 95 % interval "
                "from a paired bootstrap over samples (10,000 resamples) and the exact McNemar test's p-value (from "
@@ -74,7 +74,7 @@ def _nodes(runs: list[RunResult], baseline: RunResult) -> None:
         chart(charts.node_deltas(diff, title="Largest per-node differences"), key="compare_deltas", container=right)
 
 
-def _geometry(runs: list[RunResult], ctx: Context) -> None:
+def _geometry(runs: list[RunResult], ctx: PageContext) -> None:
     st.subheader("Geometry")
     kept = [r for r in runs if not (r.metrics.get("geometry") or {}).get("skipped")]
     for run in runs:
@@ -91,7 +91,7 @@ def _geometry(runs: list[RunResult], ctx: Context) -> None:
         chart(charts.step_by_depth(geometry, colours=ctx.colours), key="compare_steps", container=right)
 
 
-def render(ctx: Context) -> None:
+def render(ctx: PageContext) -> None:
     st.title("Compare")
     if ctx.baseline is None or len({r.name for r in ctx.runs} | {ctx.baseline.name}) < 2:
         st.info("Select at least one run besides the baseline under 'Runs to compare' in the sidebar.")

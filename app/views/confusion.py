@@ -10,7 +10,7 @@ import numpy as np
 import streamlit as st
 
 from hseval.app import loading, tables
-from hseval.app.state import Context, context
+from hseval.app.state import PageContext, context
 from hseval.app.views.common import chart, needs_runs, number, paged_table, pick, pick_node, pick_run, shows_problems
 from hseval.io import evaluation_format as eval_format
 from hseval.io.results import RunResult
@@ -61,7 +61,7 @@ def _within(run: RunResult, normalize: bool) -> None:
                "class outside it. " + markdown(charts.confusion_guide(tree, None)))
 
 
-def render(ctx: Context) -> None:
+def render(ctx: PageContext) -> None:
     st.title("Confusion")
     if not needs_runs(ctx):
         return

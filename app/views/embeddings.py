@@ -10,7 +10,7 @@ import streamlit as st
 from hseval.app import loading
 from hseval.app.neighbours import nearest_nodes
 from hseval.app.selection import selected_rows
-from hseval.app.state import Context, context
+from hseval.app.state import PageContext, context
 from hseval.app.tables import node_paths
 from hseval.app.views.common import chart, needs_runs, pick, pick_node, pick_run, shows_problems
 from hseval.app.views.sample_grid import show_samples
@@ -26,7 +26,7 @@ NONE = "(none)"
 NEIGHBOURS = 5
 
 
-def render(ctx: Context) -> None:
+def render(ctx: PageContext) -> None:
     st.title("Embeddings")
     if not needs_runs(ctx):
         return

@@ -7,7 +7,7 @@ from __future__ import annotations
 import streamlit as st
 
 from hseval.app import loading, tables
-from hseval.app.state import Context, context
+from hseval.app.state import PageContext, context
 from hseval.app.views.common import chart, needs_runs, paged_table, pick_node, pick_run, shows_problems, table_config
 from hseval.io import evaluation_format as eval_format
 from hseval.io.results import RunResult
@@ -17,7 +17,7 @@ from hseval.reporting.escape import markdown
 from hseval.reporting.sections import GUIDES
 
 
-def _with_vectors(ctx: Context) -> list[RunResult]:
+def _with_vectors(ctx: PageContext) -> list[RunResult]:
     """Runs whose head has class vectors; the others get a note saying why they are left out."""
     kept = []
     for run in ctx.runs:
@@ -60,7 +60,7 @@ def _drill_down(runs: list[RunResult], colours: dict[str, str]) -> None:
             paged_table(pairs, key="geometry_child_pairs", what="pairs", column_config=table_config(pairs))
 
 
-def render(ctx: Context) -> None:
+def render(ctx: PageContext) -> None:
     st.title("Geometry")
     if not needs_runs(ctx):
         return

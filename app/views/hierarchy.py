@@ -12,7 +12,7 @@ from __future__ import annotations
 import streamlit as st
 
 from hseval.app import loading, tables
-from hseval.app.state import Context, context
+from hseval.app.state import PageContext, context
 from hseval.app.views.common import chart, needs_runs, paged_table, pick, pick_node, pick_run, shows_problems
 from hseval.io import evaluation_format as eval_format
 from hseval.io.results import RunResult
@@ -34,7 +34,7 @@ def _top(tree: Hierarchy) -> int | None:
     return top if top is not None and 0 <= top < tree.num_nodes and tree.children[top] else None
 
 
-def _tree_chart(ctx: Context, run: RunResult, kind: str) -> int | None:
+def _tree_chart(ctx: PageContext, run: RunResult, kind: str) -> int | None:
     """Draw the tree; returns the node a click selected (None without a new click)."""
     tree = run.hierarchy
     others = [r.name for r in ctx.runs if r.name != run.name]
@@ -108,7 +108,7 @@ def _node_detail(run: RunResult, clicked: int | None) -> None:
                                     "inside": st.column_config.CheckboxColumn("still under node")})
 
 
-def render(ctx: Context) -> None:
+def render(ctx: PageContext) -> None:
     st.title("Hierarchy")
     if not needs_runs(ctx):
         return

@@ -9,7 +9,7 @@ import pandas as pd
 import streamlit as st
 
 from hseval.app import tables
-from hseval.app.state import Context, context
+from hseval.app.state import PageContext, context
 from hseval.app.views.common import chart, needs_runs, table_config
 from hseval.reporting import charts
 from hseval.reporting.columns import identity, level_legend
@@ -29,7 +29,7 @@ def shown(frame: pd.DataFrame, runs) -> pd.DataFrame:
     return mark_unavailable(frame, runs, columns=gaps) if gaps else frame
 
 
-def render(ctx: Context) -> None:
+def render(ctx: PageContext) -> None:
     st.title("Overview")
     st.caption(f"{len(ctx.available)} evaluated run(s) of **{markdown(ctx.dataset)}** in {markdown(ctx.folder)}; "
                f"{len(ctx.runs)} selected in the sidebar.")

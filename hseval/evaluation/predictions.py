@@ -21,8 +21,8 @@ import numpy as np
 from hseval.core import fileio
 from hseval.core.sampling import stratified_subset
 from hseval.evaluation.stages import (
-    Evaluation,
-    Scores,
+    EvaluationContent,
+    ScoreAccumulator,
     block_rows,
     check_sample_options,
     geometry_stage,
@@ -59,7 +59,7 @@ def evaluate_predictions(file: str | Path, out_dir: str | Path, *, hierarchy: st
     tree = read_hierarchy(hierarchy)
     preds = read_predictions(file, tree, classes=None if classes is None else read_class_list(classes, tree),
                              scores=scores)
-    evaluation = Evaluation(name, source, fileio.json_ready({"sha256": preds.sha256, "hierarchy": tree.to_dict(),
+    evaluation = EvaluationContent(name, source, fileio.json_ready({"sha256": preds.sha256, "hierarchy": tree.to_dict(),
                                                              "projections": list(projections),
                                                              "max_points": max_points, "seed": seed}), tree)
     log(f"evaluating {file} ({len(preds.targets)} samples; {', '.join(preds.members)}) -> {out_dir / name}")
@@ -106,7 +106,7 @@ class _Read:
     """What one pass over a file's rows gives: the scores' metrics, each row's largest score, the
     embeddings' norms and the embeddings of the sample (None without embeddings)."""
 
-    scores: Scores
+    scores: ScoreAccumulator
     max_logits: np.ndarray
     feature_norms: np.ndarray | None
     embeddings: np.ndarray | None
@@ -114,7 +114,7 @@ class _Read:
 
 def _one_pass(preds: Predictions, tree, sample: np.ndarray) -> _Read:
     """The file's scores (or labels), level scores and embeddings, read together in blocks of rows."""
-    scores = Scores(tree, softmax=_softmax if preds.kind == "logits" else None)
+    scores = ScoreAccumulator(tree, softmax=_softmax if preds.kind == "logits" else None)
     rows = min(_BATCH, block_rows(tree.num_leaves))
     embeddings = None if preds.embeddings is None else preds.embeddings.blocks(rows)
     if preds.kind == "labels":

@@ -1,7 +1,7 @@
 """``hseval evaluate RUN...``: trained runs as a source of evaluations.
 
 Each run is loaded once and its forward pass (:func:`_forward`, under ``torch.inference_mode``)
-goes over the whole split once: the class scores feed :class:`~hseval.evaluation.stages.Scores`,
+goes over the whole split once: the class scores feed :class:`~hseval.evaluation.stages.ScoreAccumulator`,
 and the embeddings of a stratified sample are kept. Then the stages every source shares
 (:mod:`hseval.evaluation.stages`) and the one writer (:mod:`hseval.evaluation.writer`) give, per
 run, ``OUT/<run>/`` with ``metrics.json``, ``per_node.csv``, ``geometry.csv``,
@@ -34,8 +34,8 @@ from hseval.data import load_dataset
 from hseval.data.base import check_split, dataset_options
 from hseval.data.sampling import eval_batches
 from hseval.evaluation.stages import (
-    Evaluation,
-    Scores,
+    EvaluationContent,
+    ScoreAccumulator,
     check_sample_options,
     geometry_stage,
     norm_summary,
@@ -174,10 +174,10 @@ class EvalOptions:
 
 @torch.inference_mode()
 def _forward(run: Run, split, *, sample: np.ndarray, options: EvalOptions,
-             device: torch.device) -> tuple[Scores, np.ndarray, dict[str, Any]]:
+             device: torch.device) -> tuple[ScoreAccumulator, np.ndarray, dict[str, Any]]:
     """One pass over ``split``: its scores, the embeddings of ``sample`` and the norms' metrics."""
     model, tree = run.model, run.hierarchy
-    scores = Scores(tree, softmax=lambda logits: torch.softmax(logits, dim=1).cpu().numpy())
+    scores = ScoreAccumulator(tree, softmax=lambda logits: torch.softmax(logits, dim=1).cpu().numpy())
     in_sample = np.zeros(len(split), dtype=bool)
     in_sample[sample] = True
     kept, feature_norms, max_logits = [], [], []
@@ -240,7 +240,7 @@ def _stages(run: Run, root: OutputFolder, *, name: str, options: EvalOptions,
     """The stages of one run: the forward pass (on the device), the metrics and the geometry,
     done now; the projections (CPU-bound) and the write returned as a function, which
     :func:`evaluate_runs` may run in a worker thread while the next run's embeddings are computed."""
-    evaluation = Evaluation(name, str(run.path), options.inputs(run), run.hierarchy)
+    evaluation = EvaluationContent(name, str(run.path), options.inputs(run), run.hierarchy)
     device = resolve_device(options.device)
     run.model.to(device, memory_format=torch.channels_last)  # as training tests it: faster convolutions
     part = _split_of(run, _dataset_for(run, options.data_root, {} if data_cache is None else data_cache), options.split)

@@ -1,7 +1,7 @@
 """The stages every evaluation goes through, whatever its source (a run's forward pass or a
-prediction file): the scores' metrics (:class:`Scores`, then :func:`scores_stage`), the geometry of
+prediction file): the scores' metrics (:class:`ScoreAccumulator`, then :func:`scores_stage`), the geometry of
 the class vectors (:func:`geometry_stage`) and the projections of a sample of embeddings
-(:func:`sample_stage`). Each fills in the one :class:`Evaluation` that
+(:func:`sample_stage`). Each fills in the one :class:`EvaluationContent` that
 :mod:`hseval.evaluation.writer` writes; each metric a source cannot give is recorded with the reason.
 """
 
@@ -24,9 +24,9 @@ from hseval.metrics.crm import CrmMetrics
 from hseval.metrics.streaming import NO_LEVEL_SCORES
 from hseval.tree.hierarchy import Hierarchy
 
-__all__ = ["KS", "beyond_the_classes", "BLOCK", "PROBABILITY_METRICS", "block_rows", "Evaluation", "Scores",
-           "check_sample_options", "norm_summary", "scores_stage", "without_probabilities", "geometry_stage",
-           "sample_stage"]
+__all__ = ["KS", "beyond_the_classes", "BLOCK", "PROBABILITY_METRICS", "block_rows", "EvaluationContent",
+           "ScoreAccumulator", "check_sample_options", "norm_summary", "scores_stage", "without_probabilities",
+           "geometry_stage", "sample_stage"]
 
 KS = (1, 5, 20)
 """The k of the top-k metrics that ``hseval evaluate`` reports, those a tree has (:func:`beyond_the_classes`);
@@ -65,7 +65,7 @@ def check_sample_options(projections: tuple[str, ...] | list[str], max_points: i
 
 
 @dataclass
-class Evaluation:
+class EvaluationContent:
     """One evaluation as the stages fill it in: metrics.json's content, the tables and the arrays.
 
     Parameters
@@ -101,7 +101,7 @@ def norm_summary(norms: np.ndarray) -> dict[str, float]:
     return {"mean": float(norms.mean()), "std": float(norms.std()), "max": float(norms.max())}
 
 
-class Scores:
+class ScoreAccumulator:
     """A model's class scores, fed batch by batch: the streamed metrics, CRM's re-ranking, and the
     per-sample arrays of predictions.npz (targets, top-k classes, own super-class predictions). A
     batch of more than :data:`BLOCK` scores goes through in blocks of :func:`block_rows` rows, and
@@ -158,7 +158,8 @@ class Scores:
         self.levels.append(level_prediction_matrix(levels, self.tree, len(targets)))
 
 
-def scores_stage(evaluation: Evaluation, scores: Scores, *, indices: np.ndarray, no_level_scores: str) -> None:
+def scores_stage(evaluation: EvaluationContent, scores: ScoreAccumulator, *, indices: np.ndarray,
+                 no_level_scores: str) -> None:
     """The metrics of ``scores`` (``no_level_scores``: why the model has no super-class scores of
     its own, where it has none), per_node.csv and predictions.npz, whose ``indices`` are the
     positions of the scored samples in the split they were drawn from (increasing)."""
@@ -192,7 +193,7 @@ PROBABILITY_METRICS = ("ece", "reliability", "cross_entropy", "crm")
 """The metrics that read a softmax of the scores as the model's probabilities."""
 
 
-def without_probabilities(evaluation: Evaluation, why: str) -> None:
+def without_probabilities(evaluation: EvaluationContent, why: str) -> None:
     """The metrics of :data:`PROBABILITY_METRICS` marked unavailable (``why``), for scores whose
     softmax is no probability."""
     for key in PROBABILITY_METRICS:
@@ -200,7 +201,7 @@ def without_probabilities(evaluation: Evaluation, why: str) -> None:
         evaluation.metrics["unavailable"][key] = why
 
 
-def geometry_stage(evaluation: Evaluation, vectors: tuple[np.ndarray, str] | None, radii: np.ndarray | None, *,
+def geometry_stage(evaluation: EvaluationContent, vectors: tuple[np.ndarray, str] | None, radii: np.ndarray | None, *,
                    seed: int, skipped: str) -> np.ndarray | None:
     """geometry.csv, pair_angles.csv and their metrics from the node vectors
     (:func:`hseval.metrics.geometry.node_vectors`); without vectors the tables hold their header
@@ -226,7 +227,7 @@ def geometry_stage(evaluation: Evaluation, vectors: tuple[np.ndarray, str] | Non
     return node_vec
 
 
-def sample_stage(evaluation: Evaluation, embeddings: np.ndarray | None, sample: np.ndarray,
+def sample_stage(evaluation: EvaluationContent, embeddings: np.ndarray | None, sample: np.ndarray,
                  class_vectors: np.ndarray | None, *, methods: tuple[str, ...] | list[str], seed: int) -> None:
     """projections.csv and embeddings.npz: the ``embeddings`` of the samples ``sample`` (their
     positions in the evaluated split, from :func:`hseval.core.sampling.stratified_subset`) with their

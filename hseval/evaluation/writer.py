@@ -1,4 +1,4 @@
-"""The one writer of evaluations: each :class:`~hseval.evaluation.stages.Evaluation` into its own
+"""The one writer of evaluations: each :class:`~hseval.evaluation.stages.EvaluationContent` into its own
 folder of the evaluation folder (kind "evaluations"), staged and put in place whole through
 :mod:`hseval.io.evaluation_format`; ``index.json`` rebuilt from the evaluations' own files; and the
 folders' names, one per evaluated source, kept across evaluations.
@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from hseval.core.errors import ConfigError, HsevalError, HsevalWarning, RunFormatError
-from hseval.evaluation.stages import Evaluation
+from hseval.evaluation.stages import EvaluationContent
 from hseval.io import evaluation_format as eval_format
 from hseval.io.folders import EvaluationMarker, listing, read_marker
 from hseval.io.output import OutputFolder
@@ -37,7 +37,7 @@ def evaluation_folder(out_dir: str | Path, *, inputs: list[str | Path], names: C
     return root
 
 
-def write_evaluation(root: OutputFolder, evaluation: Evaluation) -> dict[str, Any]:
+def write_evaluation(root: OutputFolder, evaluation: EvaluationContent) -> dict[str, Any]:
     """Write ``evaluation`` into ``root / evaluation.name`` (``root``: the evaluation folder this
     command holds, which planned that name) and return its index entry. It is staged, then put in
     place of the earlier evaluation of the same source, which is replaced only when it holds nothing

@@ -17,9 +17,9 @@ format detected, as the tree it was written from, or refuses naming the node it 
 from pathlib import Path
 
 from hseval.tree.formats import isa, nbdt, pairs, paths
-from hseval.tree.formats.common import FORMATS, Format, Source, detect_format, read_hierarchy, write_hierarchy
+from hseval.tree.formats.common import FORMATS, Format, HierarchyFile, detect_format, read_hierarchy, write_hierarchy
 
-__all__ = ["FORMATS", "Format", "Source", "detect_format", "read_hierarchy", "write_hierarchy", "companions"]
+__all__ = ["FORMATS", "Format", "HierarchyFile", "detect_format", "read_hierarchy", "write_hierarchy", "companions"]
 
 for _format in (pairs.FORMAT, isa.FORMAT, nbdt.FORMAT, paths.FORMAT, isa.CHILD_PARENT):  # --format's choices
     FORMATS.add(_format.name, _format)

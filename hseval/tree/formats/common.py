@@ -36,7 +36,7 @@ from hseval.core.errors import HierarchyError
 from hseval.core.registry import Registry
 from hseval.tree.hierarchy import HIERARCHY, Hierarchy
 
-__all__ = ["FORMATS", "Format", "Source", "read_hierarchy", "write_hierarchy", "detect_format"]
+__all__ = ["FORMATS", "Format", "HierarchyFile", "read_hierarchy", "write_hierarchy", "detect_format"]
 
 MAX_FILE_BYTES = 256 * 1024 * 1024
 HEADER = "# hseval hierarchy:"
@@ -47,7 +47,7 @@ Files = list[tuple[Path, str]]  # what a rendering writes: (path, text), the hie
 
 
 @dataclass(frozen=True)
-class Source:
+class HierarchyFile:
     """A hierarchy file being read: its path and text, the header's keys where the header is of
     this format (else {}), the dataset's classes (None: the file decides the order), the texts
     of its companion files (None: read from disk; a writer checking its output gives them), and
@@ -81,7 +81,7 @@ class Format:
     """One hierarchy file format, its reader and writer together (one module of
     :mod:`hseval.tree.formats` each).
 
-    ``read`` builds the tree of a :class:`Source`; ``renderings`` yields the files of a tree, the
+    ``read`` builds the tree of a :class:`HierarchyFile`; ``renderings`` yields the files of a tree, the
     plainest first (the first that reads back as the tree is written); ``header_keys`` maps each
     header key the format takes (beside ``format``) to the check of its value, None for a format
     without a header; ``name_problem(name, role)`` says why a name cannot be in such a file (``role``:
@@ -90,7 +90,7 @@ class Format:
     labels (:attr:`Hierarchy.labels`), which the other formats leave out."""
 
     name: str
-    read: Callable[[Source], Hierarchy]
+    read: Callable[[HierarchyFile], Hierarchy]
     renderings: Callable[[Hierarchy, Path], Iterator[Files]]
     header_keys: Mapping[str, Callable[[object], bool]] | None = None
     name_problem: Callable[[str, str], str | None] | None = None
@@ -279,7 +279,7 @@ def _parse(path: Path, text: str, format: str | None, classes: Sequence[str] | N
     format = format or _detect(path, head, header)
     header = header if header.get("format") == format else {}
     classes = None if classes is None else [str(c) for c in classes]
-    tree = FORMATS.get(format).read(Source(path, text, header, classes, files, merge_chains))
+    tree = FORMATS.get(format).read(HierarchyFile(path, text, header, classes, files, merge_chains))
     if "superclass_order" in header:
         order = header["superclass_order"]
         if merge_chains:  # the merged super-classes are gone

@@ -18,13 +18,21 @@ from itertools import chain
 from pathlib import Path
 
 from hseval.core.errors import HierarchyError
-from hseval.tree.formats.common import Files, Format, Source, header_line, is_name_list, swap_advice, text_file_problem
+from hseval.tree.formats.common import (
+    Files,
+    Format,
+    HierarchyFile,
+    header_line,
+    is_name_list,
+    swap_advice,
+    text_file_problem,
+)
 from hseval.tree.hierarchy import Hierarchy
 
 __all__ = ["FORMAT", "CHILD_PARENT"]
 
 
-def read(source: Source, *, child_first: bool = False) -> Hierarchy:
+def read(source: HierarchyFile, *, child_first: bool = False) -> Hierarchy:
     """The tree of an isa file, or of a child-parent one (``child_first``)."""
     order, other = ("child parent", "isa") if child_first else ("parent child", "child-parent")
     edges = []
@@ -41,7 +49,7 @@ def read(source: Source, *, child_first: bool = False) -> Hierarchy:
                           f"pass --format {other}") from None
 
 
-def _tree(source: Source, edges: list[tuple[str, str]], child_first: bool) -> Hierarchy:
+def _tree(source: HierarchyFile, edges: list[tuple[str, str]], child_first: bool) -> Hierarchy:
     """The tree of (parent, child) ``edges``; ``child_first``: the file lists each child first."""
     classes = source.classes
     if classes is None and source.header.get("leaf_order") == "file":

@@ -19,13 +19,13 @@ from json.encoder import encode_basestring_ascii as _quote
 from pathlib import Path
 
 from hseval.core.errors import HierarchyError, first_line
-from hseval.tree.formats.common import Files, Format, Source
+from hseval.tree.formats.common import Files, Format, HierarchyFile
 from hseval.tree.hierarchy import Hierarchy
 
 __all__ = ["FORMAT"]
 
 
-def read(source: Source) -> Hierarchy:
+def read(source: HierarchyFile) -> Hierarchy:
     """The tree of a node-link JSON file."""
     path, classes = source.path, source.classes
     try:

@@ -21,7 +21,7 @@ from json.encoder import encode_basestring_ascii as _quote
 from pathlib import Path
 
 from hseval.core.errors import HierarchyError
-from hseval.tree.formats.common import Files, Format, Source, split_lines, swap_advice
+from hseval.tree.formats.common import Files, Format, HierarchyFile, split_lines, swap_advice
 from hseval.tree.hierarchy import Hierarchy
 from hseval.tree.naming import fresh_names
 
@@ -39,7 +39,7 @@ def names_sidecar(path: str | Path) -> Path:
 
 
 # --------------------------------------------------------------------- reading
-def read(source: Source) -> Hierarchy:
+def read(source: HierarchyFile) -> Hierarchy:
     """The tree of a pairs file and its names sidecar; where it is no tree but would be one read
     as ``parent child`` lines, the error says so."""
     try:
@@ -49,7 +49,7 @@ def read(source: Source) -> Hierarchy:
                           "swap them, as pairs lines are 'child parent'") from None
 
 
-def _read(source: Source, *, swapped: bool) -> Hierarchy:
+def _read(source: HierarchyFile, *, swapped: bool) -> Hierarchy:
     """The tree of a pairs file, or of one whose lines are ``parent child`` (``swapped``)."""
     path, lines = source.path, source.lines()
     number, first = lines[0]
@@ -139,7 +139,7 @@ def _pair_links(path: Path, entries: list[tuple[int, str]], swapped: bool) -> di
     return parent_of
 
 
-def _read_names(source: Source, size: int) -> dict[int, str]:
+def _read_names(source: HierarchyFile, size: int) -> dict[int, str]:
     """{index: name} of the sidecar, {} when there is none."""
     sidecar = names_sidecar(source.path)
     text = source.companion(sidecar)

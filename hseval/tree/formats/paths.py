@@ -13,7 +13,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 from hseval.core.errors import HierarchyError
-from hseval.tree.formats.common import Files, Format, Source, header_line, is_name_list, text_file_problem
+from hseval.tree.formats.common import Files, Format, HierarchyFile, header_line, is_name_list, text_file_problem
 from hseval.tree.hierarchy import Hierarchy
 
 __all__ = ["FORMAT", "split_path", "escape"]
@@ -63,7 +63,7 @@ def escape(name: str, *, first: bool = False) -> str:
     return text
 
 
-def read(source: Source) -> Hierarchy:
+def read(source: HierarchyFile) -> Hierarchy:
     """The tree of a paths file; with a class list, its leaves in the classes' order."""
     path = source.path
     paths = []
