@@ -16,7 +16,14 @@ import pandas as pd
 
 from hseval.metrics.confusion import tree_order
 from hseval.reporting.significance import group_levels, seed_groups
-from hseval.reporting.summary import history_long, level_long
+from hseval.reporting.summary import (
+    CRM_COLUMNS,
+    SCALE_COLUMNS,
+    declaration,
+    history_long,
+    level_long,
+    reading_order,
+)
 from hseval.tree.hierarchy import Hierarchy
 
 __all__ = ["overview_columns", "node_path", "node_paths", "per_node_difference", "worst_children", "confused_pairs",
@@ -30,16 +37,14 @@ SEP = " / "
 
 def overview_columns(summary: pd.DataFrame) -> pd.DataFrame:
     """The columns of :func:`hseval.reporting.summary.summary_table` a reader compares first, in reading
-    order: identity, leaf accuracy, super-class accuracy per level (both ways), hierarchical
-    metrics, calibration and scale. Columns that are entirely empty are dropped."""
-    first = ["run", "dataset", "backbone", "head", "seed", "top1", "top5"]
-    levels = sorted((c for c in summary.columns if c.startswith("level") and not c.endswith("_agreement")),
-                    key=lambda c: (int("".join(ch for ch in c[5:] if ch.isdigit()) or 0), c))
-    rest = ["mistake_severity", "avg_hdist@1", "hierarchical_precision", "hierarchical_recall", "hierarchical_f1",
-            "crm_top1", "crm_mistake_severity", "crm_avg_hdist@1", "crm_hierarchical_f1", "ece", "cross_entropy",
-            "feature_norm", "max_logit", "cophenetic_correlation"]
-    columns = [c for c in (*first, *levels, *rest) if c in summary.columns]
-    return summary[columns].dropna(axis=1, how="all")
+    order: identity, the metrics declared for the overview (leaf accuracy, super-class accuracy per
+    level both ways, hierarchical metrics, calibration), CRM's and the scale. Columns that are
+    entirely empty are dropped."""
+    scores = sorted((c for c in summary.columns if (declared := declaration(c))
+                     and declared.shown in ("headline", "overview")), key=reading_order)
+    columns = ["run", "dataset", "backbone", "head", "seed", *scores, *(f"crm_{key}" for key in CRM_COLUMNS),
+               *SCALE_COLUMNS]
+    return summary[[c for c in columns if c in summary.columns]].dropna(axis=1, how="all")
 
 
 def node_path(hierarchy: Hierarchy, node: int) -> str:

@@ -19,14 +19,14 @@ sys.path.insert(0, str(ROOT))
 
 from hseval.cli.demo import DemoRecord  # noqa: E402
 from hseval.core import fileio  # noqa: E402
-from hseval.io.evaluation_format import IndexRecord, MetricsRecord  # noqa: E402
+from hseval.io.evaluation_format import IndexRecord, metrics_record  # noqa: E402
 from hseval.io.folders import ANY_MARKER  # noqa: E402
 from hseval.io.records import json_schema  # noqa: E402
 from hseval.io.run_format import RunRecord  # noqa: E402
 from hseval.reporting.columns import column_help, display_name  # noqa: E402
 from scripts.readme_blocks import write_block  # noqa: E402
 
-SCHEMAS = {"run": RunRecord, "metrics": MetricsRecord, "index": IndexRecord, "demo": DemoRecord,
+SCHEMAS = {"run": RunRecord, "metrics": metrics_record(), "index": IndexRecord, "demo": DemoRecord,
            "folder-marker": ANY_MARKER}
 """The stem of each file's name (``.hseval-folder.json``: folder-marker) -> its record."""
 FOLDER = ROOT / "docs" / "schemas"

@@ -17,7 +17,7 @@ import hseval
 from hseval.cli.main import main
 from hseval.cli.train import plan_runs
 from hseval.core.errors import ConfigError
-from hseval.evaluation.stages import PROBABILITY_METRICS
+from hseval.evaluation.stages import probability_metrics
 from hseval.io.results import load_evaluation
 from hseval.metrics import hierarchical_distance
 from hseval.metrics.geometry import node_vectors
@@ -341,7 +341,7 @@ def test_a_tree_a_peer_cannot_use_is_refused_before_training(tmp_path, capsys, h
 def test_barz_denzler_scores_are_no_probabilities_in_its_evaluation(evaluated):
     runs = {run.head: run for run in load_evaluation(evaluated).runs}
     cosine, nbdt = runs["barz-denzler"], runs["nbdt"]
-    for key in PROBABILITY_METRICS:
+    for key in probability_metrics():
         assert key not in cosine.metrics and "cosine similarities, whose softmax is no probability" in \
             cosine.unavailable[key]
     assert cosine.metrics["method"]["citation"].startswith("Barz & Denzler")

@@ -19,12 +19,18 @@ import pandas as pd
 from hseval.core.errors import ConfigError
 from hseval.evaluation.projections import check_available, project
 from hseval.io import evaluation_format as eval_format
-from hseval.metrics import HierarchicalMetrics, geometry, level_prediction_matrix, level_predictions_from_logits
+from hseval.metrics import (
+    HierarchicalMetrics,
+    geometry,
+    level_prediction_matrix,
+    level_predictions_from_logits,
+    statistics,
+)
 from hseval.metrics.crm import CrmMetrics
 from hseval.metrics.streaming import NO_LEVEL_SCORES
 from hseval.tree.hierarchy import Hierarchy
 
-__all__ = ["KS", "beyond_the_classes", "BLOCK", "PROBABILITY_METRICS", "block_rows", "EvaluationContent",
+__all__ = ["KS", "beyond_the_classes", "BLOCK", "probability_metrics", "block_rows", "EvaluationContent",
            "ScoreAccumulator", "check_sample_options", "norm_summary", "scores_stage", "without_probabilities",
            "geometry_stage", "sample_stage"]
 
@@ -38,9 +44,9 @@ def beyond_the_classes(tree: Hierarchy) -> dict[str, str]:
     with k ≥ |L| every class is among the top k, so top-k is 1 for any model (the metrics compute
     it so, as asked); the evaluation leaves them out with this reason."""
     classes = tree.num_leaves
-    return {f"{metric}{k}": f"top-{k} needs more than {k} classes (with {k} or fewer every class is among the top "
-                            f"{k}, so it is 1 for any model); this tree has {classes}"
-            for k in KS if 1 < k and classes <= k for metric in ("top", "avg_hdist@", "best_hdist@")}
+    return {key.format(k=k): f"top-{k} needs more than {k} classes (with {k} or fewer every class is among the top "
+                             f"{k}, so it is 1 for any model); this tree has {classes}"
+            for k in KS if 1 < k and classes <= k for key in statistics.declared() if "{k}" in key}
 
 
 BLOCK = 1 << 20
@@ -189,14 +195,16 @@ def scores_stage(evaluation: EvaluationContent, scores: ScoreAccumulator, *, ind
                                                   "indices": np.asarray(indices, dtype=np.int64)}
 
 
-PROBABILITY_METRICS = ("ece", "reliability", "cross_entropy", "crm")
-"""The metrics that read a softmax of the scores as the model's probabilities."""
+def probability_metrics() -> list[str]:
+    """The metrics that read a softmax of the scores as the model's probabilities: those declared
+    to need scores (calibration, cross-entropy), and CRM's."""
+    return [*(key for key, (metric, _) in statistics.declared().items() if metric.needs == "scores"), "crm"]
 
 
 def without_probabilities(evaluation: EvaluationContent, why: str) -> None:
-    """The metrics of :data:`PROBABILITY_METRICS` marked unavailable (``why``), for scores whose
+    """The metrics of :func:`probability_metrics` marked unavailable (``why``), for scores whose
     softmax is no probability."""
-    for key in PROBABILITY_METRICS:
+    for key in probability_metrics():
         evaluation.metrics.pop(key, None)
         evaluation.metrics["unavailable"][key] = why
 

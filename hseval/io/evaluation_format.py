@@ -19,6 +19,7 @@ of all runs: ``index.json`` (:class:`IndexRecord`).
 
 from __future__ import annotations
 
+import functools
 import io
 import json
 import zipfile
@@ -27,7 +28,7 @@ from typing import Annotated, Any, Literal
 
 import numpy as np
 import pandas as pd
-from pydantic import Field, StringConstraints, model_validator
+from pydantic import Field, StringConstraints, create_model, model_validator
 
 from hseval.core import fileio
 from hseval.core.errors import RunFormatError
@@ -52,10 +53,11 @@ from hseval.io.records import (
     write_record,
 )
 from hseval.io.tables import EVALUATION_TABLES, GROUPED, LEVELS, RERUN, SUMMARY, render
+from hseval.metrics import statistics
 from hseval.tree.hierarchy import Hierarchy
 
 __all__ = ["SCHEMA_VERSION", "METRICS", "PER_NODE", "GEOMETRY", "PAIRS", "PROJECTIONS", "EMBEDDINGS", "PREDICTIONS",
-           "FILES", "TABLES", "ARRAYS", "MetricsRecord", "PATTERN_HELP", "IndexRecord", "write_run", "read_metrics",
+           "FILES", "TABLES", "ARRAYS", "metrics_record", "IndexRecord", "write_run", "read_metrics",
            "read_arrays", "verified_bytes", "checksums", "INDEX_FILE", "REPORT_FILES", "FOLDER_FILES", "write_index"]
 
 SCHEMA_VERSION = 3
@@ -72,57 +74,11 @@ FOLDER_FILES = (INDEX_FILE, *REPORT_FILES)
 
 # ====================================================================== metrics.json
 Signed = Annotated[float, Field(ge=-1, le=1)]
-_SCORE = r"^(top[1-9][0-9]{0,3}|(avg|best)_hdist@[1-9][0-9]{0,3})$"
-_TOP = r"^top[1-9][0-9]{0,3}$"
 _MEAN = r"^mean_[a-z_]+$"
-
-
-PATTERN_HELP = {
-    r"top([0-9]+)": "Leaf top-{k} accuracy: the share of test samples whose class is {the top k}.",
-    r"avg_hdist@([0-9]+)": "Mean tree distance from the true class to {each of the top k}, over all samples (Making "
-                           "Better Mistakes); lower: the predictions stay near the true class.",
-    r"best_hdist@([0-9]+)": "Tree distance from the true class to {the nearest of the top k}, averaged over the "
-                            "samples; lower is better.",
-}
-"""Help of the scores whose keys follow a pattern (``top5``, ``avg_hdist@1`` ...), for k = the number
-(:func:`hseval.reporting.columns.metric_help` words the braces for k = 1 and for k > 1)."""
-_DISTANCE = " Tree distance d(a, b) = tree height − depth of their lowest common ancestor (0 for the same class)."
 
 
 def _help(text: str) -> Any:
     return Field(None, description=text)
-
-
-class Scores(Record):
-    """Predictions scored: leaf top-k (``top1``, ``top5`` ...), super-class accuracy, mistake
-    severity, hierarchical distance@k (``avg_hdist@5`` ...) and hierarchical precision/recall/F1.
-    Each field's description (and :data:`PATTERN_HELP`) is the help every table, the report and
-    README show for it (:func:`hseval.reporting.columns.metric_help`)."""
-
-    model_config = keys_like(_SCORE, narrower={_TOP: Unit | None})
-    __pydantic_extra__: dict[Annotated[str, StringConstraints(pattern=_SCORE)], NonNegative | None]
-    superclass_acc: Levels | None = _help(
-        "Super-class accuracy at each level 'from leaf': the share of samples whose predicted class has the true "
-        "class's ancestor at that level (samples of a class shallower than the level are left out).")
-    mistake_severity: NonNegative | None = _help(
-        "Mean tree distance between the predicted and the true class over the mistakes only (Making Better "
-        "Mistakes); lower: the mistakes are milder." + _DISTANCE)
-    hierarchical_precision: Unit | None = _help(
-        "Hierarchical precision: the share of the predicted class's ancestors (root excluded, the class "
-        "included) that are the true class's, micro-averaged over the samples.")
-    hierarchical_recall: Unit | None = _help(
-        "Hierarchical recall: the share of the true class's ancestors (root excluded, the class included) "
-        "that the prediction's ancestors cover, micro-averaged over the samples.")
-    hierarchical_f1: Unit | None = _help(
-        "Hierarchical F1: the harmonic mean of hierarchical precision and recall; 1 for a perfect head, partial "
-        "credit for a mistake inside the right super-class.")
-
-    @model_validator(mode="after")
-    def _top_k_is_a_fraction(self) -> Scores:
-        for key, value in (self.__pydantic_extra__ or {}).items():
-            if key.startswith("top") and value is not None and value > 1:
-                raise ValueError(f"'{key}' must be <= 1, got {value:g}")
-        return self
 
 
 class Reliability(Record):
@@ -187,25 +143,15 @@ class Source(Record):
     inputs: list[str] | None = None
 
 
-class MetricsRecord(Scores):
-    """``metrics.json``: the scores of one evaluated run, what it was, and its tree."""
+class _Run(Record):
+    """What metrics.json says beside the scores of the declared metrics: what was evaluated, its
+    tree, the scale and geometry of its vectors, CRM's scores, how it was trained."""
 
     top1: Unit
     head: str = Field(description="The last layer: plain, multitask, hierarchy, manifold, riemann, hyperbolic ...")
     dataset: str
     samples: Count = Field(description="Test samples evaluated.")
     hierarchy: TreeRecord
-    superclass_acc_from_levels: Levels | None = _help(
-        "Super-class accuracy at each level from the head's own super-class scores (the parent δ columns of the "
-        "hierarchical heads, the extra heads of multitask); n/a for a head without them.")
-    level_agreement: Levels | None = _help(
-        "How often the head's own super-class prediction at a level is the ancestor of its leaf prediction.")
-    ece: Unit | None = _help(
-        "Expected calibration error: the gap between confidence (top-1 probability) and accuracy over 15 "
-        "equal-width bins, weighted by their samples; 0: the confidence is honest.")
-    cross_entropy: NonNegative | None = _help("Mean negative log-probability of the true class (nats); lower is "
-                                              "better.")
-    reliability: Reliability | None = _help("The reliability diagram's bins (the calibration chart).")
     feature_norm: dict[Literal["mean", "std", "max"], NonNegative | None] | None = _help(
         "Mean norm ‖φ(x)‖ of the test embeddings (with std and max): with the class vectors' norms it sets the "
         "logit scale.")
@@ -220,9 +166,6 @@ class MetricsRecord(Scores):
         "The radius R0 of a sphere head's first level, as it was built (its option or the head's default); none "
         "for a head without one.")
     geometry: Geometry | None = _help("The class vectors' geometry per depth and their agreement with the tree.")
-    crm: Scores | None = _help(
-        "The same scores for CRM re-ranking (Karthik et al., ICLR 2021), which predicts the class of least "
-        "expected tree distance under the head's probabilities instead of the most probable one.")
     unavailable: dict[str, str] | None = None
     """Metric key -> why it could not be computed."""
     run: str | None = _help("The run's name (its folder in the evaluation).")
@@ -237,18 +180,72 @@ class MetricsRecord(Scores):
     source: Source | None = None
 
     @model_validator(mode="after")
-    def _levels_of_the_tree(self) -> MetricsRecord:
+    def _levels_of_the_tree(self) -> _Run:
         tree = self.hierarchy.tree
-        for key in ("superclass_acc", "superclass_acc_from_levels", "level_agreement"):
-            level_keys(key, getattr(self, key), tree)
-        level_keys("crm.superclass_acc", self.crm and self.crm.superclass_acc, tree)
+        for record, where in ((self, ""), (getattr(self, "crm", None), "crm.")):
+            for key, (_, declared) in statistics.declared().items():
+                if declared.kind == "levels":
+                    level_keys(where + key, getattr(record, key, None), tree)
         return self
+
+
+class _Scored(Record):
+    """Scores of the declared metrics whose keys hold a k (``top5``): each within its kind's range."""
+
+    @model_validator(mode="after")
+    def _per_k_in_range(self) -> _Scored:
+        for key, value in (self.__pydantic_extra__ or {}).items():
+            found = statistics.key_of(key)
+            if found and found[0].keys[found[1]].kind == "share" and value is not None and value > 1:
+                raise ValueError(f"'{key}' must be <= 1, got {value:g}")
+        return self
+
+
+_KINDS: dict[str, Any] = {"share": Unit, "nonnegative": NonNegative, "levels": Levels, "bins": Reliability}
+"""The type of a declared metric's value in metrics.json, by its :class:`~hseval.metrics.statistics.Key`'s kind."""
+
+
+@functools.cache
+def _records(metrics: tuple[str, ...]) -> tuple[type[Record], type[Record]]:
+    """(Scores, MetricsRecord) for the metrics registered under these names (a metric added later,
+    by a user's module, makes new ones)."""
+    declared = statistics.declared()
+    per_k = {metric.patterns[k].pattern.replace("([1-9][0-9]{0,3})", "[1-9][0-9]{0,3}"): key
+             for k, (metric, key) in declared.items() if "{k}" in k}
+    any_k = f"^({'|'.join(per_k)})$"
+    extra = NonNegative if any(key.kind == "nonnegative" for key in per_k.values()) else Unit
+
+    def fields(crm: bool) -> dict[str, Any]:
+        return {k: (_KINDS[key.kind] | None, _help(key.help)) for k, (metric, key) in declared.items()
+                if "{k}" not in k and metric.crm == crm}
+
+    scores = type("Scores", (_Scored,), {
+        "__module__": __name__, "__doc__": "Predictions scored by the metrics that CRM's ranking has too.",
+        "model_config": keys_like(any_k, narrower={f"^{p}$": Unit | None for p, key in per_k.items()
+                                                   if key.kind == "share" and extra is not Unit}),
+        "__annotations__": {"__pydantic_extra__": dict[Annotated[str, StringConstraints(pattern=any_k)], extra | None],
+                            **{k: kind for k, (kind, _) in fields(True).items()}},
+        **{k: default for k, (_, default) in fields(True).items()}})
+    record = create_model("MetricsRecord", __base__=(_Run, scores), __module__=__name__, **fields(False),
+                          crm=(scores | None, _help(
+                              "The same scores for CRM re-ranking (Karthik et al., ICLR 2021), which predicts the "
+                              "class of least expected tree distance under the head's probabilities instead of the "
+                              "most probable one.")))
+    record.__doc__ = "``metrics.json``: the scores of one evaluated run, what it was, and its tree."
+    return scores, record
+
+
+def metrics_record() -> type[Record]:
+    """The record of ``metrics.json``, made from the metrics registered now
+    (:data:`~hseval.metrics.statistics.METRICS`: each key's type, by its kind, and its help) and
+    what the evaluation says beside them (:class:`_Run`)."""
+    return _records(tuple(statistics.METRICS))[1]
 
 
 def read_metrics(path: Path, data: bytes) -> tuple[dict[str, Any], Hierarchy]:
     """``metrics.json`` as it reads (every value checked by :class:`MetricsRecord`) and the run's tree."""
     metrics = parse_json(data, where=path, hint=RERUN)
-    return metrics, parse_record(MetricsRecord, metrics, where=path, hint=RERUN).hierarchy.tree
+    return metrics, parse_record(metrics_record(), metrics, where=path, hint=RERUN).hierarchy.tree
 
 
 # ====================================================================== arrays

@@ -1,6 +1,9 @@
 """Metrics: pure functions first (numpy in, numbers out), each an update of sufficient statistics and a
 compute from them; :class:`HierarchicalMetrics` streams the same statistics and computes the same way."""
 
+# isort: off
+from hseval.metrics import accuracy, levels, mistakes, hierarchical, calibration  # noqa: F401 (declare, in this order, the metrics)
+# isort: on
 from hseval.metrics.accuracy import (
     level_accuracy,
     per_node_accuracy,

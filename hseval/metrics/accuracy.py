@@ -18,6 +18,7 @@ import numpy as np
 
 from hseval.metrics import _checks
 from hseval.metrics.confusion import Pairs, pairs_update
+from hseval.metrics.statistics import METRICS, Batch, Key, Metric, by_level
 from hseval.tree.hierarchy import Hierarchy
 
 __all__ = ["topk_accuracy", "topk_predictions", "level_accuracy", "superclass_accuracy_from_leaf",
@@ -303,3 +304,21 @@ def _leaf_pair(pred_leaf: np.ndarray, target: np.ndarray, hierarchy: Hierarchy) 
     target = _checks.leaves(target, "target", hierarchy)
     _checks.same_length(pred_leaf, target, "pred_leaf and target")
     return pred_leaf, target
+
+
+def _topk_batch(batch: Batch) -> dict[str, np.ndarray]:
+    kept = [k for k in batch.ks if k <= batch.top.shape[1]]  # the k above the batch's width add nothing
+    return {"topk_hits": np.pad(_topk_update(batch.top, batch.targets, kept), (0, len(batch.ks) - len(kept)))}
+
+
+METRICS.add("top-k", Metric(
+    keys={"top{k}": Key("top-{k}", "Leaf top-{k} accuracy: the share of test samples whose class is {the top k}.",
+                        shown="headline")},
+    state=lambda hierarchy, num_ks, n_bins: {"topk_hits": np.zeros(num_ks, np.int64)}, update=_topk_batch,
+    compute=lambda sums: {f"top{sums.ks[i]}": _checks.ratio(sums.state["topk_hits"][i], sums.n) for i in sums.shown}))
+METRICS.add("super-class accuracy", Metric(
+    keys={"superclass_acc": Key(
+        "super-class accuracy", "Super-class accuracy at each level 'from leaf': the share of samples whose predicted "
+        "class has the true class's ancestor at that level (samples of a class shallower than the level are left "
+        "out).", kind="levels", shown="headline")},
+    compute=lambda sums: {"superclass_acc": by_level(_superclass_compute(sums.pairs, sums.hierarchy))}))

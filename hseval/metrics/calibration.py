@@ -14,9 +14,12 @@ and both it and the functions here compute from them.
 
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
 
 from hseval.metrics import _checks
+from hseval.metrics.statistics import METRICS, Batch, Key, Metric, Sums
 
 __all__ = ["expected_calibration_error", "reliability_bins"]
 
@@ -160,3 +163,29 @@ def _ece_compute(bins: tuple[np.ndarray, ...]) -> float:
     full = count > 0
     gap = np.abs(table["accuracy"][full] - table["confidence"][full])
     return float((count[full] * gap).sum() / n)
+
+
+def _calibration_batch(batch: Batch) -> dict[str, Any]:
+    confidence, nll = _scores_update(batch.scores, batch.targets, logits=batch.logits)
+    count, correct, confidences = _bins_update(confidence, batch.top[:, 0] == batch.targets, n_bins=batch.n_bins)
+    return {"bin_count": count, "bin_correct": correct, "bin_confidence": confidences, "nll": nll.sum()}
+
+
+def _calibration_sums(sums: Sums) -> dict[str, Any]:
+    bins = (sums.state["bin_count"], sums.state["bin_correct"], sums.state["bin_confidence"])
+    return {"cross_entropy": _checks.ratio(sums.state["nll"][0], sums.n), "ece": _ece_compute(bins),
+            "reliability": {key: value.tolist() for key, value in _reliability_compute(bins).items()}}
+
+
+METRICS.add("calibration", Metric(
+    keys={"cross_entropy": Key("cross-entropy", "Mean negative log-probability of the true class (nats); lower is "
+                               "better.", kind="nonnegative"),
+          "ece": Key("ECE", "Expected calibration error: the gap between confidence (top-1 probability) and accuracy "
+                     "over 15 equal-width bins, weighted by their samples; 0: the confidence is honest.",
+                     shown="headline"),
+          "reliability": Key("reliability", "The reliability diagram's bins (the calibration chart).", kind="bins",
+                             shown="none")},
+    state=lambda hierarchy, num_ks, n_bins: {
+        "bin_count": np.zeros(n_bins, np.int64), "bin_correct": np.zeros(n_bins, np.int64),
+        "bin_confidence": np.zeros(n_bins, np.float64), "nll": np.zeros(1, np.float64)},
+    update=_calibration_batch, compute=_calibration_sums, needs="scores", crm=False))

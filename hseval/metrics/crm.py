@@ -101,13 +101,11 @@ def crm_risk(probs: np.ndarray, hierarchy: Hierarchy) -> np.ndarray:
 
 
 def crm_summary(computed: dict) -> dict:
-    """The metrics of :meth:`HierarchicalMetrics.compute` that mean something for CRM's ranking:
-    top-k, super-class accuracy from the predicted class, mistake severity, hierarchical
-    distance@k and hierarchical precision/recall/F1 (not calibration: CRM's scores are no
-    probabilities)."""
-    keep = ("top", "superclass_acc", "mistake_severity", "avg_hdist@", "best_hdist@", "hierarchical_")
-    return {k: v for k, v in computed.items()
-            if k.startswith(keep) and k not in ("superclass_acc_from_levels", "level_agreement")}
+    """The metrics of :meth:`HierarchicalMetrics.compute` that mean something for CRM's ranking,
+    those declared so (``Metric.crm``): top-k, super-class accuracy from the predicted class,
+    mistake severity, hierarchical distance@k and hierarchical precision/recall/F1 (not
+    calibration: CRM's scores are no probabilities)."""
+    return {k: v for k, v in computed.items() if (found := statistics.key_of(k)) and found[0].crm}
 
 
 class CrmMetrics:

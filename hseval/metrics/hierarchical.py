@@ -19,6 +19,7 @@ import numpy as np
 
 from hseval.metrics import _checks
 from hseval.metrics.confusion import Pairs, pairs_update
+from hseval.metrics.statistics import METRICS, Key, Metric
 from hseval.tree.hierarchy import Hierarchy
 
 __all__ = ["hierarchical_prf"]
@@ -76,3 +77,17 @@ def _prf_compute(pairs: Pairs, hierarchy: Hierarchy) -> dict[str, float]:
     recall = overlap / pairs.total(values=hierarchy.depth[pairs.target])
     f1 = 2 * precision * recall / (precision + recall) if overlap else 0.0
     return {"precision": float(precision), "recall": float(recall), "f1": float(f1)}
+
+
+METRICS.add("hierarchical precision, recall and F1", Metric(
+    keys={"hierarchical_precision": Key(
+              "hier. precision", "Hierarchical precision: the share of the predicted class's ancestors (root excluded, "
+              "the class included) that are the true class's, micro-averaged over the samples."),
+          "hierarchical_recall": Key(
+              "hier. recall", "Hierarchical recall: the share of the true class's ancestors (root excluded, the class "
+              "included) that the prediction's ancestors cover, micro-averaged over the samples."),
+          "hierarchical_f1": Key(
+              "hier. F1", "Hierarchical F1: the harmonic mean of hierarchical precision and recall; 1 for a perfect "
+              "head, partial credit for a mistake inside the right super-class.", shown="headline")},
+    compute=lambda sums: {f"hierarchical_{key}": value
+                          for key, value in _prf_compute(sums.pairs, sums.hierarchy).items()}))

@@ -16,6 +16,7 @@ import numpy as np
 
 from hseval.metrics import _checks
 from hseval.metrics.accuracy import _leaf_pair, _level_counts
+from hseval.metrics.statistics import METRICS, Key, Metric, Sums, by_level
 from hseval.tree.hierarchy import Hierarchy
 
 __all__ = ["level_predictions_from_leaf", "level_predictions_from_logits", "level_prediction_matrix",
@@ -288,3 +289,22 @@ def _levels_compute(counts: np.ndarray, levels: tuple[int, ...]) -> tuple[dict[i
     reached, correct, agree = counts.T
     return ({k: _checks.ratio(correct[k - 1], reached[k - 1]) for k in levels},
             {k: _checks.ratio(agree[k - 1], reached[k - 1]) for k in levels})
+
+
+def _levels_sums(sums: Sums) -> dict[str, dict[str, float]]:
+    accuracy, agreement = _levels_compute(sums.state["level_counts"], sums.levels or ())
+    return {"superclass_acc_from_levels": by_level(accuracy), "level_agreement": by_level(agreement)}
+
+
+METRICS.add("own super-class scores", Metric(
+    keys={"superclass_acc_from_levels": Key(
+              "super-class accuracy (own scores)", "Super-class accuracy at each level from the head's own super-class "
+              "scores (the parent δ columns of the hierarchical heads, the extra heads of multitask); n/a for a head "
+              "without them.", kind="levels", shown="headline"),
+          "level_agreement": Key("level agreement", "How often the head's own super-class prediction at a level is the "
+                                 "ancestor of its leaf prediction.", kind="levels", shown="summary")},
+    state=lambda hierarchy, num_ks, n_bins: {"level_counts": np.zeros((max(hierarchy.max_depth - 1, 0), 3),
+                                                                      np.int64)},
+    update=lambda batch: {"level_counts": _levels_update(batch.levels, batch.top[:, 0], batch.targets,
+                                                         batch.hierarchy)},
+    compute=_levels_sums, needs="levels", crm=False))

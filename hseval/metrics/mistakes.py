@@ -31,10 +31,14 @@ import numpy as np
 from hseval.metrics import _checks
 from hseval.metrics.accuracy import topk_predictions
 from hseval.metrics.confusion import Pairs, pairs_update
+from hseval.metrics.statistics import METRICS, Batch, Key, Metric, Sums
 from hseval.tree.hierarchy import Hierarchy
 
 __all__ = ["hierarchical_distance", "mistake_severity", "avg_hierarchical_distance_at_k",
-           "best_hierarchical_distance_at_k", "mistake_metrics", "mistake_metrics_from_topk"]
+           "best_hierarchical_distance_at_k", "mistake_metrics", "mistake_metrics_from_topk", "NO_MISTAKES"]
+
+NO_MISTAKES = "no mistakes: every sample is right, so the mean severity of a mistake is undefined"
+_DISTANCE = " Tree distance d(a, b) = tree height − depth of their lowest common ancestor (0 for the same class)."
 
 
 @_checks.checked(hierarchy=_checks.HIERARCHY)
@@ -366,3 +370,38 @@ def _topk_distance_compute(sums: tuple[np.ndarray, np.ndarray], n: int,
     total, best = sums
     return ([_checks.ratio(total[i], n * k) for i, k in enumerate(ks)],
             [_checks.ratio(best[i], n) for i in range(len(ks))])
+
+
+def _distance_batch(batch: Batch) -> dict[str, np.ndarray]:
+    kept = [k for k in batch.ks if k <= batch.top.shape[1]]  # the k above the batch's width add nothing
+    total, best = _topk_distance_update(batch.top, batch.targets, batch.hierarchy, kept)
+    pad = (0, len(batch.ks) - len(kept))
+    return {"hdist_total": np.pad(total, pad), "hdist_best": np.pad(best, pad)}
+
+
+def _distance_sums(sums: Sums) -> dict[str, float]:
+    shown = list(sums.shown)
+    average, best = _topk_distance_compute((sums.state["hdist_total"][shown], sums.state["hdist_best"][shown]), sums.n,
+                                           [min(sums.ks[i], sums.hierarchy.num_leaves) for i in shown])
+    out = {}
+    for i, avg, low in zip(shown, average, best):
+        out[f"avg_hdist@{sums.ks[i]}"], out[f"best_hdist@{sums.ks[i]}"] = avg, low
+    return out
+
+
+METRICS.add("mistake severity", Metric(
+    keys={"mistake_severity": Key(
+        "mistake severity", "Mean tree distance between the predicted and the true class over the mistakes only "
+        "(Making Better Mistakes); lower: the mistakes are milder." + _DISTANCE, kind="nonnegative", shown="headline",
+        undefined=NO_MISTAKES)},
+    compute=lambda sums: {"mistake_severity": _severity_compute(sums.pairs, sums.hierarchy)}))
+METRICS.add("tree distance@k", Metric(
+    keys={"avg_hdist@{k}": Key("mean tree distance@{k}", "Mean tree distance from the true class to {each of the top "
+                               "k}, over all samples (Making Better Mistakes); lower: the predictions stay near the "
+                               "true class.", kind="nonnegative"),
+          "best_hdist@{k}": Key("best tree distance@{k}", "Tree distance from the true class to {the nearest of the "
+                                "top k}, averaged over the samples; lower is better.", kind="nonnegative",
+                                shown="summary")},
+    state=lambda hierarchy, num_ks, n_bins: {"hdist_total": np.zeros(num_ks, np.int64),
+                                             "hdist_best": np.zeros(num_ks, np.int64)},
+    update=_distance_batch, compute=_distance_sums))

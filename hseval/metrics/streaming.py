@@ -36,7 +36,6 @@ __all__ = ["HierarchicalMetrics", "NO_SCORES", "NO_LEVEL_SCORES"]
 NO_SCORES = "the predictions give one class per sample, no scores"
 """Why a score-based metric (top-k beyond 1, calibration, cross-entropy) is not available."""
 NO_LEVEL_SCORES = "no super-class scores of the model's own were given"
-_SCORE_METRICS = ("ece", "reliability", "cross_entropy")
 _PROBS_FIX = "pass softmax outputs, or make the metrics with scores='logits' for logits"
 
 
@@ -311,13 +310,13 @@ class HierarchicalMetrics:
             {metric key: reason}; empty when every metric is available.
         """
         out: dict[str, str] = {}
-        if self._mode == "labels":
-            for k in self.ks[1:]:
-                out.update({f"top{k}": NO_SCORES, f"avg_hdist@{k}": NO_SCORES, f"best_hdist@{k}": NO_SCORES})
-            out.update({key: NO_SCORES for key in _SCORE_METRICS})
-        if self._levels is None and self.hierarchy.max_depth > 1:
-            out["superclass_acc_from_levels"] = NO_LEVEL_SCORES
-            out["level_agreement"] = NO_LEVEL_SCORES
+        for key, (metric, _) in statistics.declared().items():
+            if self._mode == "labels" and "{k}" in key:  # one class per sample: no top-k beyond the first
+                out.update({key.format(k=k): NO_SCORES for k in self.ks[1:]})
+            elif self._mode == "labels" and metric.needs == "scores":
+                out[key] = NO_SCORES
+            elif metric.needs == "levels" and self._levels is None and self.hierarchy.max_depth > 1:
+                out[key] = NO_LEVEL_SCORES
         return out
 
     def compute(self) -> dict[str, Any]:

@@ -1,10 +1,11 @@
 """The words of every table and chart: one display name and one help text per column, the level's
 names beside "level k", and "n/a — reason" wherever a value is missing.
 
-A metric's help is written once, where its key is defined (the field descriptions of
-:class:`hseval.io.evaluation_format.MetricsRecord` and its ``PATTERN_HELP``, read by
-:func:`metric_help`); this module only maps a column of a table to that key and names it. The
-report's tables, the dashboard's headers and README's metrics list all read it from there.
+A metric's name and help are written once, where the metric is declared
+(:class:`hseval.metrics.statistics.Key`; the other keys of metrics.json: the field descriptions of
+:func:`hseval.io.evaluation_format.metrics_record`), read by :func:`metric_help` and
+:func:`display_name`; this module only maps a column of a table to that key. The report's tables,
+the dashboard's headers and README's metrics list all read it from there.
 """
 
 from __future__ import annotations
@@ -15,8 +16,9 @@ from typing import Any
 
 import pandas as pd
 
-from hseval.io.evaluation_format import PATTERN_HELP, MetricsRecord
+from hseval.io.evaluation_format import metrics_record
 from hseval.io.records import Record
+from hseval.metrics import statistics
 from hseval.tree.hierarchy import Hierarchy
 
 __all__ = ["metric_help", "level_names", "level_label", "display_name", "column_help", "not_available", "key_name",
@@ -27,22 +29,27 @@ _TOP_K = {"{the top k}": ("the head's highest-scored class", "among the head's {
           "{the nearest of the top k}": ("the highest-scored class", "the nearest of the {k} highest-scored classes")}
 
 
-def _pattern_help(key: str) -> str | None:
-    for pattern, text in PATTERN_HELP.items():
-        match = re.fullmatch(pattern, key)
-        if match:
-            k = int(match.group(1))
-            for slot, (one, many) in _TOP_K.items():
-                text = text.replace(slot, one if k == 1 else many)
-            return text.replace("{k}", str(k))
-    return None
+def _declared(key: str, text: str) -> str:
+    """``text`` (a declared key's name or help) for the metrics.json key ``key``: a per-k key's
+    braces worded for its k ("top{k}" -> "top5")."""
+    found = statistics.key_of(key)
+    if found is None or "{k}" not in found[1]:
+        return text
+    k = int(found[0].patterns[found[1]].fullmatch(key).group(1))
+    for slot, (one, many) in _TOP_K.items():
+        text = text.replace(slot, one if k == 1 else many)
+    return text.replace("{k}", str(k))
 
 
 def metric_help(*path: str) -> str | None:
-    """The help of a metrics.json key, written once where the key is defined: a field's description
-    (``metric_help("crm", "top1")`` walks into nested records) or the help of its pattern
-    (:data:`PATTERN_HELP`); None for a key without one."""
-    record: Any = MetricsRecord
+    """The help of a metrics.json key, written once where the key is defined: a declared metric's
+    (:class:`~hseval.metrics.statistics.Key`, also inside "crm"), else a field's description
+    (``metric_help("geometry", "tree_agreement", ...)`` walks into nested records); None for a key
+    without one."""
+    found = statistics.key_of(path[-1]) if path[:-1] in ((), ("crm",)) else None
+    if found is not None:
+        return _declared(path[-1], found[0].keys[found[1]].help)
+    record: Any = metrics_record()
     field = None
     for key in path:
         field = getattr(record, "model_fields", {}).get(key)
@@ -50,7 +57,7 @@ def metric_help(*path: str) -> str | None:
             break
         record = next((a for a in typing.get_args(field.annotation) if isinstance(a, type)
                        and issubclass(a, Record)), field.annotation)
-    return field.description if field is not None and field.description else _pattern_help(path[-1])
+    return field.description if field is not None else None
 
 
 _LEVEL = re.compile(r"level ?([0-9]+)(?:_(from_leaf|own_scores|agreement)| \((from leaf|own scores)\))")
@@ -59,12 +66,9 @@ _WAY_KEYS = {"from_leaf": "superclass_acc", "from leaf": "superclass_acc", "own_
 _WAY_NAMES = {"superclass_acc": "from leaf", "superclass_acc_from_levels": "own scores",
               "level_agreement": "agreement"}
 _NAMES = {
-    "top1": "top-1", "top5": "top-5", "samples": "test samples", "mistake_severity": "mistake severity",
-    "hierarchical_precision": "hier. precision", "hierarchical_recall": "hier. recall", "hierarchical_f1": "hier. F1",
-    "ece": "ECE", "cross_entropy": "cross-entropy", "feature_norm": "feature norm ‖φ(x)‖", "max_logit": "max logit",
+    "samples": "test samples", "feature_norm": "feature norm ‖φ(x)‖", "max_logit": "max logit",
     "cophenetic_correlation": "cophenetic correlation", "leaf": "leaf (top-1)", "crm": "CRM re-ranking",
-    "superclass_acc_from_levels": "super-class accuracy (own scores)", "superclass_acc": "super-class accuracy",
-    "level_agreement": "level agreement", "projections": "projections", "embeddings": "embeddings",
+    "projections": "projections", "embeddings": "embeddings",
     # geometry.csv, pair_angles.csv and the per-depth summary: units in the name
     "angle_to_parent": "angle to parent (°)", "delta_norm": "step ‖w_p − w_parent‖", "radius": "radius R_p",
     "norm": "norm ‖w_p‖", "is_leaf": "class", "name": "node", "angle": "angle (°)",
@@ -126,12 +130,9 @@ def display_name(column: str, tree: Hierarchy | None = None) -> str:
         return f"mean {display_name(key[5:], tree)}"
     if key in _NAMES:
         return _NAMES[key]
-    top = re.fullmatch(r"top([0-9]+)", key)
-    if top:
-        return f"top-{top.group(1)}"
-    dist = re.fullmatch(r"(avg|best)_hdist@([0-9]+)", key)
-    if dist:
-        return f"{'mean' if dist.group(1) == 'avg' else 'best'} tree distance@{dist.group(2)}"
+    found = statistics.key_of(key)
+    if found is not None:
+        return _declared(key, found[0].keys[found[1]].name)
     name = key.replace("_", " ")
     return f"{name} (°)" if "angle" in name and "(°)" not in name else name
 

@@ -14,11 +14,12 @@ import pandas as pd
 
 from hseval.io.results import RunResult
 from hseval.io.run_settings import run_inputs
+from hseval.metrics import statistics
 from hseval.reporting.columns import key_name, not_available
 
 __all__ = ["WAYS", "methods_table", "history_long", "summary_table", "grouped_summary", "level_long", "level_table",
            "settings", "config_key", "setting_names", "unavailable_table", "mark_unavailable", "metric_of_column",
-           "reason"]
+           "reason", "declaration", "reading_order", "LEVEL_COLUMNS", "CRM_COLUMNS", "SCALE_COLUMNS"]
 
 WAYS = {"leaf": "leaf", "superclass_acc": "from leaf", "superclass_acc_from_levels": "own scores"}
 """How an accuracy is measured, by its metrics.json key: the leaf prediction, its ancestor at the
@@ -34,30 +35,32 @@ def _levels(values: Any) -> list[tuple[int, Any]]:
     return sorted(((int(k), v) for k, v in (values or {}).items()), key=lambda kv: kv[0])
 
 
+LEVEL_COLUMNS = {"superclass_acc": "from_leaf", "superclass_acc_from_levels": "own_scores",
+                 "level_agreement": "agreement"}
+"""The columns ``level{depth}_{way}`` of a metric of one value per level, by its key (another's: its key)."""
+CRM_COLUMNS = ("top1", "mistake_severity", "avg_hdist@1", "hierarchical_f1")
+"""The scores of CRM's ranking the summary shows (``crm_top1`` ...)."""
+SCALE_COLUMNS = ("feature_norm", "max_logit", "cophenetic_correlation")
+"""The last columns of the summary: the logit scale, and how well the class vectors recover the tree."""
+
+
 def summary_table(runs: list[RunResult]) -> pd.DataFrame:
-    """One row per run: identity, leaf and super-class accuracy (both ways), mistake and
-    hierarchical metrics, calibration, feature scale and tree agreement."""
+    """One row per run: identity, every declared metric's columns in their order (one per k of a
+    top-k metric, one per level of a metric by level), CRM's, feature scale and tree agreement."""
     rows = []
     for r in runs:
         m = r.metrics
         row: dict[str, Any] = {"run": r.name, "dataset": m.get("dataset"), "backbone": m.get("backbone"),
                                "head": m.get("head"), "seed": m.get("seed"), "samples": m.get("samples")}
-        for key in ("top1", "top5"):
-            row[key] = _num(m.get(key))
-        for depth, value in _levels(m.get("superclass_acc")):
-            row[f"level{depth}_from_leaf"] = _num(value)
-        for depth, value in _levels(m.get("superclass_acc_from_levels")):
-            row[f"level{depth}_own_scores"] = _num(value)
-        for depth, value in _levels(m.get("level_agreement")):
-            row[f"level{depth}_agreement"] = _num(value)
-        for key, value in m.items():
-            if key.startswith(("mistake_severity", "avg_hdist", "best_hdist", "hierarchical_")):
-                row[key] = _num(value)
+        for key, (metric, declared) in statistics.declared().items():
+            if declared.kind == "levels":
+                row.update({f"level{depth}_{LEVEL_COLUMNS.get(key, key)}": _num(value)
+                            for depth, value in _levels(m.get(key))})
+            elif declared.shown != "none":
+                row.update({name: _num(value) for name, value in m.items() if metric.patterns[key].fullmatch(name)})
         crm = m.get("crm") or {}
-        for key in ("top1", "mistake_severity", "avg_hdist@1", "hierarchical_f1"):
+        for key in CRM_COLUMNS:
             row[f"crm_{key}"] = _num(crm.get(key))
-        row["ece"] = _num(m.get("ece"))
-        row["cross_entropy"] = _num(m.get("cross_entropy"))
         row["feature_norm"] = _num((m.get("feature_norm") or {}).get("mean"))
         row["max_logit"] = _num((m.get("max_logit") or {}).get("mean"))
         agreement = ((m.get("geometry") or {}).get("tree_agreement") or {})
@@ -179,8 +182,7 @@ def level_table(runs: list[RunResult]) -> pd.DataFrame:
 
 
 _LEVEL_COLUMN = re.compile(r"level ?([0-9]+)(?:_| \()(from.leaf|own.scores|agreement)\)?")
-_LEVEL_KEYS = {"from": "superclass_acc", "own": "superclass_acc_from_levels", "agreement": "level_agreement"}
-_PER_K = re.compile(r"top[0-9]+|(?:avg|best)_hdist@[0-9]+")
+_LEVEL_KEYS = {way: key for key, way in LEVEL_COLUMNS.items()}
 
 
 def metric_of_column(column: str) -> str:
@@ -188,11 +190,33 @@ def metric_of_column(column: str) -> str:
     ``unavailable`` names it: a level's value "superclass_acc.2", a CRM column's "crm.top1"."""
     match = _LEVEL_COLUMN.fullmatch(column)
     if match:
-        return f"{_LEVEL_KEYS[re.split('[ _]', match.group(2))[0]]}.{match.group(1)}"
+        return f"{_LEVEL_KEYS[match.group(2).replace(' ', '_')]}.{match.group(1)}"
     if column.startswith("crm_"):
         return f"crm.{column[4:]}"
     return {"cophenetic_correlation": "geometry.tree_agreement.cophenetic_correlation", "leaf": "top1"}.get(column,
                                                                                                            column)
+
+
+def declaration(column: str) -> statistics.Key | None:
+    """The declaration of the metric behind a column of :func:`summary_table` (its ``shown`` says
+    which tables show it); None for a column no metric declares (identity, CRM's, the scale)."""
+    found = statistics.key_of(metric_of_column(column).split(".")[0])
+    return found[0].keys[found[1]] if found else None
+
+
+def reading_order(column: str) -> tuple[int, int, int]:
+    """Sort key of the columns of declared metrics in reading order: as the metrics are declared, a
+    top-k metric's by k, and the levels together, by depth then way ("level 1 from leaf", "level 1
+    own scores", "level 2 from leaf" ...), where the first metric by level is declared."""
+    declared = statistics.declared()
+    keys = list(declared)
+    first_level = min((i for i, key in enumerate(keys) if declared[key][1].kind == "levels"), default=0)
+    metric, key = statistics.key_of(metric_of_column(column).split(".")[0]) or (None, "")
+    match = re.search(r"[0-9]+", column)
+    number = int(match.group()) if match else 0  # a level's depth, a top-k's k
+    if metric is not None and metric.keys[key].kind == "levels":
+        return first_level, number, keys.index(key)
+    return (keys.index(key) if key in keys else len(keys)), number, 0
 
 
 def reason(unavailable: dict[str, str], key: str) -> str | None:
@@ -214,7 +238,7 @@ def unavailable_table(runs: list[RunResult]) -> pd.DataFrame:
     for r in runs:
         by_reason: dict[str, list[str]] = {}
         for key, why in r.unavailable.items():
-            if key in columns or not _PER_K.fullmatch(key):
+            if key in columns or "{k}" not in (statistics.key_of(key) or (None, ""))[1]:
                 by_reason.setdefault(why, []).append(key)
         rows += [{"run": r.name, "metrics": ", ".join(key_name(k, r.hierarchy) for k in keys), "reason": why}
                  for why, keys in by_reason.items()]

@@ -449,7 +449,7 @@ def test_unusable_numbers_in_an_evaluation(evaluated, tmp_path, capsys, name):
     evaluated = folder / RUN
     intact = (evaluated / name).read_bytes()
     if name == eval_format.METRICS:
-        mutations = _number_mutations(name, json.loads(intact), eval_format.MetricsRecord)
+        mutations = _number_mutations(name, json.loads(intact), eval_format.metrics_record())
     else:
         mutations = unusable_cells(name, intact, EVALUATION_TABLES[name])
     assert mutations
