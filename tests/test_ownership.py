@@ -293,6 +293,23 @@ def test_the_lock_is_reentrant_within_a_process_and_released_on_exit(tmp_path):
     assert code.returncode == 0, code.stderr
 
 
+@pytest.mark.skipif(sys.platform == "win32", reason="SIGKILL")
+def test_a_killed_writer_leaves_its_name_but_no_stale_lock(tmp_path):
+    hold = "import sys, time\nfrom hseval.io.folders import locked\nwith locked(sys.argv[1]):\n" \
+           "    print('locked', flush=True)\n    time.sleep(120)"
+    holder = subprocess.Popen([sys.executable, "-c", hold, str(tmp_path)], stdout=subprocess.PIPE, text=True,
+                              cwd=Path(__file__).parents[1])
+    assert holder.stdout.readline().strip() == "locked"
+    with pytest.raises(OwnershipError, match=f"another hseval process \\(pid {holder.pid} on "):
+        ownership.check_unlocked(tmp_path)
+    holder.kill()
+    holder.wait()
+    assert (tmp_path / LOCK).read_text().startswith(f"{holder.pid} ")
+    ownership.check_unlocked(tmp_path)
+    with ownership.locked(tmp_path):
+        assert (tmp_path / LOCK).read_text().startswith(f"{os.getpid()} ")
+
+
 def test_a_folder_records_what_hseval_writes_in_place_and_writes_over_nothing_else(tmp_path):
     """``writes``: the names a command writes in place, refused where they are not hseval's, recorded
     before the first byte (a killed writer's files stay hseval's) and kept in the record only where

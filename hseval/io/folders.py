@@ -14,8 +14,8 @@ Ownership follows from the marker alone, never from the names of the files a fol
 - no output is one of the command's inputs, lies inside one, or takes a name hseval keeps for
   itself (:func:`check_planned`).
 
-A writer holds the folder's lock (:func:`locked`: ``flock`` on ``.hseval.lock``, released by the
-kernel when the process ends, so a killed writer leaves no stale lock). The transactions that
+A writer holds the folder's lock (:func:`locked`: filelock's on ``.hseval.lock``, an OS lock the
+system releases when the process ends, so a killed writer leaves no stale lock). The transactions that
 apply these rules are :mod:`hseval.io.output`'s.
 """
 
@@ -31,12 +31,7 @@ from collections.abc import Collection, Iterator
 from pathlib import Path
 from typing import Annotated, Any, ClassVar, Literal
 
-try:
-    import fcntl
-except ImportError:  # Windows: msvcrt's byte-range lock instead
-    fcntl = None
-    import msvcrt
-
+from filelock import FileLock, Timeout
 from pydantic import Field, TypeAdapter
 
 from hseval.core import __version__, fileio
@@ -227,7 +222,32 @@ def recover(parent: Path, name: str | None = None) -> None:
 
 
 # ====================================================================== the lock
-_HELD: dict[Path, list] = {}  # locks this process holds: path -> [fd, depth] (re-entrant)
+def _lock(folder: Path) -> FileLock:
+    """The write lock of ``folder``: one per folder in this process (re-entrant, from any thread); it
+    writes its holder into the lock file, which filelock's contenders leave as it is, and the file
+    stays (on Windows too) for the next writer."""
+    return FileLock(folder / LOCK, timeout=0, thread_local=False, is_singleton=True, preserve_lock_file=True,
+                    on_acquired=_write_holder)
+
+
+def _write_holder(fd: int) -> None:
+    os.ftruncate(fd, 0)
+    os.pwrite(fd, f"{os.getpid()} {socket.gethostname()}\n".encode(), 0)
+
+
+def _acquire(lock: FileLock, folder: Path, option: str) -> None:
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+        lock.acquire()
+    except Timeout:
+        pid, host = "", ""
+        with contextlib.suppress(OSError):  # released and removed meanwhile (Windows): no one to name
+            pid, _, host = (folder / LOCK).read_bytes()[:256].decode("ascii", "replace").strip().partition(" ")
+        holder = f"pid {pid or 'unknown'}" + (f" on {host}" if host else "")
+        raise OwnershipError(f"{folder}: another hseval process ({holder}) is writing into it; wait until it "
+                             f"finishes or choose another {option}") from None
+    except OSError as exc:
+        raise OwnershipError(f"cannot write {folder}: {exc.strerror or exc}; choose another {option}") from None
 
 
 @contextlib.contextmanager
@@ -235,74 +255,22 @@ def locked(folder: str | Path, *, option: str = "--out") -> Iterator[Path]:
     """Hold the write lock of ``folder`` (created if needed); a second process gets a one-line
     :class:`OwnershipError` at once. Re-entrant within one process."""
     folder = Path(folder)
-    key = folder.resolve()
-    if key in _HELD:
-        _HELD[key][1] += 1
-        try:
-            yield folder
-        finally:
-            _HELD[key][1] -= 1
-        return
+    lock = _lock(folder)
+    _acquire(lock, folder, option)
     try:
-        folder.mkdir(parents=True, exist_ok=True)
-        fd = os.open(folder / LOCK, os.O_RDWR | os.O_CREAT, 0o666)  # the umask applies
-    except OSError as exc:
-        raise OwnershipError(f"cannot write {folder}: {exc.strerror or exc}; choose another {option}") from None
-    try:
-        if not _try_lock(fd):
-            raise OwnershipError(_held(folder, _holder(fd), option))
-        os.ftruncate(fd, 0)
-        os.pwrite(fd, f"{os.getpid()} {socket.gethostname()}\n".encode(), 0)
-        _HELD[key] = [fd, 1]
-        try:
-            yield folder
-        finally:
-            del _HELD[key]
+        yield folder
     finally:
-        os.close(fd)  # closing the descriptor releases the lock
+        lock.release()
 
 
 def check_unlocked(folder: str | Path, *, option: str = "--out") -> None:
     """Refuse ``folder`` in one line naming the process when another process holds its lock (a
     command checks this before anything else about a folder, so that it names the writer whatever
-    else it would refuse); creates nothing."""
+    else it would refuse); creates and writes nothing."""
     folder = Path(folder)
-    if folder.resolve() in _HELD:
-        return
-    try:
-        fd = os.open(folder / LOCK, os.O_RDONLY)
-    except OSError:  # no lock file (a new folder), or none readable: nobody to name
-        return
-    try:
-        if not _try_lock(fd):
-            raise OwnershipError(_held(folder, _holder(fd), option))
-    finally:
-        os.close(fd)  # releases the lock this check took
-
-
-def _holder(fd: int) -> str:
-    """Who holds a lock, as its file says: "pid 123 on host"."""
-    pid, _, host = os.pread(fd, 256, 0).decode("ascii", "replace").strip().partition(" ")
-    return f"pid {pid or 'unknown'}" + (f" on {host}" if host else "")
-
-
-def _held(folder: Path, holder: str, option: str) -> str:
-    return (f"{folder}: another hseval process ({holder}) is writing into it; wait until it finishes or choose "
-            f"another {option}")
-
-
-def _try_lock(fd: int) -> bool:
-    if fcntl is None:
-        try:
-            msvcrt.locking(fd, msvcrt.LK_NBLCK, 1)
-        except OSError:
-            return False
-        return True
-    try:
-        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-    except BlockingIOError:
-        return False
-    return True
+    if (folder / LOCK).is_file() and not _lock(folder).is_locked:  # no file: a new folder, nobody to name
+        _acquire(probe := FileLock(folder / LOCK, timeout=0, preserve_lock_file=True), folder, option)
+        probe.release()
 
 
 def check_planned(path: Path, inputs: Collection[Path], option: str, *, replaces: bool = False) -> None:
