@@ -11,7 +11,7 @@ import os
 
 import streamlit as st
 
-from hseval.app import loading, state
+from hseval.app import ENV_VAR, SHOWN_VAR, loading, state
 from hseval.app.views import common
 from hseval.core.errors import HsevalError, first_line, write_crash_log
 
@@ -31,7 +31,7 @@ def main() -> None:
     if not root:
         st.title("hseval dashboard")
         st.error("No evaluation folder given: start the dashboard with 'hseval dashboard DIR' "
-                 f"(or set ${state.ENV_VAR}).")
+                 f"(or set ${ENV_VAR}).")
         st.stop()
     try:
         evaluation = loading.evaluation(root)
@@ -45,7 +45,7 @@ def main() -> None:
         for problem in evaluation.problems:
             st.error(problem)
         st.stop()
-    state.set_context(common.sidebar(evaluation, os.environ.get(state.SHOWN_VAR) or root))
+    state.set_context(common.sidebar(evaluation, os.environ.get(SHOWN_VAR) or root))
     pages = [st.Page(path, title=title, icon=icon, default=i == 0) for i, (path, title, icon) in enumerate(PAGES)]
     try:
         st.navigation(pages).run()

@@ -15,18 +15,12 @@ from pathlib import Path
 
 import streamlit as st
 
+from hseval.app import ENV_VAR
 from hseval.io.results import Evaluation, RunResult
 
-__all__ = ["ENV_VAR", "KEY_RUNS", "KEY_DATASET", "KEY_BASELINE", "KEY_GROUPS", "PageContext", "eval_dir", "set_context",
+__all__ = ["KEY_RUNS", "KEY_DATASET", "KEY_BASELINE", "KEY_GROUPS", "PageContext", "eval_dir", "set_context",
            "context"]
 
-ENV_VAR = "HSEVAL_EVAL_DIR"
-"""The evaluation folder, when not given after ``--`` (``hseval dashboard`` sets both; AppTest
-has no argv, so tests set this)."""
-
-SHOWN_VAR = "HSEVAL_EVAL_DIR_AS_GIVEN"
-"""The folder as the user typed it (``hseval dashboard`` sets it; the pages show it, not the
-machine's absolute path)."""
 KEY_RUNS = "runs"
 KEY_DATASET = "dataset"
 KEY_BASELINE = "baseline"

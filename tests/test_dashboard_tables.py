@@ -10,7 +10,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from hseval.app import loading, state, tables
+from hseval.app import ENV_VAR, loading, state, tables
 from hseval.cli import dashboard
 from hseval.cli.main import main as hseval_main
 from hseval.core.errors import RunFormatError
@@ -186,9 +186,8 @@ def test_geometry_tables():
 
 
 def test_eval_dir_prefers_the_environment():
-    assert state.ENV_VAR == dashboard.ENV_VAR
     assert state.eval_dir(["main.py", "/a"], {}) == "/a"
-    assert state.eval_dir(["main.py", "/a"], {state.ENV_VAR: "/b"}) == "/b"
+    assert state.eval_dir(["main.py", "/a"], {ENV_VAR: "/b"}) == "/b"
     assert state.eval_dir(["main.py"], {}) is None
 
 

@@ -18,7 +18,7 @@ from hseval.io.results import Evaluation, RunResult
 from hseval.reporting.columns import column_help, display_name
 from hseval.reporting.escape import markdown
 from hseval.reporting.sections import baseline as default_baseline
-from hseval.reporting.sections import colours as run_colours
+from hseval.reporting.sections import entry_colours
 from hseval.reporting.significance import seed_groups
 
 __all__ = ["sidebar", "pick", "pick_run", "pick_node", "paged_table", "PICKER_MAX", "ROWS", "shows_problems",
@@ -123,8 +123,8 @@ def sidebar(evaluation: Evaluation, folder: str | None = None) -> PageContext:
         st.caption(f"Folder: {markdown(folder or evaluation.root)}")
     runs = [r for r in available if r.name in chosen]
     return PageContext(root=evaluation.root, evaluation=evaluation, dataset=dataset, available=available, runs=runs,
-                   folder=folder or str(evaluation.root), baseline=baseline, group_seeds=bool(grouped and repeated),
-                   colours=run_colours(evaluation.runs, groups, evaluation.names))
+                       folder=folder or str(evaluation.root), baseline=baseline, group_seeds=bool(grouped and repeated),
+                       colours=entry_colours(evaluation.runs, groups, evaluation.names))
 
 
 def pick(label: str, options: Sequence[str], *, key: str, index: int = 0, container=st, **widget) -> str:

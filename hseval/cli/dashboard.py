@@ -19,12 +19,12 @@ import time
 import urllib.request
 from pathlib import Path
 
+from hseval.app import ENV_VAR, SHOWN_VAR
 from hseval.core.errors import ConfigError, HsevalError, RunFormatError
 from hseval.core.extras import check_installed
 
 __all__ = ["register", "free_port", "streamlit_command", "app_entry", "cmd_dashboard"]
 
-ENV_VAR = "HSEVAL_EVAL_DIR"  # read by app/state.py; kept in step by tests/test_dashboard.py
 STARTUP_TIMEOUT_S = 60.0
 
 
@@ -130,7 +130,7 @@ def cmd_dashboard(args: argparse.Namespace) -> int:
         hint = "; choose another --port or leave it out" if args.port else ""
         raise ConfigError(f"cannot serve on {where} ({exc.strerror or exc}){hint}") from None
     url = _url(args.host, port)
-    env = {**os.environ, ENV_VAR: str(folder), "HSEVAL_EVAL_DIR_AS_GIVEN": args.dir}
+    env = {**os.environ, ENV_VAR: str(folder), SHOWN_VAR: args.dir}
     process = subprocess.Popen(streamlit_command(folder, host=args.host, port=port), env=env)
     # SIGTERM (a service manager, a test) stops the server the same way as Ctrl-C; and Ctrl-C works
     # even where the parent started us with SIGINT ignored (a background job of a script, some test

@@ -58,7 +58,7 @@ def _markdown(frame: pd.DataFrame, digits: int = 4) -> str:
     return "\n".join(lines) + "\n"
 
 
-def _mean_std(grouped: pd.DataFrame, runs) -> pd.DataFrame:
+def _mean_std_table(grouped: pd.DataFrame, runs) -> pd.DataFrame:
     """'mean ± std' strings for the headline metrics of a grouped summary; "n/a — reason" where no
     seed of a group has the metric (the reason its first run recorded)."""
     if grouped.empty:
@@ -71,7 +71,8 @@ def _mean_std(grouped: pd.DataFrame, runs) -> pd.DataFrame:
         if col in ("top1", "top5", "hierarchical_f1", "mistake_severity", "ece") or col.startswith("level"):
             if col.endswith("_agreement"):
                 continue
-            out[col] = [f"{m:.4f} ± {s:.4f}" if np.isfinite(m) else not_available(reason(why, metric_of_column(col)))
+            out[col] = [report_charts.mean_std(m, s) if np.isfinite(m)
+                        else not_available(reason(why, metric_of_column(col)))
                         for m, s, why in zip(grouped[f"{col}_mean"], grouped[f"{col}_std"], first.values())]
     return out
 
@@ -150,7 +151,7 @@ def render(evaluation: Evaluation, root: Path, *, baseline: str | None = None,
     runs = evaluation.runs
     base, why = report_charts.baseline(runs, baseline)
     drawn = report_charts.entries(runs)
-    palette = report_charts.colours(runs, drawn, evaluation.names)
+    palette = report_charts.entry_colours(runs, drawn, evaluation.names)
     tree = report_charts.one_tree(runs)
     summary = summary_table(runs)
     grouped = grouped_summary(runs)
@@ -189,7 +190,7 @@ def render(evaluation: Evaluation, root: Path, *, baseline: str | None = None,
                        "expected tree distance under the model's probabilities instead of the most probable one: "
                        "it trades leaf accuracy for milder mistakes. Δ = CRM − argmax.", crm))
     if seeds:
-        tables += [("Mean ± std over seeds", "", _mean_std(grouped, runs)),
+        tables += [("Mean ± std over seeds", "", _mean_std_table(grouped, runs)),
                    ("Differences over seeds", "Each seed group minus the baseline's group: t interval over seeds "
                                               "(paired by seed when both ran the same seeds).", over_seeds)]
     scale = _scale_table(runs)

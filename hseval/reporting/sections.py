@@ -29,7 +29,7 @@ from hseval.reporting.significance import (
 from hseval.reporting.summary import history_long, level_long, level_table
 from hseval.tree.ancestry import same_tree
 
-__all__ = ["GUIDES", "FAMILY", "entries", "colours", "baseline", "overview_charts", "detail_charts",
+__all__ = ["GUIDES", "FAMILY", "entries", "entry_colours", "baseline", "overview_charts", "detail_charts",
            "significance_tables", "significance_table", "significance_csv", "seed_group_table", "history_guide",
            "sunburst_guide", "one_tree"]
 
@@ -109,7 +109,7 @@ def entries(runs: list[RunResult]) -> list[SeedGroup]:
     return groups if any(len(g.runs) > 1 for g in groups) else [SeedGroup(r.name, [r]) for r in runs]
 
 
-def colours(runs: list[RunResult], drawn: list[SeedGroup], known: list[str] = ()) -> dict[str, str]:
+def entry_colours(runs: list[RunResult], drawn: list[SeedGroup], known: list[str] = ()) -> dict[str, str]:
     """Each run's colour, a function of its name among ``known`` (every run of the folder, readable or
     not: :func:`hseval.reporting.colours.run_colours`), and each group's: its first run's."""
     out = run_colours([r.name for r in runs], known=known)
@@ -240,8 +240,9 @@ def significance_csv(paired: pd.DataFrame, unpaired: dict[str, str]) -> str:
     return pd.concat([frame.assign(note=""), notes], ignore_index=True).to_csv(index=False)
 
 
-def _mean_std(means: pd.Series, stds: pd.Series) -> list[str]:
-    return [f"{m:.4f} ± {s:.4f}" if s == s else f"{m:.4f} (1 seed)" for m, s in zip(means, stds)]
+def mean_std(mean: float, std: float) -> str:
+    """A mean over seeds and its standard deviation, as the report and the dashboard show them."""
+    return f"{mean:.4f} ± {std:.4f}" if std == std else f"{mean:.4f} (1 seed)"
 
 
 def seed_group_table(drawn: list[SeedGroup], home: SeedGroup, table: pd.DataFrame) -> tuple[pd.DataFrame,
@@ -256,8 +257,9 @@ def seed_group_table(drawn: list[SeedGroup], home: SeedGroup, table: pd.DataFram
         frame = compare_groups(e, home, table)
         raw.append(frame.assign(run=e.name))
         parts.append(pd.DataFrame({
-            "group": e.name, "metric": frame["metric"], "group mean ± std": _mean_std(frame["a_mean"], frame["a_std"]),
-            "baseline mean ± std": _mean_std(frame["b_mean"], frame["b_std"]), "difference": frame["delta"],
+            "group": e.name, "metric": frame["metric"],
+            "group mean ± std": list(map(mean_std, frame["a_mean"], frame["a_std"])),
+            "baseline mean ± std": list(map(mean_std, frame["b_mean"], frame["b_std"])), "difference": frame["delta"],
             "95 % interval": [f"[{lo:+.4f}, {hi:+.4f}]" if lo == lo else "needs ≥ 2 seeds each"
                               for lo, hi in zip(frame["low"], frame["high"])],
             "p": [format_p(p) for p in frame["p_value"]], "test": frame["test"]}))
