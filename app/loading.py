@@ -89,12 +89,10 @@ def paired(a: RunResult, b: RunResult) -> pd.DataFrame:
 def confusion(run: RunResult, depth: int | None = None, within: int | None = None) -> tuple[np.ndarray, np.ndarray]:
     """The run's confusion matrix in tree order (:func:`hseval.metrics.confusion.confusion_matrix`)
     at the leaves (``depth=None``) or at one super-class level, or of the classes under super-class
-    ``within`` (:func:`hseval.app.tables.confusion_within`), counted from predictions.npz. Dense:
-    callers ask only for matrices of at most :data:`hseval.reporting.charts.HEATMAP_MAX` labels."""
+    ``within``, counted from predictions.npz. Dense: callers ask only for matrices of at most
+    :data:`hseval.reporting.charts.HEATMAP_MAX` labels."""
     targets, topk = run.predictions()
-    if within is not None:
-        return tables.confusion_within(topk[:, 0], targets, run.hierarchy, within)
-    return confusion_matrix(topk[:, 0], targets, run.hierarchy, depth)
+    return confusion_matrix(topk[:, 0], targets, run.hierarchy, depth, within=within)
 
 
 @st.cache_data(show_spinner=False, max_entries=64, hash_funcs={RunResult: _run_key})

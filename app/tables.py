@@ -14,7 +14,6 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from hseval.metrics.confusion import tree_order
 from hseval.reporting.significance import group_levels, seed_groups
 from hseval.reporting.summary import (
     CRM_COLUMNS,
@@ -27,9 +26,9 @@ from hseval.reporting.summary import (
 from hseval.tree.hierarchy import Hierarchy
 
 __all__ = ["overview_columns", "node_path", "node_paths", "per_node_difference", "worst_children", "confused_pairs",
-           "confusion_within", "find_nodes", "page_of", "concat_runs", "tree_agreement", "depth_summary",
-           "children_of", "child_pair_angles", "node_accuracy", "clicked_node", "accuracy_at",
-           "matrix_labels", "busiest_superclass", "versus_baseline", "level_frame", "grouped_history"]
+           "find_nodes", "page_of", "concat_runs", "tree_agreement", "depth_summary", "children_of",
+           "child_pair_angles", "node_accuracy", "clicked_node", "matrix_labels", "busiest_superclass",
+           "versus_baseline", "level_frame", "grouped_history"]
 
 SEP = " / "
 """How a node's path is written in selectboxes, tables and hover texts."""
@@ -147,22 +146,6 @@ def confused_pairs(pred: np.ndarray, target: np.ndarray, hierarchy: Hierarchy, *
     return frame
 
 
-def confusion_within(pred: np.ndarray, target: np.ndarray, hierarchy: Hierarchy,
-                     node: int) -> tuple[np.ndarray, np.ndarray]:
-    """The confusion matrix of the classes under super-class ``node``, in tree order, for the samples
-    whose true class is one of them, and a last column -1 for their predictions outside ``node``
-    (its row is zero): what :func:`hseval.reporting.charts.confusion_heatmap` draws with ``outside``."""
-    order = tree_order(hierarchy)
-    classes = order[np.isin(order, hierarchy.subtree_leaves(node))]
-    position = np.full(hierarchy.num_leaves, len(classes), np.int64)  # outside: the last column
-    position[classes] = np.arange(len(classes))
-    target = np.asarray(target, dtype=np.int64)
-    kept = position[target] < len(classes)
-    matrix = np.zeros((len(classes) + 1, len(classes) + 1), np.int64)
-    np.add.at(matrix, (position[target[kept]], position[np.asarray(pred, dtype=np.int64)[kept]]), 1)
-    return matrix, np.append(classes, -1)
-
-
 def find_nodes(paths: dict[str, int], query: str, *, limit: int) -> list[str]:
     """The first ``limit`` node paths (in tree order) that contain every word of ``query``, ignoring
     case: the server-side search of a node picker over a tree too large to send whole."""
@@ -254,19 +237,6 @@ def clicked_node(selection: Any, hierarchy: Hierarchy) -> int | None:
             if isinstance(name, str) and name in hierarchy.node_names:
                 return hierarchy.node_names.index(name)
     return None
-
-
-def accuracy_at(pred: np.ndarray, target: np.ndarray, hierarchy: Hierarchy, depth: int | None) -> float:
-    """Top-1 accuracy at the classes (``depth`` None) or at super-class level ``depth`` (predicted
-    class's ancestor against the true one's; samples of classes shallower than the level left out,
-    as in the confusion matrix); NaN without samples."""
-    target = np.asarray(target, dtype=np.int64)
-    pred = np.asarray(pred, dtype=np.int64)
-    if depth is not None:
-        target, pred = hierarchy.ancestor_at_depth(target, depth), hierarchy.ancestor_at_depth(pred, depth)
-        pred = pred[target >= 0]
-        target = target[target >= 0]
-    return float((target == pred).mean()) if len(target) else math.nan
 
 
 def matrix_labels(hierarchy: Hierarchy, depth: int | None) -> int:

@@ -14,6 +14,7 @@ from hseval.app import ENV_VAR, loading, state, tables
 from hseval.cli import dashboard
 from hseval.cli.main import main as hseval_main
 from hseval.core.errors import RunFormatError
+from hseval.metrics.confusion import confusion_matrix
 from tests.helpers import appendix_a, fashion_tree
 
 
@@ -99,28 +100,23 @@ def test_confused_pairs_match_a_brute_force_count(seed, depth, under):
     assert ("inside" in top) == (node is not None)
 
 
-def test_confused_pairs_without_mistakes_and_accuracy_at_levels():
+def test_confused_pairs_without_mistakes_and_matrix_sizes():
     tree, pred, target = _mistakes()
     assert tables.confused_pairs(target, target, tree).empty
-    assert tables.accuracy_at(pred, target, tree, None) == pytest.approx((pred == target).mean())
     for depth in (1, 2):
-        from hseval.metrics.confusion import confusion_matrix
-
         matrix, _ = confusion_matrix(pred, target, tree, depth)
-        assert tables.accuracy_at(pred, target, tree, depth) == pytest.approx(np.trace(matrix) / matrix.sum())
         assert tables.matrix_labels(tree, depth) == len(matrix)
     assert tables.matrix_labels(tree, None) == tree.num_leaves
-    assert np.isnan(tables.accuracy_at(pred[:0], target[:0], tree, None))
 
 
 def test_confusion_within_a_super_class_is_the_block_of_the_full_matrix():
-    from hseval.metrics.confusion import confusion_matrix
-
     tree, pred, target = _mistakes()
     full, labels = confusion_matrix(pred, target, tree)
+    with pytest.raises(ValueError, match="must be a super-class of the tree"):
+        confusion_matrix(pred, target, tree, within=0)
     for name in ("tops", "clothing", "footwear"):
         node = tree.index(name)
-        matrix, within = tables.confusion_within(pred, target, tree, node)
+        matrix, within = confusion_matrix(pred, target, tree, within=node)
         classes = within[:-1]
         assert within[-1] == -1 and set(classes.tolist()) == set(tree.subtree_leaves(node).tolist())
         block = np.isin(labels, classes)

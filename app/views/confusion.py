@@ -6,6 +6,8 @@ drawn: the page says so and the pairs and the super-class view show it in parts.
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 import streamlit as st
 
@@ -74,8 +76,8 @@ def render(ctx: PageContext) -> None:
     normalize = top[2].toggle("Rows as fractions", value=True, key="confusion_normalize")
     shown = "the classes" if depth is None else f"level {depth}"
     with shows_problems():
-        targets, topk = run.predictions()
-        st.metric(f"Accuracy at {shown}", number(tables.accuracy_at(topk[:, 0], targets, tree, depth)))
+        accuracy = run.metrics["top1"] if depth is None else (run.metrics.get("superclass_acc") or {}).get(str(depth))
+        st.metric(f"Accuracy at {shown}", number(math.nan if accuracy is None else accuracy))  # as evaluated
         size = tables.matrix_labels(tree, depth)
         if size <= charts.HEATMAP_MAX:
             matrix, labels = loading.confusion(run, depth)

@@ -11,7 +11,7 @@ Each folder's marker (:mod:`hseval.io.folders`) lists the SHA-256 of every file,
 after ``hseval evaluate`` wrote it is refused rather than shown: a changed number never passes
 without a word.
 
-Per run: ``metrics.json`` (:class:`MetricsRecord`), the tables of
+Per run: ``metrics.json`` (:func:`metrics_record`), the tables of
 :data:`hseval.io.tables.EVALUATION_TABLES` (``per_node.csv``, ``geometry.csv``, ``pair_angles.csv``,
 ``projections.csv``), ``embeddings.npz`` and ``predictions.npz`` (:data:`ARRAYS`). In the folder
 of all runs: ``index.json`` (:class:`IndexRecord`).
@@ -243,7 +243,7 @@ def metrics_record() -> type[Record]:
 
 
 def read_metrics(path: Path, data: bytes) -> tuple[dict[str, Any], Hierarchy]:
-    """``metrics.json`` as it reads (every value checked by :class:`MetricsRecord`) and the run's tree."""
+    """``metrics.json`` as it reads (every value checked by :func:`metrics_record`) and the run's tree."""
     metrics = parse_json(data, where=path, hint=RERUN)
     return metrics, parse_record(metrics_record(), metrics, where=path, hint=RERUN).hierarchy.tree
 

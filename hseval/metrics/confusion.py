@@ -23,6 +23,8 @@ __all__ = ["tree_order", "confusion_matrix", "Pairs", "pairs_update", "SparseCon
 
 SHALLOWER = -1
 """Label of the extra last row/column of a level's matrix: "the class has no node at this level"."""
+OUTSIDE = -1
+"""Label of the extra last row/column of a super-class's matrix: "a class outside it"."""
 _CONSOLIDATE = 1 << 20  # pending pairs folded into the sorted state beyond this many
 
 
@@ -117,10 +119,12 @@ def tree_order(hierarchy: Hierarchy) -> np.ndarray:
     return preorder[preorder < hierarchy.num_leaves]
 
 
-@_checks.checked(hierarchy=_checks.HIERARCHY, depth=_checks.optional(_checks.DEPTH))
-def confusion_matrix(pred: np.ndarray, target: np.ndarray, hierarchy: Hierarchy,
-                     depth: int | None = None) -> tuple[np.ndarray, np.ndarray]:
-    """Confusion matrix of class predictions, at the leaves or at one super-class level.
+@_checks.checked(hierarchy=_checks.HIERARCHY, depth=_checks.optional(_checks.DEPTH),
+                 within=_checks.optional(_checks.integer(minimum=0)))
+def confusion_matrix(pred: np.ndarray, target: np.ndarray, hierarchy: Hierarchy, depth: int | None = None, *,
+                     within: int | None = None) -> tuple[np.ndarray, np.ndarray]:
+    """Confusion matrix of class predictions, at the leaves or at one super-class level, or of the
+    classes under one super-class.
 
     Parameters
     ----------
@@ -135,6 +139,10 @@ def confusion_matrix(pred: np.ndarray, target: np.ndarray, hierarchy: Hierarchy,
         ``k`` are left out (as in the level accuracy); when some class of the tree is shallower
         than ``k``, a last label :data:`SHALLOWER` (-1) collects the predictions of such classes
         (wrong at that level), and its row is zero.
+    within : int or None, default None
+        A super-class (node index): the matrix of its classes in tree order, for the samples of
+        those classes, with a last label :data:`OUTSIDE` (-1) for their predictions outside it
+        (its row is zero); with the classes, not a level (``depth`` None).
 
     Returns
     -------
@@ -147,7 +155,8 @@ def confusion_matrix(pred: np.ndarray, target: np.ndarray, hierarchy: Hierarchy,
     ------
     ValueError
         If ``pred`` or ``target`` is not 1-D, holds non-integers or indices outside the classes,
-        or they differ in length; or if ``depth`` is outside ``1..hierarchy.max_depth``.
+        or they differ in length; if ``depth`` is outside ``1..hierarchy.max_depth``; or if
+        ``within`` is not a super-class of the tree, or is given with ``depth``.
 
     Examples
     --------
@@ -169,6 +178,13 @@ def confusion_matrix(pred: np.ndarray, target: np.ndarray, hierarchy: Hierarchy,
     >>> matrix, labels = confusion_matrix(np.array([2, 1]), np.array([0, 1]), tree, depth=2)
     >>> labels.tolist(), matrix.tolist()  # the cat predicted as car is in the last column
     ([0, 1, -1], [[0, 0, 1], [0, 1, 0], [0, 0, 0]])
+
+    The animals' block, and the animal predicted as a vehicle (:data:`OUTSIDE`):
+
+    >>> tree = Hierarchy.from_paths([["animal", "cat"], ["animal", "dog"], ["vehicle", "car"]])
+    >>> matrix, labels = confusion_matrix(np.array([1, 2, 2]), np.array([0, 1, 2]), tree, within=tree.index("animal"))
+    >>> labels.tolist(), matrix.tolist()
+    ([0, 1, -1], [[0, 1, 0], [0, 0, 1], [0, 0, 0]])
     """
     pred = _checks.leaves(pred, "pred", hierarchy)
     target = _checks.leaves(target, "target", hierarchy)
@@ -176,13 +192,23 @@ def confusion_matrix(pred: np.ndarray, target: np.ndarray, hierarchy: Hierarchy,
     if depth is not None and not 1 <= depth <= hierarchy.max_depth:
         raise ValueError(f"depth {depth} is outside the tree's levels 1..{hierarchy.max_depth}; "
                          "use depth=None for the classes")
-    return _matrix_compute(pairs_update(pred, target), hierarchy, depth)
+    if within is not None and (depth is not None or not hierarchy.num_leaves <= within < hierarchy.num_nodes):
+        raise ValueError(f"within={within} must be a super-class of the tree ({hierarchy.num_leaves}.."
+                         f"{hierarchy.num_nodes - 1}), with depth=None")
+    return _matrix_compute(pairs_update(pred, target), hierarchy, depth, within)
 
 
-def _matrix_compute(pairs: Pairs, hierarchy: Hierarchy, depth: int | None) -> tuple[np.ndarray, np.ndarray]:
+def _matrix_compute(pairs: Pairs, hierarchy: Hierarchy, depth: int | None,
+                    within: int | None = None) -> tuple[np.ndarray, np.ndarray]:
     """The tree-ordered matrix and its labels from confusion counts (see :func:`confusion_matrix`)."""
     target, pred = pairs.target, pairs.pred
-    if depth is None:
+    position = np.full(hierarchy.num_nodes + 1, -1, np.int64)  # the last entry is SHALLOWER's (index -1)
+    if within is not None:
+        order = tree_order(hierarchy)
+        labels = np.append(order[np.isin(order, hierarchy.subtree_leaves(within))], OUTSIDE)
+        position[:] = len(labels) - 1  # every other class: outside
+        target = np.where(np.isin(target, labels[:-1]), target, -1)  # samples of other classes are left out
+    elif depth is None:
         labels = tree_order(hierarchy)
     else:
         preorder = hierarchy.preorder()
@@ -190,7 +216,6 @@ def _matrix_compute(pairs: Pairs, hierarchy: Hierarchy, depth: int | None) -> tu
         if (hierarchy.depth[: hierarchy.num_leaves] < depth).any():
             labels = np.append(labels, SHALLOWER)
         target, pred = hierarchy.ancestor_at_depth(target, depth), hierarchy.ancestor_at_depth(pred, depth)
-    position = np.full(hierarchy.num_nodes + 1, -1, np.int64)  # the last entry is SHALLOWER's (index -1)
     position[labels] = np.arange(len(labels))
     kept = target >= 0  # samples of classes shallower than the level are left out
     count = np.ones(len(target), np.int64) if pairs.count is None else pairs.count
