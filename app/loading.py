@@ -17,13 +17,12 @@ import numpy as np
 import pandas as pd
 import streamlit as st
 
-from hseval.app import tables
 from hseval.app.selection import data_location
 from hseval.core.errors import HsevalError, first_line
 from hseval.io import evaluation_format as eval_format
 from hseval.io import folders
 from hseval.io.results import Evaluation, RunResult, load_evaluation
-from hseval.metrics.confusion import confusion_matrix
+from hseval.metrics.confusion import confusion_matrix, most_confused
 from hseval.reporting.significance import compare_runs
 from hseval.tree.hierarchy import Hierarchy
 
@@ -97,9 +96,9 @@ def confusion(run: RunResult, depth: int | None = None, within: int | None = Non
 
 @st.cache_data(show_spinner=False, max_entries=64, hash_funcs={RunResult: _run_key})
 def confused_pairs(run: RunResult, depth: int | None = None, under: int | None = None) -> pd.DataFrame:
-    """The run's most-confused pairs (:func:`hseval.app.tables.confused_pairs`), at any size."""
+    """The run's most-confused pairs (:func:`hseval.metrics.confusion.most_confused`), at any size."""
     targets, topk = run.predictions()
-    return tables.confused_pairs(topk[:, 0], targets, run.hierarchy, depth=depth, under=under)
+    return most_confused(topk[:, 0], targets, run.hierarchy, depth=depth, under=under)
 
 
 def _embeddings_key(run: RunResult) -> tuple:
@@ -121,16 +120,13 @@ def node_vectors(run: RunResult) -> np.ndarray:
 def _dataset(name: str, root: str | None, hierarchy: str):
     # A resource: a split's images are shared read-only, never copied per rerun. A reason (str)
     # is returned rather than raised, so that a missing dataset is not looked for on every rerun.
-    from hseval.data import dataset_options, list_datasets, load_dataset  # torch: only for pages with images
+    from hseval.data import list_datasets, load_with_tree  # torch: only for pages with images
 
     if name not in list_datasets():
         return f"'{name}' is not a dataset hseval can load"
     tree = Hierarchy.from_dict(json.loads(hierarchy))
-    options = dataset_options(name)
-    kwargs = {**({"download": False} if "download" in options else {}),
-              **({"hierarchy": tree} if "hierarchy" in options else {})}
     try:
-        data = load_dataset(name, root, **kwargs)
+        data = load_with_tree(name, root, tree)
     except (HsevalError, OSError) as exc:
         return f"{name} is not at hand ({first_line(exc)})"
     if list(data.class_names) != list(tree.leaf_names):

@@ -14,7 +14,7 @@ from hseval.app import ENV_VAR, loading, state, tables
 from hseval.cli import dashboard
 from hseval.cli.main import main as hseval_main
 from hseval.core.errors import RunFormatError
-from hseval.metrics.confusion import confusion_matrix
+from hseval.metrics.confusion import confusion_matrix, most_confused
 from tests.helpers import appendix_a, fashion_tree
 
 
@@ -73,7 +73,7 @@ def _mistakes(seed=0, n=500):
 def test_confused_pairs_match_a_brute_force_count(seed, depth, under):
     tree, pred, target = _mistakes(seed)
     node = None if under is None else tree.index(under)
-    top = tables.confused_pairs(pred, target, tree, depth=depth, under=node, k=5)
+    top = most_confused(pred, target, tree, depth=depth, under=node, k=5)
     leaves = set(tree.subtree_leaves(node).tolist()) if node is not None else set(range(tree.num_leaves))
 
     def at_level(c):
@@ -102,7 +102,7 @@ def test_confused_pairs_match_a_brute_force_count(seed, depth, under):
 
 def test_confused_pairs_without_mistakes_and_matrix_sizes():
     tree, pred, target = _mistakes()
-    assert tables.confused_pairs(target, target, tree).empty
+    assert most_confused(target, target, tree).empty
     for depth in (1, 2):
         matrix, _ = confusion_matrix(pred, target, tree, depth)
         assert tables.matrix_labels(tree, depth) == len(matrix)

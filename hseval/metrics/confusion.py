@@ -15,11 +15,12 @@ from __future__ import annotations
 from typing import NamedTuple
 
 import numpy as np
+import pandas as pd
 
 from hseval.metrics import _checks
 from hseval.tree.hierarchy import Hierarchy
 
-__all__ = ["tree_order", "confusion_matrix", "Pairs", "pairs_update", "SparseConfusion"]
+__all__ = ["tree_order", "confusion_matrix", "most_confused", "Pairs", "pairs_update", "SparseConfusion"]
 
 SHALLOWER = -1
 """Label of the extra last row/column of a level's matrix: "the class has no node at this level"."""
@@ -222,3 +223,47 @@ def _matrix_compute(pairs: Pairs, hierarchy: Hierarchy, depth: int | None,
     matrix = np.zeros((len(labels), len(labels)), np.int64)
     np.add.at(matrix, (position[target[kept]], position[pred[kept]]), count[kept])
     return matrix, labels
+
+
+PAIRS_SHOWN = 200
+"""The most-confused pairs a table lists (sorted by count): the head of a long tail."""
+
+
+def most_confused(pred: np.ndarray, target: np.ndarray, hierarchy: Hierarchy, *, depth: int | None = None,
+                  under: int | None = None, k: int = PAIRS_SHOWN) -> pd.DataFrame:
+    """The ``k`` most frequent mistakes, at the classes (``depth`` None) or between the super-classes
+    of level ``depth``, among the samples whose true class lies under node ``under`` (None: all).
+    Counted from the (true, predicted) pairs that occur, never a |L|×|L| matrix. Columns: true,
+    predicted (a class shallower than the level: "(no level-d node)"), count, share (of the true
+    label's samples), lca (their lowest common ancestor, "(root)" at the top), tree_distance (edges
+    between the two) and, with ``under``, inside (whether the prediction still lies under it)."""
+    target = np.asarray(target, dtype=np.int64)
+    pred = np.asarray(pred, dtype=np.int64)
+    if under is not None:
+        kept = np.isin(target, hierarchy.subtree_leaves(under))
+        target, pred = target[kept], pred[kept]
+    if depth is not None:
+        target, pred = hierarchy.ancestor_at_depth(target, depth), hierarchy.ancestor_at_depth(pred, depth)
+        kept = target >= 0  # a class shallower than the level has no label there (as in the level accuracy)
+        target, pred = target[kept], pred[kept]
+    support = np.bincount(target, minlength=hierarchy.num_nodes)
+    wrong = target != pred
+    width = hierarchy.num_nodes + 1  # pred + 1: -1 (no node at this level) is a label too
+    keys, counts = np.unique(target[wrong] * width + pred[wrong] + 1, return_counts=True)
+    best = np.argsort(-counts, kind="stable")[:k]
+    true, predicted, counts = keys[best] // width, keys[best] % width - 1, counts[best]
+    known = predicted >= 0
+    ancestor = np.full(len(best), -1, np.int64)
+    ancestor[known] = hierarchy.lca(true[known], predicted[known])
+    distance = np.full(len(best), np.nan)
+    distance[known] = hierarchy.tree_distance(true[known], predicted[known])
+    names = hierarchy.node_names
+    frame = pd.DataFrame({"true": [names[t] for t in true.tolist()],
+                          "predicted": [names[p] if p >= 0 else f"(no level-{depth} node)" for p in predicted.tolist()],
+                          "count": counts.astype(np.int64), "share": counts / np.maximum(support[true], 1),
+                          "lca": [names[a] if a >= 0 else "(root)" for a in ancestor.tolist()],
+                          "tree_distance": distance})
+    if under is not None:
+        level = int(hierarchy.depth[under]) - 1
+        frame["inside"] = known & (hierarchy.ancestor_table[np.maximum(predicted, 0), level] == under)
+    return frame
