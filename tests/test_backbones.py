@@ -7,17 +7,17 @@ import torch
 from torch import nn
 
 from hseval.core.errors import ConfigError
-from hseval.nn.backbones import create_backbone, list_backbones
+from hseval.nn.backbones import BACKBONES, create_backbone
 from tests.helpers import by_weight
 
 FEATURES = {"small-cnn": 128, "resnet18": 512, "resnet50": 2048, "densenet121": 1024, "densenet161": 2208}
 
 
 def test_registry():
-    assert set(list_backbones()) == set(FEATURES)
+    assert set(BACKBONES.names()) == set(FEATURES)
 
 
-@pytest.mark.parametrize("name", [by_weight(name, backbone=name) for name in list_backbones()])
+@pytest.mark.parametrize("name", [by_weight(name, backbone=name) for name in BACKBONES.names()])
 @pytest.mark.parametrize("channels", [1, 3])
 def test_forward_backward_small_images(name, channels):
     backbone = create_backbone(name, in_channels=channels, image_size=28)

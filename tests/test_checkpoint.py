@@ -21,7 +21,7 @@ from hseval.io.run_format import (
     save_run,
     save_train_state,
 )
-from hseval.nn.backbones import list_backbones
+from hseval.nn.backbones import BACKBONES
 from hseval.nn.heads import list_heads
 from hseval.nn.model import build_model
 from tests.helpers import by_weight, fashion_tree
@@ -53,7 +53,7 @@ def copy_run(src, dst):
 # every head on the small CNN, every backbone under the plain head and the head with the most state
 # (a learnable radius per node): a head's tensors do not depend on the backbone under it
 ROUND_TRIPS = [(head, "small-cnn") for head in list_heads()] + \
-    [by_weight(head, backbone, backbone=backbone) for backbone in list_backbones() if backbone != "small-cnn"
+    [by_weight(head, backbone, backbone=backbone) for backbone in BACKBONES.names() if backbone != "small-cnn"
      for head in ("plain", "riemann-learnable-radius")]
 
 

@@ -97,13 +97,13 @@ def test_data_list_gives_every_dataset_its_sizes_classes_tree_and_options(capsys
 def test_every_card_counts_the_classes_of_its_shipped_tree():
     """A dataset's card declares its classes; the tree built from the shipped class lists has as many."""
     from hseval.data import dataset_card, list_datasets
-    from hseval.tree.builders import build_hierarchy, list_builders
+    from hseval.tree.builders import BUILDERS
 
     for name in list_datasets():
         card = dataset_card(name)
-        assert (card.classes is None) == (name not in list_builders()), name
+        assert (card.classes is None) == (name not in BUILDERS), name
         if card.classes is not None:
-            assert build_hierarchy(name).num_leaves == card.classes, name
+            assert BUILDERS.get(name)().num_leaves == card.classes, name
 
 
 def test_data_info_without_a_copy_says_what_hseval_knows_and_where_it_looked(capsys, monkeypatch):

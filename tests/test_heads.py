@@ -8,7 +8,7 @@ import torch
 import torch.nn.functional as F
 
 from hseval.core.errors import ConfigError
-from hseval.nn.heads import create_head, head_class, list_heads
+from hseval.nn.heads import HEADS, create_head, list_heads
 from hseval.nn.heads.hyperbolic import poincare_mlr
 from tests.helpers import fashion_tree, random_tree, unbalanced
 
@@ -31,7 +31,7 @@ def test_registry_lists_every_head_of_the_design_by_group():
 
 @pytest.mark.parametrize("name", list_heads())
 def test_every_head_says_what_it_is_and_cites_it(name):
-    cls = head_class(name)
+    cls = HEADS.get(name)
     assert cls.description and "\n" not in cls.description
     assert cls.citation.count(",") >= 2 and any(str(year) in cls.citation for year in range(2015, 2026))
 

@@ -11,7 +11,7 @@ from hypothesis import strategies as st
 
 from hseval.core.errors import DataError, HierarchyError
 from hseval.tree import read_hierarchy, write_hierarchy
-from hseval.tree.builders import build_hierarchy, list_builders
+from hseval.tree.builders import BUILDERS
 from hseval.tree.builders.cifar100 import cifar100_hierarchy, cifar100_official
 from hseval.tree.builders.cub200 import cub200_classes, cub200_hierarchy
 from hseval.tree.builders.stanford_cars import BODY_TYPES, stanford_cars_classes, stanford_cars_hierarchy
@@ -127,11 +127,11 @@ def test_public_trees_write_and_read_back(tmp_path, name):
     _round_trip(read_hierarchy(PUBLIC / name), tmp_path)
 
 
-@pytest.mark.parametrize("name", list_builders())
+@pytest.mark.parametrize("name", BUILDERS.names())
 def test_builder_outputs_write_and_read_back(tmp_path, name):
     if name == "tiny-imagenet" and find_wordnet() is None:
         pytest.skip("no WordNet 3.0 data installed")
-    _round_trip(build_hierarchy(name), tmp_path)
+    _round_trip(BUILDERS.get(name)(), tmp_path)
 
 
 # class names whose groups (the last word) are also class names, or the root's name

@@ -16,7 +16,7 @@ from hseval.core.errors import ConfigError, HsevalWarning
 from hseval.data import LoadedDataset
 from hseval.nn import radius_guard
 from hseval.nn.backbones import create_backbone
-from hseval.nn.heads import create_head, head_class, head_options, list_heads
+from hseval.nn.heads import HEADS, create_head, head_options, list_heads
 from hseval.nn.model import HierarchicalClassifier
 from hseval.train import loader
 from hseval.train.config import TrainConfig, load_config
@@ -41,7 +41,7 @@ def check_before_training(config: TrainConfig, data: LoadedDataset, *, world: in
     unknown = sorted(set(config.model.head_options) - set().union(*(head_options(h) for h in list_heads())))
     if unknown:
         raise ConfigError(f"model.head_options.{unknown[0]} is not an option of any head")
-    head_class(config.model.head).check_tree(data.hierarchy)  # a tree the head cannot use: before any work
+    HEADS.get(config.model.head).check_tree(data.hierarchy)  # a tree the head cannot use: before any work
     spec = model_spec(config, data)
     with torch.device("meta"):  # the backbone's name and options, without allocating its weights
         backbone = create_backbone(spec["backbone"]["name"], **spec["backbone"]["config"])

@@ -16,7 +16,7 @@ from hseval.cli import non_negative_int
 from hseval.cli.hierarchy import tree_output
 from hseval.core.errors import ConfigError, HsevalError
 from hseval.tree import FORMATS, read_hierarchy, write_hierarchy
-from hseval.tree.builders import build_hierarchy, builder_options, random_hierarchy
+from hseval.tree.builders import BUILDERS, random_hierarchy
 from hseval.tree.formats.pairs import names_sidecar
 
 # dataset options that the command line exposes: each a --flag taking a path (a file or a folder)
@@ -39,7 +39,7 @@ def _options(args: argparse.Namespace, accepted: tuple[str, ...]) -> dict:
 def cmd_build(args: argparse.Namespace) -> int:
     output = tree_output(args.out, "--out", trees=(args.hierarchy,))
     if args.data_root is None:
-        tree = build_hierarchy(args.dataset, **_options(args, builder_options(args.dataset)))
+        tree = BUILDERS.get(args.dataset)(**_options(args, BUILDERS.options(args.dataset)))
     else:
         from hseval.data import dataset_options, load_dataset  # torch: only with --data-root
 
@@ -87,14 +87,13 @@ def _known(name: str, options: dict) -> dict:
     """What hseval knows of dataset ``name`` without its files: its card, and its tree from the
     class lists shipped with hseval (where it has one)."""
     from hseval.data import dataset_card  # torch: for this command only
-    from hseval.tree.builders import list_builders  # numpy: for this command only
 
     card = dataset_card(name)
     out = {"name": name, "train_size": card.train, "test_size": card.test, "classes": card.classes,
            "tree": card.tree}
-    if name in list_builders():
+    if name in BUILDERS:
         try:
-            tree = build_hierarchy(name, **{k: v for k, v in options.items() if k in builder_options(name)})
+            tree = BUILDERS.get(name)(**{k: v for k, v in options.items() if k in BUILDERS.options(name)})
         except HsevalError as exc:  # tiny-imagenet's tree needs WordNet
             out["tree"] = f"{card.tree}; not built here: {exc}"
         else:

@@ -158,12 +158,12 @@ def plan_runs(args: argparse.Namespace, *, note=_warn) -> list[tuple[str, list[s
 
     A sweep of a head option (``model.head_options.X``) applies to the heads that take X; the
     others are trained once (``note`` says so: a warning). Two runs with one folder name are refused."""
-    from hseval.nn.heads import GROUPS, head_class, head_options, list_heads  # torch: only the commands that train
+    from hseval.nn.heads import GROUPS, HEADS, head_options, list_heads  # torch: only the commands that train
 
     heads = [head for item in _split(args.heads, "--heads")
              for head in (list_heads(item) if item in (*GROUPS, "all") else [item])]
     for head in heads:
-        head_class(head)
+        HEADS.get(head)
     seeds = [None] if args.seeds is None else _split(args.seeds, "--seeds")
     for seed in seeds:
         if seed is not None and not seed.isdigit():

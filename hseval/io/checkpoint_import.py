@@ -51,7 +51,7 @@ from hseval.io.state_dict import (
     shape_text,
 )
 from hseval.nn.backbones import BACKBONES, create_backbone
-from hseval.nn.heads import head_class
+from hseval.nn.heads import HEADS
 from hseval.nn.model import build_model
 from hseval.tree import read_hierarchy
 from hseval.tree.formats import companions
@@ -207,7 +207,7 @@ def import_checkpoint(checkpoint: str | Path, out: str | Path, *, backbone: str,
     options = _head_options(head_options) if isinstance(head_options, (list, tuple)) else dict(head_options or {})
     maps = parse_maps(mapping) if isinstance(mapping, (list, tuple)) else dict(mapping or {})
     BACKBONES.get(backbone)  # an unknown name: the registry's one-line error
-    head_class(head)
+    HEADS.get(head)
     dataset_options(dataset)
     folder = _out_folder(out, force=force, inputs=[checkpoint] + ([] if isinstance(hierarchy, Hierarchy) else
                                                                  [hierarchy, *companions(hierarchy)]))

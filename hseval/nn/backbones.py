@@ -23,7 +23,7 @@ from hseval.core.errors import ConfigError
 from hseval.core.extras import require
 from hseval.core.registry import Registry
 
-__all__ = ["Backbone", "register_backbone", "list_backbones", "create_backbone", "backbone_factory", "TIMM"]
+__all__ = ["Backbone", "BACKBONES", "create_backbone", "backbone_factory", "TIMM"]
 
 BACKBONES: Registry[Callable[..., tuple[nn.Module, int]]] = Registry("backbone")
 """Factories ``(*, in_channels, small_stem) -> (body, features)``; :func:`create_backbone` adds the
@@ -89,15 +89,6 @@ class Backbone(nn.Module):
         """The key of the first convolution's weight (``body.conv1.weight``): the one tensor whose
         input channels are the images' and whose kernel is the stem's; None without a convolution."""
         return next((f"body.{k}" for k, v in self.body.state_dict().items() if v.dim() == 4), None)
-
-
-def register_backbone(name: str) -> Callable:
-    """Decorator: a factory ``(*, in_channels, small_stem) -> (body, features)`` under ``name``."""
-    return BACKBONES.register(name)
-
-
-def list_backbones() -> list[str]:
-    return BACKBONES.names()
 
 
 def backbone_factory(name: str) -> Callable[..., tuple[nn.Module, int]]:
@@ -190,13 +181,13 @@ def _timm(model_name: str) -> Callable[..., tuple[nn.Module, int]]:
 
 
 def _register_torchvision() -> None:
-    register_backbone("resnet18")(_resnet(models.resnet18))
-    register_backbone("resnet50")(_resnet(models.resnet50))
-    register_backbone("densenet121")(_densenet(models.densenet121))
-    register_backbone("densenet161")(_densenet(models.densenet161))
+    BACKBONES.add("resnet18", _resnet(models.resnet18))
+    BACKBONES.add("resnet50", _resnet(models.resnet50))
+    BACKBONES.add("densenet121", _densenet(models.densenet121))
+    BACKBONES.add("densenet161", _densenet(models.densenet161))
 
 
-@register_backbone("small-cnn")
+@BACKBONES.register("small-cnn")
 def _small_cnn(*, in_channels: int, small_stem: bool) -> tuple[nn.Module, int]:
     """Three 3×3 conv layers (32, 64, 128 channels, ~93k weights), each wide layer after a 2×2
     max-pool, and global average pooling: 128-d features. 7.4 M multiply-adds per 28×28 image,

@@ -25,7 +25,7 @@ from hseval.core.errors import HsevalError
 from hseval.io.results import RunResult
 from hseval.reporting import escape
 from hseval.reporting.summary import config_key, setting_names
-from hseval.tree.builders import build_hierarchy, list_builders
+from hseval.tree.builders import BUILDERS
 from hseval.tree.hierarchy import Hierarchy
 
 __all__ = ["LAYOUTS", "Layout", "paper_cells", "run_conditions", "tree_kind", "recipe_differs", "paper_table",
@@ -117,10 +117,10 @@ def paper_cells() -> tuple[dict, ...]:
 
 @cache
 def _builtin_tree(dataset: str) -> Hierarchy | None:
-    if dataset not in list_builders():
+    if dataset not in BUILDERS:
         return None
     try:
-        return build_hierarchy(dataset)
+        return BUILDERS.get(dataset)()
     except HsevalError:
         return None
 

@@ -17,7 +17,7 @@ from hseval.core.errors import ConfigError, problem_text
 from hseval.core.registry import Registry
 from hseval.tree.hierarchy import HIERARCHY, Hierarchy
 
-__all__ = ["Head", "GROUPS", "PAPER", "register_head", "list_heads", "create_head", "head_class", "head_options"]
+__all__ = ["Head", "GROUPS", "PAPER", "register_head", "list_heads", "create_head", "head_options"]
 
 HEADS: Registry[type[Head]] = Registry("head")
 PAPER = "Scieur & Kim, Connecting Sphere Manifolds Hierarchically for Regularization, ICML 2021"
@@ -139,10 +139,6 @@ def list_heads(group: str = "all") -> list[str]:
     return [name for name in HEADS.names() if group == "all" or HEADS.get(name).group == group]
 
 
-def head_class(name: str) -> type[Head]:
-    return HEADS.get(name)
-
-
 def head_options(name: str) -> dict[str, Any]:
     """The options of head ``name``: {option: its type} from the annotations of ``__init__``."""
     return HEADS.options(name)
@@ -209,7 +205,7 @@ def create_head(name: str, hierarchy: Hierarchy, in_features: int, **config: Any
         ...
     hseval.core.errors.ConfigError: head 'riemann': option 'radius' must be a number, got 'large'
     """
-    cls = head_class(name)
+    cls = HEADS.get(name)
     HEADS.check_options(name, config)
     options = _typed_options(name, config)
     cls.check_tree(hierarchy)

@@ -3,13 +3,12 @@ ablation tree).
 
 Each builder is a pure function from class names (default: the official lists shipped in
 ``data/``) to a :class:`~hseval.tree.hierarchy.Hierarchy`, so the trees can be built without the
-images; :func:`build_hierarchy` picks one by dataset name.
+images; :data:`BUILDERS` holds them by dataset name.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any
 
 from hseval.core.registry import Registry
 from hseval.tree.builders.cifar100 import cifar100_hierarchy
@@ -21,9 +20,8 @@ from hseval.tree.builders.tiny_imagenet import tiny_imagenet_hierarchy
 from hseval.tree.hierarchy import Hierarchy
 from hseval.tree.transforms import merge_single_child_chains, random_hierarchy
 
-__all__ = ["merge_single_child_chains", "random_hierarchy", "list_builders", "builder_options", "build_hierarchy",
-           "cifar100_hierarchy", "cub200_hierarchy", "fashion_mnist_hierarchy", "stanford_cars_hierarchy",
-           "stanford_dogs_hierarchy", "tiny_imagenet_hierarchy"]
+__all__ = ["BUILDERS", "merge_single_child_chains", "random_hierarchy", "cifar100_hierarchy", "cub200_hierarchy",
+           "fashion_mnist_hierarchy", "stanford_cars_hierarchy", "stanford_dogs_hierarchy", "tiny_imagenet_hierarchy"]
 
 # keyed by the dataset names of hseval.data's registry
 BUILDERS: Registry[Callable[..., Hierarchy]] = Registry("built-in hierarchy",
@@ -32,18 +30,3 @@ for _name, _builder in (("fashion-mnist", fashion_mnist_hierarchy), ("cifar100",
                         ("cub200", cub200_hierarchy), ("stanford-cars", stanford_cars_hierarchy),
                         ("stanford-dogs", stanford_dogs_hierarchy), ("tiny-imagenet", tiny_imagenet_hierarchy)):
     BUILDERS.add(_name, _builder)
-
-
-def list_builders() -> list[str]:
-    """Datasets whose tree can be built from the shipped class lists."""
-    return BUILDERS.names()
-
-
-def builder_options(name: str) -> tuple[str, ...]:
-    """Keyword-only options of dataset ``name``'s builder (``wordnet`` for tiny-imagenet)."""
-    return tuple(BUILDERS.options(name))
-
-
-def build_hierarchy(name: str, **options: Any) -> Hierarchy:
-    """The paper's tree for dataset ``name`` over its official classes."""
-    return BUILDERS.get(name)(**options)
