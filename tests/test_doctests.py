@@ -32,7 +32,6 @@ def test_module_examples_run(name):
 def _entry_points() -> dict[str, object]:
     """The public entry points whose docstrings must be numpydoc, by dotted name."""
     import hseval.metrics
-    from hseval.evaluation.runs import evaluate_run
     from hseval.io.run_format import load_run
     from hseval.nn.heads import create_head
     from hseval.train.engine import train
@@ -40,9 +39,9 @@ def _entry_points() -> dict[str, object]:
 
     points: dict[str, object] = {f"hseval.metrics.{name}": getattr(hseval.metrics, name)
                                  for name in hseval.metrics.__all__}
-    points.update({"hseval.nn.heads.create_head": create_head, "hseval.evaluation.runs.evaluate_run": evaluate_run,
-                   "hseval.train.engine.train": train, "hseval.io.run_format.load_run": load_run,
-                   "hseval.tree.read_hierarchy": read_hierarchy, "hseval.tree.write_hierarchy": write_hierarchy})
+    points.update({"hseval.nn.heads.create_head": create_head, "hseval.train.engine.train": train,
+                   "hseval.io.run_format.load_run": load_run, "hseval.tree.read_hierarchy": read_hierarchy,
+                   "hseval.tree.write_hierarchy": write_hierarchy})
     return points
 
 

@@ -49,7 +49,6 @@ from hseval.evaluation.writer import (
     evaluation_folder,
     evaluation_names,
     up_to_date,
-    update_index,
     write_evaluation,
 )
 from hseval.io.output import OutputFolder
@@ -57,7 +56,7 @@ from hseval.io.run_format import META_FILE, Run, is_run_dir, load_run
 from hseval.metrics.geometry import node_vectors
 from hseval.nn import radius_guard
 
-__all__ = ["EvalOptions", "find_runs", "evaluate_run", "evaluate_runs"]
+__all__ = ["EvalOptions", "find_runs", "evaluate_runs"]
 
 
 def find_runs(patterns: list[str]) -> list[Path]:
@@ -204,35 +203,6 @@ def _forward(run: Run, split, *, sample: np.ndarray, options: EvalOptions,
     return scores, torch.cat(kept).numpy() if kept else np.zeros((0, 0)), {
         "feature_norm": norm_summary(torch.cat(feature_norms).numpy()),
         "max_logit": {"mean": float(torch.cat(max_logits).mean())}}
-
-
-def evaluate_run(run_dir: Path, out_dir: Path, *, name: str, options: EvalOptions = EvalOptions(),
-                 data_cache: dict | None = None) -> dict[str, Any]:
-    """Evaluate one run into ``out_dir / name`` and return its index entry.
-
-    Parameters
-    ----------
-    run_dir : a run folder (``run.json``, ``model.safetensors``), checked against its checksums.
-    out_dir : the evaluation folder; the run's files go to ``out_dir / name``, all at once.
-    name : the run's name in the evaluation folder.
-    options : see :class:`EvalOptions`.
-    data_cache : datasets already loaded, by (name, root), shared between runs.
-
-    Returns
-    -------
-    The run's entry of ``index.json`` (name, path, head, dataset, leaf top-1).
-
-    Raises
-    ------
-    RunFormatError, DataError, ConfigError, OwnershipError
-        one line naming the file or argument; nothing is written then.
-    """
-    root = evaluation_folder(out_dir, inputs=[run_dir], names=[name])
-    run = load_run(run_dir)
-    with root:
-        entry = _stages(run, root, name=name, options=options, data_cache=data_cache)()
-        update_index(root.path, {name: entry})
-    return entry
 
 
 def _stages(run: Run, root: OutputFolder, *, name: str, options: EvalOptions,
