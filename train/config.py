@@ -98,7 +98,7 @@ class EngineConfig(_Section):
     device: Text = "auto"                # auto | cpu | cuda | cuda:N
     seed: int = Field(0, ge=0, le=2**32 - 1)  # numpy's seeds are 32-bit
     amp: bool = True                     # bf16 autocast on CUDA (heads keep their maths in float32)
-    channels_last: bool = True           # convolutions in NHWC: 1.3x faster training on a CPU, more on a GPU
+    channels_last: bool = True           # convolutions in NHWC: faster training, most on a GPU
     gpu_dataset: bool = True             # keep in-memory datasets on the GPU, augment there
     eval_every: Positive = 1             # evaluate on the test split every N epochs (and at the end)
     threads: Threads | None = None       # torch CPU threads while training (None: as they are)

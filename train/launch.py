@@ -146,8 +146,8 @@ def on_devices(runs: list[PlannedRun], devices: list[str], *, log: Callable[[str
 
     A device may be listed more than once: ``cpu,cpu`` is two processes on the CPU, which share its
     cores (each run's ``engine.threads``, unless it sets its own: the cores divided by the CPU
-    processes; its loader processes too). On two cores, two one-thread processes trained the small
-    CNN 1.44x faster than one process with two threads: its batches are too small to share well
+    processes; its loader processes too). On two cores, two one-thread processes train the small
+    CNN faster than one process with two threads: its batches are too small to share well
     between threads. ``log`` hears what happens (first, :func:`describe_processes`); ``note`` (a
     warning by default) that a run's loader processes were lowered."""
     log(f"training {len(runs)} run(s) in {describe_processes(devices, len(runs))}")

@@ -12,8 +12,8 @@ not grow with the number of samples N: named sums, and the sparse confusion coun
 ``compute`` all-reduces the state of every process first (sums by ``all_reduce``, confusion
 pairs by ``all_gather``), so each rank gets the metrics of the whole dataset.
 
-Not a ``torchmetrics.Metric``: built on one (``bench/metrics.py --stream``) it costs 1.1-1.3x
-this shell on the same statistics, its wrapped ``update`` drops the top-k this ``update``
+Not a ``torchmetrics.Metric``: built on one it is slower than this shell on the same statistics
+(``bench/metrics.py --stream`` times both), its wrapped ``update`` drops the top-k this ``update``
 returns, a nested JSON result does not fit ``self.log`` anyway, and importing the metrics would
 load torch and torchmetrics.
 """

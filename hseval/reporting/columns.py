@@ -21,8 +21,8 @@ from hseval.io.records import Record
 from hseval.metrics import statistics
 from hseval.tree.hierarchy import Hierarchy
 
-__all__ = ["metric_help", "level_names", "level_label", "display_name", "column_help", "not_available", "key_name",
-           "identity", "level_legend"]
+__all__ = ["WAYS", "level_column", "metric_help", "level_names", "level_label", "display_name", "column_help",
+           "not_available", "key_name", "identity", "level_legend"]
 
 _TOP_K = {"{the top k}": ("the head's highest-scored class", "among the head's {k} highest-scored classes"),
           "{each of the top k}": ("the highest-scored class", "each of the {k} highest-scored classes"),
@@ -60,11 +60,19 @@ def metric_help(*path: str) -> str | None:
     return field.description if field is not None else None
 
 
-_LEVEL = re.compile(r"level ?([0-9]+)(?:_(from_leaf|own_scores|agreement)| \((from leaf|own scores)\))")
-_WAY_KEYS = {"from_leaf": "superclass_acc", "from leaf": "superclass_acc", "own_scores": "superclass_acc_from_levels",
-             "own scores": "superclass_acc_from_levels", "agreement": "level_agreement"}
-_WAY_NAMES = {"superclass_acc": "from leaf", "superclass_acc_from_levels": "own scores",
-              "level_agreement": "agreement"}
+WAYS = {"superclass_acc": "from leaf", "superclass_acc_from_levels": "own scores", "level_agreement": "agreement"}
+"""How a value per level is measured, by its metrics.json key: the predicted class's ancestor at the
+level, the head's own super-class scores, or their agreement. Its columns are ``level{d}_{way}``
+(summary.csv, "_" for the space) and "level d (way)" (the super-class accuracy table)."""
+_LEVEL = re.compile(r"level ?([0-9]+)(?:_| \()(from.leaf|own.scores|agreement)\)?")
+_BY_WAY = {way: key for key, way in WAYS.items()}
+
+
+def level_column(column: str) -> tuple[int, str] | None:
+    """(depth, metrics.json key) of a column of one level's values ("level2_own_scores",
+    "level 2 (own scores)"); None for another column."""
+    match = _LEVEL.fullmatch(column)
+    return None if match is None else (int(match.group(1)), _BY_WAY[match.group(2).replace("_", " ")])
 _NAMES = {
     "samples": "test samples", "feature_norm": "feature norm ‖φ(x)‖", "max_logit": "max logit",
     "cophenetic_correlation": "cophenetic correlation", "leaf": "leaf (top-1)", "crm": "CRM re-ranking",
@@ -119,10 +127,8 @@ def _split(column: str) -> tuple[str, str | None]:
 def display_name(column: str, tree: Hierarchy | None = None) -> str:
     """The one name a column is shown under, in every table of the report and the dashboard (a level's
     names are in its help and in the line that lists the levels beside the table: :func:`level_legend`)."""
-    match = _LEVEL.fullmatch(column)
-    if match:
-        way = match.group(2) or match.group(3)
-        return f"level {match.group(1)} ({_WAY_NAMES[_WAY_KEYS[way]]})"
+    if (level := level_column(column)) is not None:
+        return f"level {level[0]} ({WAYS[level[1]]})"
     key, inner = _split(column)
     if inner is not None:
         return f"CRM {display_name(inner, tree)}"
@@ -140,9 +146,8 @@ def display_name(column: str, tree: Hierarchy | None = None) -> str:
 def column_help(column: str, tree: Hierarchy | None = None) -> str | None:
     """The help a column's header carries: its metric's help (from the metric's definition), with
     the level's names for a level column; None for a column that needs none."""
-    match = _LEVEL.fullmatch(column)
-    if match:
-        depth, key = int(match.group(1)), _WAY_KEYS[match.group(2) or match.group(3)]
+    if (level := level_column(column)) is not None:
+        depth, key = level
         names = f" Level {depth}: {level_names(tree, depth, limit=None)}." if tree is not None else ""
         return None if (text := metric_help(key)) is None else f"{text}{names}"
     key, inner = _split(column)
@@ -160,15 +165,15 @@ def key_name(key: str, tree: Hierarchy | None = None) -> str:
     1, 2 (own scores)"; a dotted key as its column: "superclass_acc.2" -> "level 2 (from leaf)", "crm.top1"
     -> "CRM top-1"), for the list of what is not available."""
     record, _, inner = key.partition(".")
-    if inner and record in _WAY_NAMES:
-        return f"level {inner} ({_WAY_NAMES[record]})"
+    if inner and record in WAYS:
+        return f"level {inner} ({WAYS[record]})"
     if inner and record == "crm":
         return f"CRM {key_name(inner, tree)}"
     if key.startswith("geometry.tree_agreement"):
         return display_name("cophenetic_correlation")
-    if key in _WAY_NAMES and tree is not None and tree.max_depth > 1:
+    if key in WAYS and tree is not None and tree.max_depth > 1:
         levels = ", ".join(str(d) for d in range(1, tree.max_depth))
-        return f"level {levels} ({_WAY_NAMES[key]})"
+        return f"level {levels} ({WAYS[key]})"
     if key == "crm":
         return "the CRM columns"
     return display_name(key, tree)

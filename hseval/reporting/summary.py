@@ -15,15 +15,12 @@ import pandas as pd
 from hseval.io.results import RunResult
 from hseval.io.run_settings import run_inputs
 from hseval.metrics import statistics
-from hseval.reporting.columns import key_name, not_available
+from hseval.reporting.columns import WAYS, key_name, level_column, not_available
 
-__all__ = ["WAYS", "methods_table", "history_long", "summary_table", "grouped_summary", "level_long", "level_table",
+__all__ = ["methods_table", "history_long", "summary_table", "grouped_summary", "level_long", "level_table",
            "settings", "config_key", "setting_names", "unavailable_table", "mark_unavailable", "metric_of_column",
-           "reason", "declaration", "reading_order", "LEVEL_COLUMNS", "CRM_COLUMNS", "SCALE_COLUMNS"]
+           "reason", "declaration", "reading_order", "CRM_COLUMNS", "SCALE_COLUMNS"]
 
-WAYS = {"leaf": "leaf", "superclass_acc": "from leaf", "superclass_acc_from_levels": "own scores"}
-"""How an accuracy is measured, by its metrics.json key: the leaf prediction, its ancestor at the
-level ("from leaf"), or the head's own super-class scores."""
 
 
 def _num(value: Any) -> float:
@@ -35,9 +32,6 @@ def _levels(values: Any) -> list[tuple[int, Any]]:
     return sorted(((int(k), v) for k, v in (values or {}).items()), key=lambda kv: kv[0])
 
 
-LEVEL_COLUMNS = {"superclass_acc": "from_leaf", "superclass_acc_from_levels": "own_scores",
-                 "level_agreement": "agreement"}
-"""The columns ``level{depth}_{way}`` of a metric of one value per level, by its key (another's: its key)."""
 CRM_COLUMNS = ("top1", "mistake_severity", "avg_hdist@1", "hierarchical_f1")
 """The scores of CRM's ranking the summary shows (``crm_top1`` ...)."""
 SCALE_COLUMNS = ("feature_norm", "max_logit", "cophenetic_correlation")
@@ -54,7 +48,7 @@ def summary_table(runs: list[RunResult]) -> pd.DataFrame:
                                "head": m.get("head"), "seed": m.get("seed"), "samples": m.get("samples")}
         for key, (metric, declared) in statistics.declared().items():
             if declared.kind == "levels":
-                row.update({f"level{depth}_{LEVEL_COLUMNS.get(key, key)}": _num(value)
+                row.update({f"level{depth}_{WAYS.get(key, key).replace(' ', '_')}": _num(value)
                             for depth, value in _levels(m.get(key))})
             elif declared.shown != "none":
                 row.update({name: _num(value) for name, value in m.items() if metric.patterns[key].fullmatch(name)})
@@ -157,7 +151,7 @@ def level_long(runs: list[RunResult]) -> pd.DataFrame:
     accuracy): the leaf, and per super-class depth "from leaf" and the head's own scores."""
     rows = []
     for r in runs:
-        rows.append({"run": r.name, "head": r.head, "level": "leaf", "depth": 0, "way": WAYS["leaf"],
+        rows.append({"run": r.name, "head": r.head, "level": "leaf", "depth": 0, "way": "leaf",
                      "accuracy": _num(r.metrics["top1"])})
         for key in ("superclass_acc", "superclass_acc_from_levels"):
             for depth, value in _levels(r.metrics.get(key)):
@@ -173,7 +167,7 @@ def level_table(runs: list[RunResult]) -> pd.DataFrame:
     long = level_long(runs)
     out = pd.DataFrame({"run": [r.name for r in runs], "head": [r.head for r in runs]})
     columns = long[["depth", "way", "level"]].drop_duplicates()
-    columns = columns.assign(order=[list(WAYS.values()).index(w) for w in columns["way"]])
+    columns = columns.assign(order=[["leaf", *WAYS.values()].index(w) for w in columns["way"]])
     for depth, way, level, _ in columns.sort_values(["order", "depth"]).itertuples(index=False):
         name = "leaf" if depth == 0 else f"{level} ({way})"
         values = long[(long["depth"] == depth) & (long["way"] == way)].set_index("run")["accuracy"]
@@ -181,16 +175,11 @@ def level_table(runs: list[RunResult]) -> pd.DataFrame:
     return out
 
 
-_LEVEL_COLUMN = re.compile(r"level ?([0-9]+)(?:_| \()(from.leaf|own.scores|agreement)\)?")
-_LEVEL_KEYS = {way: key for key, way in LEVEL_COLUMNS.items()}
-
-
 def metric_of_column(column: str) -> str:
     """The metrics.json key behind a column of :func:`summary_table` or :func:`level_table`, as
     ``unavailable`` names it: a level's value "superclass_acc.2", a CRM column's "crm.top1"."""
-    match = _LEVEL_COLUMN.fullmatch(column)
-    if match:
-        return f"{_LEVEL_KEYS[match.group(2).replace(' ', '_')]}.{match.group(1)}"
+    if (level := level_column(column)) is not None:
+        return f"{level[1]}.{level[0]}"
     if column.startswith("crm_"):
         return f"crm.{column[4:]}"
     return {"cophenetic_correlation": "geometry.tree_agreement.cophenetic_correlation", "leaf": "top1"}.get(column,

@@ -101,8 +101,8 @@ def poincare_mlr(x: torch.Tensor, p: torch.Tensor, a: torch.Tensor, c: float | t
 
     ``closed_form`` (default: on every device but the CPU) uses :class:`_PoincareMLR`'s written-out
     backward, which keeps two (B, K) tensors instead of about twenty; on the CPU, where the
-    arithmetic rather than memory is the cost, autograd through the same formula measured 1.1-1.4×
-    faster (bench/heads.py), so it stays there. Both give the same values (tests)."""
+    arithmetic rather than memory is the cost, autograd through the same formula is faster (timed
+    by ``bench/heads.py``), so it stays there. Both give the same values (tests)."""
     c = float(c)
     if closed_form if closed_form is not None else x.device.type != "cpu":
         return _PoincareMLR.apply(x, p, a, c)

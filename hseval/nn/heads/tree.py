@@ -24,7 +24,7 @@ and as few kernel launches as possible on top of them.
   it is still in cache, pushed to the parents, dotted with δ for the scale's gradient and scaled
   (backward).
 - The scale's gradient is a row-wise dot product done by ``linalg.vecdot``; ``einsum("pd,pd->p")``
-  runs as a batched matmul and was 4-5x slower.
+  runs as a batched matmul, which is slower.
 - On the CPU, big scratch tensors (W, the super-class table, the gradient) are reused across steps
   (:class:`_Workspace`): glibc gives every block above 32 MB a fresh ``mmap`` and a fresh mmap is
   paid again in page faults on first touch — more than the arithmetic at 20,000 classes. A buffer
