@@ -2,8 +2,8 @@
 
 For every non-root node p with parent q: the angle between w_p and w_q, and ‖w_p − w_q‖ (the
 effective ‖R_p δ_p‖) against the radius R_p; angles between sibling classifiers against
-non-sibling ones, per depth; and how well the tree recovered by agglomerative clustering of the
-class vectors (cosine, average linkage) agrees with the given tree.
+non-sibling ones, per depth; and how well the tree recovered by agglomerative clustering of the class
+vectors (cosine, average linkage) agrees with the given tree.
 
 Heads that have no super-class vectors (plain, multitask) are measured on their class vectors,
 with each super-class represented by the mean of the class vectors below it (``kind="centroid"``

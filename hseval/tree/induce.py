@@ -1,5 +1,5 @@
-"""A tree induced from class vectors (NBDT's workflow: train a plain head, induce a tree from its
-class vectors, train the hierarchy heads on it).
+"""A tree induced from class vectors (NBDT's workflow: train a plain head, induce a tree from its class
+vectors, train the hierarchy heads on it).
 
 The class vectors are clustered by average linkage on the cosine distance (scipy) — the
 dendrogram whose agreement with the given tree ``hseval evaluate`` reports — and the dendrogram is

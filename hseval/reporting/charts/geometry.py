@@ -109,8 +109,8 @@ def delta_vs_radius(geometry: pd.DataFrame, *, title: str = "‖w_p − w_parent
 
 def step_by_depth(geometry: pd.DataFrame, *, title: str = "Step ‖w_p − w_parent‖ per depth",
                   colours: dict[str, str] | None = None) -> go.Figure:
-    """Box plots of each node's step from its parent per depth, one colour per run: every head with
-    class vectors, radii or not (columns run, depth, delta_norm)."""
+    """Box plots of each node's step from its parent per depth, one colour per run: every head with class
+    vectors, radii or not (columns run, depth, delta_norm)."""
     if geometry.empty or "delta_norm" not in geometry:
         return _empty(title, "no class vectors")
     depths = [str(d) for d in sorted({int(d) for d in geometry["depth"]})]
