@@ -21,13 +21,13 @@ from hypothesis import strategies as st
 from hseval.cli.main import main
 from hseval.core.errors import ConfigError, HsevalWarning, warnings_as_lines
 from hseval.core.perf import available_cores
-from hseval.nn.heads import head_options, list_heads
+from hseval.nn.heads import HEADS, list_heads
 from tests.helpers import examples, image_folder
 
 ROOT = Path(__file__).resolve().parents[1]
 TINY = ["--quiet", "--backbone", "small-cnn", "--set", "optim.epochs=1", "--set", "data.train_subset=64", "--set",
         "data.batch_size=32", "--set", "data.test_subset=50", "--set", "engine.threads=1"]
-OPTIONS = sorted({(head, option) for head in list_heads() for option in head_options(head)})
+OPTIONS = sorted({(head, option) for head in list_heads() for option in HEADS.options(head)})
 VALUES = ["abc", ".nan", ".inf", "-.inf", "-1", "0", "-0.5", "true", "[1]", "{a: 1}", "1e400", "0.5", "2", "100",
           "1e39"]
 
@@ -54,14 +54,14 @@ def test_every_sweep_value_is_checked_as_set_checks_it_whatever_the_heads(tmp_pa
     checks the value): refused before any work iff ``--set`` refuses it, in one line naming --sweep
     and not --set; a value it takes goes on to the data (here: none)."""
     head, option = pick
-    heads = head if alone else next(h for h in list_heads() if option not in head_options(h))
+    heads = head if alone else next(h for h in list_heads() if option not in HEADS.options(h))
     out = tmp_path / "runs"
     capsys.readouterr()
     code = main(["train-all", "--heads", heads, "--sweep", f"model.head_options.{option}={value}",
                  "--data-root", str(tmp_path / "no-data"), "--out", str(out)])
     err = capsys.readouterr().err.strip().splitlines()
     assert code == 2 and len(err) == 1 and not out.exists(), err  # refused, or the data is missing
-    takers = [head] if alone else [h for h in list_heads() if option in head_options(h)]
+    takers = [head] if alone else [h for h in list_heads() if option in HEADS.options(h)]
     refused = any(_refused_by_set(h, option, value) for h in takers)
     assert ("--sweep" in err[0]) == refused and "--set" not in err[0], (value, err)
 

@@ -13,7 +13,7 @@ from pydantic import BaseModel
 
 from hseval.cli.main import main
 from hseval.core.errors import ConfigError
-from hseval.nn.heads import head_options, list_heads
+from hseval.nn.heads import HEADS, list_heads
 from hseval.train.config import TrainConfig, load_config
 
 
@@ -64,7 +64,7 @@ def test_a_number_out_of_bounds_is_refused_naming_the_key(key, value):
     assert "\n" not in message and message.startswith(f"--set: {key}"), message
 
 
-HEAD_CASES = [(head, option, value) for head in list_heads() for option in head_options(head)
+HEAD_CASES = [(head, option, value) for head in list_heads() for option in HEADS.options(head)
               for value in (".nan", ".inf", "-.inf", "1.0e+300", "-1.0e+300")]
 
 

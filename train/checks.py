@@ -16,7 +16,7 @@ from hseval.core.errors import ConfigError, HsevalWarning
 from hseval.data import LoadedDataset
 from hseval.nn import radius_guard
 from hseval.nn.backbones import create_backbone
-from hseval.nn.heads import HEADS, create_head, head_options, list_heads
+from hseval.nn.heads import HEADS, create_head, list_heads
 from hseval.nn.model import HierarchicalClassifier
 from hseval.train import loader
 from hseval.train.config import TrainConfig, load_config
@@ -38,7 +38,7 @@ def check_before_training(config: TrainConfig, data: LoadedDataset, *, world: in
     device = resolve_device(config.engine.device, option="engine.device")
     if config.engine.cuda_graphs and device.type != "cuda":
         raise ConfigError("engine.cuda_graphs=true needs a CUDA device; keep engine.compile=true alone on the CPU")
-    unknown = sorted(set(config.model.head_options) - set().union(*(head_options(h) for h in list_heads())))
+    unknown = sorted(set(config.model.head_options) - set().union(*(HEADS.options(h) for h in list_heads())))
     if unknown:
         raise ConfigError(f"model.head_options.{unknown[0]} is not an option of any head")
     HEADS.get(config.model.head).check_tree(data.hierarchy)  # a tree the head cannot use: before any work
@@ -64,7 +64,7 @@ def check_head_options(config: TrainConfig, *, where: str = "set head options wi
                        "model.head_options.NAME=VALUE") -> None:
     """The options of ``config``'s head (those it takes: a recipe sets options for all heads), their
     types and values, checked as the head is built, on a tiny tree; ``where`` says where they are set."""
-    accepted = head_options(config.model.head)
+    accepted = HEADS.options(config.model.head)
     try:
         create_head(config.model.head, _PROBE_TREE, 2,
                     **{k: v for k, v in config.model.head_options.items() if k in accepted})

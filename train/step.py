@@ -13,7 +13,7 @@ from torch import nn
 
 from hseval.core.device import resolve_device
 from hseval.data import LoadedDataset
-from hseval.nn.heads import head_options
+from hseval.nn.heads import HEADS
 from hseval.nn.model import HierarchicalClassifier
 from hseval.train.config import EngineConfig, TrainConfig
 from hseval.train.distributed import Dist
@@ -24,7 +24,7 @@ __all__ = ["Context", "TrainStep", "compiled", "model_spec"]
 def model_spec(config: TrainConfig, data: LoadedDataset) -> dict[str, Any]:
     """The backbone and head of ``config`` for the images of ``data`` (what ``build_model`` takes);
     the head gets the options it accepts (a recipe sets options for all heads)."""
-    accepted = head_options(config.model.head)
+    accepted = HEADS.options(config.model.head)
     backbone = {"in_channels": data.channels, "image_size": data.image_size, "small_stem": config.model.small_stem,
                 "embedding_dim": config.model.embedding_dim}
     return {"backbone": {"name": config.model.backbone, "config": backbone},

@@ -158,7 +158,7 @@ def plan_runs(args: argparse.Namespace, *, note=_warn) -> list[tuple[str, list[s
 
     A sweep of a head option (``model.head_options.X``) applies to the heads that take X; the
     others are trained once (``note`` says so: a warning). Two runs with one folder name are refused."""
-    from hseval.nn.heads import GROUPS, HEADS, head_options, list_heads  # torch: only the commands that train
+    from hseval.nn.heads import GROUPS, HEADS, list_heads  # torch: only the commands that train
 
     heads = [head for item in _split(args.heads, "--heads")
              for head in (list_heads(item) if item in (*GROUPS, "all") else [item])]
@@ -176,7 +176,7 @@ def plan_runs(args: argparse.Namespace, *, note=_warn) -> list[tuple[str, list[s
         grid = []
         for key, values in sweeps:
             option = key.removeprefix("model.head_options.") if key.startswith("model.head_options.") else None
-            if option is not None and option not in head_options(head):
+            if option is not None and option not in HEADS.options(head):
                 note(f"--sweep {key} does not apply to {head} (it has no option {option!r}); training it once")
                 continue
             grid.append([(key, v) for v in values])
@@ -245,15 +245,15 @@ def _check_head_sweeps(args: argparse.Namespace, heads: list[str]) -> None:
     head's own rules), each error naming --sweep: on the heads of the plan that take the option, or
     on every head that does when none of the plan's does (a value is checked whatever the heads). A
     sweep of another setting is checked with every run, which it applies to."""
-    from hseval.nn.heads import head_options, list_heads  # torch: only the commands that train
+    from hseval.nn.heads import HEADS, list_heads  # torch: only the commands that train
     from hseval.train.checks import check_head_options  # torch: for this command only
 
     for key, values in _sweeps(args):
         if not key.startswith("model.head_options."):
             continue
         option = key.removeprefix("model.head_options.")
-        takers = [h for h in dict.fromkeys(heads) if option in head_options(h)] or \
-            [h for h in list_heads() if option in head_options(h)]
+        takers = [h for h in dict.fromkeys(heads) if option in HEADS.options(h)] or \
+            [h for h in list_heads() if option in HEADS.options(h)]
         if not takers:
             raise ConfigError(f"--sweep {key}: {option!r} is not an option of any head")
         for head in takers:

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import importlib
 
-__all__ = ["Head", "create_head", "head_options", "list_heads"]
+__all__ = ["HEADS", "Head", "create_head", "list_heads"]
 
 
 def __getattr__(name: str):

@@ -116,9 +116,9 @@ class ScaleCheck:
 
 def takes_radius(head: str) -> bool:
     """Whether ``head`` has the ``radius`` option (the sphere heads)."""
-    from hseval.nn.heads import head_options, list_heads  # torch: kept out of 'hseval report'
+    from hseval.nn.heads import HEADS, list_heads  # torch: kept out of 'hseval report'
 
-    return head in list_heads() and "radius" in head_options(head)
+    return head in list_heads() and "radius" in HEADS.options(head)
 
 
 def check_scale(*, head: str, feature_norm: float, class_norm: float, classes: int,

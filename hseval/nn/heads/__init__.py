@@ -28,8 +28,8 @@ from hseval.nn.heads import hxe  # the peers: the hierarchy-aware methods of oth
 from hseval.nn.heads import soft_labels
 from hseval.nn.heads import barz_denzler
 from hseval.nn.heads import nbdt
-from hseval.nn.heads.base import GROUPS, HEADS, Head, create_head, head_options, list_heads, register_head
+from hseval.nn.heads.base import GROUPS, HEADS, Head, create_head, list_heads, register_head
 
-__all__ = ["GROUPS", "HEADS", "Head", "create_head", "head_options", "list_heads", "register_head",
+__all__ = ["GROUPS", "HEADS", "Head", "create_head", "list_heads", "register_head",
            "plain", "multitask", "delta", "manifold", "riemann", "hyperbolic", "hxe", "soft_labels", "barz_denzler",
            "nbdt"]

@@ -17,7 +17,7 @@ from hseval.core.errors import ConfigError, problem_text
 from hseval.core.registry import Registry
 from hseval.tree.hierarchy import HIERARCHY, Hierarchy
 
-__all__ = ["Head", "GROUPS", "PAPER", "register_head", "list_heads", "create_head", "head_options"]
+__all__ = ["Head", "GROUPS", "PAPER", "register_head", "list_heads", "create_head", "HEADS"]
 
 HEADS: Registry[type[Head]] = Registry("head")
 PAPER = "Scieur & Kim, Connecting Sphere Manifolds Hierarchically for Regularization, ICML 2021"
@@ -139,16 +139,11 @@ def list_heads(group: str = "all") -> list[str]:
     return [name for name in HEADS.names() if group == "all" or HEADS.get(name).group == group]
 
 
-def head_options(name: str) -> dict[str, Any]:
-    """The options of head ``name``: {option: its type} from the annotations of ``__init__``."""
-    return HEADS.options(name)
-
-
 @functools.cache
 def _options_model(name: str) -> type[BaseModel]:
     """A model of head ``name``'s options, typed as its ``__init__`` annotates them (strict: a
     number for a float, never a bool or a string)."""
-    fields: dict[str, Any] = {key: (kind, None) for key, kind in head_options(name).items()}
+    fields: dict[str, Any] = {key: (kind, None) for key, kind in HEADS.options(name).items()}
     return create_model(f"{name} options", __config__=ConfigDict(strict=True, arbitrary_types_allowed=True), **fields)
 
 
@@ -176,7 +171,7 @@ def create_head(name: str, hierarchy: Hierarchy, in_features: int, **config: Any
     in_features : int
         Size d of the features ``z`` (B, d) the head receives; positive.
     **config
-        The head's own options, :func:`head_options` ``(name)``; a number is accepted for a float.
+        The head's own options, ``HEADS.options(name)``; a number is accepted for a float.
 
     Returns
     -------
@@ -192,13 +187,13 @@ def create_head(name: str, hierarchy: Hierarchy, in_features: int, **config: Any
     Examples
     --------
     >>> import torch
-    >>> from hseval.nn.heads import create_head, head_options
+    >>> from hseval.nn.heads import HEADS, create_head
     >>> from hseval.tree.hierarchy import Hierarchy
     >>> tree = Hierarchy.from_paths([["animal", "cat"], ["animal", "dog"], ["car"]])
     >>> head = create_head("plain", tree, in_features=8)
     >>> head(torch.randn(2, 8)).shape  # one logit per class
     torch.Size([2, 3])
-    >>> sorted(head_options("riemann"))
+    >>> sorted(HEADS.options("riemann"))
     ['radius', 'radius_decay']
     >>> create_head("riemann", tree, in_features=8, radius="large")
     Traceback (most recent call last):
