@@ -25,8 +25,7 @@ from torch import nn
 
 from hseval.core.errors import ConfigError
 from hseval.core.progress import bar as progress_bar
-from hseval.data import LoadedDataset, load_dataset
-from hseval.data.base import dataset_options
+from hseval.data import LoadedDataset, load_with_tree
 from hseval.io.output import OutputFolder
 from hseval.metrics import HierarchicalMetrics
 from hseval.nn.model import HierarchicalClassifier
@@ -38,7 +37,6 @@ from hseval.train.probe import Features
 from hseval.train.run_folder import Reuse, check_run_folder, resumes, reuse
 from hseval.train.session import Session, open_session, torch_threads
 from hseval.train.step import Context
-from hseval.tree import read_hierarchy
 
 __all__ = ["train", "train_one_epoch", "evaluate", "load_data", "data_settings"]
 
@@ -53,12 +51,7 @@ def data_settings(config: TrainConfig) -> tuple[str, str | None, str | None]:
 def load_data(config: TrainConfig) -> LoadedDataset:
     """The dataset of ``config`` with, when ``data.hierarchy`` names a file, that tree in place of its own."""
     name, root, path = data_settings(config)
-    if "hierarchy" in dataset_options(name):  # a user's image folders take their tree here
-        return load_dataset(name, root, hierarchy=path)
-    data = load_dataset(name, root)
-    if path:
-        data.hierarchy = read_hierarchy(path, classes=data.class_names)
-    return data
+    return load_with_tree(name, root, path, download=True)
 
 
 def train_one_epoch(step: nn.Module, optimizers: Optimizers, batches: Batches, ctx: Context, *, total: int,

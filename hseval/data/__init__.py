@@ -19,8 +19,9 @@ from hseval.data.base import (
     dataset_options,
     list_datasets,
     load_dataset,
+    load_with_tree,
     register_dataset,
 )
 
 __all__ = ["ImageFiles", "LoadedDataset", "TensorImages", "TensorPreprocess", "data_roots", "dataset_card",
-           "dataset_options", "list_datasets", "load_dataset", "register_dataset"]
+           "dataset_options", "list_datasets", "load_dataset", "load_with_tree", "register_dataset"]

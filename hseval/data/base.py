@@ -28,11 +28,12 @@ from torch.utils.data import Dataset
 from hseval.core.errors import ConfigError, DataError, HsevalError
 from hseval.core.registry import Registry
 from hseval.core.sampling import VALIDATION_SEED, held_out, indices_sha256
+from hseval.tree import read_hierarchy
 from hseval.tree.hierarchy import Hierarchy
 
 __all__ = ["TensorPreprocess", "TensorImages", "ImageFiles", "LoadedDataset", "SPLITS", "check_split",
            "DatasetCard", "register_dataset", "dataset_card",
-           "list_datasets", "load_dataset", "dataset_options", "data_roots", "worker_errors"]
+           "list_datasets", "load_dataset", "dataset_options", "load_with_tree", "data_roots", "worker_errors"]
 
 DATASETS: Registry[Callable[..., LoadedDataset]] = Registry("dataset")
 """Loaders ``(root, *, options) -> LoadedDataset``."""
@@ -318,6 +319,21 @@ def load_dataset(name: str, root: str | Path | None = None, **options: Any) -> L
 def dataset_options(name: str) -> tuple[str, ...]:
     """Names of the keyword-only options of dataset ``name``'s loader (``load_dataset(**options)``)."""
     return tuple(DATASETS.options(name))
+
+
+def load_with_tree(name: str, root: str | Path | None, tree: Hierarchy | str | Path | None, *,
+                   download: bool = False) -> LoadedDataset:
+    """Dataset ``name`` from ``root`` for the tree ``tree`` (a run's, or a file): a loader that takes
+    a tree (a user's image folders, which have none of their own) takes it; for another, a file
+    replaces the dataset's own tree, its leaves in the data's class order. A loader that can download
+    does so only with ``download`` (a training's data; what reads a run reads the data it names, or
+    says it is not at hand)."""
+    known = dataset_options(name)
+    data = load_dataset(name, root, **({"hierarchy": tree} if "hierarchy" in known else {}),
+                        **({"download": download} if "download" in known else {}))
+    if tree and isinstance(tree, (str, Path)) and "hierarchy" not in known:
+        data.hierarchy = read_hierarchy(tree, classes=data.class_names)
+    return data
 
 
 def data_roots(root: str | Path | None, *defaults: str | Path) -> list[Path]:

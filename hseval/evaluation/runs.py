@@ -30,7 +30,7 @@ from hseval.core.errors import ConfigError, DataError, HsevalWarning, RunFormatE
 from hseval.core.perf import available_cores
 from hseval.core.progress import bar as progress_bar
 from hseval.core.sampling import stratified_subset
-from hseval.data import load_dataset
+from hseval.data import load_with_tree
 from hseval.data.base import check_split, dataset_options
 from hseval.data.sampling import eval_batches
 from hseval.evaluation.stages import (
@@ -91,13 +91,10 @@ def _dataset_for(run: Run, data_root: str | None, cache: dict):
     if not isinstance(name, str):
         raise RunFormatError(f"{run.path / META_FILE}: no 'dataset.name'; cannot tell which data to evaluate on")
     root = data_root or dataset.get("root")
-    options = {}
-    if "hierarchy" in dataset_options(name):  # image folders: the tree the run carries
-        options["hierarchy"] = run.hierarchy
-    key = (name, root, tuple(options.items()))
+    key = (name, root, run.hierarchy if "hierarchy" in dataset_options(name) else None)  # image folders: the run's tree
     if key not in cache:
         try:
-            cache[key] = load_dataset(name, root, **options)
+            cache[key] = load_with_tree(name, root, run.hierarchy)
         except DataError as exc:
             raise DataError(f"{run.path}: its dataset {name!r} is not available: {exc}") from None
     data = cache[key]

@@ -36,7 +36,7 @@ import torch
 from hseval.core.errors import ConfigError, DataError, HierarchyError, HsevalWarning, first_line
 from hseval.core.fileio import sha256
 from hseval.core.overrides import parse_override
-from hseval.data import load_dataset
+from hseval.data import load_with_tree
 from hseval.data.base import dataset_options
 from hseval.io.output import OutputFolder
 from hseval.io.run_format import run_folder_state, save_run
@@ -178,15 +178,9 @@ def _infer_backbone(name: str, ckpt: StateDict, mapping: dict[str, str], in_chan
 
 
 def _load_data(name: str, root: str | Path | None, tree: Hierarchy):
-    """The dataset, or (None, why not) when it is not at hand."""
-    options: dict[str, Any] = {}
-    known = dataset_options(name)  # an unknown name is an error, not a missing dataset
-    if "download" in known:
-        options["download"] = False
-    if "hierarchy" in known:
-        options["hierarchy"] = tree
+    """The dataset, or (None, why not) when it is not at hand (an unknown name is an error)."""
     try:
-        return load_dataset(name, root, **options), None
+        return load_with_tree(name, root, tree), None
     except DataError as exc:
         return None, first_line(exc) if str(exc) else "not found"
 
