@@ -120,9 +120,9 @@ def node_vectors(run: RunResult) -> np.ndarray:
 def _dataset(name: str, root: str | None, hierarchy: str):
     # A resource: a split's images are shared read-only, never copied per rerun. A reason (str)
     # is returned rather than raised, so that a missing dataset is not looked for on every rerun.
-    from hseval.data import list_datasets, load_with_tree  # torch: only for pages with images
+    from hseval.data import DATASETS, load_with_tree  # torch: only for pages with images
 
-    if name not in list_datasets():
+    if name not in DATASETS:
         return f"'{name}' is not a dataset hseval can load"
     tree = Hierarchy.from_dict(json.loads(hierarchy))
     try:

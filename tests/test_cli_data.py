@@ -79,12 +79,12 @@ def test_data_info_text_and_json(capsys, tmp_path):
 def test_data_list_gives_every_dataset_its_sizes_classes_tree_and_options(capsys):
     """README: ``data list`` prints the datasets with their sizes, classes and tree; one row per
     registered dataset, read from the card it registers with."""
-    from hseval.data import dataset_card, list_datasets
+    from hseval.data import DATASETS, dataset_card
 
     code, out, _ = run(capsys, "data", "list")
     assert code == 0
     rows = {line.split()[0]: line for line in out.splitlines()[1:-1]}
-    assert list(rows) == list_datasets() and out.splitlines()[0].split()[:5] == ["dataset", "train", "test",
+    assert list(rows) == DATASETS.names() and out.splitlines()[0].split()[:5] == ["dataset", "train", "test",
                                                                                    "classes", "tree"]
     for name, line in rows.items():
         card = dataset_card(name)
@@ -96,10 +96,10 @@ def test_data_list_gives_every_dataset_its_sizes_classes_tree_and_options(capsys
 
 def test_every_card_counts_the_classes_of_its_shipped_tree():
     """A dataset's card declares its classes; the tree built from the shipped class lists has as many."""
-    from hseval.data import dataset_card, list_datasets
+    from hseval.data import DATASETS, dataset_card
     from hseval.tree.builders import BUILDERS
 
-    for name in list_datasets():
+    for name in DATASETS.names():
         card = dataset_card(name)
         assert (card.classes is None) == (name not in BUILDERS), name
         if card.classes is not None:

@@ -26,7 +26,7 @@ CLI_OPTIONS = {"hierarchy": "FILE", "wordnet": "DIR"}
 seed_int = non_negative_int
 
 
-def _options(args: argparse.Namespace, accepted: tuple[str, ...]) -> dict:
+def _options(args: argparse.Namespace, accepted: dict) -> dict:
     """The dataset options given on the command line, each checked against what the dataset takes."""
     given = {name: value for name in CLI_OPTIONS if (value := getattr(args, name, None)) is not None}
     for name in given:
@@ -41,9 +41,9 @@ def cmd_build(args: argparse.Namespace) -> int:
     if args.data_root is None:
         tree = BUILDERS.get(args.dataset)(**_options(args, BUILDERS.options(args.dataset)))
     else:
-        from hseval.data import dataset_options, load_dataset  # torch: only with --data-root
+        from hseval.data import DATASETS, load_dataset  # torch: only with --data-root
 
-        options = _options(args, dataset_options(args.dataset))
+        options = _options(args, DATASETS.options(args.dataset))
         tree = load_dataset(args.dataset, args.data_root, **options).hierarchy
     with output as path:
         write_hierarchy(tree, path, format="pairs")
@@ -66,12 +66,12 @@ def _count(value: int | None) -> str:
 
 
 def cmd_list(args: argparse.Namespace) -> int:
-    from hseval.data import dataset_card, dataset_options, list_datasets  # torch: kept out of the other commands
+    from hseval.data import DATASETS, dataset_card  # torch: kept out of the other commands
 
     rows = [("dataset", "train", "test", "classes", "tree", "options")]
-    for name in list_datasets():
+    for name in DATASETS.names():
         card = dataset_card(name)
-        options = " ".join(f"--{option} {CLI_OPTIONS[option]}" for option in dataset_options(name)
+        options = " ".join(f"--{option} {CLI_OPTIONS[option]}" for option in DATASETS.options(name)
                            if option in CLI_OPTIONS)
         rows.append((name, _count(card.train), _count(card.test), _count(card.classes), card.tree, options))
     widths = [max(len(row[i]) for row in rows) for i in range(len(rows[0]))]
@@ -116,9 +116,9 @@ def _print_summary(summary: dict) -> None:
 
 
 def cmd_info(args: argparse.Namespace) -> int:
-    from hseval.data import dataset_options, load_dataset  # torch: kept out of the other commands
+    from hseval.data import DATASETS, load_dataset  # torch: kept out of the other commands
 
-    options = _options(args, dataset_options(args.dataset))
+    options = _options(args, DATASETS.options(args.dataset))
     known = _known(args.dataset, options)
     try:
         data = load_dataset(args.dataset, args.data_root, **options)

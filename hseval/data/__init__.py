@@ -10,18 +10,17 @@ from hseval.data import (  # noqa: F401  (registration)
     tiny_imagenet,
 )
 from hseval.data.base import (
+    DATASETS,
     ImageFiles,
     LoadedDataset,
     TensorImages,
     TensorPreprocess,
     data_roots,
     dataset_card,
-    dataset_options,
-    list_datasets,
     load_dataset,
     load_with_tree,
     register_dataset,
 )
 
-__all__ = ["ImageFiles", "LoadedDataset", "TensorImages", "TensorPreprocess", "data_roots", "dataset_card",
-           "dataset_options", "list_datasets", "load_dataset", "load_with_tree", "register_dataset"]
+__all__ = ["DATASETS", "ImageFiles", "LoadedDataset", "TensorImages", "TensorPreprocess", "data_roots", "dataset_card",
+           "load_dataset", "load_with_tree", "register_dataset"]

@@ -33,7 +33,7 @@ from hseval.tree.hierarchy import Hierarchy
 
 __all__ = ["TensorPreprocess", "TensorImages", "ImageFiles", "LoadedDataset", "SPLITS", "check_split",
            "DatasetCard", "register_dataset", "dataset_card",
-           "list_datasets", "load_dataset", "dataset_options", "load_with_tree", "data_roots", "worker_errors"]
+           "load_dataset", "load_with_tree", "data_roots", "worker_errors"]
 
 DATASETS: Registry[Callable[..., LoadedDataset]] = Registry("dataset")
 """Loaders ``(root, *, options) -> LoadedDataset``."""
@@ -307,18 +307,9 @@ def dataset_card(name: str) -> DatasetCard:
     return _CARDS[name]
 
 
-def list_datasets() -> list[str]:
-    return DATASETS.names()
-
-
 def load_dataset(name: str, root: str | Path | None = None, **options: Any) -> LoadedDataset:
     """Load dataset ``name`` from ``root`` (or its usual places); options are dataset-specific."""
     return DATASETS.get(name)(root, **options)
-
-
-def dataset_options(name: str) -> tuple[str, ...]:
-    """Names of the keyword-only options of dataset ``name``'s loader (``load_dataset(**options)``)."""
-    return tuple(DATASETS.options(name))
 
 
 def load_with_tree(name: str, root: str | Path | None, tree: Hierarchy | str | Path | None, *,
@@ -328,7 +319,7 @@ def load_with_tree(name: str, root: str | Path | None, tree: Hierarchy | str | P
     replaces the dataset's own tree, its leaves in the data's class order. A loader that can download
     does so only with ``download`` (a training's data; what reads a run reads the data it names, or
     says it is not at hand)."""
-    known = dataset_options(name)
+    known = DATASETS.options(name)
     data = load_dataset(name, root, **({"hierarchy": tree} if "hierarchy" in known else {}),
                         **({"download": download} if "download" in known else {}))
     if tree and isinstance(tree, (str, Path)) and "hierarchy" not in known:

@@ -31,7 +31,7 @@ from hseval.core.perf import available_cores
 from hseval.core.progress import bar as progress_bar
 from hseval.core.sampling import stratified_subset
 from hseval.data import load_with_tree
-from hseval.data.base import check_split, dataset_options
+from hseval.data.base import DATASETS, check_split
 from hseval.data.sampling import eval_batches
 from hseval.evaluation.stages import (
     EvaluationContent,
@@ -91,7 +91,7 @@ def _dataset_for(run: Run, data_root: str | None, cache: dict):
     if not isinstance(name, str):
         raise RunFormatError(f"{run.path / META_FILE}: no 'dataset.name'; cannot tell which data to evaluate on")
     root = data_root or dataset.get("root")
-    key = (name, root, run.hierarchy if "hierarchy" in dataset_options(name) else None)  # image folders: the run's tree
+    key = (name, root, run.hierarchy if "hierarchy" in DATASETS.options(name) else None)  # image folders: the run's
     if key not in cache:
         try:
             cache[key] = load_with_tree(name, root, run.hierarchy)

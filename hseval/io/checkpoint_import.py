@@ -37,7 +37,7 @@ from hseval.core.errors import ConfigError, DataError, HierarchyError, HsevalWar
 from hseval.core.fileio import sha256
 from hseval.core.overrides import parse_override
 from hseval.data import load_with_tree
-from hseval.data.base import dataset_options
+from hseval.data.base import DATASETS
 from hseval.io.output import OutputFolder
 from hseval.io.run_format import run_folder_state, save_run
 from hseval.io.state_dict import (
@@ -202,7 +202,7 @@ def import_checkpoint(checkpoint: str | Path, out: str | Path, *, backbone: str,
     maps = parse_maps(mapping) if isinstance(mapping, (list, tuple)) else dict(mapping or {})
     BACKBONES.get(backbone)  # an unknown name: the registry's one-line error
     HEADS.get(head)
-    dataset_options(dataset)
+    DATASETS.get(dataset)
     folder = _out_folder(out, force=force, inputs=[checkpoint] + ([] if isinstance(hierarchy, Hierarchy) else
                                                                  [hierarchy, *companions(hierarchy)]))
 
