@@ -28,6 +28,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
+from hseval.core.arguments import Array, Positive, checked
 from hseval.metrics import _checks
 from hseval.metrics.accuracy import topk_predictions
 from hseval.metrics.confusion import Pairs, pairs_update
@@ -41,8 +42,8 @@ NO_MISTAKES = "no mistakes: every sample is right, so the mean severity of a mis
 _DISTANCE = " Tree distance d(a, b) = tree height − depth of their lowest common ancestor (0 for the same class)."
 
 
-@_checks.checked(hierarchy=_checks.HIERARCHY)
-def hierarchical_distance(pred: np.ndarray, target: np.ndarray, hierarchy: Hierarchy) -> np.ndarray:
+@checked
+def hierarchical_distance(pred: Array, target: Array, hierarchy: Hierarchy) -> np.ndarray:
     """``H - depth(LCA(pred, target))``, 0 where ``pred == target``: Making Better Mistakes' distance.
 
     Between two classes (leaves) it is the height of their LCA. Between any two non-root nodes it
@@ -102,8 +103,8 @@ def _distance(pred: np.ndarray, target: np.ndarray, hierarchy: Hierarchy) -> np.
     return np.where(pred == target, 0, hierarchy.max_depth - common).astype(np.int64)
 
 
-@_checks.checked(hierarchy=_checks.HIERARCHY)
-def mistake_severity(pred_top1: np.ndarray, target: np.ndarray, hierarchy: Hierarchy) -> float:
+@checked
+def mistake_severity(pred_top1: Array, target: Array, hierarchy: Hierarchy) -> float:
     """Mean hierarchical distance over the wrong top-1 predictions; ``pred_top1``, ``target`` (N,)
     class indices. NaN when no prediction is wrong (or N = 0).
 
@@ -153,8 +154,8 @@ def _severity_compute(pairs: Pairs, hierarchy: Hierarchy) -> float:
     return _checks.ratio(pairs.total(values=distance), pairs.total(pairs.pred != pairs.target))
 
 
-@_checks.checked(hierarchy=_checks.HIERARCHY, k=_checks.K)
-def avg_hierarchical_distance_at_k(topk_pred: np.ndarray, target: np.ndarray, hierarchy: Hierarchy, k: int) -> float:
+@checked
+def avg_hierarchical_distance_at_k(topk_pred: Array, target: Array, hierarchy: Hierarchy, k: Positive) -> float:
     """Mean over samples of the mean distance of the ``k`` best predictions (a correct one counts 0).
 
     Parameters
@@ -195,33 +196,10 @@ def avg_hierarchical_distance_at_k(topk_pred: np.ndarray, target: np.ndarray, hi
     return _topk_distance_compute(_topk_distance_update(topk_pred, target, hierarchy, (k,)), len(target), (k,))[0][0]
 
 
-@_checks.checked(hierarchy=_checks.HIERARCHY, k=_checks.K)
-def best_hierarchical_distance_at_k(topk_pred: np.ndarray, target: np.ndarray, hierarchy: Hierarchy, k: int) -> float:
+@checked
+def best_hierarchical_distance_at_k(topk_pred: Array, target: Array, hierarchy: Hierarchy, k: Positive) -> float:
     """Mean over samples of the smallest distance among the ``k`` best predictions (0 when the
-    target is among them); arguments as :func:`avg_hierarchical_distance_at_k`. NaN for N = 0.
-
-    Parameters
-    ----------
-    topk_pred : (N, k') array_like of int
-        Class indices, best first (see :func:`topk_predictions`).
-    target : (N,) array_like of int
-        True class indices.
-    hierarchy : Hierarchy
-        The tree whose leaves are the classes.
-    k : int
-        1 <= k; capped at the number of classes, then it must be <= k'.
-
-    Returns
-    -------
-    float
-        The mean smallest distance; NaN for N = 0.
-
-    Raises
-    ------
-    ValueError
-        If ``topk_pred`` is not 2-D or ``target`` not 1-D, either holds non-integers or indices
-        outside the classes, they differ in length, ``k < 1``, or ``topk_pred`` holds fewer than
-        ``min(k, number of classes)`` columns.
+    target is among them); arguments and errors as :func:`avg_hierarchical_distance_at_k`. NaN for N = 0.
 
     Examples
     --------
@@ -238,9 +216,9 @@ def best_hierarchical_distance_at_k(topk_pred: np.ndarray, target: np.ndarray, h
     return _topk_distance_compute(_topk_distance_update(topk_pred, target, hierarchy, (k,)), len(target), (k,))[1][0]
 
 
-@_checks.checked(hierarchy=_checks.HIERARCHY, ks=_checks.KS)
-def mistake_metrics_from_topk(topk_pred: np.ndarray, target: np.ndarray, hierarchy: Hierarchy, *,
-                              ks: Sequence[int] = (1, 5, 20)) -> dict[str, float]:
+@checked
+def mistake_metrics_from_topk(topk_pred: Array, target: Array, hierarchy: Hierarchy, *,
+                              ks: Sequence[Positive] = (1, 5, 20)) -> dict[str, float]:
     """``mistake_severity`` and ``avg_hdist@k``, ``best_hdist@k`` for each ``k`` of ``ks``.
 
     Keys name the requested ``k``; the value is computed with ``min(k, number of classes)``, so a
@@ -293,9 +271,9 @@ def mistake_metrics_from_topk(topk_pred: np.ndarray, target: np.ndarray, hierarc
     return out
 
 
-@_checks.checked(hierarchy=_checks.HIERARCHY, ks=_checks.KS)
-def mistake_metrics(scores: np.ndarray, target: np.ndarray, hierarchy: Hierarchy, *,
-                    ks: Sequence[int] = (1, 5, 20)) -> dict[str, float]:
+@checked
+def mistake_metrics(scores: Array, target: Array, hierarchy: Hierarchy, *,
+                    ks: Sequence[Positive] = (1, 5, 20)) -> dict[str, float]:
     """Every Making-Better-Mistakes metric from ``scores`` (N, L) logits or probabilities and
     ``target`` (N,); see :func:`mistake_metrics_from_topk` for the keys.
 
