@@ -243,10 +243,10 @@ def test_heads_scale_to_a_large_tree(name):
 
 @pytest.mark.parametrize(("name", "options", "message"), [
     ("nope", {}, r"unknown head 'nope'; choose one of plain, multitask"),
-    ("riemann", {"radius": -1.0}, r"radius \(R0\) must be a positive number, got -1.0"),
-    ("manifold", {"radius_decay": 0.0}, r"radius_decay \(gamma\) must be a positive number, got 0.0"),
-    ("hyperbolic", {"curvature": 0}, r"hyperbolic curvature must be a positive number, got 0"),
-    ("multitask", {"level_weight": -2}, r"multitask level_weight must be >= 0, got -2"),
+    ("riemann", {"radius": -1.0}, r"head 'riemann': option 'radius' must be > 0, got -1.0"),
+    ("manifold", {"radius_decay": 0.0}, r"head 'manifold': option 'radius_decay' must be > 0, got 0.0"),
+    ("hyperbolic", {"curvature": 0}, r"head 'hyperbolic': option 'curvature' must be > 0, got 0"),
+    ("multitask", {"level_weight": -2}, r"head 'multitask': option 'level_weight' must be >= 0, got -2"),
     ("plain", {"radius": 1.0}, r"head 'plain' has no option 'radius'; its options are: \(none\)"),
 ])
 def test_bad_head_options_have_clear_errors(name, options, message):

@@ -42,7 +42,7 @@ def test_topk_predictions_and_accuracy_match_sklearn(k):
 def test_topk_predictions_caps_k_at_the_number_of_classes_and_breaks_ties_to_the_lower_index():
     scores = np.array([[0.0, 1.0, 1.0, 0.5]])
     assert topk_predictions(scores, 10).tolist() == [[1, 2, 3, 0]]
-    with pytest.raises(ValueError, match="k must be at least 1"):
+    with pytest.raises(ValueError, match="k must be >= 1"):
         topk_predictions(scores, 0)
 
 

@@ -43,5 +43,5 @@ def test_edge_cases():
     assert expected_calibration_error(np.eye(3), [1, 2, 0]) == 1.0  # confident and wrong
     with pytest.raises(ValueError, match=r"probs must lie in \[0, 1\].*pass softmax\(logits\), not the logits"):
         expected_calibration_error(np.array([[3.0, -1.0]]), [0])
-    with pytest.raises(ValueError, match="n_bins must be at least 1, got 0"):
+    with pytest.raises(ValueError, match="n_bins must be >= 1, got 0"):
         expected_calibration_error(np.eye(2), [0, 1], n_bins=0)

@@ -178,7 +178,7 @@ def test_bad_input_is_refused_with_a_message():
         metrics.update(np.zeros((2, 10)), np.array([0, 1]))
     with pytest.raises(ValueError, match="level 3 is not a super-class level of the tree"):
         metrics.update(np.zeros((2, 10)), np.array([0, 1]), {3: np.zeros((2, 7))})
-    with pytest.raises(ValueError, match=r"HierarchicalMetrics\(\): topk\[0\] must be at least 1, got 0"):
+    with pytest.raises(ValueError, match=r"HierarchicalMetrics\(\): topk\[0\] must be >= 1, got 0"):
         HierarchicalMetrics(tree, topk=(0,))
     with pytest.raises(ValueError, match="same tree"):
         metrics.merge(HierarchicalMetrics(appendix_a()))

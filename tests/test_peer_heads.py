@@ -274,12 +274,13 @@ def test_nbdt_path_probabilities_by_brute_force(tree):
 
 
 @pytest.mark.parametrize(("name", "options", "message"), [
-    ("hxe", {"alpha": -0.1}, r"hxe alpha must be a number from 0 to 80"),
-    ("hxe", {"alpha": float("nan")}, r"hxe alpha must be"),
-    ("soft-labels", {"beta": 0.0}, r"soft-labels beta must be a positive number"),
-    ("soft-labels", {"beta": float("inf")}, r"soft-labels beta must be a positive number"),
-    ("barz-denzler", {"xent_weight": -1.0}, r"barz-denzler xent_weight must be a number >= 0"),
-    ("nbdt", {"tree_weight": float("inf")}, r"nbdt tree_weight must be a number >= 0"),
+    ("hxe", {"alpha": -0.1}, r"head 'hxe': option 'alpha' must be >= 0, got -0.1"),
+    ("hxe", {"alpha": 80.5}, r"head 'hxe': option 'alpha' must be <= 80, got 80.5"),
+    ("hxe", {"alpha": float("nan")}, r"head 'hxe': option 'alpha' must be a finite number"),
+    ("soft-labels", {"beta": 0.0}, r"head 'soft-labels': option 'beta' must be > 0"),
+    ("soft-labels", {"beta": float("inf")}, r"head 'soft-labels': option 'beta' must be a finite number"),
+    ("barz-denzler", {"xent_weight": -1.0}, r"head 'barz-denzler': option 'xent_weight' must be >= 0"),
+    ("nbdt", {"tree_weight": float("inf")}, r"head 'nbdt': option 'tree_weight' must be a finite number"),
 ])
 def test_peer_options_out_of_range(name, options, message):
     with pytest.raises(ConfigError, match=message):
@@ -309,9 +310,9 @@ def test_heads_take_groups_and_names():
 
 
 @pytest.mark.parametrize(("head", "option", "message"), [
-    ("hxe", "alpha=-0.5", "hxe alpha must be a number from 0 to 80"),
-    ("soft-labels", "beta=0", "soft-labels beta must be a positive number"),
-    ("nbdt", "tree_weight=-1", "nbdt tree_weight must be a number >= 0"),
+    ("hxe", "alpha=-0.5", "head 'hxe': option 'alpha' must be >= 0, got -0.5"),
+    ("soft-labels", "beta=0", "head 'soft-labels': option 'beta' must be > 0, got 0"),
+    ("nbdt", "tree_weight=-1", "head 'nbdt': option 'tree_weight' must be >= 0, got -1"),
     ("barz-denzler", "xent_weight=.nan", "model.head_options.xent_weight must be a finite number"),
 ])
 def test_an_option_out_of_range_is_one_line_before_anything_is_written(fashion_like, tmp_path, capsys, head, option,

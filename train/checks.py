@@ -16,18 +16,16 @@ from hseval.core.errors import ConfigError, HsevalWarning
 from hseval.data import LoadedDataset
 from hseval.nn import radius_guard
 from hseval.nn.backbones import create_backbone
-from hseval.nn.heads import HEADS, create_head, list_heads
+from hseval.nn.heads import HEADS, list_heads
+from hseval.nn.heads.base import checked_options
 from hseval.nn.model import HierarchicalClassifier
 from hseval.train import loader
 from hseval.train.config import TrainConfig, load_config
 from hseval.train.pretrained import read_init
 from hseval.train.step import Context, model_spec
-from hseval.tree.hierarchy import Hierarchy
 
 __all__ = ["check_before_training", "check_head_options", "check_recipe_backbone", "initial_logit_scale",
            "guard_before_training", "guard_after_epoch"]
-
-_PROBE_TREE = Hierarchy(["a", "b", "s"], [2, 2, -1], 2)  # a tiny tree to build a head on before training
 
 
 def check_before_training(config: TrainConfig, data: LoadedDataset, *, world: int = 1) -> np.ndarray:
@@ -63,11 +61,10 @@ def check_before_training(config: TrainConfig, data: LoadedDataset, *, world: in
 def check_head_options(config: TrainConfig, *, where: str = "set head options with --set "
                        "model.head_options.NAME=VALUE") -> None:
     """The options of ``config``'s head (those it takes: a recipe sets options for all heads), their
-    types and values, checked as the head is built, on a tiny tree; ``where`` says where they are set."""
+    types and bounds, checked as :func:`create_head` checks them; ``where`` says where they are set."""
     accepted = HEADS.options(config.model.head)
     try:
-        create_head(config.model.head, _PROBE_TREE, 2,
-                    **{k: v for k, v in config.model.head_options.items() if k in accepted})
+        checked_options(config.model.head, {k: v for k, v in config.model.head_options.items() if k in accepted})
     except ConfigError as exc:  # the library names the option; the command says where it is set
         raise ConfigError(f"{exc} ({where})") from None
 

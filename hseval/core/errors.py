@@ -87,7 +87,8 @@ def first_line(exc: BaseException, *, limit: int | None = None, clause: bool = F
 _EXPECTED = {"float_type": "a number", "float_parsing": "a number", "int_type": "an integer",
              "int_from_float": "an integer", "int_parsing": "an integer", "bool_type": "true or false",
              "string_type": "a string", "list_type": "a list", "dict_type": "a mapping", "model_type": "an object",
-             "finite_number": "a finite number", "none_required": "null"}
+             "finite_number": "a finite number", "none_required": "null",
+             "sequence_str": "a sequence, not a string"}
 _BOUNDS = {"greater_than_equal": ("ge", ">="), "greater_than": ("gt", ">"), "less_than_equal": ("le", "<="),
            "less_than": ("lt", "<")}
 
@@ -95,10 +96,13 @@ _BOUNDS = {"greater_than_equal": ("ge", ">="), "greater_than": ("gt", ">"), "les
 def problem_text(problem: Mapping[str, Any]) -> tuple[str, str]:
     """(the field as ``a.b[2]``, what it must be) of one problem of a pydantic ``ValidationError``
     (an item of its ``errors()``), in hseval's words: "must be an integer", "must be >= 1"."""
-    field = "".join(f"[{part}]" if isinstance(part, int) else f".{part}" for part in problem["loc"]).lstrip(".")
+    loc = problem["loc"][:-2] + ("key",) if problem["loc"][-1:] == ("[key]",) else problem["loc"]
+    field = "".join(f"[{part}]" if isinstance(part, int) else f".{part}" for part in loc).lstrip(".")
     kind, context = problem["type"], problem.get("ctx") or {}
     if kind in _EXPECTED:
         return field, f"must be {_EXPECTED[kind]}"
+    if kind == "is_instance_of":
+        return field, f"must be a {context['class']}"
     if kind in _BOUNDS:
         key, sign = _BOUNDS[kind]
         bound = context[key]

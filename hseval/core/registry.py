@@ -38,7 +38,7 @@ def keyword_options(target: Callable) -> dict[str, Any]:
     function, or a class: its ``__init__``)."""
     function = target.__init__ if inspect.isclass(target) else target
     try:
-        hints = typing.get_type_hints(function)
+        hints = typing.get_type_hints(function, include_extras=True)
     except (NameError, TypeError):  # an annotation that does not resolve: names only
         hints = {}
     return {p.name: hints.get(p.name, Any) for p in inspect.signature(function).parameters.values()
@@ -95,7 +95,3 @@ class Registry(Generic[T]):
     def options(self, name: str) -> dict[str, Any]:
         """{option: its annotated type} that ``name`` takes (its keyword-only parameters)."""
         return keyword_options(self.get(name))
-
-    def check_options(self, name: str, given: Iterable[str]) -> None:
-        """Refuse an option ``name`` does not take, with the list of those it does."""
-        refuse_unknown_options(f"{self.kind} {name!r}", given, self.options(name))

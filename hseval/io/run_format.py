@@ -27,7 +27,8 @@ import torch
 from safetensors import SafetensorError
 from safetensors.torch import load, load_file, save
 
-from hseval.core import arguments, fileio
+from hseval.core import fileio
+from hseval.core.arguments import checked
 from hseval.core.errors import HsevalError, RunFormatError, first_line
 from hseval.io.records import parse_record
 from hseval.io.run_records import SCHEMA_VERSION, RunRecord, TrainState
@@ -186,8 +187,7 @@ def verify_run(run_dir: str | Path) -> RunInfo:
     return RunInfo(path=run_dir, meta=meta, hierarchy=record.hierarchy.tree)
 
 
-@arguments.checked(run_dir=arguments.path, device=arguments.instance((str, torch.device),
-                                                                      what="device name or torch.device"))
+@checked
 def load_run(run_dir: str | Path, *, device: str | torch.device = "cpu") -> Run:
     """Rebuild the model of ``run_dir`` from ``run.json`` and load its tensors onto ``device``.
 
@@ -305,8 +305,7 @@ def _weights(run_dir: Path, sha256: str, device: str | torch.device) -> dict[str
     """The tensors of ``run_dir``'s model.safetensors, whose SHA-256 a training state records."""
     where = run_dir / MODEL_FILE
     fix = f"restore it, or remove {STATE_FILE} to train anew"
-    data = fileio.read_bytes(where, what="the weights", error=RunFormatError,
-                             missing=f"missing; {STATE_FILE} takes its weights from it; {fix}")
-    if fileio.sha256(data) != sha256:
-        raise RunFormatError(f"{where}: not the weights {STATE_FILE} was left with (another SHA-256); {fix}")
+    data = fileio.verified_bytes(where, sha256, what="the weights", error=RunFormatError,
+                                 missing=f"missing; {STATE_FILE} takes its weights from it; {fix}",
+                                 changed=f"not the weights {STATE_FILE} was left with (another SHA-256); {fix}")
     return {name: t.to(device) for name, t in load(data).items()}

@@ -4,8 +4,8 @@
 Metrics are called with arrays from a model and a dataset; the usual slips are passing scores
 where labels are expected, labels of another dataset, or positions within a level where canonical
 node indices are expected. Each check says what was expected, what came, and how to fix it. The
-other arguments (the tree, k, bins, levels) are checked on the call by
-:func:`hseval.core.arguments.checked` with the rules here.
+other arguments (the tree, k, bins, levels) are checked on the call by their annotations
+(:func:`hseval.core.arguments.checked`).
 """
 
 from __future__ import annotations
@@ -15,26 +15,11 @@ from typing import Any
 
 import numpy as np
 
-from hseval.core.arguments import checked, choice, flag, integer, integers, optional, shown
-from hseval.tree.hierarchy import HIERARCHY, Hierarchy
+from hseval.core.arguments import Array, Positive, shown
+from hseval.tree.hierarchy import Hierarchy
 
-__all__ = ["checked", "choice", "flag", "integer", "optional", "shown", "HIERARCHY", "K", "KS", "BINS", "DEPTH",
-           "levels"]
-
-K = integer(minimum=1)
-"""The k of a top-k metric."""
-KS = integers(minimum=1)
-BINS = integer(minimum=1)
-"""The number of calibration bins."""
-DEPTH = integer()
-"""A level of the tree (its range is checked against the tree by the metric)."""
-
-
-def levels(name: str, value: Any) -> dict[int, Any]:
-    """``{level: array}``: a mapping with integer keys."""
-    if not isinstance(value, Mapping):
-        raise TypeError(f"{name} must be a mapping {{level: array}}, got {shown(value)}")
-    return {integer(minimum=1)(f"{name} key", k): v for k, v in value.items()}
+Levels = Mapping[Positive, Array]
+"""``{level: array}``, as an argument: a mapping with integer keys."""
 
 
 def to_numpy(values: Any, name: str, *, floating: bool = False) -> np.ndarray:

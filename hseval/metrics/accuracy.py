@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from hseval.core.arguments import Array, Positive, checked
 from hseval.metrics import _checks
 from hseval.metrics.confusion import Pairs, pairs_update
 from hseval.metrics.statistics import METRICS, Batch, Key, Metric, by_level
@@ -25,8 +26,8 @@ __all__ = ["topk_accuracy", "topk_predictions", "level_accuracy", "superclass_ac
            "per_node_accuracy"]
 
 
-@_checks.checked(k=_checks.K)
-def topk_accuracy(scores: np.ndarray, target: np.ndarray, k: int = 1) -> float:
+@checked
+def topk_accuracy(scores: Array, target: Array, k: Positive = 1) -> float:
     """Share of rows whose target is among the ``k`` highest scores; ``scores`` (N, C), ``target`` (N,).
 
     Ties go to the lower class index: the top-k set is :func:`topk_predictions`'s, the one every
@@ -74,8 +75,8 @@ def topk_accuracy(scores: np.ndarray, target: np.ndarray, k: int = 1) -> float:
     return _checks.ratio(_topk_update(topk_predictions(scores, k), target, (k,))[0], len(target))
 
 
-@_checks.checked(k=_checks.K)
-def topk_predictions(scores: np.ndarray, k: int) -> np.ndarray:
+@checked
+def topk_predictions(scores: Array, k: Positive) -> np.ndarray:
     """The ``k`` best classes of each row, best first.
 
     Parameters
@@ -139,8 +140,8 @@ def _topk_update(top: np.ndarray, target: np.ndarray, ks: tuple[int, ...]) -> np
     return np.array([int(hits[:, :k].any(axis=1).sum()) for k in ks], np.int64)
 
 
-@_checks.checked(hierarchy=_checks.HIERARCHY, depth=_checks.DEPTH)
-def level_accuracy(pred_node: np.ndarray, target_leaf: np.ndarray, hierarchy: Hierarchy, depth: int) -> float:
+@checked
+def level_accuracy(pred_node: Array, target_leaf: Array, hierarchy: Hierarchy, depth: int) -> float:
     """Accuracy at ``depth`` of predicted nodes ``pred_node`` (node indices of that depth, or -1),
     over the samples whose class has a node at that depth; NaN if none has.
 
@@ -196,8 +197,8 @@ def _level_counts(pred_node: np.ndarray, target: np.ndarray, hierarchy: Hierarch
     return int(count[hit].sum()), int(count[reached].sum())
 
 
-@_checks.checked(hierarchy=_checks.HIERARCHY)
-def superclass_accuracy_from_leaf(pred_leaf: np.ndarray, target: np.ndarray, hierarchy: Hierarchy) -> dict[int, float]:
+@checked
+def superclass_accuracy_from_leaf(pred_leaf: Array, target: Array, hierarchy: Hierarchy) -> dict[int, float]:
     """Way (b): accuracy at each super-class level of the predicted class's ancestor.
 
     Parameters
@@ -243,8 +244,8 @@ def _superclass_compute(pairs: Pairs, hierarchy: Hierarchy) -> dict[int, float]:
             for k in range(1, hierarchy.max_depth)}
 
 
-@_checks.checked(hierarchy=_checks.HIERARCHY)
-def per_node_accuracy(pred_leaf: np.ndarray, target: np.ndarray, hierarchy: Hierarchy) -> tuple[np.ndarray, np.ndarray]:
+@checked
+def per_node_accuracy(pred_leaf: Array, target: Array, hierarchy: Hierarchy) -> tuple[np.ndarray, np.ndarray]:
     """Recall of every non-root node.
 
     Parameters

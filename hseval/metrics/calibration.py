@@ -18,14 +18,15 @@ from typing import Any
 
 import numpy as np
 
+from hseval.core.arguments import Array, Positive, checked
 from hseval.metrics import _checks
 from hseval.metrics.statistics import METRICS, Batch, Key, Metric, Sums
 
 __all__ = ["expected_calibration_error", "reliability_bins"]
 
 
-@_checks.checked(n_bins=_checks.BINS)
-def expected_calibration_error(probs: np.ndarray, target: np.ndarray, *, n_bins: int = 15) -> float:
+@checked
+def expected_calibration_error(probs: Array, target: Array, *, n_bins: Positive = 15) -> float:
     """``ECE = Σ_b |B_b| / N · |acc(B_b) - conf(B_b)|`` with the confidence ``max_c probs[i, c]``.
 
     Parameters
@@ -64,8 +65,8 @@ def expected_calibration_error(probs: np.ndarray, target: np.ndarray, *, n_bins:
     return _ece_compute(_bins_update(*_confidence_and_correct(probs, target), n_bins=n_bins))
 
 
-@_checks.checked(n_bins=_checks.BINS)
-def reliability_bins(probs: np.ndarray, target: np.ndarray, *, n_bins: int = 15) -> dict[str, np.ndarray]:
+@checked
+def reliability_bins(probs: Array, target: Array, *, n_bins: Positive = 15) -> dict[str, np.ndarray]:
     """Per-bin statistics for a reliability diagram; arguments as :func:`expected_calibration_error`.
 
     Parameters

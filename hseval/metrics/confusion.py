@@ -17,6 +17,7 @@ from typing import NamedTuple
 import numpy as np
 import pandas as pd
 
+from hseval.core.arguments import Array, Count, checked
 from hseval.metrics import _checks
 from hseval.tree.hierarchy import Hierarchy
 
@@ -92,7 +93,7 @@ class SparseConfusion:
         return Pairs(self.keys // self.num_classes, self.keys % self.num_classes, self.counts)
 
 
-@_checks.checked(hierarchy=_checks.HIERARCHY)
+@checked
 def tree_order(hierarchy: Hierarchy) -> np.ndarray:
     """(|L|,) int64: the classes in depth-first order of the tree, children in canonical order, so
     the classes under any super-class are contiguous.
@@ -120,10 +121,9 @@ def tree_order(hierarchy: Hierarchy) -> np.ndarray:
     return preorder[preorder < hierarchy.num_leaves]
 
 
-@_checks.checked(hierarchy=_checks.HIERARCHY, depth=_checks.optional(_checks.DEPTH),
-                 within=_checks.optional(_checks.integer(minimum=0)))
-def confusion_matrix(pred: np.ndarray, target: np.ndarray, hierarchy: Hierarchy, depth: int | None = None, *,
-                     within: int | None = None) -> tuple[np.ndarray, np.ndarray]:
+@checked
+def confusion_matrix(pred: Array, target: Array, hierarchy: Hierarchy, depth: int | None = None, *,
+                     within: Count | None = None) -> tuple[np.ndarray, np.ndarray]:
     """Confusion matrix of class predictions, at the leaves or at one super-class level, or of the
     classes under one super-class.
 

@@ -15,8 +15,7 @@ and three sums. The three sums are a ``_compute`` of the confusion counts
 
 from __future__ import annotations
 
-import numpy as np
-
+from hseval.core.arguments import Array, checked
 from hseval.metrics import _checks
 from hseval.metrics.confusion import Pairs, pairs_update
 from hseval.metrics.statistics import METRICS, Key, Metric
@@ -25,8 +24,8 @@ from hseval.tree.hierarchy import Hierarchy
 __all__ = ["hierarchical_prf"]
 
 
-@_checks.checked(hierarchy=_checks.HIERARCHY)
-def hierarchical_prf(pred_leaf: np.ndarray, target: np.ndarray, hierarchy: Hierarchy) -> dict[str, float]:
+@checked
+def hierarchical_prf(pred_leaf: Array, target: Array, hierarchy: Hierarchy) -> dict[str, float]:
     """Micro-averaged hierarchical precision, recall and F1.
 
     Parameters

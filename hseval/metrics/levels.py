@@ -14,6 +14,7 @@ from typing import Any
 
 import numpy as np
 
+from hseval.core.arguments import Array, Count, checked
 from hseval.metrics import _checks
 from hseval.metrics.accuracy import _leaf_pair, _level_counts
 from hseval.metrics.statistics import METRICS, Key, Metric, Sums, by_level
@@ -23,8 +24,8 @@ __all__ = ["level_predictions_from_leaf", "level_predictions_from_logits", "leve
            "superclass_accuracy_from_levels", "level_agreement"]
 
 
-@_checks.checked(hierarchy=_checks.HIERARCHY, depth=_checks.DEPTH)
-def level_predictions_from_leaf(pred_leaf: np.ndarray, hierarchy: Hierarchy, depth: int) -> np.ndarray:
+@checked
+def level_predictions_from_leaf(pred_leaf: Array, hierarchy: Hierarchy, depth: int) -> np.ndarray:
     """The node at ``depth`` above each predicted class (-1 where the class is shallower).
 
     Parameters
@@ -61,8 +62,8 @@ def level_predictions_from_leaf(pred_leaf: np.ndarray, hierarchy: Hierarchy, dep
     return hierarchy.ancestor_at_depth(_checks.leaves(pred_leaf, "pred_leaf", hierarchy), depth)
 
 
-@_checks.checked(level_logits=_checks.levels, hierarchy=_checks.HIERARCHY)
-def level_predictions_from_logits(level_logits: Mapping[int, np.ndarray],
+@checked
+def level_predictions_from_logits(level_logits: _checks.Levels,
                                   hierarchy: Hierarchy) -> dict[int, np.ndarray]:
     """Way (a): per level ``k``, the argmax of the (N, #nodes of depth k) logits (columns in the order
     of ``hierarchy.nodes_at_depth(k)``, as ``Head.level_logits`` gives them), as canonical node
@@ -112,8 +113,8 @@ def level_predictions_from_logits(level_logits: Mapping[int, np.ndarray],
     return out
 
 
-@_checks.checked(levels=_checks.levels, hierarchy=_checks.HIERARCHY, n=_checks.integer(minimum=0))
-def level_prediction_matrix(levels: Mapping[int, np.ndarray], hierarchy: Hierarchy, n: int) -> np.ndarray:
+@checked
+def level_prediction_matrix(levels: _checks.Levels, hierarchy: Hierarchy, n: Count) -> np.ndarray:
     """(n, max_depth - 1) int64: column ``k - 1`` holds the node predicted at depth ``k`` (from
     :func:`level_predictions_from_logits`), -1 in every row of a level without predictions. The
     form kept per sample in predictions.npz, from which paired tests between runs are computed.
@@ -151,8 +152,8 @@ def level_prediction_matrix(levels: Mapping[int, np.ndarray], hierarchy: Hierarc
     return out
 
 
-@_checks.checked(level_pred=_checks.levels, hierarchy=_checks.HIERARCHY)
-def superclass_accuracy_from_levels(level_pred: Mapping[int, np.ndarray], target: np.ndarray,
+@checked
+def superclass_accuracy_from_levels(level_pred: _checks.Levels, target: Array,
                                     hierarchy: Hierarchy) -> dict[int, float]:
     """Way (a): accuracy at each level of ``level_pred``, {level: (N,) canonical node indices of
     that depth} (see :func:`level_predictions_from_logits`); ``target`` (N,) class indices.
@@ -199,8 +200,8 @@ def superclass_accuracy_from_levels(level_pred: Mapping[int, np.ndarray], target
             for k in sorted(level_pred)}
 
 
-@_checks.checked(level_pred=_checks.levels, hierarchy=_checks.HIERARCHY)
-def level_agreement(level_pred: Mapping[int, np.ndarray], pred_leaf: np.ndarray, target: np.ndarray,
+@checked
+def level_agreement(level_pred: _checks.Levels, pred_leaf: Array, target: Array,
                     hierarchy: Hierarchy) -> dict[int, float]:
     """Per level of ``level_pred`` (way (a), {level: (N,) node indices}), the share of samples where
     it names the same node as the ancestor of ``pred_leaf`` (way (b), (N,)), over the samples whose
@@ -252,8 +253,7 @@ def _level_scores_update(level_scores: Mapping[int, Any] | None, hierarchy: Hier
     tensor, ``n`` rows each), checked; None without level scores."""
     if level_scores is None:
         return None
-    converted = {k: _checks.to_numpy(v, f"level_scores[{k}]", floating=True)
-                 for k, v in _checks.levels("level_scores", level_scores).items()}
+    converted = {k: _checks.to_numpy(v, f"level_scores[{k}]", floating=True) for k, v in level_scores.items()}
     _check_superclass_levels(converted, hierarchy)
     levels = level_predictions_from_logits(converted, hierarchy)
     for k, nodes in levels.items():

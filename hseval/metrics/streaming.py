@@ -20,11 +20,12 @@ load torch and torchmetrics.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
-from typing import Any
+from collections.abc import Sequence
+from typing import Any, Literal
 
 import numpy as np
 
+from hseval.core.arguments import Array, Positive, checked
 from hseval.metrics import _checks, _distributed, statistics
 from hseval.metrics.accuracy import _per_node_compute, _topk
 from hseval.metrics.confusion import SparseConfusion
@@ -87,10 +88,9 @@ class HierarchicalMetrics:
     {1: 0.75}
     """
 
-    @_checks.checked(hierarchy=_checks.HIERARCHY, topk=_checks.KS, n_bins=_checks.BINS,
-                     scores=_checks.choice("logits", "probs"), sync_on_compute=_checks.flag)
-    def __init__(self, hierarchy: Hierarchy, *, topk: Iterable[int] = (1, 5), n_bins: int = 15,
-                 scores: str = "logits", sync_on_compute: bool = True) -> None:
+    @checked
+    def __init__(self, hierarchy: Hierarchy, *, topk: Sequence[Positive] = (1, 5), n_bins: Positive = 15,
+                 scores: Literal["logits", "probs"] = "logits", sync_on_compute: bool = True) -> None:
         ks = sorted({1, *topk})
         self.hierarchy = hierarchy
         self.ks = tuple(ks)
@@ -122,7 +122,8 @@ class HierarchicalMetrics:
                              "every batch (or None in all)")
         self._mode, self._levels = mode, levels
 
-    def update(self, logits: Any, targets: Any, level_scores: Mapping[int, Any] | None = None) -> np.ndarray:
+    @checked
+    def update(self, logits: Array, targets: Array, level_scores: _checks.Levels | None = None) -> np.ndarray:
         """Add a batch of scores.
 
         Parameters
@@ -179,7 +180,9 @@ class HierarchicalMetrics:
                                                  logits=self.scores == "logits", n_bins=self.n_bins))
         return top
 
-    def update_labels(self, predictions: Any, targets: Any, level_predictions: Mapping[int, Any] | None = None) -> None:
+    @checked
+    def update_labels(self, predictions: Array, targets: Array,
+                      level_predictions: _checks.Levels | None = None) -> None:
         """Add a batch of predicted classes without scores, (B,) and (B,) class indices;
         ``level_predictions`` {level: (B,) canonical node indices of that depth} or None. Only the
         top-1 metrics are then available (:meth:`compute` says which are not, and why).
@@ -205,8 +208,7 @@ class HierarchicalMetrics:
         _checks.same_length(pred, targets, "predictions and targets")
         levels = None
         if level_predictions is not None:
-            levels = {k: _checks.level_nodes(v, k, tree, len(targets))
-                      for k, v in _checks.levels("level_predictions", level_predictions).items()}
+            levels = {k: _checks.level_nodes(v, k, tree, len(targets)) for k, v in level_predictions.items()}
             _check_superclass_levels(levels, tree)
         self._set_mode("labels", None if levels is None else tuple(sorted(levels)))
         self._accumulate(statistics.batch_update(pred[:, None], targets, tree, self._capped, levels=levels))

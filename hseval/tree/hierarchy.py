@@ -10,30 +10,32 @@ root, whose children have depth 1. Files are read and written by :mod:`hseval.tr
 from __future__ import annotations
 
 import os
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from functools import cached_property
-from typing import Any
+from typing import Annotated, Any
 
 import numpy as np
 import scipy.sparse as sp
+from pydantic import PlainValidator, SkipValidation
+from pydantic_core import PydanticCustomError, core_schema
 
 import hseval.tree.ancestry as ancestry
-from hseval.core.arguments import checked, instance, integer, optional, sequence, shown, text
+from hseval.core.arguments import checked
 from hseval.core.errors import HierarchyError
 from hseval.tree.naming import check_names, checked_labels
-from hseval.tree.node_lists import edge_pair, lists_from_edges, lists_from_groups, lists_from_paths
+from hseval.tree.node_lists import EdgePair, lists_from_edges, lists_from_groups, lists_from_paths
 
-__all__ = ["Hierarchy", "HIERARCHY"]
+__all__ = ["Hierarchy"]
 
 
-def _parent_indices(name: str, value: Any) -> np.ndarray:
+def _node_indices(value: Any) -> np.ndarray:
     """Node indices: integers (a float would be cut to one silently)."""
     try:
         array = np.asarray(value)
     except (TypeError, ValueError):
         array = np.asarray(None)
     if array.ndim != 1 or (array.size and not np.issubdtype(array.dtype, np.integer)):
-        raise TypeError(f"{name} must be a sequence of integer node indices, got {shown(value)}")
+        raise PydanticCustomError("indices_type", "must be a sequence of integer node indices")
     return array.astype(np.int64)
 
 
@@ -76,11 +78,10 @@ class Hierarchy:
 
     __slots__ = ("_names", "_parents", "_depth", "_num_leaves", "_root_name", "_index", "_labels", "__dict__")
 
-    @checked(names=sequence(what="a sequence of node names"), parents=_parent_indices, num_leaves=integer(),
-             root_name=text, source=optional(text))
-    def __init__(self, names: Sequence[str], parents: Sequence[int], num_leaves: int, *, root_name: str = "root",
-                 source: str | None = None, labels: Mapping[str, str] | None = None,
-                 merge_chains: bool = False) -> None:
+    @checked  # the labels are checked by checked_labels, in a HierarchyError that names the source
+    def __init__(self, names: Sequence[str], parents: Annotated[Sequence[int], PlainValidator(_node_indices)],
+                 num_leaves: int, *, root_name: str = "root", source: str | None = None,
+                 labels: SkipValidation[Mapping[str, str] | None] = None, merge_chains: bool = False) -> None:
         try:
             self._build(list(map(str, names)), parents, num_leaves, root_name, merge_chains)
             if merge_chains and isinstance(labels, Mapping):  # a removed node's label goes with it
@@ -111,11 +112,9 @@ class Hierarchy:
 
     # ----------------------------------------------------------------- constructors
     @classmethod
-    @checked(edges=sequence(edge_pair, what="a sequence of (parent, child) pairs of names"),
-             classes=optional(sequence(what="a sequence of class names")), source=text)
-    def from_edges(cls, edges: Iterable[tuple[str, str]], *, classes: Sequence[str] | None = None,
-                   source: str = "edges", labels: Mapping[str, str] | None = None,
-                   merge_chains: bool = False) -> Hierarchy:
+    @checked
+    def from_edges(cls, edges: Sequence[EdgePair], *, classes: Sequence[str] | None = None, source: str = "edges",
+                   labels: SkipValidation[Mapping[str, str] | None] = None, merge_chains: bool = False) -> Hierarchy:
         """Build a tree from ``(parent, child)`` name pairs.
 
         The root is the one node that is never a child. Leaves are ordered as ``classes`` when
@@ -127,8 +126,7 @@ class Hierarchy:
                    merge_chains=merge_chains)
 
     @classmethod
-    @checked(paths=sequence(sequence(what="a path: a sequence of names from the top"), what="a sequence of paths"),
-             root_name=text, source=text)
+    @checked
     def from_paths(cls, paths: Sequence[Sequence[str]], *, root_name: str = "root",
                    source: str = "paths", merge_chains: bool = False) -> Hierarchy:
         """Build a tree from one label path per class (``("animal", "dog", "husky")``), in class order.
@@ -353,8 +351,8 @@ class Hierarchy:
                 "names": list(self._names), "parents": self._parents.tolist(), **labels}
 
     @classmethod
-    @checked(data=instance(Mapping, what="mapping (as Hierarchy.to_dict() gives)"))
-    def from_dict(cls, data: dict) -> Hierarchy:
+    @checked
+    def from_dict(cls, data: Mapping[str, Any]) -> Hierarchy:
         try:
             return cls(data["names"], data["parents"], int(data["num_leaves"]), root_name=str(data["root"]),
                        labels=data.get("labels"))
@@ -386,12 +384,15 @@ class Hierarchy:
         return (f"Hierarchy(num_leaves={self.num_leaves}, num_nodes={self.num_nodes}, "
                 f"max_depth={self.max_depth}, root={self._root_name!r})")
 
-
-def _how_to_get_one(value: Any) -> str:
-    if isinstance(value, (str, os.PathLike)):
-        return f"read the file first: hseval.read_hierarchy({str(value)!r})"
-    return "build one with hseval.read_hierarchy(FILE) or Hierarchy.from_paths"
-
-
-HIERARCHY = instance(Hierarchy, hint=_how_to_get_one)
-"""The check of a function's argument that must be a :class:`Hierarchy` (:func:`hseval.core.arguments.checked`)."""
+    @classmethod
+    def __get_pydantic_core_schema__(cls, source: Any, handler: Any) -> core_schema.CoreSchema:
+        """A Hierarchy as a checked argument (:func:`~hseval.core.arguments.checked`); a path is
+        told to be read first."""
+        def check(value: Any) -> Hierarchy:
+            if isinstance(value, cls):
+                return value
+            hint = (f"read the file first: hseval.read_hierarchy({str(value)!r})"
+                    if isinstance(value, (str, os.PathLike)) else
+                    "build one with hseval.read_hierarchy(FILE) or Hierarchy.from_paths")
+            raise PydanticCustomError("is_instance_of", "must be a Hierarchy", {"class": "Hierarchy", "hint": hint})
+        return core_schema.no_info_plain_validator_function(check)

@@ -9,23 +9,27 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Iterable, Sequence
 from itertools import chain
-from typing import Any, NamedTuple
+from typing import Annotated, Any, NamedTuple
 
-from hseval.core.arguments import sequence
+from pydantic import PlainValidator
+from pydantic_core import PydanticCustomError
+
 from hseval.core.errors import HierarchyError
 from hseval.tree.naming import fresh_names, natural_key
 
-__all__ = ["NodeLists", "MAX_JOINED_NAMES", "edge_pair", "lists_from_edges", "lists_from_paths", "lists_from_groups"]
+__all__ = ["NodeLists", "MAX_JOINED_NAMES", "EdgePair", "lists_from_edges", "lists_from_paths", "lists_from_groups"]
 
 MAX_JOINED_NAMES = 64 * 1024 * 1024  # characters of path-names that lists_from_paths may build
 
 
-def edge_pair(name: str, value: Any) -> tuple:
-    """The check of one argument of :func:`lists_from_edges`'s ``edges`` (a (parent, child) pair)."""
-    pair = sequence(what="a (parent, child) pair of names")(name, value)
-    if len(pair) != 2:
-        raise ValueError(f"{name} must be a (parent, child) pair of names, got {len(pair)} items")
-    return tuple(pair)
+def _pair(value: Any) -> tuple:
+    if isinstance(value, (str, bytes)) or not isinstance(value, Sequence) or len(value) != 2:
+        raise PydanticCustomError("pair_type", "must be a (parent, child) pair of names")
+    return tuple(value)
+
+
+EdgePair = Annotated[tuple[str, str], PlainValidator(_pair)]
+"""One item of :func:`lists_from_edges`'s ``edges``, as a checked argument (a list of two is one)."""
 
 
 class NodeLists(NamedTuple):

@@ -1181,13 +1181,11 @@ cli("seed-beyond-32-bits", "`--set engine.seed=4294967296`", "--set: engine.seed
 cli("head-option-infinite", "`--set model.head_options.level_weight=.inf` (used to train, then fail)",
     "--set: model.head_options.level_weight must be a finite number of at most 3.4e+38 in size, got inf",
     lambda tmp, good: fashion_train(tmp, good, "--head", "multitask", "--set", "model.head_options.level_weight=.inf"))
-cli("hxe-alpha-negative", "`--head hxe --set model.head_options.alpha=-0.5`", "hxe alpha must be a number "
-    "from 0 to 80 (the weight of an edge at depth k is exp(-alpha*k)), got -0.5 (set head options with --set "
-    "model.head_options.NAME=VALUE)",
+cli("hxe-alpha-negative", "`--head hxe --set model.head_options.alpha=-0.5`", "head 'hxe': option 'alpha' must "
+    "be >= 0, got -0.5 (set head options with --set model.head_options.NAME=VALUE)",
     lambda tmp, good: fashion_train(tmp, good, "--head", "hxe", "--set", "model.head_options.alpha=-0.5"))
-cli("soft-labels-beta-zero", "`--head soft-labels --set model.head_options.beta=0`", "soft-labels "
-    "beta must be a positive number (larger: closer to one-hot targets), got 0.0 (set head options with --set "
-    "model.head_options.NAME=VALUE)",
+cli("soft-labels-beta-zero", "`--head soft-labels --set model.head_options.beta=0`", "head 'soft-labels': "
+    "option 'beta' must be > 0, got 0 (set head options with --set model.head_options.NAME=VALUE)",
     lambda tmp, good: fashion_train(tmp, good, "--head", "soft-labels", "--set", "model.head_options.beta=0"))
 cli("nbdt-weight-nan", "`--head nbdt --set model.head_options.tree_weight=.nan`", "--set: "
     "model.head_options.tree_weight must be a finite number of at most 3.4e+38 in size, got nan",

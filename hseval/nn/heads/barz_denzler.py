@@ -26,9 +26,9 @@ import math
 
 import numpy as np
 import torch
+from pydantic import NonNegativeFloat
 from torch import nn
 
-from hseval.core.errors import ConfigError
 from hseval.nn.heads.base import Head, columns_cross_entropy, full_precision, register_head
 from hseval.nn.heads.lca import needs_two_classes, top_chain
 from hseval.nn.heads.tree import TreeIndex, all_node_weights
@@ -65,10 +65,7 @@ class BarzDenzlerHead(Head):
 
     scores = "cosine similarities"
 
-    def __init__(self, hierarchy: Hierarchy, in_features: int, *, xent_weight: float = 0.1) -> None:
-        if not (xent_weight >= 0 and math.isfinite(xent_weight)):
-            raise ConfigError(f"barz-denzler xent_weight must be a number >= 0 (the weight of the cross-entropy beside "
-                              f"the cosine loss), got {xent_weight}")
+    def __init__(self, hierarchy: Hierarchy, in_features: int, *, xent_weight: NonNegativeFloat = 0.1) -> None:
         super().__init__(hierarchy, in_features)
         self.xent_weight = float(xent_weight)
         self.index = TreeIndex(hierarchy)

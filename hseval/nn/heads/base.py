@@ -9,15 +9,15 @@ from typing import Any, ClassVar
 import numpy as np
 import torch
 import torch.nn.functional as F
-from pydantic import BaseModel, ConfigDict, ValidationError, create_model
+from pydantic import BaseModel, ValidationError, create_model
 from torch import nn
 
-from hseval.core.arguments import checked, integer, text
+from hseval.core.arguments import CONFIG, Positive, checked
 from hseval.core.errors import ConfigError, problem_text
-from hseval.core.registry import Registry
-from hseval.tree.hierarchy import HIERARCHY, Hierarchy
+from hseval.core.registry import Registry, refuse_unknown_options
+from hseval.tree.hierarchy import Hierarchy
 
-__all__ = ["Head", "GROUPS", "PAPER", "register_head", "list_heads", "create_head", "HEADS"]
+__all__ = ["Head", "GROUPS", "PAPER", "register_head", "list_heads", "create_head", "checked_options", "HEADS"]
 
 HEADS: Registry[type[Head]] = Registry("head")
 PAPER = "Scieur & Kim, Connecting Sphere Manifolds Hierarchically for Regularization, ICML 2021"
@@ -59,10 +59,8 @@ class Head(nn.Module):
 
     def __init__(self, hierarchy: Hierarchy, in_features: int) -> None:
         super().__init__()
-        if in_features < 1:
-            raise ConfigError(f"in_features must be positive, got {in_features}")
         self.hierarchy = hierarchy
-        self.in_features = int(in_features)
+        self.in_features = in_features
 
     @classmethod
     def about(cls) -> dict[str, str]:
@@ -141,14 +139,17 @@ def list_heads(group: str = "all") -> list[str]:
 
 @functools.cache
 def _options_model(name: str) -> type[BaseModel]:
-    """A model of head ``name``'s options, typed as its ``__init__`` annotates them (strict: a
-    number for a float, never a bool or a string)."""
+    """A model of head ``name``'s options, typed (and bounded) as its ``__init__`` annotates them
+    (strict: a number for a float, never a bool or a string; finite)."""
     fields: dict[str, Any] = {key: (kind, None) for key, kind in HEADS.options(name).items()}
-    return create_model(f"{name} options", __config__=ConfigDict(strict=True, arbitrary_types_allowed=True), **fields)
+    return create_model(f"{name} options", __config__=CONFIG, **fields)
 
 
-def _typed_options(name: str, config: dict[str, Any]) -> dict[str, Any]:
-    """``config`` checked against the types head ``name`` declares (a ConfigError otherwise)."""
+def checked_options(name: str, config: dict[str, Any]) -> dict[str, Any]:
+    """``config``, head ``name``'s options, checked once, where they enter (:func:`create_head`,
+    a training's configuration): known to the head, of its types, within its bounds; a one-line
+    :class:`ConfigError` otherwise. The head trusts them."""
+    refuse_unknown_options(f"head {name!r}", config, HEADS.options(name))
     try:
         return _options_model(name).model_validate(config).model_dump(exclude_unset=True)
     except ValidationError as exc:
@@ -157,10 +158,10 @@ def _typed_options(name: str, config: dict[str, Any]) -> dict[str, Any]:
         raise ConfigError(f"head {name!r}: option {key!r} {message}, got {problem['input']!r}") from None
 
 
-@checked(name=text, hierarchy=HIERARCHY, in_features=integer(minimum=1))
-def create_head(name: str, hierarchy: Hierarchy, in_features: int, **config: Any) -> Head:
-    """Build head ``name``; unknown options, and options of the wrong type, are refused with a
-    one-line :class:`ConfigError` (the list of accepted options, or the expected type).
+@checked
+def create_head(name: str, hierarchy: Hierarchy, in_features: Positive, **config: Any) -> Head:
+    """Build head ``name``; unknown options, and options of the wrong type or out of the head's
+    bounds, are refused with a one-line :class:`ConfigError` (:func:`checked_options`).
 
     Parameters
     ----------
@@ -181,8 +182,10 @@ def create_head(name: str, hierarchy: Hierarchy, in_features: int, **config: Any
     Raises
     ------
     ConfigError
-        (a ValueError) If ``name`` is not a registered head, an option is unknown or of the
-        wrong type, or ``in_features`` is not positive.
+        (a ValueError) If ``name`` is not a registered head, or an option is unknown, of the
+        wrong type or out of bounds.
+    TypeError, ValueError
+        If ``hierarchy`` is no Hierarchy or ``in_features`` no positive integer.
 
     Examples
     --------
@@ -201,7 +204,6 @@ def create_head(name: str, hierarchy: Hierarchy, in_features: int, **config: Any
     hseval.core.errors.ConfigError: head 'riemann': option 'radius' must be a number, got 'large'
     """
     cls = HEADS.get(name)
-    HEADS.check_options(name, config)
-    options = _typed_options(name, config)
+    options = checked_options(name, config)
     cls.check_tree(hierarchy)
     return cls(hierarchy, in_features, **options)

@@ -10,9 +10,9 @@ from __future__ import annotations
 import math
 
 import torch
+from pydantic import PositiveFloat
 from torch import nn
 
-from hseval.core.errors import ConfigError
 from hseval.nn.heads.base import PAPER, Head, full_precision, register_head
 from hseval.nn.heads.tree import TreeIndex, all_node_weights, leaf_weights, tree_linear
 from hseval.tree.hierarchy import Hierarchy
@@ -20,10 +20,6 @@ from hseval.tree.hierarchy import Hierarchy
 
 def decayed_radii(hierarchy: Hierarchy, radius: float, decay: float) -> torch.Tensor:
     """(|P|,) float32: ``R_p = radius · decay^depth(p)`` (the paper's D, Eq. 10)."""
-    if not (radius > 0 and math.isfinite(radius)):
-        raise ConfigError(f"radius (R0) must be a positive number, got {radius}")
-    if not (decay > 0 and math.isfinite(decay)):
-        raise ConfigError(f"radius_decay (gamma) must be a positive number, got {decay}")
     depth = torch.tensor(hierarchy.depth, dtype=torch.float64)
     return (radius * decay ** depth).float()
 
@@ -90,8 +86,8 @@ class RadiusHead(DeltaHead):
 
     learnable: bool = False
 
-    def __init__(self, hierarchy: Hierarchy, in_features: int, *, radius: float = 1.0,
-                 radius_decay: float = 0.5) -> None:
+    def __init__(self, hierarchy: Hierarchy, in_features: int, *, radius: PositiveFloat = 1.0,
+                 radius_decay: PositiveFloat = 0.5) -> None:
         super().__init__(hierarchy, in_features)
         self.radius0, self.gamma = float(radius), float(radius_decay)
         radii = decayed_radii(hierarchy, self.radius0, self.gamma)

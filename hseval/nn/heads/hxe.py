@@ -20,12 +20,12 @@ shallow class's path has fewer edges) and never builds [|L|, |L|, depth] tensors
 
 from __future__ import annotations
 
-import math
+from typing import Annotated
 
 import numpy as np
 import torch
+from pydantic import Field
 
-from hseval.core.errors import ConfigError
 from hseval.nn.heads.base import full_precision, register_head
 from hseval.nn.heads.lca import BucketHead, bucket_logsumexp
 from hseval.tree.hierarchy import Hierarchy
@@ -56,10 +56,8 @@ def path_coefficients(hierarchy: Hierarchy, alpha: float) -> np.ndarray:
 class HXEHead(BucketHead):
     """Hierarchical cross-entropy: log-probabilities of the target's ancestors, weighted exp(−α·depth)."""
 
-    def __init__(self, hierarchy: Hierarchy, in_features: int, *, alpha: float = 0.1) -> None:
-        if not (0 <= alpha <= ALPHA_MAX and math.isfinite(alpha)):
-            raise ConfigError(f"hxe alpha must be a number from 0 to {ALPHA_MAX:g} (the weight of an edge at depth k "
-                              f"is exp(-alpha*k)), got {alpha}")
+    def __init__(self, hierarchy: Hierarchy, in_features: int, *,
+                 alpha: Annotated[float, Field(ge=0, le=ALPHA_MAX)] = 0.1) -> None:
         super().__init__(hierarchy, in_features, path_coefficients(hierarchy, alpha))
         self.alpha = float(alpha)
 

@@ -19,9 +19,9 @@ from __future__ import annotations
 import math
 
 import torch
+from pydantic import PositiveFloat
 from torch import nn
 
-from hseval.core.errors import ConfigError
 from hseval.nn.heads.base import Head, full_precision, register_head
 from hseval.nn.manifolds import geoopt
 from hseval.tree.hierarchy import Hierarchy
@@ -116,13 +116,9 @@ def poincare_mlr(x: torch.Tensor, p: torch.Tensor, a: torch.Tensor, c: float | t
 class HyperbolicHead(Head):
     """Poincaré-ball MLR on geoopt's PoincareBall(c) after expmap0 (Khrulkov et al. 2020)."""
 
-    def __init__(self, hierarchy: Hierarchy, in_features: int, *, curvature: float = 0.05,
-                 clip_radius: float = 1.0) -> None:
+    def __init__(self, hierarchy: Hierarchy, in_features: int, *, curvature: PositiveFloat = 0.05,
+                 clip_radius: PositiveFloat = 1.0) -> None:
         super().__init__(hierarchy, in_features)
-        if not (curvature > 0 and math.isfinite(curvature)):
-            raise ConfigError(f"hyperbolic curvature must be a positive number, got {curvature}")
-        if not (clip_radius > 0 and math.isfinite(clip_radius)):
-            raise ConfigError(f"hyperbolic clip_radius must be a positive number, got {clip_radius}")
         self.curvature = float(curvature)
         # Feature clipping (Guo et al., CVPR 2022, who found r = 1 robust): features longer than r
         # are shortened to r before expmap0, keeping points away from the boundary where gradients

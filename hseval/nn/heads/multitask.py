@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import torch
 import torch.nn.functional as F
+from pydantic import NonNegativeFloat
 from torch import nn
 
-from hseval.core.errors import ConfigError
 from hseval.nn.heads.base import PAPER, Head, level_positions, register_head
 from hseval.tree.hierarchy import Hierarchy
 
@@ -22,10 +22,8 @@ def _fused(device: torch.device) -> bool:
 class MultitaskHead(Head):
     """Leaf head + a head per depth 1..max_depth-1; loss = CE_leaf + λ·Σ_depth CE_depth."""
 
-    def __init__(self, hierarchy: Hierarchy, in_features: int, *, level_weight: float = 1.0) -> None:
+    def __init__(self, hierarchy: Hierarchy, in_features: int, *, level_weight: NonNegativeFloat = 1.0) -> None:
         super().__init__(hierarchy, in_features)
-        if not level_weight >= 0:
-            raise ConfigError(f"multitask level_weight must be >= 0, got {level_weight}")
         self.level_weight = float(level_weight)
         self.classifier = nn.Linear(in_features, hierarchy.num_leaves, bias=False)
         self.levels = nn.ModuleList(

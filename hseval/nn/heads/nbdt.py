@@ -19,12 +19,10 @@ reproduce theirs. Every node's decision is computed at once in a (nodes, batch) 
 
 from __future__ import annotations
 
-import math
-
 import torch
+from pydantic import NonNegativeFloat
 from torch import nn
 
-from hseval.core.errors import ConfigError
 from hseval.nn.heads.base import Head, columns_cross_entropy, full_precision, register_head
 from hseval.nn.heads.tree import TreeIndex
 from hseval.tree.hierarchy import Hierarchy
@@ -36,10 +34,7 @@ NBDT = "Wan et al., NBDT: Neural-Backed Decision Trees, ICLR 2021"
 class NBDTHead(Head):
     """Soft decision tree on a linear layer: each node a softmax over the mean logits of its children's classes."""
 
-    def __init__(self, hierarchy: Hierarchy, in_features: int, *, tree_weight: float = 1.0) -> None:
-        if not (tree_weight >= 0 and math.isfinite(tree_weight)):
-            raise ConfigError(f"nbdt tree_weight must be a number >= 0 (the weight of the soft tree-supervision loss), "
-                              f"got {tree_weight}")
+    def __init__(self, hierarchy: Hierarchy, in_features: int, *, tree_weight: NonNegativeFloat = 1.0) -> None:
         super().__init__(hierarchy, in_features)
         self.tree_weight = float(tree_weight)
         self.classifier = nn.Linear(in_features, hierarchy.num_leaves, bias=False)

@@ -9,6 +9,7 @@ is why the radii R_p take its place.
 from __future__ import annotations
 
 import torch
+from pydantic import PositiveFloat
 
 from hseval.nn.heads.base import PAPER, register_head
 from hseval.nn.heads.delta import RadiusHead
@@ -20,8 +21,8 @@ from hseval.tree.hierarchy import Hierarchy
 class RiemannHead(RadiusHead):
     """φᵀΔDH with ‖δ_p‖ = 1 kept by Riemannian SGD on spheres."""
 
-    def __init__(self, hierarchy: Hierarchy, in_features: int, *, radius: float = 1.0,
-                 radius_decay: float = 0.5) -> None:
+    def __init__(self, hierarchy: Hierarchy, in_features: int, *, radius: PositiveFloat = 1.0,
+                 radius_decay: PositiveFloat = 0.5) -> None:
         super().__init__(hierarchy, in_features, radius=radius, radius_decay=radius_decay)
         sphere = geoopt.Sphere()
         start = torch.nn.functional.normalize(torch.randn(hierarchy.num_nodes, in_features), dim=1)

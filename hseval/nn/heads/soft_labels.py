@@ -15,12 +15,10 @@ cross-entropy, which has the gradient of the KL divergence ×|L| (checked agains
 
 from __future__ import annotations
 
-import math
-
 import numpy as np
 import torch
+from pydantic import PositiveFloat
 
-from hseval.core.errors import ConfigError
 from hseval.nn.heads.base import full_precision, register_head
 from hseval.nn.heads.hxe import MBM
 from hseval.nn.heads.lca import BucketHead, bucket_sizes, needs_two_classes, top_chain
@@ -43,10 +41,7 @@ def soft_targets(hierarchy: Hierarchy, beta: float) -> np.ndarray:
 class SoftLabelsHead(BucketHead):
     """Cross-entropy against soft targets softmax(−β·d(y, ·)/max d), d the height of the lowest common ancestor."""
 
-    def __init__(self, hierarchy: Hierarchy, in_features: int, *, beta: float = 10.0) -> None:
-        if not (beta > 0 and math.isfinite(beta)):
-            raise ConfigError(f"soft-labels beta must be a positive number (larger: closer to one-hot targets), "
-                              f"got {beta}")
+    def __init__(self, hierarchy: Hierarchy, in_features: int, *, beta: PositiveFloat = 10.0) -> None:
         super().__init__(hierarchy, in_features, soft_targets(hierarchy, beta))
         self.beta = float(beta)
 

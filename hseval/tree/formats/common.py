@@ -31,10 +31,11 @@ from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from hseval.core import arguments, fileio
+from hseval.core import fileio
+from hseval.core.arguments import checked
 from hseval.core.errors import HierarchyError
 from hseval.core.registry import Registry
-from hseval.tree.hierarchy import HIERARCHY, Hierarchy
+from hseval.tree.hierarchy import Hierarchy
 
 __all__ = ["FORMATS", "Format", "HierarchyFile", "read_hierarchy", "write_hierarchy", "detect_format"]
 
@@ -229,8 +230,7 @@ def _detect(path: Path, rows: list[str], header: dict) -> str:
     raise HierarchyError(f"{path}: cannot tell the hierarchy format; pass --format ({', '.join(FORMATS)})")
 
 
-@arguments.checked(path=arguments.path, format=arguments.optional(arguments.text),
-                   classes=arguments.optional(arguments.sequence(what="a sequence of class names")))
+@checked
 def read_hierarchy(path: str | Path, *, format: str | None = None, classes: Sequence[str] | None = None,
                    merge_chains: bool = False) -> Hierarchy:
     """Read a tree from a hierarchy file.
@@ -268,7 +268,7 @@ def read_hierarchy(path: str | Path, *, format: str | None = None, classes: Sequ
     path = Path(path)
     if format is not None:
         FORMATS.get(format)
-    return _parse(path, read_text(path), format, classes, merge_chains=bool(merge_chains))
+    return _parse(path, read_text(path), format, classes, merge_chains=merge_chains)
 
 
 def _parse(path: Path, text: str, format: str | None, classes: Sequence[str] | None,
@@ -289,7 +289,7 @@ def _parse(path: Path, text: str, format: str | None, classes: Sequence[str] | N
 
 
 # --------------------------------------------------------------------- writing
-@arguments.checked(hierarchy=HIERARCHY, path=arguments.path, format=arguments.optional(arguments.text))
+@checked
 def write_hierarchy(hierarchy: Hierarchy, path: str | Path, *, format: str | None = None) -> None:
     """Write a tree to a hierarchy file atomically, in a file that reads back as an equal tree.
 
