@@ -22,7 +22,7 @@ from typing import IO, Any
 from hseval.core.errors import HsevalError, RunFormatError, first_line
 
 __all__ = ["atomic_path", "write_text", "write_bytes", "write_json", "decode", "read_text", "read_json",
-           "check_output_folder", "remove_stale_temporaries", "json_ready", "sha256"]
+           "check_output_folder", "remove_stale_temporaries", "json_ready", "sha256", "verified_bytes"]
 
 
 @contextlib.contextmanager
@@ -155,6 +155,17 @@ def sha256(source: bytes | Path, *, error: type[HsevalError] = HsevalError) -> s
     except OSError as exc:
         raise error(f"{source}: cannot read ({exc.strerror or exc})") from None
     return digest.hexdigest()
+
+
+def verified_bytes(path: Path, recorded: str | None, *, what: str, error: type[HsevalError], missing: str,
+                   changed: str) -> bytes:
+    """The bytes of a file hseval sealed, whose SHA-256 its writer ``recorded`` (an evaluation's
+    marker, a training state): one line ``error`` naming the file when it is ``missing``, unreadable,
+    or ``changed`` since."""
+    data = read_bytes(path, what=what, error=error, missing=missing)
+    if sha256(data) != recorded:
+        raise error(f"{path}: {changed}")
+    return data
 
 
 def json_ready(obj: Any) -> Any:

@@ -85,7 +85,7 @@ def _entry_of(folder: Path, *, warn: bool) -> dict[str, Any] | None:
     """The index entry of the evaluation in ``folder``, from its checked ``metrics.json``; None
     when that does not read."""
     try:
-        data = eval_format.verified_bytes(folder, eval_format.METRICS, eval_format.checksums(folder))
+        data = eval_format.sealed(folder)(eval_format.METRICS)
         metrics, _ = eval_format.read_metrics(folder / eval_format.METRICS, data)
     except HsevalError as exc:
         if warn:

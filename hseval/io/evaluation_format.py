@@ -23,6 +23,7 @@ import functools
 import io
 import json
 import zipfile
+from collections.abc import Callable
 from pathlib import Path
 from typing import Annotated, Any, Literal
 
@@ -58,7 +59,7 @@ from hseval.tree.hierarchy import Hierarchy
 
 __all__ = ["SCHEMA_VERSION", "METRICS", "PER_NODE", "GEOMETRY", "PAIRS", "PROJECTIONS", "EMBEDDINGS", "PREDICTIONS",
            "FILES", "TABLES", "ARRAYS", "metrics_record", "IndexRecord", "write_run", "read_metrics",
-           "read_arrays", "verified_bytes", "checksums", "INDEX_FILE", "REPORT_FILES", "FOLDER_FILES", "write_index"]
+           "read_arrays", "sealed", "INDEX_FILE", "REPORT_FILES", "FOLDER_FILES", "write_index"]
 
 SCHEMA_VERSION = 3
 METRICS, EMBEDDINGS, PREDICTIONS, INDEX_FILE = "metrics.json", "embeddings.npz", "predictions.npz", "index.json"
@@ -322,26 +323,15 @@ def _check_level_predictions(path: Path, levels: np.ndarray, n: int, tree: Hiera
 
 
 # ====================================================================== checksums and writing
-def checksums(folder: Path) -> dict[str, str]:
-    """The SHA-256 of each file as ``hseval evaluate`` recorded it in the folder's marker."""
+def sealed(folder: Path) -> Callable[[str], bytes]:
+    """The reader of ``folder``'s files: the bytes of each, checked against the SHA-256 ``hseval
+    evaluate`` recorded in the folder's marker."""
     marker = read_marker(folder, error=RunFormatError)
     if not isinstance(marker, EvaluationMarker):
         raise RunFormatError(f"{folder}: is not the evaluation of a run written by hseval (no marker of one); {RERUN}")
-    return dict(marker.files)
-
-
-def verified_bytes(folder: Path, name: str, recorded: dict[str, str]) -> bytes:
-    """The bytes of ``folder/name``, checked against ``recorded`` (:func:`checksums`)."""
-    path = folder / name
-    try:
-        data = path.read_bytes()
-    except FileNotFoundError:
-        raise RunFormatError(f"{path}: missing; {RERUN}") from None
-    except OSError as exc:
-        raise RunFormatError(f"{path}: cannot read ({exc.strerror or exc})") from None
-    if fileio.sha256(data) != recorded.get(name):
-        raise RunFormatError(f"{path}: was changed after 'hseval evaluate' wrote it (checksum mismatch); {RERUN}")
-    return data
+    return lambda name: fileio.verified_bytes(
+        folder / name, marker.files.get(name), what=name, error=RunFormatError, missing=f"missing; {RERUN}",
+        changed=f"was changed after 'hseval evaluate' wrote it (checksum mismatch); {RERUN}")
 
 
 def _npz_bytes(arrays: dict[str, np.ndarray]) -> bytes:

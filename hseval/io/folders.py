@@ -108,9 +108,6 @@ class ExportMarker(Marker):
     source: str
     format: str
     runs: list[str]
-    files: dict[str, Sha256]
-    """Relative path -> SHA-256 of every file written: a re-export replaces only these."""
-    hashed: ClassVar[bool] = True
 
 
 MARKERS: dict[str, type[Marker]] = {"run": RunMarker, "runs": CollectionMarker, "evaluations": CollectionMarker,

@@ -50,7 +50,7 @@ class RunResult:
 
     def embeddings(self) -> dict[str, np.ndarray]:
         """The sample of embeddings, its labels and predictions, and the node vectors (embeddings.npz)."""
-        data = eval_format.verified_bytes(self.path, eval_format.EMBEDDINGS, eval_format.checksums(self.path))
+        data = eval_format.sealed(self.path)(eval_format.EMBEDDINGS)
         return eval_format.read_arrays(self.path / eval_format.EMBEDDINGS, data, self.hierarchy,
                                        self.metrics["samples"])
 
@@ -92,11 +92,7 @@ class Evaluation:
 def read_run(folder: Path) -> RunResult:
     """One evaluated run, every file read and checked (one-line :class:`RunFormatError` otherwise)."""
     fmt = eval_format
-    recorded = fmt.checksums(folder)
-
-    def data(name: str) -> bytes:
-        return fmt.verified_bytes(folder, name, recorded)
-
+    data = fmt.sealed(folder)
     metrics, tree = fmt.read_metrics(folder / fmt.METRICS, data(fmt.METRICS))
     tables = {name: read_table(folder / name, data(name), spec, tree=tree, samples=metrics["samples"])
               for name, spec in fmt.TABLES.items()}
