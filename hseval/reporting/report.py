@@ -29,7 +29,9 @@ from hseval.reporting.columns import column_help, display_name, identity, level_
 from hseval.reporting.html import Detail, Section, anchor, page
 from hseval.reporting.paper_tables import paper_cells, paper_table, to_latex, to_markdown
 from hseval.reporting.summary import (
+    SCALE_COLUMNS,
     config_key,
+    declaration,
     grouped_summary,
     level_table,
     mark_unavailable,
@@ -68,9 +70,7 @@ def _mean_std_table(grouped: pd.DataFrame, runs) -> pd.DataFrame:
         first.setdefault(config_key(run), run.unavailable)
     out = grouped[["dataset", "backbone", "head", "setting", "seeds"]].copy()
     for col in [c[:-5] for c in grouped.columns if c.endswith("_mean")]:
-        if col in ("top1", "top5", "hierarchical_f1", "mistake_severity", "ece") or col.startswith("level"):
-            if col.endswith("_agreement"):
-                continue
+        if (declared := declaration(col)) and declared.shown == "headline":
             out[col] = [report_charts.mean_std(m, s) if np.isfinite(m)
                         else not_available(reason(why, metric_of_column(col)))
                         for m, s, why in zip(grouped[f"{col}_mean"], grouped[f"{col}_std"], first.values())]
@@ -157,9 +157,9 @@ def render(evaluation: Evaluation, root: Path, *, baseline: str | None = None,
     grouped = grouped_summary(runs)
     levels = level_table(runs)
     paired, unpaired, over_seeds, differences = report_charts.significance_tables(runs, base, drawn)
-    headline = identity(summary[[c for c in ("run", "head", "top1", "top5", "mistake_severity", "hierarchical_f1",
-                                             "ece", "feature_norm", "max_logit", "cophenetic_correlation")
-                                 if c in summary]])
+    scores = [c for c in summary if (declared := declaration(c)) and declared.shown == "headline"
+              and declared.kind != "levels"]  # the levels have a table of their own
+    headline = identity(summary[["run", "head", *scores, *(c for c in SCALE_COLUMNS if c in summary)]])
     missing = unavailable_table(runs)
     crm = _crm_table(summary, runs)
     paper = paper_table(runs)
