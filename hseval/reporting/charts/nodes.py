@@ -154,7 +154,7 @@ def confusion_heatmap(matrix: np.ndarray, nodes: np.ndarray, hierarchy: Hierarch
     (:func:`shallower_samples`) names the classes with no node at this level and their samples,
     which the subtitle says are not counted. ``normalize`` colours by the row's share. ``outside``
     names the label -1 instead when it stands for the predictions outside a super-class
-    (:func:`hseval.app.tables.confusion_within`)."""
+    (:func:`hseval.metrics.confusion_matrix` with ``within``)."""
     counts = np.asarray(matrix, dtype=float)
     if counts.size == 0:
         return _empty(title, "no samples")
