@@ -130,8 +130,6 @@ def _scores_update(scores: np.ndarray, target: np.ndarray, *, logits: bool) -> t
 
 def _bin_index(confidence: np.ndarray, *, n_bins: int) -> np.ndarray:
     """The bin of each confidence: the b with ``b / n_bins < conf <= (b + 1) / n_bins`` (0 in the first)."""
-    if n_bins < 1:
-        raise ValueError(f"n_bins must be at least 1, got {n_bins}")
     edges = np.linspace(0.0, 1.0, n_bins + 1)
     # searchsorted(side="left") - 1 is the b with edges[b] < conf <= edges[b + 1]: right-closed bins
     return np.clip(np.searchsorted(edges, confidence, side="left") - 1, 0, n_bins - 1)

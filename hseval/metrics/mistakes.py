@@ -323,8 +323,6 @@ def _topk_checked(topk_pred: np.ndarray, target: np.ndarray, hierarchy: Hierarch
     topk_pred = _checks.leaves(topk_pred, "topk_pred", hierarchy, ndim=2)
     target = _checks.leaves(target, "target", hierarchy)
     _checks.same_length(topk_pred, target, "topk_pred and target")
-    if k < 1:
-        raise ValueError(f"k must be at least 1, got {k}")
     k = min(k, hierarchy.num_leaves)
     if k > topk_pred.shape[1]:
         raise ValueError(f"k={k} but topk_pred holds only {topk_pred.shape[1]} predictions per sample; "
