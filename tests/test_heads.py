@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import re
+import typing
+
 import geoopt
 import pytest
 import torch
@@ -252,6 +255,25 @@ def test_heads_scale_to_a_large_tree(name):
 def test_bad_head_options_have_clear_errors(name, options, message):
     with pytest.raises(ConfigError, match=message):
         create_head(name, fashion_tree(), D, **options)
+
+
+OUTSIDE = {"gt": lambda bound: bound, "ge": lambda bound: bound - 1, "lt": lambda bound: bound,
+           "le": lambda bound: bound + 1}
+
+
+@pytest.mark.parametrize("name", list_heads())
+def test_every_option_is_refused_outside_the_type_and_bounds_its_head_declares(name):
+    """One check of a head's options, where they enter (create_head), from what its ``__init__``
+    annotates: each option, given a string, NaN or a number just outside each of its bounds, is a
+    one-line ConfigError naming the head and the option."""
+    for option, kind in HEADS.options(name).items():
+        marks = [m for arg in typing.get_args(kind)[1:] for m in getattr(arg, "metadata", [arg])]
+        outside = [OUTSIDE[key](getattr(m, key)) for m in marks for key in OUTSIDE if getattr(m, key, None) is not None]
+        assert outside, f"{name}: option {option!r} declares no bound"
+        for value in ("big", float("nan"), *outside):
+            with pytest.raises(ConfigError, match=rf"^head '{name}': option '{option}' must be [^,]+, got "
+                                                  rf"{re.escape(repr(value))}$"):
+                create_head(name, fashion_tree(), D, **{option: value})
 
 
 @pytest.mark.parametrize("fused", [False, True])
