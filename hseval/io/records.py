@@ -216,7 +216,8 @@ def validation_line(exc: ValidationError, where: str | Path) -> str:
         return f"{where}: no '{field}'"
     if kind == "extra_forbidden" or loc[-1:] == ("[key]",) or (kind == "string_pattern_mismatch" and
                                                                  loc[-1:] == (problem["input"],)):
-        return f"{where}: unknown key '{field.removesuffix('.[key]')}'"
+        name = problem_text({**problem, "loc": loc[:-1]})[0] if loc[-1:] == ("[key]",) else field
+        return f"{where}: unknown key '{name}'"
     if not field and kind in ("model_type", "dict_type"):
         return f"{where}: expected a JSON object, got {type(problem['input']).__name__}"
     if kind == "value_error":

@@ -199,7 +199,17 @@ def avg_hierarchical_distance_at_k(topk_pred: Array, target: Array, hierarchy: H
 @checked
 def best_hierarchical_distance_at_k(topk_pred: Array, target: Array, hierarchy: Hierarchy, k: Positive) -> float:
     """Mean over samples of the smallest distance among the ``k`` best predictions (0 when the
-    target is among them); arguments and errors as :func:`avg_hierarchical_distance_at_k`. NaN for N = 0.
+    target is among them).
+
+    Parameters
+    ----------
+    topk_pred, target, hierarchy, k
+        As :func:`avg_hierarchical_distance_at_k`, which also lists the errors.
+
+    Returns
+    -------
+    float
+        The mean smallest distance; NaN for N = 0.
 
     Examples
     --------

@@ -46,13 +46,15 @@ class Key:
     :func:`hseval.reporting.columns.metric_help`); ``kind``: a share in [0, 1], a non-negative
     number, one share per super-class level {"1": ...}, or the reliability bins; ``shown``: in the
     report's headline tables and the dashboard's overview, in the overview only, in summary.csv
-    only, or in no table; ``undefined``: why a NaN is, when there are samples."""
+    only, or in no table; ``undefined``: why a NaN is, when there are samples; ``always``: for a
+    ``{k}`` key, the k whose column every table has, even for a run without it (the cell says why)."""
 
     name: str
     help: str
     kind: Literal["share", "nonnegative", "levels", "bins"] = "share"
     shown: Literal["headline", "overview", "summary", "none"] = "overview"
     undefined: str | None = None
+    always: tuple[int, ...] = ()
 
 
 @dataclass(frozen=True)

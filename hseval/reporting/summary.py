@@ -51,6 +51,7 @@ def summary_table(runs: list[RunResult]) -> pd.DataFrame:
                 row.update({f"level{depth}_{WAYS.get(key, key).replace(' ', '_')}": _num(value)
                             for depth, value in _levels(m.get(key))})
             elif declared.shown != "none":
+                row.update({key.format(k=k): math.nan for k in declared.always})
                 row.update({name: _num(value) for name, value in m.items() if metric.patterns[key].fullmatch(name)})
         crm = m.get("crm") or {}
         for key in CRM_COLUMNS:
