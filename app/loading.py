@@ -26,10 +26,7 @@ from hseval.metrics.confusion import confusion_matrix, most_confused
 from hseval.reporting.significance import compare_runs
 from hseval.tree.hierarchy import Hierarchy
 
-__all__ = ["fingerprint", "evaluation", "table", "confusion", "confused_pairs", "paired"]
-
-_ATTRIBUTE = {eval_format.PER_NODE: "per_node", eval_format.GEOMETRY: "geometry",
-              eval_format.PAIRS: "pair_angles", eval_format.PROJECTIONS: "projections"}
+__all__ = ["fingerprint", "evaluation", "confusion", "confused_pairs", "paired", "node_vectors", "dataset"]
 
 
 def fingerprint(root: str | Path) -> tuple:
@@ -62,19 +59,17 @@ def evaluation(root: str | Path) -> Evaluation:
     return _evaluation(resolved, fingerprint(resolved))
 
 
-def table(run: RunResult, name: str) -> pd.DataFrame:
-    """One of the run's checked tables (``per_node.csv``, ``geometry.csv``, ``pair_angles.csv``,
-    ``projections.csv``; :data:`hseval.io.evaluation_format.TABLES` says their columns)."""
-    return getattr(run, _ATTRIBUTE[name])
+def _stamp(path: Path, *more) -> tuple:
+    """A cache key of the file ``path``: it changes whenever the file is rewritten."""
+    try:
+        stat = path.stat()
+        return str(path), stat.st_size, stat.st_mtime_ns, *more
+    except OSError:
+        return str(path), None
 
 
 def _run_key(run: RunResult) -> tuple:
-    path = run.path / eval_format.PREDICTIONS
-    try:
-        stat = path.stat()
-        return str(path), stat.st_size, stat.st_mtime_ns, run.hierarchy.num_nodes
-    except OSError:
-        return str(path), None
+    return _stamp(run.path / eval_format.PREDICTIONS, run.hierarchy.num_nodes)
 
 
 @st.cache_data(show_spinner=False, max_entries=256, hash_funcs={RunResult: _run_key})
@@ -101,16 +96,8 @@ def confused_pairs(run: RunResult, depth: int | None = None, under: int | None =
     return most_confused(topk[:, 0], targets, run.hierarchy, depth=depth, under=under)
 
 
-def _embeddings_key(run: RunResult) -> tuple:
-    path = run.path / eval_format.EMBEDDINGS
-    try:
-        stat = path.stat()
-        return str(path), stat.st_size, stat.st_mtime_ns
-    except OSError:
-        return str(path), None
-
-
-@st.cache_data(show_spinner=False, max_entries=16, hash_funcs={RunResult: _embeddings_key})
+@st.cache_data(show_spinner=False, max_entries=16,
+               hash_funcs={RunResult: lambda run: _stamp(run.path / eval_format.EMBEDDINGS)})
 def node_vectors(run: RunResult) -> np.ndarray:
     """The run's node vectors (num_nodes, d) from embeddings.npz; (0, 0) when its head has none."""
     return run.embeddings()["node_vectors"]
@@ -142,6 +129,3 @@ def dataset(run: RunResult) -> tuple[object, str, str | None]:
     name, root, split = data_location(run.metrics, None if marker is None else marker.model_dump(mode="json"))
     data = _dataset(name, root, json.dumps(run.hierarchy.to_dict()))
     return (None, split, data) if isinstance(data, str) else (data, split, None)
-
-
-__all__ += ["node_vectors", "dataset"]

@@ -14,21 +14,17 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from hseval.reporting.significance import group_levels, seed_groups
 from hseval.reporting.summary import (
     CRM_COLUMNS,
     SCALE_COLUMNS,
     declaration,
-    history_long,
-    level_long,
     reading_order,
 )
 from hseval.tree.hierarchy import Hierarchy
 
 __all__ = ["overview_columns", "node_path", "node_paths", "per_node_difference", "worst_children", "find_nodes",
-           "page_of", "concat_runs", "tree_agreement", "depth_summary", "children_of", "child_pair_angles",
-           "node_accuracy", "clicked_node", "matrix_labels", "busiest_superclass", "versus_baseline", "level_frame",
-           "grouped_history"]
+           "page_of", "tree_agreement", "depth_summary", "children_of", "child_pair_angles",
+           "node_accuracy", "clicked_node", "matrix_labels", "busiest_superclass"]
 
 SEP = " / "
 """How a node's path is written in selectboxes, tables and hover texts."""
@@ -115,12 +111,6 @@ def page_of(frame: pd.DataFrame, page: int, rows: int) -> tuple[pd.DataFrame, in
     pages = max(1, -(-len(frame) // rows))
     page = min(max(page, 1), pages)
     return frame.iloc[(page - 1) * rows: page * rows], pages
-
-
-def concat_runs(frames: dict[str, pd.DataFrame]) -> pd.DataFrame:
-    """One table of every run's non-empty frame, with a leading ``run`` column."""
-    parts = [f.assign(run=name) for name, f in frames.items() if not f.empty]
-    return pd.concat(parts, ignore_index=True) if parts else pd.DataFrame()
 
 
 def tree_agreement(metrics: dict[str, dict]) -> pd.DataFrame:
@@ -212,20 +202,3 @@ def busiest_superclass(hierarchy: Hierarchy, per_node: pd.DataFrame, nodes: list
     errors = (table["support"] - table["correct"]).fillna(0).to_numpy()
     return int(np.argmax(errors))
 
-
-def versus_baseline(differences: dict[str, Any]) -> list[str]:
-    """The "vs baseline" cells of :func:`hseval.reporting.significance.versus`: the difference with its 95 %
-    interval and McNemar's p, or why there is none."""
-    return [d if isinstance(d, str) else d.text() for d in differences.values()]
-
-
-def level_frame(runs: list, *, group_seeds: bool) -> pd.DataFrame:
-    """The long accuracy table the level charts draw: per run, or per seed group (mean, std, seeds)."""
-    long = level_long(runs)
-    return group_levels(seed_groups(runs), long) if group_seeds else long
-
-
-def grouped_history(runs: list, *, group_seeds: bool) -> pd.DataFrame:
-    """The accuracy training measured after each epoch, per run, or its mean over the seeds of each group."""
-    names = {r.name: g.name for g in seed_groups(runs) for r in g.runs} if group_seeds else None
-    return history_long(runs, names=names)

@@ -15,6 +15,7 @@ from hseval.cli import dashboard
 from hseval.cli.main import main as hseval_main
 from hseval.core.errors import RunFormatError
 from hseval.metrics.confusion import confusion_matrix, most_confused
+from hseval.reporting.sections import concat_runs
 from tests.helpers import appendix_a, fashion_tree
 
 
@@ -177,8 +178,8 @@ def test_geometry_tables():
     pairs = pd.DataFrame({"depth": 2, "kind": "sibling", "node_a": [0, 2], "node_b": [1, 3], "angle": [40.0, 50.0]})
     assert tables.child_pair_angles(pairs, tree, tree.index("fruit")).to_dict("records") == [
         {"child_a": "apple", "child_b": "orange", "angle": 40.0}]
-    assert tables.concat_runs({"a": geometry, "b": pd.DataFrame()})["run"].unique().tolist() == ["a"]
-    assert tables.concat_runs({}).empty
+    assert concat_runs([("a", geometry), ("b", pd.DataFrame())])["run"].unique().tolist() == ["a"]
+    assert concat_runs([]).empty
 
 
 def test_eval_dir_prefers_the_environment():

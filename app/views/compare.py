@@ -10,11 +10,18 @@ import streamlit as st
 from hseval.app import loading, tables
 from hseval.app.state import PageContext, context
 from hseval.app.views.common import chart, pick_run, shows_problems, table_config
-from hseval.io import evaluation_format as eval_format
 from hseval.io.results import RunResult
 from hseval.reporting import charts
 from hseval.reporting.escape import markdown
-from hseval.reporting.sections import FAMILY, GUIDES, one_tree, seed_group_table, significance_table
+from hseval.reporting.sections import (
+    FAMILY,
+    GUIDES,
+    concat_runs,
+    level_frame,
+    one_tree,
+    seed_group_table,
+    significance_table,
+)
 from hseval.reporting.significance import against_baseline, seed_groups
 from hseval.reporting.summary import level_table
 from hseval.tree.ancestry import same_tree
@@ -65,8 +72,8 @@ def _nodes(runs: list[RunResult], baseline: RunResult) -> None:
         st.warning(f"{run.name} and {baseline.name} use different trees: per-node differences need the same tree.")
         return
     with shows_problems():
-        diff = tables.per_node_difference(run.hierarchy, loading.table(run, eval_format.PER_NODE),
-                                          loading.table(baseline, eval_format.PER_NODE))
+        diff = tables.per_node_difference(run.hierarchy, run.per_node,
+                                          baseline.per_node)
         left, right = st.columns(2)
         chart(charts.node_sunburst(run.hierarchy, diff, value="delta", diverging=True,
                                    title=f"{run.name} minus {baseline.name} (blue: {run.name} better)"),
@@ -85,7 +92,7 @@ def _geometry(runs: list[RunResult], ctx: PageContext) -> None:
     agreement = tables.tree_agreement({r.name: r.metrics for r in kept})
     st.dataframe(agreement, hide_index=True, key="compare_agreement", column_config=table_config(agreement))
     with shows_problems():
-        geometry = tables.concat_runs({r.name: loading.table(r, eval_format.GEOMETRY) for r in kept})
+        geometry = concat_runs([(r.name, r.geometry) for r in kept])
         left, right = st.columns(2)
         chart(charts.angle_to_parent(geometry, colours=ctx.colours), key="compare_angles", container=left)
         chart(charts.step_by_depth(geometry, colours=ctx.colours), key="compare_steps", container=right)
@@ -100,7 +107,7 @@ def render(ctx: PageContext) -> None:
     runs = [baseline, *(r for r in ctx.runs if r.name != baseline.name)]
     st.caption(f"{len(runs) - 1} run(s) against the baseline **{markdown(baseline.name)}**; choose the runs and the "
                "baseline in the sidebar (they hold on every page).")
-    levels = tables.level_frame(runs, group_seeds=ctx.group_seeds)
+    levels = level_frame(runs, group_seeds=ctx.group_seeds)
     chart(charts.accuracy_by_level(levels, colours=ctx.colours, tree=one_tree(runs)), key="compare_levels")
     _significance(runs, baseline, ctx)
     if ctx.group_seeds:

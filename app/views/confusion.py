@@ -14,7 +14,6 @@ import streamlit as st
 from hseval.app import loading, tables
 from hseval.app.state import PageContext, context
 from hseval.app.views.common import chart, needs_runs, number, paged_table, pick, pick_node, pick_run, shows_problems
-from hseval.io import evaluation_format as eval_format
 from hseval.io.results import RunResult
 from hseval.reporting import charts
 from hseval.reporting.columns import level_label
@@ -49,7 +48,7 @@ def _within(run: RunResult, normalize: bool) -> None:
         return
     nodes = list(paths.values())
     readable = [n for n in nodes if classes[n] <= WITHIN_FIRST] or nodes
-    busiest = readable[tables.busiest_superclass(tree, loading.table(run, eval_format.PER_NODE), readable)]
+    busiest = readable[tables.busiest_superclass(tree, run.per_node, readable)]
     default = nodes.index(busiest)
     node = pick_node("Super-class", paths, key="confusion_within", index=default,
                      help="Its classes' confusions; the last column counts predictions outside it. "

@@ -14,7 +14,6 @@ from hseval.app.state import PageContext, context
 from hseval.app.tables import node_paths
 from hseval.app.views.common import chart, needs_runs, pick, pick_node, pick_run, shows_problems
 from hseval.app.views.sample_grid import show_samples
-from hseval.io import evaluation_format as eval_format
 from hseval.io.results import RunResult
 from hseval.reporting import charts
 from hseval.reporting import colours as projection_colours
@@ -33,7 +32,7 @@ def render(ctx: PageContext) -> None:
     top = st.columns(4)
     run = pick_run("Run", ctx.runs, key="embeddings_run", container=top[0])
     with shows_problems():
-        points = loading.table(run, eval_format.PROJECTIONS)
+        points = run.projections
         if points.empty:
             reason = run.unavailable.get("projections")
             st.info(f"{run.name} has no projections: {reason}." if reason else

@@ -6,15 +6,14 @@ from __future__ import annotations
 
 import streamlit as st
 
-from hseval.app import loading, tables
+from hseval.app import tables
 from hseval.app.state import PageContext, context
 from hseval.app.views.common import chart, needs_runs, paged_table, pick_node, pick_run, shows_problems, table_config
-from hseval.io import evaluation_format as eval_format
 from hseval.io.results import RunResult
 from hseval.reporting import charts
 from hseval.reporting.columns import not_available
 from hseval.reporting.escape import markdown
-from hseval.reporting.sections import GUIDES
+from hseval.reporting.sections import GUIDES, concat_runs
 
 
 def _with_vectors(ctx: PageContext) -> list[RunResult]:
@@ -27,7 +26,7 @@ def _with_vectors(ctx: PageContext) -> list[RunResult]:
                     "normals in the Poincaré ball, not vectors).")
             continue
         with shows_problems():
-            if not loading.table(run, eval_format.GEOMETRY).empty:
+            if not run.geometry.empty:
                 kept.append(run)
             else:
                 st.info(f"{run.name}: geometry.csv is empty (no class vectors).")
@@ -45,7 +44,7 @@ def _drill_down(runs: list[RunResult], colours: dict[str, str]) -> None:
     node = pick_node("Super-class", paths, key="geometry_node", container=right)
     name = run.hierarchy.node_names[node]
     with shows_problems():
-        children = tables.children_of(loading.table(run, eval_format.GEOMETRY), name)
+        children = tables.children_of(run.geometry, name)
         chart(charts.child_angles(children.assign(run=run.name), title=f"Children of {name}: angle to it",
                                   colours=colours), key="geometry_children")
         columns = [c for c in ("name", "depth", "is_leaf", "angle_to_parent", "delta_norm", "radius", "norm")
@@ -54,7 +53,7 @@ def _drill_down(runs: list[RunResult], colours: dict[str, str]) -> None:
         if "radius" in shown and shown["radius"].isna().all():  # a head without radii: say so, not "None"
             shown = shown.assign(radius=not_available(f"head '{run.head}' has no radius R_p"))
         paged_table(shown, key="geometry_children_table", what="children", column_config=table_config(shown))
-        pairs = tables.child_pair_angles(loading.table(run, eval_format.PAIRS), run.hierarchy, node)
+        pairs = tables.child_pair_angles(run.pair_angles, run.hierarchy, node)
         if not pairs.empty:
             st.caption(f"Angles between children of {markdown(name)} (sampled pairs)")
             paged_table(pairs, key="geometry_child_pairs", what="pairs", column_config=table_config(pairs))
@@ -84,14 +83,14 @@ def render(ctx: PageContext) -> None:
         st.dataframe(depths, hide_index=True, key="geometry_depths", column_config=table_config(depths))
         st.caption("Depth 1 has no angle to its parent: its parent is the root, whose vector is w = 0.")
     with shows_problems():
-        geometry = tables.concat_runs({r.name: loading.table(r, eval_format.GEOMETRY) for r in runs})
+        geometry = concat_runs([(r.name, r.geometry) for r in runs])
         left, right = st.columns(2)
         chart(charts.angle_to_parent(geometry, colours=ctx.colours), key="geometry_angles", container=left)
         chart(charts.step_by_depth(geometry, colours=ctx.colours), key="geometry_step_depth", container=right)
         chart(charts.delta_vs_radius(geometry, colours=ctx.colours), key="geometry_steps")
         st.caption(GUIDES["radius"])
     with shows_problems():
-        pairs = tables.concat_runs({r.name: loading.table(r, eval_format.PAIRS) for r in runs})
+        pairs = concat_runs([(r.name, r.pair_angles) for r in runs])
         chart(charts.sibling_angles(pairs), key="geometry_siblings")
         st.caption(GUIDES["siblings"])
     _drill_down(runs, ctx.colours)

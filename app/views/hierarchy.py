@@ -14,7 +14,6 @@ import streamlit as st
 from hseval.app import loading, tables
 from hseval.app.state import PageContext, context
 from hseval.app.views.common import chart, needs_runs, paged_table, pick, pick_node, pick_run, shows_problems
-from hseval.io import evaluation_format as eval_format
 from hseval.io.results import RunResult
 from hseval.reporting import charts
 from hseval.reporting.escape import markdown
@@ -39,7 +38,7 @@ def _tree_chart(ctx: PageContext, run: RunResult, kind: str) -> int | None:
     tree = run.hierarchy
     others = [r.name for r in ctx.runs if r.name != run.name]
     baseline = pick("Colour by the difference with", [NONE, *others], key="hierarchy_baseline")
-    per_node = loading.table(run, eval_format.PER_NODE)
+    per_node = run.per_node
     top = _top(tree)
     if baseline == NONE:
         fig = charts.node_sunburst(tree, per_node, kind=kind, top=top,
@@ -50,7 +49,7 @@ def _tree_chart(ctx: PageContext, run: RunResult, kind: str) -> int | None:
             st.warning(f"{run.name} and {baseline} use different trees; showing {run.name} alone.")
             fig = charts.node_sunburst(tree, per_node, kind=kind, top=top, title=f"{run.name}: accuracy per node")
         else:
-            diff = tables.per_node_difference(tree, per_node, loading.table(base, eval_format.PER_NODE))
+            diff = tables.per_node_difference(tree, per_node, base.per_node)
             fig = charts.node_sunburst(tree, diff, value="delta", diverging=True, kind=kind, top=top,
                                        title=f"Accuracy of {run.name} minus {baseline} (blue: {run.name} better)")
     event = chart(fig, key="hierarchy_tree", on_select="rerun", selection_mode="points")
@@ -84,7 +83,7 @@ def _node_detail(run: RunResult, clicked: int | None) -> None:
         st.session_state.pop(f"{KEY_NODE}_find", None)
     first_super = next((i for i, n in enumerate(paths.values()) if tree.children[n]), 0)
     node = pick_node("Node", paths, key=KEY_NODE, index=first_super)  # a super-class: a leaf's detail says little
-    per_node = loading.table(run, eval_format.PER_NODE)
+    per_node = run.per_node
     stats = tables.node_accuracy(per_node, node)
     left, middle, right = st.columns(3)
     left.metric("Accuracy at this node", f"{stats['accuracy']:.3f}" if stats["support"] else "n/a — no samples")

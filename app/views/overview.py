@@ -14,9 +14,16 @@ from hseval.app.views.common import chart, needs_runs, table_config
 from hseval.reporting import charts
 from hseval.reporting.columns import identity, level_legend
 from hseval.reporting.escape import markdown
-from hseval.reporting.sections import history_guide, levels_guide, one_tree
-from hseval.reporting.significance import versus
-from hseval.reporting.summary import level_table, mark_unavailable, methods_table, summary_table, unavailable_table
+from hseval.reporting.sections import history_guide, level_frame, levels_guide, one_tree
+from hseval.reporting.significance import seed_groups, versus
+from hseval.reporting.summary import (
+    history_long,
+    level_table,
+    mark_unavailable,
+    methods_table,
+    summary_table,
+    unavailable_table,
+)
 
 # (no bare strings at the top level of a page: Streamlit's magic would print them on the page)
 
@@ -37,20 +44,21 @@ def render(ctx: PageContext) -> None:
         st.error(f"Skipped a run: {problem}")
     tree = one_tree(ctx.available)
     summary = tables.overview_columns(summary_table(ctx.available))
-    if ctx.baseline is not None and len(ctx.available) > 1:
+    compared = ctx.baseline is not None and len(ctx.available) > 1
+    if compared:
         column = f"top1 vs {ctx.baseline.name}"
         summary.insert(summary.columns.get_loc("top1") + 1, column,
-                       tables.versus_baseline(versus(ctx.available, ctx.baseline)))
+                       [d if isinstance(d, str) else d.text() for d in versus(ctx.available, ctx.baseline).values()])
     st.subheader("Runs")
     table = shown(summary, ctx.available)
     config = table_config(table, tree)
-    if ctx.baseline is not None and len(ctx.available) > 1:
+    if compared:
         config[column] = st.column_config.TextColumn(
             f"top-1 vs {ctx.baseline.name}", help="Leaf accuracy minus the baseline's on the same test samples, with "
             "a 95 % paired bootstrap interval and the exact McNemar test's p-value.")
     st.dataframe(table, hide_index=True, key="overview_table", column_config=config)
     notes = ["Hover a column's name for what it measures."]
-    if ctx.baseline is not None and len(ctx.available) > 1:
+    if compared:
         notes.append(f"'{markdown(column)}': leaf accuracy minus {markdown(ctx.baseline.name)}'s on the same test "
                      "samples, with a 95 % paired bootstrap interval and the exact McNemar test's p-value (the "
                      "baseline is chosen in the sidebar; the Compare page has every level).")
@@ -67,12 +75,13 @@ def render(ctx: PageContext) -> None:
     st.subheader("Accuracy per level")
     st.caption("Super-class accuracy two ways: 'from leaf' maps the predicted class to its ancestor; "
                "'own scores' uses the head's own super-class scores. " + levels_guide(ctx.group_seeds))
-    chart(charts.accuracy_by_level(tables.level_frame(ctx.runs, group_seeds=ctx.group_seeds), colours=ctx.colours,
+    chart(charts.accuracy_by_level(level_frame(ctx.runs, group_seeds=ctx.group_seeds), colours=ctx.colours,
                                    tree=one_tree(ctx.runs)), key="overview_levels")
     levels = shown(level_table(ctx.runs), ctx.runs)
     st.dataframe(levels, hide_index=True, key="overview_level_table",
                  column_config=table_config(levels, one_tree(ctx.runs)))
-    history = tables.grouped_history(ctx.runs, group_seeds=ctx.group_seeds)
+    history = history_long(ctx.runs, names={r.name: g.name for g in seed_groups(ctx.runs) for r in g.runs}
+                           if ctx.group_seeds else None)
     if not history.empty:
         chart(charts.history_curves(history, colours=ctx.colours), key="overview_history")
         st.caption(markdown(history_guide(history)))

@@ -31,7 +31,7 @@ from hseval.tree.ancestry import same_tree
 
 __all__ = ["GUIDES", "FAMILY", "entries", "entry_colours", "baseline", "overview_charts", "detail_charts",
            "significance_tables", "significance_table", "significance_csv", "seed_group_table", "history_guide",
-           "sunburst_guide", "one_tree"]
+           "sunburst_guide", "one_tree", "concat_runs", "level_frame"]
 
 GUIDES = {
     "intervals": "Right of the dotted line beats the baseline; each run has its own line within a metric. A filled "
@@ -132,7 +132,8 @@ def baseline(runs: list[RunResult], name: str | None) -> tuple[RunResult, str]:
                       f"{', '.join(r.name for r in runs)}")
 
 
-def _named(frames: list[tuple[str, pd.DataFrame]]) -> pd.DataFrame:
+def concat_runs(frames: list[tuple[str, pd.DataFrame]]) -> pd.DataFrame:
+    """One table of the non-empty frames, each with a ``run`` column: its name (a run's or a seed group's)."""
     parts = [f.assign(run=name) for name, f in frames if not f.empty]
     return pd.concat(parts, ignore_index=True) if parts else pd.DataFrame()
 
@@ -143,13 +144,19 @@ def one_tree(runs: list[RunResult]):
     return trees[0] if trees and all(same_tree(t, trees[0]) for t in trees[1:]) else None
 
 
+def level_frame(runs: list[RunResult], *, group_seeds: bool) -> pd.DataFrame:
+    """The long accuracy table the level charts draw: per run, or per seed group (mean, std, seeds)."""
+    long = level_long(runs)
+    return group_levels(seed_groups(runs), long) if group_seeds else long
+
+
 def overview_charts(runs: list[RunResult], drawn: list[SeedGroup], differences: pd.DataFrame,
                     base: str | None, palette: dict[str, str]) -> list[Chart]:
     """The charts over all runs (or seed groups), in reading order."""
     grouped = any(len(e.runs) > 1 for e in drawn)
-    levels = group_levels(drawn, level_long(runs)) if grouped else level_long(runs)
     tree = one_tree(runs)
-    out = [Chart("Accuracy per level", charts.accuracy_by_level(levels, colours=palette, tree=tree),
+    out = [Chart("Accuracy per level", charts.accuracy_by_level(level_frame(runs, group_seeds=grouped), colours=palette,
+                                                                tree=tree),
                  levels_guide(grouped))]
     if base and not differences.empty:
         out.append(Chart(f"Difference from {base}", charts.difference_intervals(
@@ -160,12 +167,12 @@ def overview_charts(runs: list[RunResult], drawn: list[SeedGroup], differences: 
     if not history.empty:
         out.append(Chart("Training history", charts.history_curves(history, colours=palette),
                          history_guide(history)))
-    geometry = _named([(names[r.name], r.geometry) for r in runs])
+    geometry = concat_runs([(names[r.name], r.geometry) for r in runs])
     out += [Chart("Angle between each node and its parent", charts.angle_to_parent(geometry, colours=palette),
                   GUIDES["angles"]),
             Chart("Step per depth", charts.step_by_depth(geometry, colours=palette), GUIDES["steps"]),
             Chart("Step against the radius", charts.delta_vs_radius(geometry, colours=palette), GUIDES["radius"])]
-    pairs = _named([(e.name, e.runs[0].pair_angles) for e in drawn])  # one seed per group: a panel each
+    pairs = concat_runs([(e.name, e.runs[0].pair_angles) for e in drawn])  # one seed per group: a panel each
     out.append(Chart("Sibling and non-sibling angles", charts.sibling_angles(pairs), GUIDES["siblings"]))
     bins = []
     for e in drawn:
