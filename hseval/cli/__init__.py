@@ -25,8 +25,10 @@ def _number(text: str) -> str:
     return text if len(text) <= 40 else f"{text[:20]}...({len(text)} characters)"
 
 
-def _int_in(minimum: int, maximum: int, what: str):
-    """argparse type: an integer from ``minimum`` to ``maximum`` (``what`` says what it is)."""
+def count_int(minimum: int = 1, maximum: int = INT_MAX):
+    """argparse type: a count (of GPUs, cores, minutes...) from ``minimum`` to ``maximum``."""
+    what = {0: "a non-negative integer", 1: "a positive integer"}.get(minimum, f"an integer of at least {minimum}")
+
     def parse(text: str) -> int:
         number = _number(text)
         try:
@@ -62,16 +64,8 @@ def positive_number(what: str, *, minimum: float, maximum: float):
     return parse
 
 
-def count_int(minimum: int = 1, maximum: int = INT_MAX):
-    """argparse type: a count (of GPUs, cores, minutes...) from ``minimum`` to ``maximum``."""
-    what = {0: "a non-negative integer", 1: "a positive integer"}.get(minimum, f"an integer of at least {minimum}")
-    return _int_in(minimum, maximum, what)
-
-
 positive_int = count_int()
-"""argparse type: an integer from 1 to :data:`INT_MAX`."""
-non_negative_int = _int_in(0, SEED_MAX, "a non-negative integer")
-"""argparse type: an integer from 0 to :data:`SEED_MAX` (seeds)."""
+non_negative_int = count_int(0, SEED_MAX)
 
 
 def refuse_unused(args: argparse.Namespace, options: Iterable[str], *, why: str) -> None:

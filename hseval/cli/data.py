@@ -23,9 +23,6 @@ from hseval.tree.formats.pairs import names_sidecar
 CLI_OPTIONS = {"hierarchy": "FILE", "wordnet": "DIR"}
 
 
-seed_int = non_negative_int
-
-
 def _options(args: argparse.Namespace, accepted: dict) -> dict:
     """The dataset options given on the command line, each checked against what the dataset takes."""
     given = {name: value for name in CLI_OPTIONS if (value := getattr(args, name, None)) is not None}
@@ -166,7 +163,7 @@ def register(commands: argparse._SubParsersAction, hierarchy_actions: argparse._
     shuffle = hierarchy_actions.add_parser("random", help="the same tree with the classes dealt at random "
                                                           "(the paper's ablation)")
     shuffle.add_argument("file")
-    shuffle.add_argument("--seed", required=True, type=seed_int, help="random seed (reproducible)")
+    shuffle.add_argument("--seed", required=True, type=non_negative_int, help="random seed (reproducible)")
     shuffle.add_argument("--out", required=True, metavar="FILE", help="file to write")
     shuffle.add_argument("--format", choices=FORMATS.names(), help="input format (default: detect)")
     shuffle.add_argument("--to", choices=FORMATS.names(), help="output format (default: nbdt for .json, else pairs)")

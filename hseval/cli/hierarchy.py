@@ -16,12 +16,8 @@ from hseval.tree import FORMATS, Hierarchy, read_hierarchy, write_hierarchy
 from hseval.tree.formats import companions
 
 
-def _read(args: argparse.Namespace, path: str) -> Hierarchy:
-    return read_hierarchy(path, format=args.format)
-
-
 def cmd_stats(args: argparse.Namespace) -> int:
-    stats = _read(args, args.file).stats()
+    stats = read_hierarchy(args.file, format=args.format).stats()
     if args.json:
         print(json.dumps(stats))
     else:
@@ -128,7 +124,7 @@ def _classes_below(hierarchy) -> list[int]:
 
 
 def cmd_show(args: argparse.Namespace) -> int:
-    print(render_tree(_read(args, args.file), args.max_depth))
+    print(render_tree(read_hierarchy(args.file, format=args.format), args.max_depth))
     return 0
 
 
