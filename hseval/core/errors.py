@@ -111,19 +111,15 @@ def problem_text(problem: Mapping[str, Any]) -> tuple[str, str]:
         return field, f"must be {context['expected']}"
     if kind == "string_pattern_mismatch":
         return field, f"must match {context['pattern']}"
-    message = problem["msg"].removeprefix("Value error, ").replace("Input should be", "must be")
-    return field, message
-
-
-def crash_log_dir() -> Path:
-    """Where tracebacks of internal errors go: ``$HSEVAL_LOG_DIR``, else the temporary folder."""
-    return Path(os.environ.get("HSEVAL_LOG_DIR") or Path(tempfile.gettempdir()) / "hseval-logs")
+    return field, problem["msg"].removeprefix("Value error, ").replace("Input should be", "must be")
 
 
 def write_crash_log(exc: BaseException, argv: Sequence[str] | None) -> Path | None:
-    """Write the traceback of ``exc`` with the command line and versions; None if that fails too."""
+    """Write the traceback of ``exc`` with the command line and versions into ``$HSEVAL_LOG_DIR``, else
+    the temporary folder's ``hseval-logs``; None if that fails too."""
     stamp = _dt.datetime.now().strftime("%Y%m%d-%H%M%S")
-    path = crash_log_dir() / f"crash-{stamp}-{os.getpid()}.log"
+    folder = Path(os.environ.get("HSEVAL_LOG_DIR") or Path(tempfile.gettempdir()) / "hseval-logs")
+    path = folder / f"crash-{stamp}-{os.getpid()}.log"
     text = (f"hseval {__version__}, python {sys.version.split()[0]}, {_dt.datetime.now().isoformat()}\n"
             f"command: hseval {' '.join(sys.argv[1:] if argv is None else argv)}\n\n"
             + "".join(traceback.format_exception(type(exc), exc, exc.__traceback__)))

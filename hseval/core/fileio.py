@@ -15,9 +15,9 @@ import hashlib
 import json
 import os
 import tempfile
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from pathlib import Path
-from typing import IO, Any
+from typing import Any
 
 from hseval.core.errors import HsevalError, RunFormatError, first_line
 
@@ -77,22 +77,19 @@ def _umask() -> int:
     return mask
 
 
-def _write(path: str | Path, mode: str, writer: Callable[[IO[Any]], None], **kwargs: Any) -> None:
-    with atomic_path(path) as tmp, open(tmp, mode, **kwargs) as fh:
-        writer(fh)
-
-
 def write_text(path: str | Path, text: str) -> None:
-    _write(path, "w", lambda fh: fh.write(text), encoding="utf-8", newline="\n")
+    with atomic_path(path) as tmp:
+        tmp.write_text(text, encoding="utf-8", newline="\n")
 
 
 def write_bytes(path: str | Path, data: bytes) -> None:
-    _write(path, "wb", lambda fh: fh.write(data))
+    with atomic_path(path) as tmp:
+        tmp.write_bytes(data)
 
 
 def write_json(path: str | Path, obj: Any) -> None:
     """Strict JSON (no NaN/Infinity tokens: they become null), indented, atomic."""
-    write_text(path, json.dumps(_finite(obj), indent=2, allow_nan=False) + "\n")
+    write_text(path, json.dumps(json_ready(obj), indent=2, allow_nan=False) + "\n")
 
 
 def read_bytes(path: str | Path, *, what: str, error: type[HsevalError] = HsevalError, missing: str | None = None,
@@ -171,14 +168,10 @@ def verified_bytes(path: Path, recorded: str | None, *, what: str, error: type[H
 def json_ready(obj: Any) -> Any:
     """``obj`` as what strict JSON holds and reads back: non-finite floats become None, tuples
     lists, keys strings (so ``json.loads(json.dumps(json_ready(x))) == json_ready(x)``)."""
-    return _finite(obj)
-
-
-def _finite(obj: Any) -> Any:
     if isinstance(obj, float):
         return obj if obj == obj and abs(obj) != float("inf") else None
     if isinstance(obj, dict):
-        return {str(k): _finite(v) for k, v in obj.items()}
+        return {str(k): json_ready(v) for k, v in obj.items()}
     if isinstance(obj, (list, tuple)):
-        return [_finite(v) for v in obj]
+        return [json_ready(v) for v in obj]
     return obj

@@ -21,6 +21,7 @@ hseval.core.errors.ConfigError: unknown colour 'blue'; choose one of red
 
 from __future__ import annotations
 
+import functools
 import inspect
 import typing
 from collections.abc import Callable, Iterable, Iterator
@@ -64,10 +65,7 @@ class Registry(Generic[T]):
 
     def register(self, name: str) -> Callable[[T], T]:
         """Decorator: add the decorated function or class under ``name`` (twice is a bug)."""
-        def decorate(thing: T) -> T:
-            return self.add(name, thing)
-
-        return decorate
+        return functools.partial(self.add, name)
 
     def add(self, name: str, thing: T) -> T:
         if name in self._items:
