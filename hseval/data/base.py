@@ -332,9 +332,4 @@ def data_roots(root: str | Path | None, *defaults: str | Path) -> list[Path]:
     with other data), else ``$HSEVAL_DATA`` then ``defaults``."""
     if root is not None:
         return [Path(root).expanduser()]
-    out: list[Path] = []
-    env = os.environ.get("HSEVAL_DATA")
-    if env:
-        out.append(Path(env).expanduser())
-    out.extend(Path(d).expanduser() for d in defaults)
-    return out
+    return [Path(place).expanduser() for place in (os.environ.get("HSEVAL_DATA"), *defaults) if place]

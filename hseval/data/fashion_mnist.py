@@ -28,10 +28,7 @@ MEAN, STD = (0.2860,), (0.3530,)
 
 
 def _find(folder: Path, stem: str) -> Path | None:
-    for name in (stem + ".gz", stem):
-        if (folder / name).is_file():
-            return folder / name
-    return None
+    return next((folder / name for name in (stem + ".gz", stem) if (folder / name).is_file()), None)
 
 
 def find_fashion_mnist(root: str | Path | None = None) -> Path | None:
@@ -72,16 +69,15 @@ def _read_split(folder: Path, split: str) -> tuple[torch.Tensor, np.ndarray]:
                   tree="hseval's: clothing (tops), footwear, Bag")
 def load_fashion_mnist(root: str | Path | None = None, *, download: bool = True) -> LoadedDataset:
     folder = find_fashion_mnist(root)
+    looked = ", ".join(str(p) for p in data_roots(root, DEBIAN, CACHE))
     if folder is None and download and root is None:
         try:
             folder = _download()
         except OSError as exc:
-            looked = ", ".join(str(p) for p in data_roots(root, DEBIAN, CACHE))
             raise DataError(f"Fashion-MNIST not found (looked in {looked}) and the download failed ({exc}); "
                             "install Debian's dataset-fashion-mnist package (apt install dataset-fashion-mnist) "
                             "or pass --data-root DIR with the four IDX files") from None
     if folder is None:
-        looked = ", ".join(str(p) for p in data_roots(root, DEBIAN, CACHE))
         raise DataError(f"Fashion-MNIST not found (looked in {looked}); install dataset-fashion-mnist or pass "
                         "--data-root DIR with the four IDX files")
     train_images, train_labels = _read_split(folder, "train")

@@ -21,8 +21,8 @@ from hseval.data.base import ImageFiles, LoadedDataset, data_roots
 from hseval.tree.hierarchy import Hierarchy
 
 __all__ = ["IMAGENET_MEAN", "IMAGENET_STD", "IMAGE_EXTENSIONS", "image_transform", "find_dataset_folder",
-           "require", "read_lines", "check_images_exist", "list_images", "check_labels", "check_every_class",
-           "file_dataset"]
+           "require", "read_lines", "check_images_exist", "class_folders", "list_images", "check_labels",
+           "check_every_class", "file_dataset"]
 
 IMAGENET_MEAN = (0.485, 0.456, 0.406)
 IMAGENET_STD = (0.229, 0.224, 0.225)
@@ -59,8 +59,7 @@ def find_dataset_folder(root: str | Path | None, *, subfolders: Sequence[str], m
 def require(folder: Path, name: str, *, title: str, kind: str = "file") -> Path:
     """``folder / name``, which must be a file (or a folder when ``kind='folder'``)."""
     path = folder / name
-    ok = path.is_dir() if kind == "folder" else path.is_file()
-    if not ok:
+    if not (path.is_dir() if kind == "folder" else path.is_file()):
         raise DataError(f"{path}: {kind} is missing; the {title} folder {folder} is incomplete (download or "
                         "extract the dataset again)")
     return path
@@ -90,6 +89,11 @@ def check_images_exist(paths: Sequence[Path]) -> None:
     if missing:
         raise DataError(f"{missing[0]}: image file is missing ({len(missing)} of the {len(paths)} listed images "
                         "are); the dataset folder is incomplete, extract it again")
+
+
+def class_folders(folder: Path) -> list[str]:
+    """Sorted names of the class folders in ``folder`` (hidden ones skipped)."""
+    return sorted(e.name for e in os.scandir(folder) if e.is_dir() and not e.name.startswith("."))
 
 
 def list_images(folder: Path) -> list[Path]:

@@ -9,23 +9,17 @@ paper's 224-pixel ImageNet-style recipe.
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
 
 import numpy as np
 
 from hseval.core.errors import ConfigError, DataError
 from hseval.data.base import LoadedDataset, register_dataset
-from hseval.data.folders import IMAGE_EXTENSIONS, file_dataset, list_images
+from hseval.data.folders import IMAGE_EXTENSIONS, class_folders, file_dataset, list_images
 from hseval.tree import read_hierarchy
 from hseval.tree.hierarchy import Hierarchy
 
-__all__ = ["load_image_folder", "class_folders"]
-
-
-def class_folders(split_dir: Path) -> list[str]:
-    """Sorted names of the class folders of ``split_dir`` (hidden ones skipped)."""
-    return sorted(e.name for e in os.scandir(split_dir) if e.is_dir() and not e.name.startswith("."))
+__all__ = ["load_image_folder"]
 
 
 def _split(split_dir: Path, classes: list[str]) -> tuple[list[Path], np.ndarray]:

@@ -9,7 +9,6 @@ official lists ``train_list.mat`` and ``test_list.mat`` (``file_list``, 1-based 
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
 
 import numpy as np
@@ -20,6 +19,7 @@ from hseval.data.folders import (
     check_every_class,
     check_images_exist,
     check_labels,
+    class_folders,
     file_dataset,
     find_dataset_folder,
     require,
@@ -35,7 +35,7 @@ TITLE = "Stanford Dogs"
 def read_stanford_dogs_classes(folder: Path) -> list[str]:
     """The class folders of ``Images/``, sorted (which is the official label order)."""
     images = require(folder, "Images", title=TITLE, kind="folder")
-    classes = sorted(e.name for e in os.scandir(images) if e.is_dir() and not e.name.startswith("."))
+    classes = class_folders(images)
     if not classes:
         raise DataError(f"{images}: no class folders; expected Images/<wnid>-<breed>/*.jpg")
     return classes
