@@ -89,7 +89,7 @@ def test_the_run_options_given_with_predictions_are_refused_not_ignored(tmp_path
 
 # ---------------------------------------------------------------------- advice names the command's options
 def _settable(key: str) -> bool:
-    keys = {k for k, _ in flatten_settings(TrainConfig().to_dict())}
+    keys = {k for k, _ in flatten_settings(TrainConfig().model_dump())}
     return key in keys or key.startswith("model.head_options.")
 
 

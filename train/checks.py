@@ -11,6 +11,7 @@ from typing import Any
 import numpy as np
 import torch
 
+from hseval.core import sampling
 from hseval.core.device import resolve_device
 from hseval.core.errors import ConfigError, HsevalWarning
 from hseval.data import LoadedDataset
@@ -46,7 +47,8 @@ def check_before_training(config: TrainConfig, data: LoadedDataset, *, world: in
     if config.model.init:  # every tensor of the file checked against the backbone's shapes
         read_init(config.model, backbone)
     check_head_options(config)
-    indices = loader.stratified_subset(data.train.labels, config.data.train_subset, config.engine.seed)
+    indices = sampling.stratified_subset(data.train.labels, config.data.train_subset, seed=config.engine.seed,
+                                         setting="data.train_subset")
     if loader.num_train_batches(len(indices), config.data.batch_size, world) == 0:
         per_rank = -(-len(indices) // world)
         who = "each process has" if world > 1 else "there are"

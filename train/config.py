@@ -117,9 +117,6 @@ class TrainConfig(_Section):
     engine: EngineConfig = Field(default_factory=EngineConfig)
     recipe: Text | None = None
 
-    def to_dict(self) -> dict[str, Any]:
-        return self.model_dump()
-
     @classmethod
     def from_dict(cls, data: dict[str, Any], *, source: str | Callable[[str], str] = "config") -> TrainConfig:
         """``data`` (nested sections, or dotted keys such as ``optim.lr``) as a checked config;
@@ -182,7 +179,7 @@ def apply_overrides(config: TrainConfig, overrides: list[str], *, given_by: Mapp
     """``config`` with ``key=value`` strings (values parsed as YAML scalars) applied, checked.
     ``given_by``: the option that gave a key (``--sweep``, ``--seeds``, a flag), which an error
     about it names; ``--set`` where none is given."""
-    settings = config.to_dict()
+    settings = config.model_dump()
     for item in overrides:
         key, value = parse_override(item)
         settings = _merge(settings, {key: value})

@@ -151,8 +151,6 @@ def train(config: TrainConfig, out: str | Path, *, resume: bool = False, force: 
     ctx = Context.create(config.engine, dist)
     data = loader.run_data(data or load_data(config), config)
     indices = check_before_training(config, data, world=dist.world)
-    if features is not None and not (config.model.freeze_backbone and not config.data.augment):
-        raise ConfigError("training on cached features needs model.freeze_backbone=true and data.augment=false")
     found = _resumed(out, config, data) if resume else None
     with folder if writes else contextlib.nullcontext(), torch_threads(config.engine.threads):
         distributed.barrier(dist)
@@ -233,7 +231,7 @@ def _finish(s: Session, *, seconds: float) -> None:
     if s.writer is not None:
         final = next((h for h in reversed(s.history) if f"{s.held}_acc" in h), {})
         s.writer.finish(s.model, {
-            "dataset": s.data.describe(), "training": s.config.to_dict(), "seed": s.config.engine.seed,
+            "dataset": s.data.describe(), "training": s.config.model_dump(), "seed": s.config.engine.seed,
             "history": s.history, "metrics": {k: v for k, v in final.items() if k.startswith(f"{s.held}_")},
             "device": s.ctx.describe(), "train_seconds": seconds, "train_subset": len(s.indices),
             "world_size": s.dist.world})

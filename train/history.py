@@ -56,7 +56,7 @@ class RunWriter:
                     for depth, v in value.items():
                         self.tensorboard.add_scalar(f"{key}/depth{depth}", v, record["epoch"])
         run_format.save_train_state(self.out, {
-            "epoch": record["epoch"], "history": history, "config": self.config.to_dict(),
+            "epoch": record["epoch"], "history": history, "config": self.config.model_dump(),
             "model": trained_state(model), "optimizers": optimizers.state_dict(), "sources": self.sources,
             **self.inputs, "segments": self.segments,
             "rng": {"torch": torch.get_rng_state(), "numpy": np.random.get_state()[1].tolist(),

@@ -25,18 +25,13 @@ from hseval.data.base import worker_errors
 from hseval.data.sampling import eval_batches
 from hseval.train.config import TrainConfig
 
-__all__ = ["epoch_generator", "stratified_subset", "epoch_order", "index_batches", "train_batches", "eval_batches",
+__all__ = ["epoch_generator", "epoch_order", "index_batches", "train_batches", "eval_batches",
            "num_train_batches", "to_device_dataset", "held_split", "run_data", "fit_workers"]
 
 
 def epoch_generator(seed: int, epoch: int, stream: int = 0) -> torch.Generator:
     """A CPU generator that depends only on (seed, epoch, stream): resuming replays it exactly."""
     return torch.Generator().manual_seed((seed * 1_000_003 + epoch * 7_919 + stream) % (2**63))
-
-
-def stratified_subset(labels: np.ndarray, size: int | None, seed: int) -> np.ndarray:
-    """Indices of a class-stratified random subset of ``size`` samples (all when None or too big)."""
-    return sampling.stratified_subset(labels, size, seed=seed, setting="data.train_subset")
 
 
 def run_data(data: LoadedDataset, config: TrainConfig) -> LoadedDataset:
@@ -69,14 +64,6 @@ def to_device_dataset(dataset: Dataset, device: torch.device, *, allowed: bool) 
     return dataset.images.to(device, non_blocking=True)
 
 
-def _shard(order: torch.Tensor, rank: int, world: int) -> torch.Tensor:
-    if world == 1:
-        return order
-    total = -(-len(order) // world) * world  # pad by wrapping, like DistributedSampler
-    order = torch.cat([order, order[: total - len(order)]])
-    return order[rank::world]
-
-
 def num_train_batches(n: int, batch_size: int, world: int = 1) -> int:
     """Full batches per rank and epoch (the last incomplete one is dropped): 0 when a rank has
     fewer than ``batch_size`` samples, which the engine refuses before training."""
@@ -86,8 +73,9 @@ def num_train_batches(n: int, batch_size: int, world: int = 1) -> int:
 
 def epoch_order(indices: np.ndarray, *, seed: int, epoch: int, rank: int = 0, world: int = 1) -> torch.Tensor:
     """The training samples of an epoch, in the order this rank sees them."""
-    perm = torch.randperm(len(indices), generator=epoch_generator(seed, epoch))
-    return _shard(torch.as_tensor(indices)[perm], rank, world)
+    order = torch.as_tensor(indices)[torch.randperm(len(indices), generator=epoch_generator(seed, epoch))]
+    total = -(-len(order) // world) * world  # pad by wrapping, like DistributedSampler
+    return torch.cat([order, order[: total - len(order)]])[rank::world]
 
 
 def index_batches(indices: np.ndarray, *, batch_size: int, seed: int, epoch: int, rank: int = 0,
@@ -95,10 +83,7 @@ def index_batches(indices: np.ndarray, *, batch_size: int, seed: int, epoch: int
     """The indices of each full training batch of an epoch (what every in-memory source batches)."""
     order = epoch_order(indices, seed=seed, epoch=epoch, rank=rank, world=world)
     for step in range(num_train_batches(len(indices), batch_size, world)):
-        idx = order[step * batch_size: (step + 1) * batch_size]
-        if len(idx) < min(batch_size, len(order)):
-            break
-        yield idx
+        yield order[step * batch_size: (step + 1) * batch_size]
 
 
 def train_batches(dataset: Dataset, indices: np.ndarray, *, batch_size: int, seed: int, epoch: int,

@@ -29,8 +29,8 @@ from typing import Any
 
 import numpy as np
 import torch
-from safetensors import SafetensorError
-from safetensors.torch import load, save
+from safetensors import SafetensorError, safe_open
+from safetensors.torch import load, load_file, save
 from torch import nn
 from torch.utils.data import Dataset, Subset
 
@@ -43,8 +43,8 @@ from hseval.train import loader
 from hseval.train.config import TrainConfig
 from hseval.train.step import Context
 
-__all__ = ["FEATURES", "Features", "FeatureView", "FeatureIdentity", "feature_identity", "feature_key",
-           "extract_features", "read_features"]
+__all__ = ["FEATURES", "Features", "FeatureView", "FeatureIdentity", "feature_identity", "extract_features",
+           "read_features"]
 
 FEATURES = "features"
 """The folder of a folder of runs that holds the features files."""
@@ -137,11 +137,6 @@ def feature_identity(model: HierarchicalClassifier, data: LoadedDataset, config:
     return FeatureIdentity(key, name, facts)
 
 
-def feature_key(model: HierarchicalClassifier, data: LoadedDataset, config: TrainConfig, ctx: Context) -> str:
-    """The fingerprint of the features ``model``'s body gives on ``data`` (SHA-256, hex)."""
-    return feature_identity(model, data, config, ctx).key
-
-
 def _part(dataset: Dataset, start: int, stop: int) -> Dataset:
     if isinstance(dataset, TensorImages):  # a view: eval_batches slices it as it slices the split
         return TensorImages(dataset.images[start:stop], dataset.labels[start:stop], dataset.preprocess, train=False)
@@ -170,7 +165,7 @@ def extract_features(model: HierarchicalClassifier, data: LoadedDataset, config:
     key = identity.key
     final = folder / f"{identity.name[:16]}.safetensors"
     if final.is_file():
-        recorded = _file_metadata(final)
+        recorded = _record(final)
         if recorded.get("key") == key:
             log(f"reusing the features in {final}")
             return read_features(final, key=key, data=data)
@@ -209,11 +204,10 @@ def extract_features(model: HierarchicalClassifier, data: LoadedDataset, config:
 def _read_part(path: Path, key: str) -> dict[str, torch.Tensor] | None:
     """A chunk of an interrupted extraction, or None when it is missing or not this key's."""
     try:
-        data = path.read_bytes()
-        part = load(data)
+        part = load_file(path)
     except (OSError, SafetensorError, ValueError):
         return None
-    return part if _metadata(data).get("key") == key and set(part) == {"features", "labels"} else None
+    return part if _record(path).get("key") == key and set(part) == {"features", "labels"} else None
 
 
 def _changed(recorded: dict[str, Any], identity: FeatureIdentity, data: LoadedDataset) -> str:
@@ -228,24 +222,14 @@ def _changed(recorded: dict[str, Any], identity: FeatureIdentity, data: LoadedDa
     return "not the features of this backbone and data (written by another hseval, or damaged)"
 
 
-def _file_metadata(path: Path) -> dict[str, Any]:
-    """The metadata of a safetensors file, read from its header alone."""
+def _record(path: Path) -> dict[str, Any]:
+    """The record of a safetensors file, read from its header alone (a features file's key and
+    facts, a chunk's key); {} where it has none."""
     try:
-        with open(path, "rb") as fh:
-            size = int.from_bytes(fh.read(8), "little")
-            header = fh.read(size) if size < 1 << 24 else b""
-    except OSError:
-        return {}
-    return _metadata(len(header).to_bytes(8, "little") + header)
-
-
-def _metadata(data: bytes) -> dict[str, Any]:
-    """The metadata of a safetensors file's bytes (a features file's record: its key and facts)."""
-    size = int.from_bytes(data[:8], "little")
-    try:
-        metadata = json.loads(data[8: 8 + size]).get("__metadata__", {}) or {}
+        with safe_open(path, "pt") as f:
+            metadata = f.metadata() or {}
         record = json.loads(metadata[RECORD]) if RECORD in metadata else metadata
-    except (ValueError, UnicodeDecodeError, AttributeError, TypeError):
+    except (OSError, SafetensorError, ValueError):
         return {}
     return record if isinstance(record, dict) else {}
 
@@ -260,7 +244,7 @@ def read_features(path: str | Path, *, key: str | None = None, data: LoadedDatas
     except (OSError, SafetensorError, ValueError) as exc:
         raise DataError(f"{path}: cannot be read as a features file ({type(exc).__name__}); remove it to extract the "
                         "features again") from None
-    found = _metadata(raw).get("key")
+    found = _record(path).get("key")
     splits = tuple(s for s in ("train", "val", "test") if s in tensors) if data is None else _splits(data)
     names = {*splits, *(f"{s}_labels" for s in splits)}
     if set(tensors) != names or not found or not {"train", "test"} <= set(splits):

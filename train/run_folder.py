@@ -90,7 +90,7 @@ def training_inputs(config: TrainConfig, data: LoadedDataset) -> dict[str, Any]:
     if config.model.init:
         path = Path(config.model.init).expanduser()
         init = {"sha256": fileio.sha256(path, error=ConfigError) if path.is_file() else MISSING}
-    record = {"training": config.to_dict(), "hierarchy": fileio.json_ready(data.hierarchy.to_dict()),
+    record = {"training": config.model_dump(), "hierarchy": fileio.json_ready(data.hierarchy.to_dict()),
               "initialised_from": init, "dataset": fileio.json_ready(data.describe())}
     return run_inputs(record, drop=("optim.epochs",))
 

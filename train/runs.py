@@ -20,7 +20,7 @@ from hseval.train.checks import check_before_training
 from hseval.train.config import TrainConfig
 from hseval.train.engine import data_settings, load_data, train
 from hseval.train.launch import PlannedRun, RunOutcome
-from hseval.train.probe import FEATURES, Features, extract_features, feature_key
+from hseval.train.probe import FEATURES, Features, extract_features, feature_identity
 from hseval.train.run_folder import Reuse, check_run_folder, reuse
 from hseval.train.session import initial_model
 from hseval.train.step import Context
@@ -114,7 +114,7 @@ def probe_features(configs: list[tuple[TrainConfig, str]], datasets: Datasets, f
         plain = loader.run_data(datasets(config), config)
         ctx = Context.create(config.engine, distributed.Dist())
         model = ctx.place(initial_model(config, plain)[0])
-        key = feature_key(model, plain, config, ctx)
+        key = feature_identity(model, plain, config, ctx).key
         if key not in found:
             found[key] = extract_features(model, plain, config, ctx, folder, log=log)
         out[name] = found[key]

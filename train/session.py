@@ -29,7 +29,7 @@ from hseval.train.distributed import Dist
 from hseval.train.history import RunWriter
 from hseval.train.optim import Optimizers, build_optimizers
 from hseval.train.pretrained import load_init
-from hseval.train.probe import Features, FeatureView, feature_key
+from hseval.train.probe import Features, FeatureView, feature_identity
 from hseval.train.step import Context, TrainStep, compiled, model_spec
 
 __all__ = ["Session", "open_session", "initial_model", "torch_threads"]
@@ -90,7 +90,7 @@ def open_session(config: TrainConfig, out: Path, data: LoadedDataset, indices: n
     model, loaded = initial_model(config, data, init=state is None or frozen)
     sources = {"initialised_from": loaded} if loaded else {}
     if features is not None:
-        if feature_key(model, data, config, ctx) != features.key:
+        if feature_identity(model, data, config, ctx).key != features.key:
             raise RuntimeError(f"{features.path}: not the features of this run's backbone; this is a bug in hseval")
         sources["features"] = features.record()
     model = ctx.place(model)
