@@ -30,7 +30,6 @@ def result_settings(training: dict[str, Any], *, drop: tuple[str, ...] = ()) -> 
     return out
 
 
-
 INIT_FILE, TREE, DATASET = "init file", "tree", "dataset."
 """The keys of :func:`run_inputs` that are not settings: the backbone's ``--init`` file and the tree
 (both by content), and the prefix of the data's facts."""

@@ -25,6 +25,7 @@ file that hseval writes reads back, format detected, as the tree it was written 
 
 from __future__ import annotations
 
+import itertools
 import json
 import re
 from collections.abc import Callable, Iterator, Mapping, Sequence
@@ -205,12 +206,7 @@ def detect_format(path: str | Path) -> str:
 def _detect(path: Path, rows: list[str], header: dict) -> str:
     if header:
         return header["format"]
-    sample = []
-    for line in map(str.strip, rows):
-        if line and line[0] != "#":
-            sample.append(line)
-            if len(sample) == 200:
-                break
+    sample = list(itertools.islice((line for line in map(str.strip, rows) if line and line[0] != "#"), 200))
     is_json = path.suffix.lower() == ".json"
     if not sample:
         if is_json:
