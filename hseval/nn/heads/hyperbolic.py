@@ -9,9 +9,7 @@ that plain SGD applies), and
     logit_k(x) = λ_{p_k}‖a_k‖/√c · asinh( 2√c⟨(−p_k)⊕x, a_k⟩ / ((1 − c‖(−p_k)⊕x‖²)‖a_k‖) ).
 
 The Möbius sum is expanded into inner products, so a batch costs two (B, d)×(d, K) matmuls
-instead of a (B, K, d) tensor, and the backward pass is written out, keeping only the two (B, K)
-inner products between the passes; ``tests/test_heads.py`` checks the logits against geoopt's
-``mobius_add`` and the gradients against autograd through the formula (float64, gradcheck).
+instead of a (B, K, d) tensor (:class:`_PoincareMLR` writes its backward pass out).
 """
 
 from __future__ import annotations
@@ -99,10 +97,8 @@ def poincare_mlr(x: torch.Tensor, p: torch.Tensor, a: torch.Tensor, c: float | t
                  closed_form: bool | None = None) -> torch.Tensor:
     """Logits (B, K) of points ``x`` (B, d) in the ball for hyperplanes (p, a), each (K, d).
 
-    ``closed_form`` (default: on every device but the CPU) uses :class:`_PoincareMLR`'s written-out
-    backward, which keeps two (B, K) tensors instead of about twenty; on the CPU, where the
-    arithmetic rather than memory is the cost, autograd through the same formula is faster (timed
-    by ``bench/heads.py``), so it stays there. Both give the same values (tests)."""
+    ``closed_form`` (default: on every device but the CPU, where arithmetic rather than memory is
+    the cost and autograd through the same formula is faster) uses :class:`_PoincareMLR`."""
     c = float(c)
     if closed_form if closed_form is not None else x.device.type != "cpu":
         return _PoincareMLR.apply(x, p, a, c)

@@ -356,12 +356,7 @@ def tree_linear(x: torch.Tensor, delta: torch.Tensor, scale: torch.Tensor | None
     ``normalize=True`` uses ``S = diag(scale / ‖δ_p‖)`` (the manifold heads' normalised columns,
     ``scale`` being the radii) with its gradient computed in closed form. ``compute_dtype`` (e.g.
     the autocast dtype) runs the two products in that dtype while the tree sums stay in float32.
-
-    Paths: on a GPU (or any device but the CPU) and for small layers, W is built whole and
-    multiplied once (:class:`_TreeLinearWhole`: about 10 kernels forward and 12 backward, at any
-    |L|); on the CPU a large layer is processed in cache-sized chunks (:class:`_TreeLinearChunked`,
-    float32 products), which a 2-core CPU runs fastest but which on a GPU would be hundreds of
-    small launches."""
+    Which of the two paths runs is the module docstring's rule."""
     if normalize and scale is None:
         raise ValueError("normalize=True needs the radii as scale")
     whole = delta.device.type != "cpu" or len(index.chunks(delta.shape[1] * delta.element_size())) == 1
