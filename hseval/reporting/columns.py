@@ -21,8 +21,8 @@ from hseval.io.records import Record
 from hseval.metrics import statistics
 from hseval.tree.hierarchy import Hierarchy
 
-__all__ = ["WAYS", "level_column", "metric_help", "level_names", "level_label", "display_name", "column_help",
-           "not_available", "key_name", "identity", "level_legend"]
+__all__ = ["WAYS", "level_column", "metric_of_column", "metric_help", "level_names", "level_label", "display_name",
+           "column_help", "not_available", "key_name", "identity", "level_legend"]
 
 _TOP_K = {"{the top k}": ("the head's highest-scored class", "among the head's {k} highest-scored classes"),
           "{each of the top k}": ("the highest-scored class", "each of the {k} highest-scored classes"),
@@ -73,6 +73,19 @@ def level_column(column: str) -> tuple[int, str] | None:
     "level 2 (own scores)"); None for another column."""
     match = _LEVEL.fullmatch(column)
     return None if match is None else (int(match.group(1)), _BY_WAY[match.group(2).replace("_", " ")])
+
+
+_KEYS = {"leaf": "top1", "cophenetic_correlation": "geometry.tree_agreement.cophenetic_correlation"}
+
+
+def metric_of_column(column: str) -> str:
+    """The metrics.json key behind a column of a summary or level table, as ``unavailable`` names
+    it: a level's value "superclass_acc.2", a CRM column's "crm.top1"."""
+    if (level := level_column(column)) is not None:
+        return f"{level[1]}.{level[0]}"
+    return f"crm.{column[4:]}" if column.startswith("crm_") else _KEYS.get(column, column)
+
+
 _NAMES = {
     "samples": "test samples", "feature_norm": "feature norm ‖φ(x)‖", "max_logit": "max logit",
     "cophenetic_correlation": "cophenetic correlation", "leaf": "leaf (top-1)", "crm": "CRM re-ranking",
@@ -84,7 +97,6 @@ _NAMES = {
 }
 _HELP = {  # columns that are not a metrics.json key
     "run": "The run's name (its folder in the evaluation).",
-    "leaf": None,  # top1's
     "angle_to_parent": "Angle between the node's vector and its parent's, in degrees.",
     "delta_norm": "‖w_p − w_parent‖: how far the node's vector lies from its parent's.",
     "radius": "The node's radius R_p (heads with a radius per node).",
@@ -93,7 +105,6 @@ _HELP = {  # columns that are not a metrics.json key
                          "cluster whole (clustering takes memory quadratic in the classes), a sample drawn with a "
                          "fixed seed.",
 }
-_KEY_OF = {"leaf": ("top1",), "cophenetic_correlation": ("geometry", "tree_agreement", "cophenetic_correlation")}
 
 
 def level_names(tree: Hierarchy, depth: int, *, limit: int | None = 3) -> str:
@@ -117,29 +128,21 @@ def level_legend(tree: Hierarchy) -> str:
     return "; ".join(f"level {d} = {level_names(tree, d, limit=12)}" for d in range(1, tree.max_depth))
 
 
-def _split(column: str) -> tuple[str, str | None]:
-    """(the metrics.json key or bare name, and for a CRM column its inner key)."""
-    if column.startswith("crm_"):
-        return "crm", column[4:]
-    return column, None
-
-
 def display_name(column: str, tree: Hierarchy | None = None) -> str:
     """The one name a column is shown under, in every table of the report and the dashboard (a level's
     names are in its help and in the line that lists the levels beside the table: :func:`level_legend`)."""
     if (level := level_column(column)) is not None:
         return f"level {level[0]} ({WAYS[level[1]]})"
-    key, inner = _split(column)
-    if inner is not None:
-        return f"CRM {display_name(inner, tree)}"
-    if key.startswith("mean_"):
-        return f"mean {display_name(key[5:], tree)}"
-    if key in _NAMES:
-        return _NAMES[key]
-    found = statistics.key_of(key)
+    if column.startswith("crm_"):
+        return f"CRM {display_name(column[4:], tree)}"
+    if column.startswith("mean_"):
+        return f"mean {display_name(column[5:], tree)}"
+    if column in _NAMES:
+        return _NAMES[column]
+    found = statistics.key_of(column)
     if found is not None:
-        return _declared(key, found[0].keys[found[1]].name)
-    name = key.replace("_", " ")
+        return _declared(column, found[0].keys[found[1]].name)
+    name = column.replace("_", " ")
     return f"{name} (°)" if "angle" in name and "(°)" not in name else name
 
 
@@ -150,14 +153,11 @@ def column_help(column: str, tree: Hierarchy | None = None) -> str | None:
         depth, key = level
         names = f" Level {depth}: {level_names(tree, depth, limit=None)}." if tree is not None else ""
         return None if (text := metric_help(key)) is None else f"{text}{names}"
-    key, inner = _split(column)
-    if inner is not None:
-        return None if (text := column_help(inner, tree)) is None else (
+    if column.startswith("crm_"):
+        return None if (text := column_help(column[4:], tree)) is None else (
             f"{text} Here for CRM re-ranking's prediction (the class of least expected tree distance under the "
             "head's probabilities) instead of the most probable class.")
-    if key in _HELP:
-        return _HELP[key] or column_help("top1")
-    return metric_help(*_KEY_OF.get(key, (key,)))
+    return _HELP[column] if column in _HELP else metric_help(*metric_of_column(column).split("."))
 
 
 def key_name(key: str, tree: Hierarchy | None = None) -> str:

@@ -25,7 +25,7 @@ from hseval.io.results import Evaluation, load_evaluation
 from hseval.nn import radius_guard
 from hseval.reporting import escape
 from hseval.reporting import sections as report_charts
-from hseval.reporting.columns import column_help, display_name, identity, level_legend, not_available
+from hseval.reporting.columns import column_help, display_name, identity, level_legend, metric_of_column, not_available
 from hseval.reporting.html import Detail, Section, anchor, page
 from hseval.reporting.paper_tables import paper_cells, paper_table, to_latex, to_markdown
 from hseval.reporting.summary import (
@@ -36,7 +36,6 @@ from hseval.reporting.summary import (
     level_table,
     mark_unavailable,
     methods_table,
-    metric_of_column,
     reason,
     summary_table,
     unavailable_table,

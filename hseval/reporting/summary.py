@@ -15,12 +15,11 @@ import pandas as pd
 from hseval.io.results import RunResult
 from hseval.io.run_settings import run_inputs
 from hseval.metrics import statistics
-from hseval.reporting.columns import WAYS, key_name, level_column, not_available
+from hseval.reporting.columns import WAYS, key_name, metric_of_column, not_available
 
 __all__ = ["methods_table", "history_long", "summary_table", "grouped_summary", "level_long", "level_table",
-           "settings", "config_key", "setting_names", "unavailable_table", "mark_unavailable", "metric_of_column",
+           "settings", "config_key", "setting_names", "unavailable_table", "mark_unavailable",
            "reason", "declaration", "reading_order", "CRM_COLUMNS", "SCALE_COLUMNS"]
-
 
 
 def _num(value: Any) -> float:
@@ -176,17 +175,6 @@ def level_table(runs: list[RunResult]) -> pd.DataFrame:
     return out
 
 
-def metric_of_column(column: str) -> str:
-    """The metrics.json key behind a column of :func:`summary_table` or :func:`level_table`, as
-    ``unavailable`` names it: a level's value "superclass_acc.2", a CRM column's "crm.top1"."""
-    if (level := level_column(column)) is not None:
-        return f"{level[1]}.{level[0]}"
-    if column.startswith("crm_"):
-        return f"crm.{column[4:]}"
-    return {"cophenetic_correlation": "geometry.tree_agreement.cophenetic_correlation", "leaf": "top1"}.get(column,
-                                                                                                           column)
-
-
 def declaration(column: str) -> statistics.Key | None:
     """The declaration of the metric behind a column of :func:`summary_table` (its ``shown`` says
     which tables show it); None for a column no metric declares (identity, CRM's, the scale)."""
@@ -200,12 +188,11 @@ def reading_order(column: str) -> tuple[int, int, int]:
     own scores", "level 2 from leaf" ...), where the first metric by level is declared."""
     declared = statistics.declared()
     keys = list(declared)
-    first_level = min((i for i, key in enumerate(keys) if declared[key][1].kind == "levels"), default=0)
-    metric, key = statistics.key_of(metric_of_column(column).split(".")[0]) or (None, "")
+    key = (statistics.key_of(metric_of_column(column).split(".")[0]) or (None, ""))[1]
     match = re.search(r"[0-9]+", column)
     number = int(match.group()) if match else 0  # a level's depth, a top-k's k
-    if metric is not None and metric.keys[key].kind == "levels":
-        return first_level, number, keys.index(key)
+    if key in declared and declared[key][1].kind == "levels":
+        return next(i for i, k in enumerate(keys) if declared[k][1].kind == "levels"), number, keys.index(key)
     return (keys.index(key) if key in keys else len(keys)), number, 0
 
 
