@@ -134,7 +134,7 @@ class TrainConfig(_Section):
             source = source(field) if callable(source) else source
             if problem["type"] == "extra_forbidden":
                 raise ConfigError(f"{source}: unknown setting {field!r}; known settings: "
-                                  f"{', '.join(_known_keys(cls()))}") from None
+                                  f"{', '.join(k for k, _ in flatten_settings(cls().model_dump()))}") from None
             raise ConfigError(f"{source}: {field} {message}, got {problem['input']!r}") from None
         config.validate()
         return config
@@ -164,14 +164,6 @@ def flatten_settings(data: Any, prefix: str = "") -> list[tuple[str, Any]]:
         else:
             out.append((dotted, value))
     return out
-
-
-def _known_keys(section: BaseModel, prefix: str = "") -> list[str]:
-    keys = []
-    for name in type(section).model_fields:
-        value = getattr(section, name)
-        keys += _known_keys(value, f"{prefix}{name}.") if isinstance(value, BaseModel) else [prefix + name]
-    return keys
 
 
 def apply_overrides(config: TrainConfig, overrides: list[str], *, given_by: Mapping[str, str] | None = None

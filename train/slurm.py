@@ -89,8 +89,7 @@ def submit(runs: list[PlannedRun], root: Path, *, cluster: str, settings: SlurmS
            log: Callable[[str], None] = print, note: Callable[[str], None] | None = None) -> dict[str, RunOutcome]:
     """Submit ``runs`` as one job array (``cluster`` "slurm": sbatch with ``settings``, left to run;
     submitit's scripts, pickles and logs in ``root/jobs``, where the nodes read them), or run them as
-    jobs on this machine ("local": :func:`run_local`)."""
-    check_cluster(cluster)
+    jobs on this machine ("local": :func:`run_local`); ``cluster`` checked by :func:`check_cluster`."""
     if not runs:
         return {}
     if cluster != "slurm":

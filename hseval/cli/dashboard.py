@@ -8,7 +8,6 @@ otherwise. Ctrl-C (or SIGTERM) stops the server and exits 0.
 from __future__ import annotations
 
 import argparse
-import importlib.util
 import os
 import signal
 import socket
@@ -19,7 +18,7 @@ import time
 import urllib.request
 from pathlib import Path
 
-from hseval.app import ENV_VAR, SHOWN_VAR
+from hseval import app
 from hseval.core.errors import ConfigError, HsevalError, RunFormatError
 from hseval.core.extras import check_installed
 
@@ -49,12 +48,9 @@ def free_port(host: str = "127.0.0.1", port: int = 0) -> int:
 
 def app_entry() -> Path:
     """``app/main.py`` of the installed distribution (the ``app`` package ships next to ``hseval``)."""
-    spec = importlib.util.find_spec("hseval.app")
-    locations = list(spec.submodule_search_locations or []) if spec else []
-    for folder in locations:
-        entry = Path(folder) / "main.py"
-        if entry.is_file():
-            return entry
+    entry = Path(app.__file__).with_name("main.py")
+    if entry.is_file():
+        return entry
     raise HsevalError("the dashboard app (app/main.py) is not installed; reinstall hseval ('pip install -e .')")
 
 
@@ -130,7 +126,7 @@ def cmd_dashboard(args: argparse.Namespace) -> int:
         hint = "; choose another --port or leave it out" if args.port else ""
         raise ConfigError(f"cannot serve on {where} ({exc.strerror or exc}){hint}") from None
     url = _url(args.host, port)
-    env = {**os.environ, ENV_VAR: str(folder), SHOWN_VAR: args.dir}
+    env = {**os.environ, app.ENV_VAR: str(folder), app.SHOWN_VAR: args.dir}
     process = subprocess.Popen(streamlit_command(folder, host=args.host, port=port), env=env)
     # SIGTERM (a service manager, a test) stops the server the same way as Ctrl-C; and Ctrl-C works
     # even where the parent started us with SIGINT ignored (a background job of a script, some test

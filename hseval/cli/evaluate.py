@@ -17,13 +17,6 @@ def _methods(text: str) -> list[str]:
     return [m.strip() for m in text.split(",") if m.strip()] if text.strip().lower() != "none" else []
 
 
-def _int(text: str) -> int:
-    try:
-        return int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected an integer, got {text!r}") from None
-
-
 def cmd_evaluate(args: argparse.Namespace) -> int:
     if args.predictions is not None:
         from hseval.evaluation.predictions import evaluate_predictions  # numpy and scikit-learn: no torch
@@ -80,7 +73,7 @@ def register(commands: argparse._SubParsersAction) -> None:
     evaluate.add_argument("--out", required=True, help="evaluation folder (one sub-folder per run)")
     evaluate.add_argument("--projections", default="pca,tsne", help="comma-separated from pca,tsne,umap, or none "
                                                                    "(default: pca,tsne)")
-    evaluate.add_argument("--max-points", type=_int, default=5000, help="samples kept for projections (default 5000)")
+    evaluate.add_argument("--max-points", type=int, default=5000, help="samples kept for projections (default 5000)")
     runs = evaluate.add_argument_group("run folders only (their forward pass)")
     runs.add_argument("--data-root", help="dataset folder (default: where the run was trained)")
     runs.add_argument("--split", help="train, val or test (default: test); val: the validation split a run held "
@@ -89,7 +82,7 @@ def register(commands: argparse._SubParsersAction) -> None:
                       "of N samples of the split (default: all of it)")
     runs.add_argument("--device", help="auto, cpu, cuda or cuda:N (default: auto)")
     runs.add_argument("--batch-size", type=positive_int, help="images per batch of the forward pass (default: 512)")
-    runs.add_argument("--workers", type=_int, help="threads for the projections of finished runs while the next "
+    runs.add_argument("--workers", type=int, help="threads for the projections of finished runs while the next "
                       "run is embedded (default: a quarter of the cores, at least 1)")
     runs.add_argument("--quiet", action="store_true", help="no progress bars")
     evaluate.set_defaults(func=cmd_evaluate, memory_advice="with run folders, use a smaller --batch-size")
