@@ -7,7 +7,8 @@ import torch.nn.functional as F
 from pydantic import NonNegativeFloat
 from torch import nn
 
-from hseval.nn.heads.base import PAPER, Head, level_positions, register_head
+from hseval.nn.heads.base import PAPER, level_positions, register_head
+from hseval.nn.heads.plain import PlainHead
 from hseval.tree.hierarchy import Hierarchy
 
 FUSED_ON_CPU = False
@@ -19,21 +20,17 @@ def _fused(device: torch.device) -> bool:
 
 
 @register_head("multitask", citation=PAPER)
-class MultitaskHead(Head):
+class MultitaskHead(PlainHead):
     """Leaf head + a head per depth 1..max_depth-1; loss = CE_leaf + λ·Σ_depth CE_depth."""
 
     def __init__(self, hierarchy: Hierarchy, in_features: int, *, level_weight: NonNegativeFloat = 1.0) -> None:
         super().__init__(hierarchy, in_features)
         self.level_weight = float(level_weight)
-        self.classifier = nn.Linear(in_features, hierarchy.num_leaves, bias=False)
         self.levels = nn.ModuleList(
             nn.Linear(in_features, len(hierarchy.nodes_at_depth(depth)), bias=False)
             for depth in range(1, hierarchy.max_depth)
         )
         self.register_buffer("level_targets", torch.as_tensor(level_positions(hierarchy)), persistent=False)
-
-    def forward(self, z: torch.Tensor) -> torch.Tensor:
-        return self.classifier(z)
 
     def level_logits(self, z: torch.Tensor) -> dict[int, torch.Tensor]:
         """Every level's logits. On a GPU one matmul with the level heads' weights stacked (one
@@ -62,9 +59,6 @@ class MultitaskHead(Head):
             elif (level_target >= 0).any():  # on the CPU asking costs nothing, and skips the level
                 loss = loss + self.level_weight * F.cross_entropy(level_logits, level_target, ignore_index=-100)
         return loss, logits
-
-    def class_weights(self) -> torch.Tensor:
-        return self.classifier.weight.detach().t()
 
     def config(self) -> dict:
         return {"level_weight": self.level_weight}

@@ -21,9 +21,9 @@ from __future__ import annotations
 
 import torch
 from pydantic import NonNegativeFloat
-from torch import nn
 
-from hseval.nn.heads.base import Head, columns_cross_entropy, full_precision, register_head
+from hseval.nn.heads.base import columns_cross_entropy, full_precision, register_head
+from hseval.nn.heads.plain import PlainHead
 from hseval.nn.heads.tree import TreeIndex
 from hseval.tree.hierarchy import Hierarchy
 
@@ -31,13 +31,12 @@ NBDT = "Wan et al., NBDT: Neural-Backed Decision Trees, ICLR 2021"
 
 
 @register_head("nbdt", group="peers", citation=NBDT)
-class NBDTHead(Head):
+class NBDTHead(PlainHead):
     """Soft decision tree on a linear layer: each node a softmax over the mean logits of its children's classes."""
 
     def __init__(self, hierarchy: Hierarchy, in_features: int, *, tree_weight: NonNegativeFloat = 1.0) -> None:
         super().__init__(hierarchy, in_features)
         self.tree_weight = float(tree_weight)
-        self.classifier = nn.Linear(in_features, hierarchy.num_leaves, bias=False)
         self.index = TreeIndex(hierarchy)
         parents = torch.tensor(hierarchy.parents[hierarchy.num_leaves:])
         self.register_buffer("super_parent", torch.where(parents >= 0, parents - hierarchy.num_leaves,
@@ -93,9 +92,6 @@ class NBDTHead(Head):
             if self.tree_weight:
                 loss = loss + self.tree_weight * columns_cross_entropy(leaves.exp(), target)
             return loss, leaves.t()
-
-    def class_weights(self) -> torch.Tensor:
-        return self.classifier.weight.detach().t()
 
     def config(self) -> dict:
         return {"tree_weight": self.tree_weight}
