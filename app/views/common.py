@@ -22,11 +22,11 @@ from hseval.reporting.sections import entry_colours
 from hseval.reporting.significance import seed_groups
 
 __all__ = ["sidebar", "pick", "pick_run", "pick_node", "paged_table", "PICKER_MAX", "ROWS", "shows_problems",
-           "needs_runs", "number", "PLOT", "chart", "table_config"]
+           "needs_runs", "PLOT", "chart", "table_config"]
 
 PLOT = {"displaylogo": False}
-_RUNS_OF = "_hseval_runs_dataset"  # the dataset the remembered run selection belongs to
 """plotly config of every chart (no logo; the mode bar stays for zoom and PNG export)."""
+_RUNS_OF = "_hseval_runs_dataset"  # the dataset the remembered run selection belongs to
 
 
 def _keep_valid(key: str, options: Sequence, *, multi: bool = False) -> None:
@@ -190,13 +190,6 @@ def needs_runs(ctx: PageContext, minimum: int = 1) -> bool:
         return True
     st.info(f"Select at least {minimum} run(s) under 'Runs to compare' in the sidebar.")
     return False
-
-
-def number(value: float, *, signed: bool = False, digits: int = 4) -> str:
-    """A metric value as text; "n/a" for a missing one (NaN: e.g. no samples)."""
-    if value != value:
-        return "n/a"
-    return f"{value:+.{digits}f}" if signed else f"{value:.{digits}f}"
 
 
 @contextmanager

@@ -6,14 +6,12 @@ drawn: the page says so and the pairs and the super-class view show it in parts.
 
 from __future__ import annotations
 
-import math
-
 import numpy as np
 import streamlit as st
 
 from hseval.app import loading, tables
 from hseval.app.state import PageContext, context
-from hseval.app.views.common import chart, needs_runs, number, paged_table, pick, pick_node, pick_run, shows_problems
+from hseval.app.views.common import chart, needs_runs, paged_table, pick, pick_node, pick_run, shows_problems
 from hseval.io.results import RunResult
 from hseval.reporting import charts
 from hseval.reporting.columns import level_label
@@ -76,7 +74,7 @@ def render(ctx: PageContext) -> None:
     shown = "the classes" if depth is None else f"level {depth}"
     with shows_problems():
         accuracy = run.metrics["top1"] if depth is None else (run.metrics.get("superclass_acc") or {}).get(str(depth))
-        st.metric(f"Accuracy at {shown}", number(math.nan if accuracy is None else accuracy))  # as evaluated
+        st.metric(f"Accuracy at {shown}", "n/a" if accuracy is None or accuracy != accuracy else f"{accuracy:.4f}")
         size = tables.matrix_labels(tree, depth)
         if size <= charts.HEATMAP_MAX:
             matrix, labels = loading.confusion(run, depth)

@@ -69,7 +69,10 @@ def render(ctx: PageContext) -> None:
     st.table(methods_table(ctx.available).set_index("head"))  # a few rows of prose: shown whole, wrapped
     st.caption("What each head is and the paper it comes from: 'paper' marks the heads of Scieur & Kim (ICML 2021) "
                "and its comparison, 'peers' the hierarchy-aware methods of other papers.")
-    _not_available(ctx.available)
+    missing = unavailable_table(ctx.available)  # each run's unavailable metrics, named as their columns, and why
+    if not missing.empty:
+        with st.expander(f"Not available: why {len(missing)} group(s) of cells read n/a"):
+            st.dataframe(missing, hide_index=True, key="overview_unavailable")
     if not needs_runs(ctx):
         return
     st.subheader("Accuracy per level")
@@ -85,14 +88,6 @@ def render(ctx: PageContext) -> None:
     if not history.empty:
         chart(charts.history_curves(history, colours=ctx.colours), key="overview_history")
         st.caption(markdown(history_guide(history)))
-
-
-def _not_available(runs) -> None:
-    """Why cells are empty: each run's unavailable metrics, named as their columns, with the reason."""
-    missing = unavailable_table(runs)
-    if not missing.empty:
-        with st.expander(f"Not available: why {len(missing)} group(s) of cells read n/a"):
-            st.dataframe(missing, hide_index=True, key="overview_unavailable")
 
 
 render(context())

@@ -30,7 +30,7 @@ from hseval.evaluation.stages import (
     sample_stage,
     scores_stage,
 )
-from hseval.evaluation.writer import evaluation_folder, folder_name, update_index, write_evaluation
+from hseval.evaluation.writer import Index, evaluation_folder, folder_name, write_evaluation
 from hseval.io.prediction_format import Predictions, read_class_list, read_predictions
 from hseval.metrics.geometry import vectors_from
 from hseval.tree import read_hierarchy
@@ -88,7 +88,7 @@ def evaluate_predictions(file: str | Path, out_dir: str | Path, *, hierarchy: st
     sample_stage(evaluation, emb, sample, class_vectors, methods=projections, seed=seed)
     with root:
         entry = write_evaluation(root, evaluation)
-        update_index(out_dir, {name: entry})
+        Index(out_dir, writing=[name]).write({name: entry})
     log(f"  leaf top-1 {entry['leaf_top1']:.4f} -> {out_dir / name}")
     return entry
 

@@ -21,7 +21,7 @@ from hseval.io.folders import EvaluationMarker, listing, read_marker
 from hseval.io.output import OutputFolder
 from hseval.io.results import read_run
 
-__all__ = ["evaluation_folder", "write_evaluation", "index_entry", "Index", "update_index", "evaluated_sources",
+__all__ = ["evaluation_folder", "write_evaluation", "index_entry", "Index", "evaluated_sources",
            "evaluation_names", "folder_name", "up_to_date"]
 
 
@@ -92,11 +92,6 @@ def _entry_of(folder: Path, *, warn: bool) -> dict[str, Any] | None:
             warnings.warn(f"left out of {folder.parent / eval_format.INDEX_FILE}: {exc}", HsevalWarning, stacklevel=3)
         return None
     return index_entry(folder.name, metrics)
-
-
-def update_index(out_dir: Path, entries: dict[str, dict[str, Any]]) -> None:
-    """index.json (:class:`Index`) after a command that made ``entries`` (name -> :func:`index_entry`)."""
-    Index(out_dir, writing=entries).write(entries)
 
 
 def evaluated_sources(out_dir: Path) -> dict[str, str | None]:

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import base64
 import gzip
+import itertools
 import re
 from dataclasses import dataclass, field
 from functools import cache
@@ -115,19 +116,12 @@ _LOADER = """<script>
 </script>"""
 
 
-class _Figures:
-    """Numbers the chart holders and their JSON blocks."""
-
-    def __init__(self) -> None:
-        self.count = 0
-
-    def __call__(self, chart: Chart) -> str:
-        self.count += 1
-        name = f"fig{self.count}"
-        data = chart.figure.to_json().replace("<", "\\u003c")  # no tag in the JSON: nothing closes the script
-        return (f"<h3>{html(chart.title)}</h3><p class='guide'>{html(chart.guide)}</p>"
-                f"<div class='chart' id='{name}'></div>"
-                f"<script type='application/json' id='{name}-json'>{data}</script>")
+def _figure(chart: Chart, name: str) -> str:
+    """A chart's holder and its figure's JSON block, named ``name``."""
+    data = chart.figure.to_json().replace("<", "\\u003c")  # no tag in the JSON: nothing closes the script
+    return (f"<h3>{html(chart.title)}</h3><p class='guide'>{html(chart.guide)}</p>"
+            f"<div class='chart' id='{name}'></div>"
+            f"<script type='application/json' id='{name}-json'>{data}</script>")
 
 
 _NUMBER = re.compile(r"[<>+\-−]?\s*\d[\d.,]*(e[+-]?\d+)?( ± [\d.,]+)?")
@@ -167,7 +161,11 @@ def page(title: str, lead: str, problems: list[str], sections: list[Section], de
     help of each column name of its tables; ``folder``: the evaluation folder, shown under the lead
     (``here``: the page lies in it, so when opened the page shows the folder it is in now, wherever
     it was written)."""
-    figure = _Figures()
+    numbers = itertools.count(1)
+
+    def figure(chart: Chart) -> str:
+        return _figure(chart, f"fig{next(numbers)}")
+
     toc = [f"<li><a href='#{anchor(s.title)}'>{html(s.title)}</a></li>" for s in [*sections, *details]]
     where = f"<p>Evaluation folder: <code class='{'here' if here else 'folder'}'>{html(folder)}</code></p>" \
         if folder else ""

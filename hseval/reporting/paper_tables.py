@@ -181,10 +181,6 @@ def _value(run: RunResult, metric: str) -> float | None:
     return None if value is None or value != value else 100 * value
 
 
-def _std(values: np.ndarray) -> float:
-    return float(values.std(ddof=1)) if len(values) > 1 else np.nan
-
-
 def _rows(layout: Layout, runs: list[tuple[RunResult, dict]]) -> list[dict]:
     cells = {layout.key(c): c for c in paper_cells() if c["table"] in layout.tables}
     groups: dict[tuple, list[tuple[RunResult, dict]]] = {}
@@ -205,8 +201,8 @@ def _rows(layout: Layout, runs: list[tuple[RunResult, dict]]) -> list[dict]:
         first = members[0][1]
         row = {"table": layout.name, "row": row_name, "column": column, "dataset": first["dataset"],
                "backbone": first["backbone"], "head": first["head"], "seeds": len(found),
-               "ours": float(np.mean(found)) if found else np.nan, "std": _std(np.array(found)),
-               "paper": np.nan, "paper_std": np.nan, "difference": np.nan,
+               "ours": float(np.mean(found)) if found else np.nan, "paper": np.nan, "paper_std": np.nan,
+               "std": float(np.std(found, ddof=1)) if len(found) > 1 else np.nan, "difference": np.nan,
                "note": f"n/a: {layout.setting} is {NOT_RECORDED}" if None in key else
                "no matching paper cell (dataset, backbone or setting)"}
         if not found:

@@ -31,6 +31,7 @@ added): that is refused, never deleted. Writing needs neither TensorBoard nor pr
 
 from __future__ import annotations
 
+import io
 import warnings
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -92,11 +93,7 @@ def pbtxt_string(text: str) -> str:
 def _levels(tree: Hierarchy, nodes: np.ndarray) -> list[list[str]]:
     """Per node, the names of its ancestors-or-self at depths 1 .. max_depth - 1 ('' where shallower)."""
     names = np.asarray([*tree.node_names, ""], dtype=object)  # index -1: no ancestor at that depth
-    depths = range(1, tree.max_depth)
-    if not len(nodes) or not depths:
-        return [[] for _ in range(len(nodes))]
-    table = tree.ancestor_table[np.asarray(nodes, dtype=np.int64)][:, : tree.max_depth - 1]
-    return names[table].tolist()
+    return names[tree.ancestor_table[np.asarray(nodes, dtype=np.int64)][:, : tree.max_depth - 1]].tolist()
 
 
 def metadata_rows(tree: Hierarchy, labels: np.ndarray, predictions: np.ndarray,
@@ -119,14 +116,6 @@ def _tsv(rows: list[list[str]]) -> str:
     return "".join("\t".join(tsv_cell(cell) for cell in row) + "\n" for row in rows)
 
 
-def _tensor_tsv(points: np.ndarray) -> str:
-    """One line per row, float32 values with 9 significant digits (they read back bit for bit)."""
-    if not len(points):
-        return ""
-    buffer = [("\t".join(["%.9g"] * points.shape[1]) + "\n") % tuple(row) for row in points.tolist()]
-    return "".join(buffer)
-
-
 def _points(arrays: dict[str, np.ndarray]) -> tuple[np.ndarray, np.ndarray | None, str | None]:
     """(embeddings as float32, the class vectors to add or None, why a run has nothing to export)."""
     emb = np.asarray(arrays["embeddings"])
@@ -147,7 +136,9 @@ def tensorboard_files(runs: list[tuple[str, Hierarchy, dict[str, np.ndarray]]]) 
     for name, tree, arrays in runs:
         emb, vectors, _ = _points(arrays)
         points = emb if vectors is None else np.concatenate([emb, vectors])
-        files[f"{name}/{TENSORS_FILE}"] = _tensor_tsv(points)
+        tensors = io.StringIO()
+        np.savetxt(tensors, points, fmt="%.9g", delimiter="\t")  # float32 in 9 digits: read back bit for bit
+        files[f"{name}/{TENSORS_FILE}"] = tensors.getvalue()
         files[f"{name}/{METADATA_FILE}"] = _tsv(metadata_rows(tree, arrays["labels"], arrays["predictions"],
                                                               0 if vectors is None else len(vectors)))
         blocks.append("embeddings {\n"
