@@ -79,9 +79,6 @@ class FeatureView(nn.Module):
     def embed(self, z: torch.Tensor) -> torch.Tensor:
         return self.model.backbone.project(z)
 
-    def forward(self, z: torch.Tensor) -> torch.Tensor:
-        return self.model.head(self.embed(z))
-
 
 @dataclass
 class Features:

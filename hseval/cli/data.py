@@ -117,25 +117,24 @@ def cmd_info(args: argparse.Namespace) -> int:
 
     options = _options(args, DATASETS.options(args.dataset))
     known = _known(args.dataset, options)
+    missing = None  # no copy here: what hseval knows without the files, and where it looked
     try:
         data = load_dataset(args.dataset, args.data_root, **options)
     except HsevalError as exc:
         if args.data_root is not None:  # the copy asked for does not read: one line
             raise
-        # no copy here: what hseval knows without the files, and where it looked
-        summary = {**known, "files": f"not read ({exc})"}
-        if args.json:
-            print(json.dumps(summary))
-            return 0
+        missing = exc
+    summary = {**known, "files": f"not read ({missing})"} if missing else \
+        {**data.describe(), "tree": known["tree"], "hierarchy": data.hierarchy.stats()}
+    if args.json:
+        print(json.dumps(summary))
+        return 0
+    if missing:
         images = "your train/ and test/ folders" if known["train_size"] is None else \
             f"{known['train_size']:,} train, {known['test_size']:,} test (the official splits)"
         print(f"dataset: {args.dataset}\nimages: {images}\ntree: {known['tree']}")
         _print_summary(summary)
-        print(f"files: not read here: {exc}")
-        return 0
-    summary = {**data.describe(), "tree": known["tree"], "hierarchy": data.hierarchy.stats()}
-    if args.json:
-        print(json.dumps(summary))
+        print(f"files: not read here: {missing}")
         return 0
     print(f"dataset: {data.name}\nroot: {data.root}")
     print(f"images: {len(data.train):,} train, {len(data.test):,} test; {data.channels}×{data.image_size}×"
