@@ -5,13 +5,12 @@ A command makes them before any work, from every path it will write (a folder's 
 companions) and its inputs; that is where every path is checked, writing nothing, so a refused
 command has done no work and a command never fails for its output after writing. A command that
 writes several sub-folders (an evaluation per run) plans each of them (:meth:`OutputFolder.plan`)
-before the first is written. Entered, a
-transaction locks and claims its output and records in the folder's marker what it is about to
-write; left, it commits; left by an exception, it undoes what it did, so a refused or failed
-command leaves no trace and never loses the previous complete output. A replaced folder is written
-into a hidden sibling, ``.hseval-staging-NAME-PID``, that takes its place when complete; the old
-one is moved to ``.hseval-old-NAME-PID`` and removed. What a killed writer leaves is put right by
-the next one (:func:`hseval.io.folders.recover`).
+before the first is written. Entered, a transaction locks and claims its output and records in the
+folder's marker what it is about to write; left, it commits; left by an exception, it undoes what
+it did, so a refused or failed command leaves no trace and never loses the previous complete
+output. A replaced folder is written into a hidden sibling, ``.hseval-staging-NAME-PID``, that
+takes its place when complete; the old one is moved to ``.hseval-old-NAME-PID`` and removed. What a
+killed writer leaves is put right by the next one (:func:`hseval.io.folders.recover`).
 """
 
 from __future__ import annotations
@@ -50,7 +49,6 @@ from hseval.io.folders import (
 from hseval.io.records import write_record
 
 __all__ = ["OutputFolder", "OutputFile"]
-
 
 
 def _settled(names: list[str]) -> list[str]:

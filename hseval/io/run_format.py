@@ -66,20 +66,10 @@ class RunInfo:
 
 
 @dataclass
-class Run:
-    """A loaded run: its folder, the rebuilt model (in eval mode) and ``run.json``."""
+class Run(RunInfo):
+    """A loaded run: a checked run and its rebuilt model (in eval mode)."""
 
-    path: Path
     model: HierarchicalClassifier
-    meta: dict[str, Any] = field(repr=False)
-
-    @property
-    def hierarchy(self) -> Hierarchy:
-        return self.model.hierarchy
-
-    @property
-    def head_name(self) -> str:
-        return self.meta["model"]["head"]["name"]
 
 
 def library_versions() -> dict[str, str]:
@@ -231,7 +221,7 @@ def load_run(run_dir: str | Path, *, device: str | torch.device = "cpu") -> Run:
     _check_tensors(model, tensors, where, meta)
     model.load_state_dict(tensors, strict=True)
     model.to(device).eval()
-    return Run(path=run_dir, model=model, meta=meta)
+    return Run(path=run_dir, meta=meta, hierarchy=hierarchy, model=model)
 
 
 def _check_tensors(model: torch.nn.Module, tensors: dict[str, torch.Tensor], where: Path, meta: dict) -> None:
