@@ -1,15 +1,6 @@
-"""The run folder of a training: what it holds, whether a training may write there, and whether
-what it holds can be reused.
-
-:func:`check_run_folder` is the output transaction of one training (:class:`OutputFolder` of kind
-"run"), checked once, before any work. :func:`reuse` is the one decision to reuse a run folder's
-content, for ``train --resume`` and ``train-all --resume`` alike: it compares every input the run
-recorded (run.json of a finished run, the training state of an unfinished one) with those of the
-training asked for (:func:`~hseval.io.run_settings.run_inputs`: the settings, the ``--init`` file
-and the tree by content, the data by its identity, ``LoadedDataset.describe``, whose
-``content_sha256`` covers the images) and says in one line what changed. A finished run asked for
-more epochs is continued from its training state (extended) where its schedule gives the epochs it
-trained the same learning rates (:func:`~hseval.train.optim.learning_rates`).
+"""The run folder of a training: whether a training may write there (:func:`check_run_folder`, the
+output transaction of one training, checked before any work), and whether what it holds can be
+reused (:func:`reuse`, the one decision for ``train --resume`` and ``train-all --resume`` alike).
 """
 
 from __future__ import annotations
@@ -96,9 +87,12 @@ def training_inputs(config: TrainConfig, data: LoadedDataset) -> dict[str, Any]:
 
 
 def reuse(out: Path, config: TrainConfig, data: Callable[[], LoadedDataset]) -> Reuse:
-    """What a training of ``config`` may do with the run folder ``out``; ``data`` gives the run's data
-    (``loader.run_data``), loaded only when ``out`` holds a run. A training state that cannot be
-    read is one line :class:`RunFormatError`."""
+    """What a training of ``config`` may do with the run folder ``out``: every input the run recorded
+    (run.json of a finished run, the training state of an unfinished one) compared with
+    :func:`training_inputs` (the settings, the ``--init`` file and the tree by content, the data by
+    its identity, whose ``content_sha256`` covers the images), what changed said in one line.
+    ``data`` gives the run's data (``loader.run_data``), loaded only when ``out`` holds a run. A
+    training state that cannot be read is one line :class:`RunFormatError`."""
     state = run_format.run_folder_state(out)
     if state == "new":
         return Reuse("new")

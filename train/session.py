@@ -54,7 +54,6 @@ class Session:
 
     @property
     def held(self) -> str:
-        """The split tested on after each epoch: "val" where the data has one, else "test"."""
         return loader.held_split(self.data)
 
     @property

@@ -4,10 +4,7 @@ the same jobs run on this machine by submitit's local executor (``--launcher loc
 Each job trains one :class:`~hseval.train.launch.PlannedRun` with
 :func:`~hseval.train.launch.train_planned`: the same folders, locks and resume rules as a run
 trained here. A job stopped by its time limit or a preemption is requeued by submitit and continues
-from its last finished epoch. Slurm's jobs are submitted and left to run (``squeue``; the same
-command with ``--resume`` afterwards keeps what finished and continues the rest); local jobs are
-waited for. For Slurm, submitit writes its scripts, pickles and logs under ``jobs/`` of the folder
-of runs (the nodes read them there); local jobs keep them in a temporary folder, removed after.
+from its last finished epoch (:class:`RunJob`).
 """
 
 from __future__ import annotations

@@ -54,17 +54,12 @@ class DemoRecord(Record):
 def _table(rows: list[dict], levels: list[str]) -> str:
     header = ["head", "leaf acc", *[f"L{d} from leaf" for d in levels], *[f"L{d} own scores" for d in levels],
               "train s"]
-    lines = [header]
-    for r in rows:
-        lines.append([r["head"], f"{r['top1']:.4f}", *[r["leaf"].get(d, "") for d in levels],
-                      *[r["own"].get(d, "—") for d in levels], f"{r['seconds']:.0f}"])
+    lines = [header, *([r["head"], f"{r['top1']:.4f}", *[r["leaf"].get(d, "") for d in levels],
+                        *[r["own"].get(d, "—") for d in levels], f"{r['seconds']:.0f}"] for r in rows)]
     widths = [max(len(str(line[i])) for line in lines) for i in range(len(header))]
-    out = []
-    for k, line in enumerate(lines):
-        out.append("  ".join(str(c).rjust(w) if i else str(c).ljust(w) for i, (c, w) in enumerate(zip(line, widths))))
-        if k == 0:
-            out.append("  ".join("-" * w for w in widths))
-    return "\n".join(out)
+    out = ["  ".join(str(c).rjust(w) if i else str(c).ljust(w) for i, (c, w) in enumerate(zip(line, widths)))
+           for line in lines]
+    return "\n".join([out[0], "  ".join("-" * w for w in widths), *out[1:]])
 
 
 def cmd_demo(args: argparse.Namespace) -> int:

@@ -1,8 +1,5 @@
 """``hseval train`` and ``hseval train-all`` (also ``python -m hseval.train``, e.g. under torchrun).
 
-The parsers and the grid of runs live here; :mod:`hseval.train` (torch) is imported inside the
-commands, so that ``hseval --help`` stays light.
-
 ``train-all`` trains one run per (head, seed, sweep value) with the same data order and backbone
 initialisation for every head of a seed, so the heads compare fairly; each dataset is loaded once
 (per distinct data setting: a sweep may vary the tree, the folder or the dataset).
