@@ -15,6 +15,7 @@ from hypothesis import strategies as st
 
 from hseval.io.results import load_evaluation
 from hseval.reporting.significance import (
+    against_baseline,
     compare_groups,
     compare_runs,
     correctness,
@@ -26,7 +27,6 @@ from hseval.reporting.significance import (
     paired_difference,
     seed_groups,
     seed_interval,
-    versus,
 )
 from hseval.reporting.summary import level_table
 from tests.helpers import examples
@@ -131,9 +131,11 @@ def test_compare_runs_on_the_same_samples(evaluated):
     assert np.allclose(frame["delta"], frame["a"] - frame["b"])
     assert ((frame["low"] <= frame["delta"] + 1e-12) & (frame["delta"] <= frame["high"] + 1e-12)).all()
     assert frame["p_value"].between(0, 1).all()
-    together = versus(list(runs.values()), runs["plain"], resamples=500)
-    assert together["plain"] == "baseline"
-    assert together["multitask"].delta == pytest.approx(frame["delta"].iloc[0])
+    together, _ = against_baseline(list(runs.values()), runs["plain"],
+                                   compare=lambda a, b: compare_runs(a, b, resamples=500))
+    assert "plain" not in set(together["run"])
+    leaf = together[(together["run"] == "multitask") & (together["metric"] == "leaf")]
+    assert leaf["delta"].iloc[0] == pytest.approx(frame["delta"].iloc[0])
 
 
 def test_runs_on_different_samples_are_not_paired(evaluated):
@@ -143,7 +145,7 @@ def test_runs_on_different_samples_are_not_paired(evaluated):
     assert "not evaluated on the same samples" in not_paired(runs["riemann"], other)
     with pytest.raises(ValueError, match="not evaluated on the same samples"):
         compare_runs(runs["riemann"], other)
-    assert "not evaluated on the same samples" in versus([other], runs["riemann"])["other"]
+    assert "not evaluated on the same samples" in against_baseline([other], runs["riemann"])[1]["other"]
 
 
 def test_seed_interval_is_the_t_interval():

@@ -8,14 +8,14 @@ from __future__ import annotations
 import pandas as pd
 import streamlit as st
 
-from hseval.app import tables
+from hseval.app import loading, tables
 from hseval.app.state import PageContext, context
 from hseval.app.views.common import chart, needs_runs, table_config
 from hseval.reporting import charts
 from hseval.reporting.columns import identity, level_legend
 from hseval.reporting.escape import markdown
 from hseval.reporting.sections import history_guide, level_frame, levels_guide, one_tree
-from hseval.reporting.significance import seed_groups, versus
+from hseval.reporting.significance import COLUMNS, PairedDifference, against_baseline, seed_groups
 from hseval.reporting.summary import (
     history_long,
     level_table,
@@ -47,8 +47,11 @@ def render(ctx: PageContext) -> None:
     compared = ctx.baseline is not None and len(ctx.available) > 1
     if compared:
         column = f"top1 vs {ctx.baseline.name}"
+        paired, unpaired = against_baseline(ctx.available, ctx.baseline, compare=loading.paired)
+        leaf = {row["run"]: PairedDifference(*row[COLUMNS[1:]]).text() for _, row in paired.iterrows()
+                if row["metric"] == "leaf"}
         summary.insert(summary.columns.get_loc("top1") + 1, column,
-                       [d if isinstance(d, str) else d.text() for d in versus(ctx.available, ctx.baseline).values()])
+                       [leaf.get(r.name) or unpaired.get(r.name, "baseline") for r in ctx.available])
     st.subheader("Runs")
     table = shown(summary, ctx.available)
     config = table_config(table, tree)

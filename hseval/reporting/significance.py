@@ -24,6 +24,7 @@ significant (a filled dot) when its adjusted p is below :data:`ALPHA`.
 from __future__ import annotations
 
 import math
+import os
 import re
 import warnings
 from dataclasses import dataclass
@@ -38,7 +39,7 @@ from hseval.reporting.summary import config_key
 from hseval.tree.ancestry import same_tree
 
 __all__ = ["CONFIDENCE", "RESAMPLES", "ALPHA", "holm", "against_baseline", "mcnemar_exact", "paired_bootstrap",
-           "PairedDifference", "paired_difference", "correctness", "not_paired", "compare_runs", "versus", "SeedGroup",
+           "PairedDifference", "paired_difference", "correctness", "not_paired", "compare_runs", "SeedGroup",
            "seed_groups", "seed_interval", "group_levels", "compare_groups"]
 
 CONFIDENCE = 0.95
@@ -91,7 +92,8 @@ def paired_bootstrap(only_a: int, only_b: int, samples: int, *, resamples: int =
 
 @dataclass(frozen=True)
 class PairedDifference:
-    """Accuracy of A and B on the same samples, A − B with its bootstrap interval, McNemar's p."""
+    """Accuracy of A and B on the same samples, A − B with its bootstrap interval, McNemar's p (the
+    fields are :data:`COLUMNS` but the metric's: a row of :func:`compare_runs`)."""
 
     a: float
     b: float
@@ -200,24 +202,6 @@ def against_baseline(runs: list[RunResult], baseline: RunResult, *, compare=comp
     return frame.assign(p_holm=holm(frame["p_value"].to_numpy(dtype=float))), unpaired
 
 
-def versus(runs: list[RunResult], baseline: RunResult, *, metric: str = "leaf",
-           resamples: int = RESAMPLES) -> dict[str, PairedDifference | str]:
-    """Each run against ``baseline`` at one ``metric``: the paired difference, or why there is none."""
-    base = correctness(baseline)
-    out: dict[str, PairedDifference | str] = {}
-    for run in runs:
-        if run.name == baseline.name:
-            out[run.name] = "baseline"
-            continue
-        reason = not_paired(run, baseline)
-        mine = correctness(run) if not reason else {}
-        if reason or metric not in mine or metric not in base:
-            out[run.name] = reason or f"no {metric} accuracy in {run.name if metric not in mine else baseline.name}"
-            continue
-        out[run.name] = paired_difference(mine[metric], base[metric], resamples=resamples)
-    return out
-
-
 # ---------------------------------------------------------------------- seed groups
 @dataclass
 class SeedGroup:
@@ -239,12 +223,7 @@ digits first, so that a name ending in "s" (``soft-labels``) keeps it."""
 def _group_name(runs: list[RunResult]) -> str:
     if len(runs) == 1:
         return runs[0].name
-    prefix = runs[0].name
-    for run in runs[1:]:
-        while not run.name.startswith(prefix):
-            prefix = prefix[:-1]
-    prefix = _SEED_SUFFIX.sub("", prefix)
-    return prefix or runs[0].head
+    return _SEED_SUFFIX.sub("", os.path.commonprefix([r.name for r in runs])) or runs[0].head
 
 
 def seed_groups(runs: list[RunResult]) -> list[SeedGroup]:
