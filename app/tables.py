@@ -23,7 +23,7 @@ from hseval.reporting.summary import (
 from hseval.tree.hierarchy import Hierarchy
 
 __all__ = ["overview_columns", "node_path", "node_paths", "per_node_difference", "worst_children", "find_nodes",
-           "page_of", "tree_agreement", "depth_summary", "children_of", "child_pair_angles",
+           "tree_agreement", "depth_summary", "children_of", "child_pair_angles",
            "node_accuracy", "clicked_node", "matrix_labels", "busiest_superclass"]
 
 SEP = " / "
@@ -104,13 +104,6 @@ def find_nodes(paths: dict[str, int], query: str, *, limit: int) -> list[str]:
     words = query.lower().split()
     found = (p for p in paths if all(w in p.lower() for w in words))
     return [p for _, p in zip(range(limit), found)]
-
-
-def page_of(frame: pd.DataFrame, page: int, rows: int) -> tuple[pd.DataFrame, int]:
-    """Page ``page`` (from 1, clipped to the last) of ``rows`` rows of ``frame``, and the number of pages."""
-    pages = max(1, -(-len(frame) // rows))
-    page = min(max(page, 1), pages)
-    return frame.iloc[(page - 1) * rows: page * rows], pages
 
 
 def tree_agreement(metrics: dict[str, dict]) -> pd.DataFrame:

@@ -135,7 +135,7 @@ def test_busiest_superclass_has_the_most_mistakes():
     assert tables.busiest_superclass(tree, frame.iloc[:0], nodes) == 0
 
 
-def test_find_nodes_and_pages():
+def test_find_nodes():
     paths = {f"top{i // 100} / mid{i // 10} / leaf{i}": i for i in range(1000)}
     assert tables.find_nodes(paths, "LEAF99", limit=5) == ["top0 / mid9 / leaf99", "top9 / mid99 / leaf990",
                                                             "top9 / mid99 / leaf991", "top9 / mid99 / leaf992",
@@ -143,11 +143,6 @@ def test_find_nodes_and_pages():
     assert tables.find_nodes(paths, "top3 leaf35", limit=100) == [f"top3 / mid{i // 10} / leaf{i}"
                                                                    for i in range(350, 360)]
     assert len(tables.find_nodes(paths, "", limit=7)) == 7 and tables.find_nodes(paths, "zebra", limit=7) == []
-    frame = pd.DataFrame({"x": range(101)})
-    shown, pages = tables.page_of(frame, 3, 50)
-    assert pages == 3 and shown["x"].tolist() == [100]
-    assert tables.page_of(frame, 99, 50)[0]["x"].tolist() == [100] and tables.page_of(frame, 0, 50)[0]["x"].iloc[0] == 0
-    assert tables.page_of(frame.iloc[:0], 1, 50)[1] == 1
 
 
 def test_clicked_node_from_a_plotly_selection():

@@ -164,8 +164,6 @@ def render(evaluation: Evaluation, root: Path, *, baseline: str | None = None,
     paper = paper_table(runs)
     seeds = bool((grouped["seeds"] > 1).any())
     helps: dict[str, str] = {}
-    method = ("each run minus the baseline on the same test samples: 95 % interval from a paired bootstrap over "
-              "samples (10,000 resamples), p from the exact McNemar test")
     names = f" Levels: {level_legend(tree)}." if tree is not None and tree.max_depth > 1 else ""
     tables = [("Runs", "What each column measures is listed below the table.",
                _shown(mark_unavailable(headline, runs), tree, helps)),
@@ -175,8 +173,10 @@ def render(evaluation: Evaluation, root: Path, *, baseline: str | None = None,
               ("Methods", "What each head is, and the paper it comes from: 'paper' marks the heads of Scieur & Kim "
                           "(ICML 2021) and its comparison, 'peers' the hierarchy-aware methods of other papers.",
                methods_table(runs)),
-              (f"Difference from {base.name}", f"{method[0].upper()}{method[1:]}. Baseline: {why} (--baseline RUN "
-                                               "chooses another). " + report_charts.FAMILY,
+              (f"Difference from {base.name}", "Each run minus the baseline on the same test samples: 95 % interval "
+                                               "from a paired bootstrap over samples (10,000 resamples), p from the "
+                                               f"exact McNemar test. Baseline: {why} (--baseline RUN chooses another). "
+                                               + report_charts.FAMILY,
                _shown(report_charts.significance_table(paired, unpaired, tree), tree, helps))]
     if paper["paper"].notna().any():
         tables.append(("The paper's tables", "The runs laid out as the paper's Tables 1–6 and 8 (leaf accuracy in %, "
