@@ -204,8 +204,8 @@ def render(frame: pd.DataFrame, spec: Table, **context: Any) -> bytes:
 
 
 # ====================================================================== cross-checks against the tree
-def _nodes(frame: pd.DataFrame, rows: Callable, tree: Hierarchy) -> np.ndarray:
-    """Node indices inside the tree, named and placed as in it."""
+def _check_nodes(frame: pd.DataFrame, rows: Callable, *, tree: Hierarchy, **_: Any) -> None:
+    """Node indices inside the tree, named and placed as in it (geometry.csv's whole check)."""
     nodes = frame["node"].to_numpy(dtype=np.int64) if len(frame) else np.zeros(0, np.int64)
     rows(nodes >= tree.num_nodes, "node", f"not a node of the run's tree (0..{tree.num_nodes - 1})")
     names = np.asarray(tree.node_names, dtype=object)
@@ -214,12 +214,11 @@ def _nodes(frame: pd.DataFrame, rows: Callable, tree: Hierarchy) -> np.ndarray:
     rows(frame["is_leaf"].to_numpy() != (nodes < tree.num_leaves), "is_leaf", "wrong for that node")
     parents = np.asarray([*tree.node_names, tree.root_name], dtype=object)[tree.parents[nodes]]
     rows(frame["parent"].to_numpy(dtype=object) != parents, "parent", "not the parent of that node")
-    return nodes
 
 
 def _check_per_node(frame: pd.DataFrame, rows: Callable, *, path: Path, fail: Callable, tree: Hierarchy,
                     **_: Any) -> None:
-    _nodes(frame, rows, tree)
+    _check_nodes(frame, rows, tree=tree)
     if len(frame) != tree.num_nodes:
         raise fail(path, f"{len(frame)} rows for the {tree.num_nodes} nodes of the run's tree")
     support, correct = frame["support"].to_numpy(), frame["correct"].to_numpy()
@@ -229,10 +228,6 @@ def _check_per_node(frame: pd.DataFrame, rows: Callable, *, path: Path, fail: Ca
         expected = correct / support
     rows(np.where(support > 0, ~np.isclose(accuracy, expected, rtol=1e-9, atol=1e-12), ~np.isnan(accuracy)),
          "accuracy", "not correct / support")
-
-
-def _check_geometry(frame: pd.DataFrame, rows: Callable, *, tree: Hierarchy, **_: Any) -> None:
-    _nodes(frame, rows, tree)
 
 
 def _check_pairs(frame: pd.DataFrame, rows: Callable, *, tree: Hierarchy, **_: Any) -> None:
@@ -293,7 +288,7 @@ GEOMETRY = Table("geometry.csv", (
     Column("vectors", str), Column("node", int, 0), Column("name", str), Column("depth", int, 1),
     Column("is_leaf", bool), Column("parent", str), Column("norm", float, 0),
     Column("angle_to_parent", float, 0, 180, nullable=True), Column("delta_norm", float, 0),
-    Column("radius", float, 0, nullable=True)), key=("node",), check=_check_geometry)
+    Column("radius", float, 0, nullable=True)), key=("node",), check=_check_nodes)
 PAIRS = Table("pair_angles.csv", (
     Column("depth", int, 1), Column("kind", str, choices=("sibling", "non-sibling")), Column("node_a", int, 0),
     Column("node_b", int, 0), Column("angle", float, 0, 180)), check=_check_pairs)

@@ -82,7 +82,8 @@ class HierarchyHead(DeltaHead):
 
 
 class RadiusHead(DeltaHead):
-    """A Δ-head with radius decay R_p = R0·γ^|p|, fixed or (``learnable``) trained."""
+    """A Δ-head with radius decay R_p = R0·γ^|p|, fixed or (``learnable``) trained; Δ starts where
+    its ``initial_delta(nodes, features)`` says."""
 
     learnable: bool = False
 
@@ -95,6 +96,7 @@ class RadiusHead(DeltaHead):
             self.radius = nn.Parameter(radii)
         else:
             self.register_buffer("radius", radii)
+        self.delta = self.initial_delta(hierarchy.num_nodes, in_features)
 
     def radii(self) -> torch.Tensor:
         return self.radius.detach()

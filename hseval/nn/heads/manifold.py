@@ -4,12 +4,10 @@ the constraint in the model"), and its learnable-radius variant."""
 from __future__ import annotations
 
 import torch
-from pydantic import PositiveFloat
 from torch import nn
 
 from hseval.nn.heads.base import PAPER, register_head
 from hseval.nn.heads.delta import RadiusHead
-from hseval.tree.hierarchy import Hierarchy
 
 _EPS = 1e-12
 
@@ -18,10 +16,8 @@ _EPS = 1e-12
 class ManifoldHead(RadiusHead):
     """φᵀ normalize_cols(Δ) D H: Δ free, but the model only sees δ_p/‖δ_p‖."""
 
-    def __init__(self, hierarchy: Hierarchy, in_features: int, *, radius: PositiveFloat = 1.0,
-                 radius_decay: PositiveFloat = 0.5) -> None:
-        super().__init__(hierarchy, in_features, radius=radius, radius_decay=radius_decay)
-        self.delta = nn.Parameter(torch.randn(hierarchy.num_nodes, in_features) / in_features ** 0.5)
+    def initial_delta(self, nodes: int, features: int) -> nn.Parameter:
+        return nn.Parameter(torch.randn(nodes, features) / features ** 0.5)
 
     def scale(self) -> torch.Tensor:
         return self.radius / torch.linalg.vector_norm(self.delta, dim=1).clamp_min(_EPS)

@@ -9,24 +9,19 @@ is why the radii R_p take its place.
 from __future__ import annotations
 
 import torch
-from pydantic import PositiveFloat
 
 from hseval.nn.heads.base import PAPER, register_head
 from hseval.nn.heads.delta import RadiusHead
 from hseval.nn.manifolds import geoopt
-from hseval.tree.hierarchy import Hierarchy
 
 
 @register_head("riemann", citation=PAPER)
 class RiemannHead(RadiusHead):
     """φᵀΔDH with ‖δ_p‖ = 1 kept by Riemannian SGD on spheres."""
 
-    def __init__(self, hierarchy: Hierarchy, in_features: int, *, radius: PositiveFloat = 1.0,
-                 radius_decay: PositiveFloat = 0.5) -> None:
-        super().__init__(hierarchy, in_features, radius=radius, radius_decay=radius_decay)
-        sphere = geoopt.Sphere()
-        start = torch.nn.functional.normalize(torch.randn(hierarchy.num_nodes, in_features), dim=1)
-        self.delta = geoopt.ManifoldParameter(start, manifold=sphere)
+    def initial_delta(self, nodes: int, features: int) -> geoopt.ManifoldParameter:
+        start = torch.nn.functional.normalize(torch.randn(nodes, features), dim=1)
+        return geoopt.ManifoldParameter(start, manifold=geoopt.Sphere())
 
     def scale(self) -> torch.Tensor:
         return self.radius
