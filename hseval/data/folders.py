@@ -75,17 +75,12 @@ def read_lines(path: Path) -> list[tuple[int, list[str]]]:
 def check_images_exist(paths: Sequence[Path]) -> None:
     """Raise a :class:`DataError` naming the first listed image that is not on disk."""
     listings: dict[Path, set[str]] = {}
-    missing = []
-    for path in paths:
-        names = listings.get(path.parent)
-        if names is None:
-            try:
-                names = set(os.listdir(path.parent))
-            except OSError:
-                names = set()
-            listings[path.parent] = names
-        if path.name not in names:
-            missing.append(path)
+    for folder in {path.parent for path in paths}:
+        try:
+            listings[folder] = set(os.listdir(folder))
+        except OSError:
+            listings[folder] = set()
+    missing = [path for path in paths if path.name not in listings[path.parent]]
     if missing:
         raise DataError(f"{missing[0]}: image file is missing ({len(missing)} of the {len(paths)} listed images "
                         "are); the dataset folder is incomplete, extract it again")

@@ -23,17 +23,10 @@ from hseval.core.errors import DataError
 __all__ = ["load_pickle", "ALLOWED"]
 
 
-def _allowed() -> dict[tuple[str, str], Any]:
-    reconstruct = np.zeros(1).__reduce__()[0]  # numpy's own _reconstruct, whatever its module is today
-    names: dict[tuple[str, str], Any] = {("_codecs", "encode"): codecs.encode}
-    for module in ("numpy.core.multiarray", "numpy._core.multiarray"):
-        names[(module, "_reconstruct")] = reconstruct
-    names[("numpy", "ndarray")] = np.ndarray
-    names[("numpy", "dtype")] = np.dtype
-    return names
-
-
-ALLOWED = _allowed()
+_RECONSTRUCT = np.zeros(1).__reduce__()[0]  # numpy's own _reconstruct, whatever its module is today
+ALLOWED: dict[tuple[str, str], Any] = {
+    ("_codecs", "encode"): codecs.encode, ("numpy", "ndarray"): np.ndarray, ("numpy", "dtype"): np.dtype,
+    **{(module, "_reconstruct"): _RECONSTRUCT for module in ("numpy.core.multiarray", "numpy._core.multiarray")}}
 
 
 class _RestrictedUnpickler(pickle.Unpickler):

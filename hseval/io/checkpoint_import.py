@@ -142,11 +142,8 @@ class RunTarget(Target):
 
 # ---------------------------------------------------------------------------------- the command
 def _head_options(items: list[str] | tuple[str, ...]) -> dict[str, Any]:
-    options = {}
-    for item in items:
-        key, value = parse_override(item, form="head.OPTION=VALUE")
-        options[key.removeprefix("model.head_options.").removeprefix("head.")] = value
-    return options
+    pairs = (parse_override(item, form="head.OPTION=VALUE") for item in items)
+    return {key.removeprefix("model.head_options.").removeprefix("head."): value for key, value in pairs}
 
 
 def _stem(model_name: str) -> str:

@@ -377,9 +377,6 @@ class Hierarchy:
     def __hash__(self) -> int:
         return hash((self._names, self._num_leaves, self._parents.tobytes()))
 
-    def __len__(self) -> int:
-        return self.num_nodes
-
     def __repr__(self) -> str:
         return (f"Hierarchy(num_leaves={self.num_leaves}, num_nodes={self.num_nodes}, "
                 f"max_depth={self.max_depth}, root={self._root_name!r})")
