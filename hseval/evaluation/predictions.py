@@ -12,7 +12,6 @@ computed before the output folder is claimed, so that a damaged row found late w
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -64,28 +63,27 @@ def evaluate_predictions(file: str | Path, out_dir: str | Path, *, hierarchy: st
                                                              "max_points": max_points, "seed": seed}), tree)
     log(f"evaluating {file} ({len(preds.targets)} samples; {', '.join(preds.members)}) -> {out_dir / name}")
     sample = stratified_subset(preds.targets, max_points, seed=seed)
-    read = _one_pass(preds, tree, sample)
-    scores_stage(evaluation, read.scores, indices=np.arange(len(preds.targets)),  # the file's rows
+    scored, max_logits, feature_norms, embeddings = _one_pass(preds, tree, sample)
+    scores_stage(evaluation, scored, indices=np.arange(len(preds.targets)),  # the file's rows
                  no_level_scores=MISSING.format("level_scores_<k> arrays (the model's own super-class scores)"))
     evaluation.describe(head=head or "external", backbone=None, dataset=dataset or "external", split="test",
                         seed=None, source={"kind": "predictions", "path": source, "sha256": preds.sha256,
                                            "format": preds.format, "inputs": preds.members})
     metrics, unavailable = evaluation.metrics, evaluation.metrics["unavailable"]
     if preds.kind == "logits":
-        metrics["max_logit"] = {"mean": float(read.max_logits.mean())}
+        metrics["max_logit"] = {"mean": float(max_logits.mean())}
     else:
         unavailable["max_logit"] = "the predictions file gives probabilities, not logits" \
             if preds.kind == "probs" else MISSING.format("scores")
     vectors = vectors_from(tree, class_weights=preds.class_weights, node_weights=preds.node_weights)
     class_vectors = geometry_stage(evaluation, vectors, None, seed=seed,
                                    skipped=MISSING.format("'class_weights' or 'node_weights'"))
-    if read.embeddings is not None:
-        metrics["feature_norm"] = norm_summary(read.feature_norms)
-        emb = read.embeddings
+    if embeddings is not None:
+        metrics["feature_norm"] = norm_summary(feature_norms)
     else:
         unavailable["feature_norm"] = unavailable["projections"] = MISSING.format("'embeddings' (N, d)")
-        emb, sample = None, np.zeros(0, np.int64)
-    sample_stage(evaluation, emb, sample, class_vectors, methods=projections, seed=seed)
+        sample = np.zeros(0, np.int64)
+    sample_stage(evaluation, embeddings, sample, class_vectors, methods=projections, seed=seed)
     with root:
         entry = write_evaluation(root, evaluation)
         Index(out_dir, writing=[name]).write({name: entry})
@@ -101,19 +99,11 @@ def _softmax(logits: np.ndarray) -> np.ndarray:
     return out
 
 
-@dataclass
-class _Read:
-    """What one pass over a file's rows gives: the scores' metrics, each row's largest score, the
-    embeddings' norms and the embeddings of the sample (None without embeddings)."""
-
-    scores: ScoreAccumulator
-    max_logits: np.ndarray
-    feature_norms: np.ndarray | None
-    embeddings: np.ndarray | None
-
-
-def _one_pass(preds: Predictions, tree, sample: np.ndarray) -> _Read:
-    """The file's scores (or labels), level scores and embeddings, read together in blocks of rows."""
+def _one_pass(preds: Predictions, tree, sample: np.ndarray) -> tuple[ScoreAccumulator, np.ndarray, np.ndarray | None,
+                                                                      np.ndarray | None]:
+    """The file's scores (or labels), level scores and embeddings, read together in blocks of rows:
+    (the scores' metrics, each row's largest score, the embeddings' norms and the embeddings of the
+    sample; None without embeddings)."""
     scores = ScoreAccumulator(tree, softmax=_softmax if preds.kind == "logits" else None)
     rows = min(_BATCH, block_rows(tree.num_leaves))
     embeddings = None if preds.embeddings is None else preds.embeddings.blocks(rows)
@@ -137,6 +127,5 @@ def _one_pass(preds: Predictions, tree, sample: np.ndarray) -> _Read:
     for rest in (blocks, embeddings, *levels.values()):  # to the end, where a damaged archive shows
         for _ in rest or ():
             pass
-    return _Read(scores, np.concatenate(max_logits) if max_logits else np.zeros(0),
-                 None if embeddings is None else np.concatenate(norms),
-                 None if embeddings is None else np.concatenate(kept))
+    return (scores, np.concatenate(max_logits) if max_logits else np.zeros(0),
+            None if embeddings is None else np.concatenate(norms), None if embeddings is None else np.concatenate(kept))
