@@ -26,8 +26,9 @@ def test_fake_copy_loads_with_the_coarse_label_tree(tmp_path):
     assert (tree.num_leaves, tree.num_nodes, tree.max_depth) == (100, 120, 2)
     assert list(tree.node_names[100:]) == coarse
     assert [tree.parents[j] - 100 for j in range(100)] == fine_to_coarse
-    assert data.train.preprocess.config() == {"mean": [0.5071, 0.4865, 0.4409], "std": [0.2673, 0.2564, 0.2762],
-                                              "crop_padding": 4, "flip": True}
+    pre = data.train.preprocess
+    assert (pre.mean, pre.std) == ((0.5071, 0.4865, 0.4409), (0.2673, 0.2564, 0.2762)) and pre.crop_padding == 4
+    assert pre.flip
     assert data.test.preprocess.crop_padding == 0 and not data.test.preprocess.flip
     image, label = data.test[99]
     assert image.shape == (3, 32, 32) and image.dtype == torch.float32 and label == 99

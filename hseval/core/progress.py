@@ -13,17 +13,13 @@ from typing import Any
 
 from tqdm import tqdm
 
-__all__ = ["bar", "on_terminal"]
-
-
-def on_terminal() -> bool:
-    """True when stderr (where the bars go) is an interactive terminal."""
-    try:
-        return sys.stderr.isatty()
-    except (AttributeError, ValueError):  # replaced or closed stream
-        return False
+__all__ = ["bar"]
 
 
 def bar(*, enabled: bool = True, **options: Any):
     """A ``tqdm`` bar (``options`` as tqdm's), disabled unless ``enabled`` and stderr is a terminal."""
-    return tqdm(disable=not (enabled and on_terminal()), dynamic_ncols=True, **options)
+    try:
+        terminal = sys.stderr.isatty()
+    except (AttributeError, ValueError):  # replaced or closed stream
+        terminal = False
+    return tqdm(disable=not (enabled and terminal), dynamic_ncols=True, **options)

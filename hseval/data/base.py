@@ -89,9 +89,6 @@ class TensorPreprocess:
         cols = (dx[:, None] + torch.arange(w, device=x.device))[:, None, None, :].expand(b, x.shape[1], h, w)
         return out.gather(3, cols)
 
-    def config(self) -> dict[str, Any]:
-        return {"mean": list(self.mean), "std": list(self.std), "crop_padding": self.crop_padding, "flip": self.flip}
-
 
 class TensorImages(Dataset):
     """A split held in memory: ``images`` uint8 (N, C, H, W), ``labels`` int64 (N,)."""

@@ -293,8 +293,7 @@ class Hierarchy:
         table = self.ancestor_table
         cols, depth_idx = np.nonzero(table >= 0)
         rows = table[cols, depth_idx]
-        data = np.ones(len(rows), dtype=np.int8)
-        return sp.csr_array((data, (rows, cols)), shape=(self.num_nodes, self.num_nodes))
+        return sp.csr_array((np.ones(len(rows), dtype=np.int8), (rows, cols)), shape=(self.num_nodes, self.num_nodes))
 
     @property
     def H(self) -> sp.csr_array:

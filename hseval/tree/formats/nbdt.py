@@ -84,9 +84,8 @@ def _nodes(path: Path, nodes: list) -> tuple[list[str], list[str | None]]:
                 raise HierarchyError(f"{path}: nodes[{k}] has the id {node_id!r} of nodes[{first[node_id]}]; list "
                                      "each node once")
             first[node_id] = k
-    labels = [node.get("label") for node in nodes]
     labels = [(label or None) if isinstance(label, str) else str(label) if isinstance(label, int) else None
-              for label in labels]
+              for label in (node.get("label") for node in nodes)]
     return ids, labels
 
 
