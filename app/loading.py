@@ -85,15 +85,13 @@ def confusion(run: RunResult, depth: int | None = None, within: int | None = Non
     at the leaves (``depth=None``) or at one super-class level, or of the classes under super-class
     ``within``, counted from predictions.npz. Dense: callers ask only for matrices of at most
     :data:`hseval.reporting.charts.HEATMAP_MAX` labels."""
-    targets, topk = run.predictions()
-    return confusion_matrix(topk[:, 0], targets, run.hierarchy, depth, within=within)
+    return confusion_matrix(run.topk[:, 0], run.targets, run.hierarchy, depth, within=within)
 
 
 @st.cache_data(show_spinner=False, max_entries=64, hash_funcs={RunResult: _run_key})
 def confused_pairs(run: RunResult, depth: int | None = None, under: int | None = None) -> pd.DataFrame:
     """The run's most-confused pairs (:func:`hseval.metrics.confusion.most_confused`), at any size."""
-    targets, topk = run.predictions()
-    return most_confused(topk[:, 0], targets, run.hierarchy, depth=depth, under=under)
+    return most_confused(run.topk[:, 0], run.targets, run.hierarchy, depth=depth, under=under)
 
 
 @st.cache_data(show_spinner=False, max_entries=16,

@@ -21,8 +21,7 @@ COLUMNS = 8
 def show_samples(run: RunResult, rows: pd.DataFrame) -> None:
     """Images (up to :data:`MAX_IMAGES`, captioned "true → predicted") and the table of the
     selected sample ``rows`` of projections.csv."""
-    _, topk = run.predictions()
-    listed = sample_table(rows, run.hierarchy, topk)
+    listed = sample_table(rows, run.hierarchy, run.topk)
     st.subheader(f"Selected samples ({len(listed):,})")
     data, split, reason = loading.dataset(run)
     if data is None:

@@ -44,10 +44,6 @@ class RunResult:
     """(N, depth - 1) node predicted at each super-class level by the head's own scores (-1: the
     head does not score that level)."""
 
-    def predictions(self) -> tuple[np.ndarray, np.ndarray]:
-        """(targets (N,), top-k predictions (N, k)) of every evaluated sample."""
-        return self.targets, self.topk
-
     def embeddings(self) -> dict[str, np.ndarray]:
         """The sample of embeddings, its labels and predictions, and the node vectors (embeddings.npz)."""
         data = eval_format.sealed(self.path)(eval_format.EMBEDDINGS)

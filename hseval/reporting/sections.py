@@ -208,11 +208,8 @@ def detail_charts(entry: SeedGroup) -> list[Chart]:
             points, color=colour, title=f"{first.name}: {name}, coloured by super-class{seed}", tree=tree),
             projection_guide(bool((points["kind"] == "class_vector").any()) if "kind" in points else False)))
     if tree.num_leaves <= charts.HEATMAP_MAX:
-        matrix, labels = None, None
-        for run in entry.runs:
-            targets, topk = run.predictions()
-            m, labels = confusion_matrix(topk[:, 0], targets, tree)
-            matrix = m if matrix is None else matrix + m
+        counted = [confusion_matrix(r.topk[:, 0], r.targets, tree) for r in entry.runs]
+        matrix, labels = sum(m for m, _ in counted), counted[0][1]
         summed = f", summed over {len(entry.runs)} seeds" if over else ""
         out.append(Chart(f"{entry.name}: confusion matrix", charts.confusion_heatmap(
             matrix, labels, tree, title=f"{entry.name}: confusion matrix, classes in tree order{summed}"),

@@ -142,8 +142,7 @@ def correctness(run: RunResult) -> dict[str, np.ndarray]:
     level head)". A level-k array covers the samples whose class has a depth-k ancestor (those
     the level's accuracy counts), in sample order."""
     tree = run.hierarchy
-    targets, topk = run.predictions()
-    pred = topk[:, 0]
+    targets, pred = run.targets, run.topk[:, 0]
     out = {"leaf": pred == targets}
     own = run.levels
     for depth in range(1, tree.max_depth):

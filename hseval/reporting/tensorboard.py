@@ -16,10 +16,7 @@ Projector. ``OUT`` then holds:
   ``projections.csv``), empty where the class or node is shallower; ``correct`` True/False for a
   sample, empty for a class vector).
 
-TensorBoard's TSV readers know no quoting: a tab, line feed or carriage return inside a name would
-split a cell or a row. hseval's trees refuse such names, and the writer replaces each of these
-characters by a space all the same (:func:`tsv_cell`). In ``projector_config.pbtxt`` every string
-is written in protobuf's escaped form (:func:`pbtxt_string`), so any run name reads back as it is.
+TSV cells go through :func:`tsv_cell` and the config's strings through :func:`pbtxt_string`.
 
 ``OUT`` is an output folder of kind ``export`` (:mod:`hseval.io.output`): everything is checked and
 read before anything is written; the files are written into a hidden sibling folder that is
