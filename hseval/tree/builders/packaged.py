@@ -18,9 +18,5 @@ def read_table(name: str, *, sep: str | None = "\t", columns: int = 2) -> tuple[
     """Rows of the packaged file ``name``, each split into ``columns`` fields on ``sep``
     (whitespace when None); the SOURCE line and ``#`` lines are skipped."""
     text = (resources.files("hseval.tree.builders") / "data" / name).read_text(encoding="utf-8")
-    rows = []
-    for line in text.splitlines():
-        if not line.strip() or line.startswith(("SOURCE:", "#")):
-            continue
-        rows.append(tuple(field.strip() for field in line.split(sep, columns - 1)))
-    return tuple(rows)
+    return tuple(tuple(field.strip() for field in line.split(sep, columns - 1)) for line in text.splitlines()
+                 if line.strip() and not line.startswith(("SOURCE:", "#")))
