@@ -28,13 +28,7 @@ def nearest_nodes(tree: Hierarchy, vectors: np.ndarray, node: int, *, k: int = 5
     DataFrame with columns node, path, cosine, angle (degrees), tree_distance (edges between the
     two nodes); the node itself is left out. A zero vector has cosine 0 with every other.
     """
-    vectors = np.asarray(vectors, dtype=np.float64)
-    if vectors.ndim != 2 or vectors.shape[0] != tree.num_nodes:
-        raise ValueError(f"expected node vectors of shape ({tree.num_nodes}, d), got {vectors.shape}")
-    if not 0 <= node < tree.num_nodes:
-        raise ValueError(f"node {node} is not a node of the tree (0..{tree.num_nodes - 1})")
-    if k < 1:
-        raise ValueError(f"k must be a positive integer, got {k}")
+    vectors = np.asarray(vectors, dtype=np.float64)  # checked when embeddings.npz was read
     cosine = cosine_similarity(vectors[[node]], vectors)[0]
     others = np.delete(np.arange(tree.num_nodes), node)
     order = others[np.argsort(-cosine[others], kind="stable")][:k]

@@ -179,16 +179,6 @@ def test_nearest_nodes_against_brute_force():
     assert len(nearest_nodes(tree, vectors, node, k=2)) == 2
 
 
-@pytest.mark.parametrize("args, message", [
-    (dict(vectors=np.zeros((3, 2)), node=0), r"expected node vectors of shape \(6, d\), got \(3, 2\)"),
-    (dict(vectors=np.ones((6, 2)), node=6), r"node 6 is not a node of the tree \(0..5\)"),
-    (dict(vectors=np.ones((6, 2)), node=0, k=0), r"k must be a positive integer, got 0"),
-])
-def test_nearest_nodes_refuses_bad_input(args, message):
-    with pytest.raises(ValueError, match=message):
-        nearest_nodes(appendix_a(), **args)
-
-
 def test_selected_rows_maps_customdata_to_sample_rows():
     points = pd.DataFrame({"kind": ["sample", "sample", "class_vector"], "label": ["a", "b", "c"],
                            "index": [4, 9, None]})
