@@ -120,13 +120,12 @@ def describe_processes(devices: list[str], runs: int) -> str:
     return f"{len(active)} process{'es' if len(active) > 1 else ''} ({listed}{shared})"
 
 
-def fit_runs(runs: list[PlannedRun], processes: int, *, cores: int | None = None,
-             note: Callable[[str], None]) -> list[PlannedRun]:
+def fit_runs(runs: list[PlannedRun], processes: int, *, note: Callable[[str], None]) -> list[PlannedRun]:
     """``runs`` with their loader processes fitted to their share of the CPUs when ``processes``
     train at once (:func:`~hseval.train.loader.fit_workers`); ``note`` hears each lowering once."""
     fitted, said = [], set()
     for run in runs:
-        config, why = loader.fit_workers(run.config, processes=processes, cores=cores)
+        config, why = loader.fit_workers(run.config, processes=processes)
         if why and why not in said:
             said.add(why)
             note(why)
@@ -155,12 +154,11 @@ def on_devices(runs: list[PlannedRun], devices: list[str], *, log: Callable[[str
     runs = fit_runs(runs, len(devices), note=note)
     context = multiprocessing.get_context("spawn")
     pools = [ProcessPoolExecutor(1, mp_context=context) for _ in devices]
-    pending, running, outcomes = list(runs), {}, {}
-    started = {}
+    pending, running, outcomes = list(runs), {}, {}  # running: future -> (slot, run, start)
     try:
         while pending or running:
             for slot, device in enumerate(devices):
-                if pending and slot not in running.values():
+                if pending and slot not in (busy for busy, _, _ in running.values()):
                     run = pending.pop(0)
                     log(f"[{len(runs) - len(pending)}/{len(runs)}] {'continuing' if run.resume else 'training'} "
                         f"{run.name} on {device}")
@@ -168,11 +166,10 @@ def on_devices(runs: list[PlannedRun], devices: list[str], *, log: Callable[[str
                         run = replace(run, config=run.config.model_copy(update={
                             "engine": run.config.engine.model_copy(update={"threads": threads})}))
                     future: Future = pools[slot].submit(train_reporting, run, device)
-                    running[future], started[future] = slot, (run, time.perf_counter())
+                    running[future] = slot, run, time.perf_counter()
             done, _ = wait(list(running), return_when=FIRST_COMPLETED)
             for future in done:
-                slot = running.pop(future)
-                run, start = started.pop(future)
+                slot, run, start = running.pop(future)
                 try:
                     outcomes[run.name] = future.result()
                 except BrokenProcessPool:  # the process died (killed, out of memory): a fresh one takes the next

@@ -112,12 +112,12 @@ def held_split(data: LoadedDataset) -> str:
     return "test" if data.val is None else "val"
 
 
-def fit_workers(config: TrainConfig, *, processes: int = 1, cores: int | None = None) -> tuple[TrainConfig, str | None]:
+def fit_workers(config: TrainConfig, *, processes: int = 1) -> tuple[TrainConfig, str | None]:
     """``config`` with at most its share of the CPUs as loader processes (``data.workers``): the
-    ``cores`` this process may use (default: its affinity), divided among the ``processes`` that
-    train at once; and a note when that lowered the number asked for (the paper's recipe asks for 8
-    whatever the machine, and on 2 cores torch warned at every loader)."""
-    cores = cores or available_cores()
+    cores this process may use (its affinity), divided among the ``processes`` that train at once;
+    and a note when that lowered the number asked for (the paper's recipe asks for 8 whatever the
+    machine, and on 2 cores torch warned at every loader)."""
+    cores = available_cores()
     share = max(1, cores // max(1, processes))
     if config.data.workers <= share:
         return config, None

@@ -111,9 +111,8 @@ class Features:
 
 @dataclass(frozen=True)
 class FeatureIdentity:
-    """What the features of a body on some data depend on: ``key`` (SHA-256 of the body's tensors
-    and the ``facts``), ``name`` (the same without the images' content: the file's name) and the
-    ``facts`` (the backbone, the data's identity, the batch size and the device)."""
+    """What the features of a body on some data depend on (``facts``), their fingerprint (``key``)
+    and the file's (``name``), as the module's docstring says."""
 
     key: str
     name: str

@@ -89,6 +89,4 @@ def compiled(step: nn.Module, engine: EngineConfig) -> nn.Module:
     """``step`` under ``torch.compile`` when ``engine.compile`` (with ``engine.cuda_graphs``: mode
     "reduce-overhead", the step replayed as CUDA graphs, which needs a GPU); else as it is. The
     first steps pay the compilation (tens of seconds); evaluation stays eager."""
-    if not engine.compile:
-        return step
-    return torch.compile(step, mode="reduce-overhead" if engine.cuda_graphs else None)
+    return torch.compile(step, mode="reduce-overhead" if engine.cuda_graphs else None) if engine.compile else step

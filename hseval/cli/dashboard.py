@@ -65,11 +65,6 @@ def streamlit_command(folder: Path, *, host: str, port: int, entry: Path | None 
             "--server.address", host, "--server.port", str(port), "--", str(folder)]
 
 
-def _url(host: str, port: int) -> str:
-    shown = "localhost" if host in ("0.0.0.0", "::") else (f"[{host}]" if ":" in host else host)
-    return f"http://{shown}:{port}"
-
-
 def _wait_until_up(process: subprocess.Popen, url: str, timeout: float) -> None:
     """Poll Streamlit's health endpoint; fail with a one-line reason if the server dies first."""
     deadline = time.monotonic() + timeout
@@ -125,7 +120,8 @@ def cmd_dashboard(args: argparse.Namespace) -> int:
         where = f"port {args.port} on {args.host}" if args.port else f"--host {args.host!r}"
         hint = "; choose another --port or leave it out" if args.port else ""
         raise ConfigError(f"cannot serve on {where} ({exc.strerror or exc}){hint}") from None
-    url = _url(args.host, port)
+    host = "localhost" if args.host in ("0.0.0.0", "::") else (f"[{args.host}]" if ":" in args.host else args.host)
+    url = f"http://{host}:{port}"
     env = {**os.environ, app.ENV_VAR: str(folder), app.SHOWN_VAR: args.dir}
     process = subprocess.Popen(streamlit_command(folder, host=args.host, port=port), env=env)
     # SIGTERM (a service manager, a test) stops the server the same way as Ctrl-C; and Ctrl-C works

@@ -48,8 +48,7 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
 def cmd_report(args: argparse.Namespace) -> int:
     from hseval.reporting.report import write_report  # plotly: for this command only
 
-    paths = write_report(args.dir, out=args.out, baseline=args.baseline)
-    for path in paths:
+    for path in write_report(args.dir, out=args.out, baseline=args.baseline):
         print(f"wrote {path}")
     return 0
 

@@ -95,12 +95,11 @@ def render_tree(hierarchy, max_depth: int | None = None) -> str:
     super-classes with their number of classes.
 
     Iterative (a tree may be MAX_DEPTH levels deep) and linear in the size of the output."""
-    names, depth, children = hierarchy.node_names, hierarchy.depth.tolist(), hierarchy.children
-    if hierarchy.labels:  # an NBDT tree: its ids with their words
-        names = [f"{name} [{hierarchy.labels[name]}]" if name in hierarchy.labels else name for name in names]
+    labels, depth, children = hierarchy.labels, hierarchy.depth.tolist(), hierarchy.children
+    names = [f"{name} [{labels[name]}]" if name in labels else name  # an NBDT tree: its ids with their words
+             for name in (*hierarchy.node_names, hierarchy.root_name)]
     classes = _classes_below(hierarchy)
-    root = hierarchy.root_name
-    lines = [f"{root} [{hierarchy.labels[root]}]" if root in hierarchy.labels else root]
+    lines = [names[-1]]
     stack = [(child, "", k == len(children[-1]) - 1) for k, child in enumerate(children[-1])][::-1]
     while stack:
         node, prefix, last = stack.pop()

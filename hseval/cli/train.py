@@ -19,7 +19,7 @@ import warnings
 from pathlib import Path
 from typing import Any
 
-from hseval.cli import count_int, positive_number
+from hseval.cli import count_int, positive_number, refuse_unused
 from hseval.core.errors import ConfigError, HsevalError, HsevalWarning
 from hseval.core.extras import check_installed
 
@@ -262,10 +262,9 @@ def _launcher(args: argparse.Namespace, root: Path, notes: _Notes):
     """Where ``train-all``'s runs train: None (here, one after another), one process per device of
     --devices, or submitit's jobs (--launcher); the options checked before any work. What they do
     goes to ``notes``' log, a lowered number of loader processes to its notes."""
-    slurm = [f"--slurm-{k}" for k in ("partition", "cpus-per-run", "mem", "parallel")
-             if getattr(args, f"slurm_{k.replace('-', '_')}") is not None]
-    if slurm and args.launcher is None:
-        raise ConfigError(f"{slurm[0]} applies to --launcher slurm")
+    if args.launcher is None:
+        refuse_unused(args, ("slurm_partition", "slurm_cpus_per_run", "slurm_mem", "slurm_parallel"),
+                      why="applies to --launcher slurm")
     if args.dry_run and args.launcher != "slurm":
         raise ConfigError("--dry-run prints the sbatch script of --launcher slurm")
     if args.devices:
