@@ -24,7 +24,7 @@ from pydantic import Field
 from hseval.core import fileio
 from hseval.core.errors import HsevalError, RunFormatError
 from hseval.io.records import Record, Sha256
-from hseval.io.state_dict import read_state_dict
+from hseval.io.state_dict import read_state_dict, value_problem
 
 __all__ = ["TensorReference", "reference", "read_referenced", "SELF_CONTAINED"]
 
@@ -79,9 +79,8 @@ def read_referenced(run_dir: Path, record: Mapping[str, Any], expected: Mapping[
                     ) -> dict[str, torch.Tensor]:
     """The tensors ``record`` (a :class:`TensorReference`) refers to, in the dtypes of ``expected``
     (the model's state dict), from the file found at its path or its place relative to
-    ``run_dir``, whose SHA-256 must be the recorded one, each of the shape the model needs (its values
-    are checked with the run's own, by :func:`~hseval.io.run_format.load_run`); one-line
-    :class:`RunFormatError` else."""
+    ``run_dir``, whose SHA-256 must be the recorded one, each of the shape the model needs and of
+    values a model has (:func:`value_problem`); one-line :class:`RunFormatError` else."""
     ref = TensorReference.model_validate(record)
     fix = f"or train the run again with 'hseval train --set {SELF_CONTAINED}' to store the backbone in it"
     candidates = [Path(ref.path)]
@@ -115,5 +114,8 @@ def read_referenced(run_dir: Path, record: Mapping[str, Any], expected: Mapping[
         if tensor.shape != want.shape:
             raise RunFormatError(f"{path}: {key!r} has shape {tuple(tensor.shape)} but the run's model needs "
                                  f"{tuple(want.shape)} for {name}")
+        problem = value_problem(name, tensor)
+        if problem:
+            raise RunFormatError(f"{path}: {key!r} {problem}; the file is damaged")
         out[name] = tensor.to(want.dtype)
     return out
