@@ -137,9 +137,8 @@ class RecordSchema(GenerateJsonSchema):
 
 def json_schema(record: type[BaseModel] | TypeAdapter) -> dict[str, Any]:
     """The JSON Schema of ``record`` (a model, or an adapter of a union of models): what its reader accepts."""
-    if isinstance(record, TypeAdapter):
-        return record.json_schema(schema_generator=RecordSchema)
-    return record.model_json_schema(schema_generator=RecordSchema)
+    generate = record.json_schema if isinstance(record, TypeAdapter) else record.model_json_schema
+    return generate(schema_generator=RecordSchema)
 
 
 def level_keys(where: str, levels: dict[str, Any] | None, tree: Hierarchy) -> None:

@@ -57,7 +57,8 @@ class DeltaHead(Head):
             return all_node_weights(self.delta, self.scale(), self.index).t()
 
     def class_weights(self) -> torch.Tensor:
-        return leaf_weights(self.delta.detach(), self._detached_scale(), self.index).t()
+        with torch.no_grad():
+            return leaf_weights(self.delta, self.scale(), self.index).t()
 
     def level_logits(self, z: torch.Tensor) -> dict[int, torch.Tensor]:
         """Super-class logits from the parent δ columns: φᵀ w_p over the nodes of each depth."""
@@ -65,10 +66,6 @@ class DeltaHead(Head):
             node = all_node_weights(self.delta, self.scale(), self.index)
             logits = full_precision(z) @ node.t()
         return {depth: logits[:, nodes.to(z.device)] for depth, nodes in enumerate(self._depth_nodes, start=1)}
-
-    def _detached_scale(self) -> torch.Tensor | None:
-        scale = self.scale()
-        return None if scale is None else scale.detach()
 
 
 @register_head("hierarchy", citation=PAPER)
