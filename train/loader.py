@@ -67,8 +67,7 @@ def to_device_dataset(dataset: Dataset, device: torch.device, *, allowed: bool) 
 def num_train_batches(n: int, batch_size: int, world: int = 1) -> int:
     """Full batches per rank and epoch (the last incomplete one is dropped): 0 when a rank has
     fewer than ``batch_size`` samples, which the engine refuses before training."""
-    per_rank = -(-n // world)
-    return per_rank // batch_size
+    return -(-n // world) // batch_size
 
 
 def epoch_order(indices: np.ndarray, *, seed: int, epoch: int, rank: int = 0, world: int = 1) -> torch.Tensor:

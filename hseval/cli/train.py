@@ -206,7 +206,7 @@ class _Notes:
 
     def flush(self) -> None:
         for text in self.pending:
-            warnings.warn(text, HsevalWarning, stacklevel=2)  # the CLI prints it: hseval: warning: ...
+            _warn(text)
         self.pending.clear()
 
     def log(self, line: str) -> None:
