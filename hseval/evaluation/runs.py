@@ -202,15 +202,14 @@ def _forward(run: Run, split, *, sample: np.ndarray, options: EvalOptions,
         "max_logit": {"mean": float(torch.cat(max_logits).mean())}}
 
 
-def _stages(run: Run, root: OutputFolder, *, name: str, options: EvalOptions,
-            data_cache: dict | None) -> Callable[[], dict[str, Any]]:
-    """The stages of one run: the forward pass (on the device), the metrics and the geometry,
-    done now; the projections (CPU-bound) and the write returned as a function, which
-    :func:`evaluate_runs` may run in a worker thread while the next run's embeddings are computed."""
+def _stages(run: Run, part, root: OutputFolder, *, name: str, options: EvalOptions) -> Callable[[], dict[str, Any]]:
+    """The stages of one run on ``part``, its split (:func:`_split_of`): the forward pass (on the
+    device), the metrics and the geometry, done now; the projections (CPU-bound) and the write
+    returned as a function, which :func:`evaluate_runs` may run in a worker thread while the next
+    run's embeddings are computed."""
     evaluation = EvaluationContent(name, str(run.path), options.inputs(run), run.hierarchy)
     device = resolve_device(options.device)
     run.model.to(device, memory_format=torch.channels_last)  # as training tests it: faster convolutions
-    part = _split_of(run, _dataset_for(run, options.data_root, {} if data_cache is None else data_cache), options.split)
     indices = stratified_subset(part.labels, options.subset, seed=options.seed, setting="--subset")  # all: 0..N-1
     if options.subset is not None:
         part = part.subset(indices)
@@ -273,8 +272,8 @@ def evaluate_runs(patterns: list[str], out_dir: str | Path, *, data_root: str | 
     cache: dict = {}
     loaded = {}
     for run_dir in runs:  # every run whole (checksums, tensors, model) and its data, before writing anything
-        loaded[run_dir] = load_run(run_dir)
-        part = _split_of(loaded[run_dir], _dataset_for(loaded[run_dir], data_root, cache), split)
+        run = load_run(run_dir)
+        loaded[run_dir] = run, (part := _split_of(run, _dataset_for(run, data_root, cache), split))
         if subset is not None:  # a subset this split cannot give is refused here too
             stratified_subset(part.labels, subset, seed=options.seed, setting="--subset")
     entries: dict[str, dict[str, Any]] = {}
@@ -291,14 +290,14 @@ def evaluate_runs(patterns: list[str], out_dir: str | Path, *, data_root: str | 
         with ThreadPoolExecutor(threads) if threads > 1 else contextlib.nullcontext() as pool:
             for k, (run_dir, name) in enumerate(zip(runs, names), start=1):
                 log(f"[{k}/{len(runs)}] {run_dir}")
-                run = loaded.pop(run_dir)  # released once evaluated
+                run, part = loaded.pop(run_dir)  # released once evaluated
                 entry = up_to_date(out_dir / name, str(run_dir), options.inputs(run)) if reuse else None
                 if entry is not None:
                     entries[name] = entry
                     log(f"  up to date: {out_dir / name}")
                     continue
-                finish = _stages(run, root, name=name, options=options, data_cache=cache)
-                del run
+                finish = _stages(run, part, root, name=name, options=options)
+                del run, part
                 if pool is None:
                     done(name, finish())
                     continue
