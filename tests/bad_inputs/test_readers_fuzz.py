@@ -319,9 +319,8 @@ def test_load_evaluation_and_its_tables(evaluation_copy, target, data, where, va
     if evaluation is None:
         return
     for result in evaluation.runs:
-        for attribute in ("per_node", "geometry", "pair_angles", "projections"):
+        for attribute in ("per_node", "geometry", "pair_angles", "projections", "targets", "topk"):
             read_or_error(getattr, result, attribute)
-        read_or_error(result.predictions)
     for table in (summary_table, grouped_summary, level_table):
         read_or_error(table, evaluation.runs)
 
