@@ -21,7 +21,7 @@ from hseval.tree import write_hierarchy
 from hseval.tree.hierarchy import Hierarchy
 from tests.bad_inputs.mutations import Mutation, mutations_of
 from tests.conftest import BESIDE_PLAIN, EVALUATED_RUNS
-from tests.helpers import fashion_tree, reseal
+from tests.helpers import fashion_tree, reseal, write_fashion_like
 
 
 def test_every_file_of_the_output_contract(evaluated):
@@ -223,7 +223,7 @@ def test_a_run_is_self_contained(tmp_path, monkeypatch, capsys):
 
 def test_reuse_keeps_an_up_to_date_evaluation_only(evaluated, tmp_path):
     """``reuse`` (what ``hseval demo`` uses to continue) keeps an evaluation made from the same run
-    with the same settings, and evaluates again when either changed."""
+    on the same images with the same settings, and evaluates again when any of them changed."""
     from hseval.evaluation.runs import evaluate_runs
 
     run = Path(json.loads((evaluated / "plain" / "metrics.json").read_text())["run_path"])
@@ -243,6 +243,12 @@ def test_reuse_keeps_an_up_to_date_evaluation_only(evaluated, tmp_path):
     (out / "plain" / "per_node.csv").write_text("damaged")
     assert not any("up to date" in line for line in evaluate(max_points=60, reuse=True))  # a damaged one is redone
     assert load_evaluation(out).runs[0].metrics["top1"] > 0
+    data_root = str(write_fashion_like(tmp_path / "data"))
+    assert not any("up to date" in line for line in evaluate(max_points=60, reuse=True))  # another --data-root
+    assert any("up to date" in line for line in evaluate(max_points=60, reuse=True))
+    write_fashion_like(Path(data_root), seed=1)  # other images under the same root
+    assert not any("up to date" in line for line in evaluate(max_points=60, reuse=True))
+    assert any("up to date" in line for line in evaluate(max_points=60, reuse=True))
 
 
 def test_workers_finish_runs_in_threads_with_the_same_files(evaluated, tmp_path):

@@ -347,6 +347,10 @@ MULTI = {
                                                *QUICK, "--force", "--out", str(out)],
                                lambda i, out: shutil.copytree(i.evaluated_runs, out),
                                lambda out: out / "riemann" / "notes.txt"),
+    "train-all --probe": Multi(lambda i, out: ["train-all", "--probe", "--heads", "hierarchy", "--data-root",
+                                               str(i.fashion), *QUICK, "--out", str(out)],
+                               lambda i, out: shutil.copytree(i.evaluated_runs, out),
+                               lambda out: out / "features"),  # where the probe writes its features files
     "report": Multi(lambda i, out: ["report", str(out)], _EVALUATE_RUNS.make, lambda out: out / REPORT_FILES[-1]),
     "export": Multi(lambda i, out: ["export", str(i.evaluation), "--to", "tensorboard", str(out)],
                     lambda i, out: main(["export", str(i.evaluation), "--to", "tensorboard", str(out)]),

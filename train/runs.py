@@ -67,7 +67,7 @@ def train_runs(configs: list[tuple[TrainConfig, str]], root: Path, *, resume: bo
     if dist.world > 1 and (probe or launcher is not None):
         raise ConfigError("--probe, --devices and --launcher start their own processes; run them without torchrun")
     datasets = datasets or Datasets()
-    runs = OutputFolder(root, "runs") if writer else None
+    runs = OutputFolder(root, "runs", writes=(FEATURES,) if probe else ()) if writer else None  # features/: planned
     todo, outcomes = [], {}  # the plan, made before the folder is locked: a refused command changes nothing
     for config, name in configs:
         out = root / name

@@ -203,18 +203,24 @@ class DataContent:
     make of it) share its content: the settings name the derivation."""
 
     def __init__(self, splits: dict[str, Dataset]) -> None:
-        self._splits, self._sha256 = splits, None
+        self._splits, self._sha256, self._parts = splits, None, {}
 
     def sha256(self) -> str | None:
         """The fingerprint; None for a split of a kind that cannot tell its content."""
         if self._sha256 is None:
-            digest = hashlib.sha256()
-            for name, split in self._splits.items():
-                if not hasattr(split, "content_sha256"):
-                    return None
-                digest.update(f"{name}:{split.content_sha256()};".encode())
-            self._sha256 = digest.hexdigest()
+            parts = [(name, self.of(name, None, split)) for name, split in self._splits.items()]
+            if any(part is None for _, part in parts):
+                return None
+            self._sha256 = hashlib.sha256("".join(f"{name}:{part};" for name, part in parts).encode()).hexdigest()
         return self._sha256
+
+    def of(self, name: str, derivation: str | None, split: Dataset) -> str | None:
+        """The ``content_sha256`` of ``split``, the split ``name`` of a dataset derived from this
+        one as ``derivation`` names (None: as loaded), computed once; None for a split of a kind
+        that cannot tell its content."""
+        if (name, derivation) not in self._parts:
+            self._parts[name, derivation] = split.content_sha256() if hasattr(split, "content_sha256") else None
+        return self._parts[name, derivation]
 
 
 @dataclass
@@ -246,6 +252,13 @@ class LoadedDataset:
             raise ConfigError(f"{self.name} has no validation split here: train with --set data.val_fraction=F to "
                               "hold out a share of the training images, and evaluate that run with --split val")
         return {"train": self.train, "val": self.val, "test": self.test}[name]
+
+    def split_sha256(self, name: str) -> str | None:
+        """The SHA-256 of the images and labels of the split ``name`` (what an evaluation of it
+        depends on), computed once per loaded dataset and split; None for a split of a kind that
+        cannot tell its content."""
+        held = None if name == "test" else (self.info.get("validation") or {}).get("indices_sha256")
+        return self.content.of(name, held, self.split(name))
 
     def without_augmentation(self, *, setting: str = "data.augment=false") -> LoadedDataset:
         """This dataset whose training split goes through the test split's transform (what a probe

@@ -108,9 +108,9 @@ def _dataset_for(run: Run, data_root: str | None, cache: dict):
 
 
 def _split_of(run: Run, data, split: str):
-    """The images of ``split`` that ``run`` was trained, validated or tested on: with the validation
-    split it held out of the training split (its ``data.val_fraction``), which must be the one it
-    recorded (the same images); a run without a validation split has no "val"."""
+    """The images of ``split`` that ``run`` was trained, validated or tested on, and their content's
+    SHA-256: with the validation split it held out of the training split (its ``data.val_fraction``),
+    which must be the one it recorded (the same images); a run without a validation split has no "val"."""
     fraction = ((run.meta.get("training") or {}).get("data") or {}).get("val_fraction")
     recorded = (run.meta.get("dataset") or {}).get("validation")
     try:
@@ -125,7 +125,7 @@ def _split_of(run: Run, data, split: str):
         raise DataError(f"{run.path}: the validation split found now is not the one the run recorded in run.json "
                         f"({recorded.get('samples')} images then, {now.get('samples', 'none')} now: the data changed); "
                         "evaluate on the data the run was trained on (--data-root)")
-    return data.split(split)
+    return data.split(split), data.split_sha256(split)
 
 
 @dataclass(frozen=True)
@@ -159,11 +159,13 @@ class EvalOptions:
         check_sample_options(self.projections, self.max_points)
         check_split(self.split)
 
-    def inputs(self, run: Run) -> dict[str, Any]:
-        """What an evaluation of ``run`` depends on: its checksums and these settings (recorded in
-        its marker, so that an evaluation that is up to date can be reused)."""
+    def inputs(self, run: Run, data_sha256: str | None) -> dict[str, Any]:
+        """What an evaluation of ``run`` on a split whose images and labels have ``data_sha256``
+        depends on: the run's checksums, the split's content and these settings (recorded in its
+        marker, so that an evaluation that is up to date can be reused)."""
         return fileio.json_ready({"model_sha256": run.meta.get("model_sha256"),
-                                  "meta_sha256": run.meta.get("meta_sha256"), "data_root": self.data_root,
+                                  "meta_sha256": run.meta.get("meta_sha256"), "data_sha256": data_sha256,
+                                  "data_root": self.data_root,
                                   "split": self.split, "subset": self.subset, "projections": list(self.projections),
                                   "max_points": self.max_points, "seed": self.seed})
 
@@ -202,12 +204,14 @@ def _forward(run: Run, split, *, sample: np.ndarray, options: EvalOptions,
         "max_logit": {"mean": float(torch.cat(max_logits).mean())}}
 
 
-def _stages(run: Run, part, root: OutputFolder, *, name: str, options: EvalOptions) -> Callable[[], dict[str, Any]]:
-    """The stages of one run on ``part``, its split (:func:`_split_of`): the forward pass (on the
+def _stages(run: Run, part, root: OutputFolder, *, name: str, inputs: dict[str, Any],
+            options: EvalOptions) -> Callable[[], dict[str, Any]]:
+    """The stages of one run on ``part``, its split (:func:`_split_of`), made from ``inputs``
+    (:meth:`EvalOptions.inputs`): the forward pass (on the
     device), the metrics and the geometry, done now; the projections (CPU-bound) and the write
     returned as a function, which :func:`evaluate_runs` may run in a worker thread while the next
     run's embeddings are computed."""
-    evaluation = EvaluationContent(name, str(run.path), options.inputs(run), run.hierarchy)
+    evaluation = EvaluationContent(name, str(run.path), inputs, run.hierarchy)
     device = resolve_device(options.device)
     run.model.to(device, memory_format=torch.channels_last)  # as training tests it: faster convolutions
     indices = stratified_subset(part.labels, options.subset, seed=options.seed, setting="--subset")  # all: 0..N-1
@@ -253,7 +257,8 @@ def evaluate_runs(patterns: list[str], out_dir: str | Path, *, data_root: str | 
     one after the other. The results do not depend on it.
 
     ``reuse``: keep an evaluation already in ``out_dir`` that was made from the same run (its
-    checksums) with the same settings, instead of computing it again (``hseval demo`` continuing).
+    checksums), on the same images (their content) and with the same settings, instead of computing
+    it again (``hseval demo`` continuing).
 
     Everything that can be checked is checked before the output folder is touched: the
     arguments, the device, the folder and the folder of every run's evaluation (which it may
@@ -273,7 +278,8 @@ def evaluate_runs(patterns: list[str], out_dir: str | Path, *, data_root: str | 
     loaded = {}
     for run_dir in runs:  # every run whole (checksums, tensors, model) and its data, before writing anything
         run = load_run(run_dir)
-        loaded[run_dir] = run, (part := _split_of(run, _dataset_for(run, data_root, cache), split))
+        part, content = _split_of(run, _dataset_for(run, data_root, cache), split)
+        loaded[run_dir] = run, part, options.inputs(run, content)
         if subset is not None:  # a subset this split cannot give is refused here too
             stratified_subset(part.labels, subset, seed=options.seed, setting="--subset")
     entries: dict[str, dict[str, Any]] = {}
@@ -290,13 +296,13 @@ def evaluate_runs(patterns: list[str], out_dir: str | Path, *, data_root: str | 
         with ThreadPoolExecutor(threads) if threads > 1 else contextlib.nullcontext() as pool:
             for k, (run_dir, name) in enumerate(zip(runs, names), start=1):
                 log(f"[{k}/{len(runs)}] {run_dir}")
-                run, part = loaded.pop(run_dir)  # released once evaluated
-                entry = up_to_date(out_dir / name, str(run_dir), options.inputs(run)) if reuse else None
+                run, part, inputs = loaded.pop(run_dir)  # released once evaluated
+                entry = up_to_date(out_dir / name, str(run_dir), inputs) if reuse else None
                 if entry is not None:
                     entries[name] = entry
                     log(f"  up to date: {out_dir / name}")
                     continue
-                finish = _stages(run, part, root, name=name, options=options)
+                finish = _stages(run, part, root, name=name, inputs=inputs, options=options)
                 del run, part
                 if pool is None:
                     done(name, finish())
