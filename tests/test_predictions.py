@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import shutil
+import tempfile
 from pathlib import Path
 
 import numpy as np
@@ -239,6 +240,42 @@ def test_any_damage_to_a_good_file_is_one_line_or_a_correct_read(tmp_path, membe
     np.testing.assert_array_equal(scores, arrays["logits"])
     assert got.members == [m for m in ("targets", "logits", "level_scores_1", "embeddings", "class_weights")
                            if m in arrays]
+
+
+FEATURE_VALUES = {"zero": lambda row: 0.0 * row, "tiny": lambda row: np.full_like(row, 1e-300),
+                  "subnormal": lambda row: np.full_like(row, 5e-324),
+                  "float32 max": lambda row: np.where(row >= 0, 1.0, -1.0) * float(np.finfo(np.float32).max),
+                  "large": lambda row: row * 1e30, "negated": lambda row: -row,
+                  "beyond float32": lambda row: row * 1e300}
+"""What a row of an array of features may be set to: values the reader accepts (none of them a
+NaN) or refuses in one line ("beyond float32")."""
+
+
+@settings(max_examples=examples(30), deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(member=st.sampled_from(["embeddings", "class_weights"]), value=st.sampled_from(sorted(FEATURE_VALUES)),
+       rows=st.lists(st.integers(0, 9), min_size=1, max_size=10, unique=True))
+def test_features_the_reader_accepts_are_evaluated_and_read_back(tmp_path, member, value, rows):
+    """The kind of a zero class vector that was read, evaluated, and then refused on reading its
+    own evaluation back (its pair angles were NaN, written as empty cells): whatever values of the
+    embeddings or class vectors the reader accepts, evaluate writes an evaluation that reads back,
+    with no pair angle left empty; the values it refuses are one line, before anything is written."""
+    folder = Path(tempfile.mkdtemp(dir=tmp_path))  # one per example: the test's tmp_path is shared
+    arrays = _good(n=40)
+    arrays[member] = arrays[member].copy()
+    for row in rows:
+        arrays[member][row] = FEATURE_VALUES[value](arrays[member][row])
+    np.savez(folder / "model.npz", **arrays)
+    write_hierarchy(fashion_tree(), folder / "tree.txt")
+    out = folder / "eval"
+    code = main(["evaluate", "--predictions", str(folder / "model.npz"), "--hierarchy", str(folder / "tree.txt"),
+                 "--projections", "pca", "--out", str(out)])
+    if value == "beyond float32":
+        assert code == 2 and not out.exists()
+        return
+    assert code == 0
+    evaluation = load_evaluation(out).runs[0]  # every file read back, checked
+    assert np.isfinite(evaluation.pair_angles["angle"].to_numpy(float)).all()
+    assert np.isfinite(evaluation.embeddings()["embeddings"]).all()
 
 
 def _good_csv(scores: bool) -> str:

@@ -77,9 +77,9 @@ def project(embeddings: np.ndarray, method: str, *, class_vectors: np.ndarray | 
             seed: int = 0) -> tuple[np.ndarray, np.ndarray | None]:
     """(N, 2) coordinates of ``embeddings`` (N, d) and (K, 2) of ``class_vectors`` (K, d) or None."""
     method_fn = PROJECTIONS.get(method)
-    x = np.asarray(embeddings, dtype=np.float32)
+    x = np.asarray(embeddings, dtype=np.float64)  # float64: squares of any float32 feature stay finite
     if len(x) < 4:
         raise ConfigError(f"{method} needs at least 4 points, got {len(x)}")
-    extra = _scaled(None if class_vectors is None else np.asarray(class_vectors, dtype=np.float32), x)
+    extra = _scaled(None if class_vectors is None else np.asarray(class_vectors, dtype=np.float64), x)
     xy, placed = method_fn(x, extra, seed)
     return np.asarray(xy, dtype=np.float64), None if placed is None else np.asarray(placed, dtype=np.float64)

@@ -54,7 +54,9 @@ __all__ = ["Predictions", "Rows", "read_predictions", "read_class_list", "SUFFIX
            "PROBABILITY_TOLERANCE"]
 
 SUFFIXES = (".npz", ".safetensors", ".csv")
-MEMBERS = ("targets", "logits", "probs", "level_scores_<k>", "embeddings", "class_weights", "node_weights")
+FEATURE_ARRAYS = ("embeddings", "class_weights", "node_weights")
+"""The arrays of features (a layer's values, stored as float32): each value within float32's range."""
+MEMBERS = ("targets", "logits", "probs", "level_scores_<k>", *FEATURE_ARRAYS)
 SCORE_KINDS = ("logits", "probs")
 _LEVEL = re.compile(r"level_scores_([1-9][0-9]{0,3})")
 _SCORE_COLUMN = re.compile(r"(score|logit|prob)_([0-9]+)")
@@ -84,7 +86,7 @@ class Predictions:
         """What the file gave, by member name."""
         out = ["targets", "pred" if self.kind == "labels" else self.kind]
         out += [f"level_scores_{k}" for k in sorted(self.level_scores)]
-        out += [m for m in ("embeddings", "class_weights", "node_weights") if getattr(self, m) is not None]
+        out += [m for m in FEATURE_ARRAYS if getattr(self, m) is not None]
         return out
 
 
@@ -189,7 +191,7 @@ def read_predictions(path: str | Path, tree: Hierarchy, *, classes: np.ndarray |
 def _from_members(path: Path, arrays: dict[str, Member], tree: Hierarchy, classes: np.ndarray | None,
                   declared: str | None) -> Predictions:
     """Check the members' layout and the small arrays; the per-sample matrices become :class:`Rows`."""
-    known = {"targets", "logits", "probs", "embeddings", "class_weights", "node_weights"}
+    known = {"targets", "logits", "probs", *FEATURE_ARRAYS}
     for name in arrays:
         if name not in known and not _LEVEL.fullmatch(name):
             raise _fail(path, f"unknown array {name!r}; expected {', '.join(MEMBERS)}")
@@ -280,11 +282,17 @@ def _layout(path: Path, name: str, values: np.ndarray | Member, shape: tuple[int
 
 
 def _values(path: Path, name: str, values: np.ndarray, first: int = 0) -> np.ndarray:
-    """``values`` as float64, refused where one is NaN or infinite (rows counted from ``first``)."""
+    """``values`` as float64, refused where one is NaN or infinite, or, in an array of
+    :data:`FEATURE_ARRAYS`, beyond float32's range (rows counted from ``first``)."""
     values = values.astype(np.float64)
     if not np.isfinite(values).all():
         row = first + int(np.argwhere(~np.isfinite(values))[0][0])
         raise _fail(path, f"'{name}' holds a NaN or infinite value (row {row}); check the model's output")
+    largest = float(np.finfo(np.float32).max)
+    if name in FEATURE_ARRAYS and values.size and np.abs(values).max() > largest:
+        row = first + int(np.argwhere(np.abs(values) > largest)[0][0])
+        raise _fail(path, f"'{name}' holds a value beyond float32's range ±{largest:.3g} (row {row}), which no layer "
+                          "of a network gives; check how the file was written")
     return values
 
 

@@ -97,7 +97,8 @@ def pair_angles(hierarchy: Hierarchy, vectors: np.ndarray, *, max_pairs: int = 2
     stats : dict
         {depth: {"sibling_pairs": the pairs there are, "sibling_pairs_measured": those the mean
         angle is over, "mean_sibling_angle", "mean_sibling_cosine", and the same for
-        "non_sibling"}}; pairs with a zero vector have no angle and are left out of the means.
+        "non_sibling"}}; pairs with a zero vector have no angle: they are left out of the table
+        and of the means.
     """
     rng = np.random.default_rng(seed)
     rows, stats = [], {}
@@ -117,6 +118,8 @@ def pair_angles(hierarchy: Hierarchy, vectors: np.ndarray, *, max_pairs: int = 2
             measured = _pairs_by_family(hierarchy.parents, nodes, limit, sample, rng)
         for kind, (ia, ib) in measured.items():
             angles = _angles(vectors, norms, ia, ib)
+            kept = ~np.isnan(angles)  # a pair with a zero vector has no angle
+            ia, ib, angles = ia[kept], ib[kept], angles[kept]
             key = kind.replace("-", "_")
             stats[depth][f"{key}_pairs_measured"] = len(ia)
             if len(ia):

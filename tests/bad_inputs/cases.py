@@ -959,6 +959,10 @@ predictions_case("predictions-probs-not-summing", "`--predictions` probs whose r
 predictions_case("predictions-nan", "`--predictions` logits holding a NaN",
                  "p.npz: 'logits' holds a NaN or infinite value (row 2); check the model's output",
                  lambda a: a["logits"].__setitem__((2, 3), np.nan))
+predictions_case("predictions-features-beyond-float32", "`--predictions` class vectors with a value of 1e200",
+                 "p.npz: 'class_weights' holds a value beyond float32's range ±3.4e+38 (row 4), which no layer of a "
+                 "network gives; check how the file was written",
+                 lambda a: a.update(class_weights=np.where(np.arange(10)[:, None] == 4, 1e200, np.ones((10, 4)))))
 predictions_case("predictions-level-too-deep", "`--predictions` with `level_scores_3` (level 3 holds classes)",
                  "p.npz: 'level_scores_3': level 3 is not a super-class level of the hierarchy (1..2)",
                  lambda a: a.update(level_scores_3=np.zeros((12, 7))))
