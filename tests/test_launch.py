@@ -106,6 +106,23 @@ def test_local_launcher_runs_a_submitit_job_whose_run_evaluates(fashion_like, tm
     assert (tmp_path / "eval" / "plain" / "metrics.json").is_file()
 
 
+def test_a_job_fits_its_loader_processes_to_the_cpus_it_is_given(fashion_like, tmp_path, monkeypatch):
+    """A Slurm job learns its node's CPUs only when it starts (the login node that plans it has
+    others): the process that trains a planned run fits ``data.workers`` to the CPUs it may use,
+    with the one-line note the command line gives."""
+    from hseval.core.errors import HsevalWarning
+    from hseval.train import launch, loader
+    from tests.helpers import quick
+
+    trained = {}
+    monkeypatch.setattr(loader, "available_cores", lambda: 2)
+    monkeypatch.setattr(launch, "train", lambda config, *args, **kwargs: trained.update(workers=config.data.workers))
+    run = launch.PlannedRun("plain", quick(fashion_like, "plain", "data.workers=8"), tmp_path / "plain", False, False)
+    with pytest.warns(HsevalWarning, match=r"data.workers=8 lowered to 2: 2 CPU\(s\) here"):
+        launch.train_planned(run)
+    assert trained == {"workers": 2}
+
+
 def test_reproduce_paper_submits_each_table_through_the_launcher(capsys, monkeypatch):
     spec = importlib.util.spec_from_file_location("reproduce_paper", ROOT / "scripts" / "reproduce_paper.py")
     module = importlib.util.module_from_spec(spec)

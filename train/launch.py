@@ -68,7 +68,10 @@ def train_planned(run: PlannedRun, device: str | None = None, *, requeued: bool 
     """Train ``run`` in this process on ``device`` (None: its configuration's). ``requeued``: a job
     that a time limit or a preemption stopped, continued from its last epoch where it has one."""
     resume, force = run.resume, run.force
-    config, data = run.on(device), None
+    config, lowered = loader.fit_workers(run.on(device))  # the CPUs given to this process (a Slurm job's: its node's)
+    if lowered:
+        warn(lowered)
+    data = None
     if requeued:  # what its stopped attempt left: continued (an extension too), or kept when it finished
         data = load_data(config)
         found = reuse(run.out, config, lambda: loader.run_data(data, config))
