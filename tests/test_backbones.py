@@ -50,14 +50,16 @@ def test_no_bias_before_the_head_and_2d_bottleneck():
     assert isinstance(backbone.body.fc, nn.Identity)
 
 
-@pytest.mark.parametrize(("kwargs", "message"), [
-    ({"name": "vgg"}, r"unknown backbone 'vgg'; choose one of"),
-    ({"name": "resnet18", "in_channels": 0}, r"in_channels must be a positive integer, got 0"),
-    ({"name": "resnet18", "image_size": -3}, r"image_size must be a positive integer, got -3"),
-    ({"name": "resnet18", "embedding_dim": 0}, r"embedding_dim must be a positive integer or None, got 0"),
+@pytest.mark.parametrize(("kwargs", "error", "message"), [
+    ({"name": "vgg"}, ConfigError, r"unknown backbone 'vgg'; choose one of"),
+    ({"name": "resnet18", "in_channels": 0}, ValueError, r"create_backbone\(\): in_channels must be >= 1, got 0"),
+    ({"name": "resnet18", "image_size": -3}, ValueError, r"image_size must be >= 1, got -3"),
+    ({"name": "resnet18", "image_size": 28.0}, TypeError, r"image_size must be an integer, got float 28.0"),
+    ({"name": "resnet18", "embedding_dim": 0}, ValueError, r"embedding_dim must be >= 1, got 0"),
+    ({"name": "resnet18", "small_stem": "yes"}, TypeError, r"small_stem must be true or false, got str .yes."),
 ])
-def test_bad_backbone_options(kwargs, message):
-    with pytest.raises(ConfigError, match=message):
+def test_bad_backbone_options(kwargs, error, message):
+    with pytest.raises(error, match=message):
         create_backbone(**kwargs)
 
 

@@ -19,6 +19,7 @@ import torch
 from torch import nn
 from torchvision import models
 
+from hseval.core.arguments import Positive, checked
 from hseval.core.errors import ConfigError
 from hseval.core.extras import require
 from hseval.core.registry import Registry
@@ -102,15 +103,12 @@ def backbone_factory(name: str) -> Callable[..., tuple[nn.Module, int]]:
     return BACKBONES.get(name)
 
 
-def create_backbone(name: str, *, in_channels: int = 3, image_size: int = 224, small_stem: bool | None = None,
-                    embedding_dim: int | None = None) -> Backbone:
-    """Build backbone ``name`` for images of ``in_channels`` × ``image_size``²."""
+@checked
+def create_backbone(name: str, *, in_channels: Positive = 3, image_size: Positive = 224, small_stem: bool | None = None,
+                    embedding_dim: Positive | None = None) -> Backbone:
+    """Build backbone ``name`` for images of ``in_channels`` × ``image_size``² (the options checked
+    as every public function's: a run.json's, edited, is refused in one line)."""
     factory = backbone_factory(name)
-    for option, value in (("in_channels", in_channels), ("image_size", image_size)):
-        if not isinstance(value, int) or isinstance(value, bool) or value < 1:
-            raise ConfigError(f"backbone {option} must be a positive integer, got {value!r}")
-    if embedding_dim is not None and (not isinstance(embedding_dim, int) or embedding_dim < 1):
-        raise ConfigError(f"embedding_dim must be a positive integer or None, got {embedding_dim!r}")
     small = image_size < SMALL_IMAGE if small_stem is None else bool(small_stem)
     body, features = factory(in_channels=in_channels, small_stem=small)
     config = {"in_channels": in_channels, "image_size": image_size, "small_stem": small,
