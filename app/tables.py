@@ -114,7 +114,7 @@ def tree_agreement(metrics: dict[str, dict]) -> pd.DataFrame:
     for run, m in metrics.items():
         geometry = m.get("geometry") or {}
         agreement = geometry.get("tree_agreement") or {}
-        if not agreement:
+        if not agreement or agreement.get("skipped"):  # no tree recovered: the page says why (agreement_table)
             continue
         row: dict[str, Any] = {"run": run, "vectors": geometry.get("node_vectors"),
                                "classes clustered": agreement.get("classes"),

@@ -242,6 +242,27 @@ def test_runs_of_different_datasets_are_separated(evaluated, tmp_path, monkeypat
     assert at.multiselect(key="runs").value == BESIDE_PLAIN
 
 
+def test_a_tree_that_cannot_be_recovered_says_why(tmp_path, monkeypatch):
+    """A zero class vector leaves the tree recovered from the class vectors undefined: the Geometry
+    page says so with the reason the evaluation recorded (it showed a row of "None" cells)."""
+    from hseval.cli.main import main
+    from hseval.tree import write_hierarchy
+    from tests.helpers import fashion_tree
+
+    rng = np.random.default_rng(0)
+    weights, embeddings = rng.normal(size=(10, 4)), rng.normal(size=(60, 4))
+    weights[3] = 0.0
+    np.savez(tmp_path / "m.npz", targets=np.arange(60) % 10, logits=embeddings @ weights.T, embeddings=embeddings,
+             class_weights=weights)
+    write_hierarchy(fashion_tree(), tmp_path / "tree.txt")
+    assert main(["evaluate", "--predictions", str(tmp_path / "m.npz"), "--hierarchy", str(tmp_path / "tree.txt"),
+                 "--projections", "pca", "--out", str(tmp_path / "eval")]) == 0
+    at = page(app(tmp_path / "eval", monkeypatch).run(), "geometry")
+    assert any(i.value == "m: no tree recovered from its class vectors — a class vector is zero." for i in at.info)
+    assert not [d for d in at.dataframe if d.key == "geometry_agreement"]
+    assert "geometry_angles" in figures(at)  # the rest of the page is drawn
+
+
 def test_an_empty_folder_gives_a_clear_message(tmp_path, monkeypatch):
     at = app(tmp_path, monkeypatch).run()
     assert not at.exception

@@ -199,3 +199,15 @@ def shows_problems() -> Iterator[None]:
         yield
     except HsevalError as exc:
         st.error(str(exc), icon="⚠️")
+
+
+def agreement_table(runs: Sequence[RunResult], *, key: str) -> None:
+    """The table of the trees recovered from the class vectors of ``runs`` (:func:`tables.tree_agreement`),
+    after a line for each run whose tree could not be recovered, with the reason its evaluation recorded."""
+    for run in runs:
+        skipped = ((run.metrics.get("geometry") or {}).get("tree_agreement") or {}).get("skipped")
+        if skipped:
+            st.info(f"{markdown(run.name)}: no tree recovered from its class vectors — {markdown(skipped)}.")
+    agreement = tables.tree_agreement({r.name: r.metrics for r in runs})
+    if not agreement.empty:
+        st.dataframe(agreement, hide_index=True, key=key, column_config=table_config(agreement))

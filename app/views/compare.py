@@ -9,7 +9,7 @@ import streamlit as st
 
 from hseval.app import loading, tables
 from hseval.app.state import PageContext, context
-from hseval.app.views.common import chart, pick_run, shows_problems, table_config
+from hseval.app.views.common import agreement_table, chart, pick_run, shows_problems
 from hseval.io.results import RunResult
 from hseval.reporting import charts
 from hseval.reporting.escape import markdown
@@ -89,8 +89,7 @@ def _geometry(runs: list[RunResult], ctx: PageContext) -> None:
             st.info(f"{run.name}: {run.metrics['geometry']['skipped']}")
     if not kept:
         return
-    agreement = tables.tree_agreement({r.name: r.metrics for r in kept})
-    st.dataframe(agreement, hide_index=True, key="compare_agreement", column_config=table_config(agreement))
+    agreement_table(kept, key="compare_agreement")
     with shows_problems():
         geometry = concat_runs([(r.name, r.geometry) for r in kept])
         left, right = st.columns(2)

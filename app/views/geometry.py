@@ -8,7 +8,16 @@ import streamlit as st
 
 from hseval.app import tables
 from hseval.app.state import PageContext, context
-from hseval.app.views.common import chart, needs_runs, paged_table, pick_node, pick_run, shows_problems, table_config
+from hseval.app.views.common import (
+    agreement_table,
+    chart,
+    needs_runs,
+    paged_table,
+    pick_node,
+    pick_run,
+    shows_problems,
+    table_config,
+)
 from hseval.io.results import RunResult
 from hseval.reporting import charts
 from hseval.reporting.columns import not_available
@@ -76,8 +85,7 @@ def render(ctx: PageContext) -> None:
                "correlation and Rand indices per level (1 = identical)." + (
                    " Clustering takes memory quadratic in the classes, so a sample of the classes drawn with a "
                    f"fixed seed was clustered ({'; '.join(sampled)} classes)." if sampled else ""))
-    agreement = tables.tree_agreement(metrics)
-    st.dataframe(agreement, hide_index=True, key="geometry_agreement", column_config=table_config(agreement))
+    agreement_table(runs, key="geometry_agreement")
     with st.expander("Per-depth summary"):
         depths = tables.depth_summary(metrics)
         st.dataframe(depths, hide_index=True, key="geometry_depths", column_config=table_config(depths))
