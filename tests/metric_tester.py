@@ -180,6 +180,19 @@ def _brute_levels(data, against_prediction):
     return out
 
 
+def _brute_paths(data, consistent):
+    """The share of samples whose own level predictions (at the levels the truth, or the predicted
+    class for ``consistent``, reaches) are the truth's (and the predicted class is right) or the
+    predicted class's ancestors."""
+    tree, nodes = data["tree"], _level_nodes(data)
+    hits = []
+    for i, (t, p) in enumerate(zip(data["target"], argmax(data))):
+        along = path(tree, p if consistent else t)
+        ok = all(nodes[k][i] == along[k - 1] for k in nodes if len(along) >= k)
+        hits.append(ok if consistent else ok and p == t)
+    return np.mean(hits) if hits else np.nan
+
+
 def _sk_topk(data, k):
     if data["ties"]:  # scikit-learn does not say how it breaks ties: the stable sort's top k
         return np.mean([t in row for t, row in zip(data["target"], stable_topk(data["scores"], k))])
@@ -230,6 +243,8 @@ METRICS = {
         lambda d: _brute_levels(d, against_prediction=True),
         lambda d: by_level(level_agreement(level_predictions_from_logits(d["level_logits"], d["tree"]), argmax(d),
                                            d["target"], d["tree"])), None),
+    "full_path_accuracy": (lambda d: _brute_paths(d, consistent=False), None, None),
+    "consistency": (lambda d: _brute_paths(d, consistent=True), None, None),
     "mistake_severity": (_brute_severity, lambda d: _mistakes(d, "mistake_severity"), None),
     **{f"{kind}_hdist@{k}": (lambda d, k=k, i=i: _brute_distances(d, k)[i],
                              lambda d, key=f"{kind}_hdist@{k}": _mistakes(d, key), None)
@@ -258,7 +273,7 @@ def streamed(metrics, key):
 def reported(data, key):
     """Whether ``compute`` reports ``key`` for ``data``: every metric asked for (a k ≥ |L| too, as
     "all classes"), but level scores on a tree without super-class levels."""
-    if key in ("superclass_acc_from_levels", "level_agreement"):
+    if key in ("superclass_acc_from_levels", "level_agreement", "full_path_accuracy", "consistency"):
         return data["tree"].max_depth > 1
     return True
 

@@ -11,6 +11,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from hseval.core.errors import ConfigError
+from hseval.metrics import HierarchicalMetrics
 from hseval.metrics.curves import CURVE_METRICS, OperatingCurves, area_under, curve_summary, recall_at
 from hseval.metrics.decisions import DEFAULT_RULES, decode, optimal_metrics, rule
 from hseval.metrics.node_metrics import NODE_METRICS, compare, node_metric
@@ -205,3 +206,43 @@ def test_summaries_follow_valmadres_integral_and_intercept():
     assert summary["depth_recall_at_90"] == 0.5 and summary["depth_recall_at_95"] == 0.0
     assert area_under([0.5, 0.2], [0.5, 0.9]) == pytest.approx(0.2 * 0.9 + 0.3 * 0.5)
     assert recall_at([0.95, 0.97], [0.3, 0.2], 0.95) == 0.3
+
+
+# ---------------------------------------------------------------------- streamed
+@pytest.mark.parametrize("tree", [appendix_a(), unbalanced()], ids=["appendix_a", "unbalanced"])
+def test_streamed_decisions_are_the_means_of_the_samples_metrics(tree):
+    rng = np.random.default_rng(3)
+    logits = rng.normal(size=(90, tree.num_leaves)) * 2
+    targets = rng.integers(0, tree.num_leaves, 90)
+    rules = ["leaf", "top-down", "crm", "threshold:0.7", "info-threshold:0.3", "plurality", "optimal:hf:2"]
+    whole = HierarchicalMetrics(tree, rules=rules)
+    halves = HierarchicalMetrics(tree, rules=rules), HierarchicalMetrics(tree, rules=rules)
+    for lo, hi in ((0, 7), (7, 50), (50, 90)):
+        whole.update(logits[lo:hi], targets[lo:hi])
+        halves[lo >= 50].update(logits[lo:hi], targets[lo:hi])
+    merged = halves[0].merge(halves[1]).compute()["decisions"]
+    got = whole.compute()["decisions"]
+    probs = np.exp(logits - logits.max(1, keepdims=True))
+    probs /= probs.sum(1, keepdims=True)
+    layout = layout_of(tree)
+    for name in rules:
+        comparison = compare(layout, decode(probs, tree, name), targets)
+        for metric in [*NODE_METRICS, "hf:2"]:
+            values = node_metric(metric).value(comparison)
+            if metric == "mistake_severity":
+                values = values[~comparison.correct]
+            assert got[name][metric] == pytest.approx(values.mean(), abs=1e-12, nan_ok=True), (name, metric)
+            assert merged[name][metric] == pytest.approx(got[name][metric], abs=1e-12, nan_ok=True)
+
+
+def test_predicted_classes_alone_give_the_leaf_rule_and_say_why_not_the_others():
+    tree = appendix_a()
+    metrics = HierarchicalMetrics(tree, rules=["leaf", "threshold:0.5"])
+    metrics.update_labels(np.array([0, 2, 3]), np.array([0, 3, 3]))
+    result = metrics.compute()
+    assert result["decisions"]["leaf"]["exact"] == pytest.approx(2 / 3)
+    assert result["decisions"]["leaf"]["mistake_severity"] == 1.0
+    assert np.isnan(result["decisions"]["threshold:0.5"]["correct"])
+    assert "no probabilities" in result["unavailable"]["decisions.threshold:0.5"]
+    with pytest.raises(ValueError, match="same decoding rules"):
+        metrics.merge(HierarchicalMetrics(tree, rules=["leaf"]))

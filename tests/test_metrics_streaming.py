@@ -25,6 +25,8 @@ from hseval.metrics.streaming import NO_LEVEL_SCORES, NO_SCORES
 from tests.helpers import appendix_a, examples, fashion_tree, flat_tree, trees, unbalanced
 from tests.metric_tester import KS, METRICS, argmax, check_metric, close, feed, make_data, softmax, streamed
 
+RULES = ("leaf", "threshold:0.5", "plurality", "optimal:hf1")
+"""Decoding rules whose sums the processes add up too."""
 TREES = {"appendix_a": appendix_a, "fashion": fashion_tree, "unbalanced": unbalanced, "flat": lambda: flat_tree(4)}
 
 
@@ -195,7 +197,8 @@ def _distributed_part(rank: int, world: int, store: str, out: str) -> None:
     try:
         data = make_data(unbalanced(), seed=11, ties=True)
         bounds = [0, 61, len(data["target"])]
-        metrics = feed(data, lo=bounds[rank], hi=bounds[rank + 1], sizes=(7,))
+        metrics = feed(data, lo=bounds[rank], hi=bounds[rank + 1], sizes=(7,),
+                       metrics=HierarchicalMetrics(data["tree"], topk=KS, rules=RULES))
         result = metrics.compute()
         assert json.dumps(metrics.compute()) == json.dumps(result)  # compute does not change the local state
         local = feed(data, lo=bounds[rank], hi=bounds[rank + 1], sizes=(7,),
@@ -219,6 +222,9 @@ def test_compute_all_reduces_across_two_gloo_processes(tmp_path):
                for rank in range(2)]
     errors = [w.communicate(timeout=120)[1] for w in workers]
     assert [w.returncode for w in workers] == [0, 0], errors
-    whole = json.loads(json.dumps(feed(make_data(unbalanced(), seed=11, ties=True)).compute()))
+    data = make_data(unbalanced(), seed=11, ties=True)
+    whole = feed(data, metrics=HierarchicalMetrics(data["tree"], topk=KS, rules=RULES)).compute()
+    whole = json.loads(json.dumps(whole))
+    assert set(whole["decisions"]) == set(RULES)
     for rank in range(2):
         close(json.loads((tmp_path / f"result.{rank}").read_text()), whole)

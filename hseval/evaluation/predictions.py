@@ -32,6 +32,7 @@ from hseval.evaluation.stages import (
 from hseval.evaluation.writer import Index, evaluation_folder, folder_name, write_evaluation
 from hseval.io.prediction_format import Predictions, read_class_list, read_predictions
 from hseval.metrics.geometry import vectors_from
+from hseval.metrics.nodes import softmax
 from hseval.tree import read_hierarchy
 
 __all__ = ["evaluate_predictions"]
@@ -91,20 +92,12 @@ def evaluate_predictions(file: str | Path, out_dir: str | Path, *, hierarchy: st
     return entry
 
 
-def _softmax(logits: np.ndarray) -> np.ndarray:
-    """scipy.special.softmax(logits, axis=1), the same values, without its temporaries."""
-    out = logits - logits.max(axis=1, keepdims=True)
-    np.exp(out, out=out)
-    out /= out.sum(axis=1, keepdims=True)
-    return out
-
-
 def _one_pass(preds: Predictions, tree, sample: np.ndarray) -> tuple[ScoreAccumulator, np.ndarray, np.ndarray | None,
                                                                       np.ndarray | None]:
     """The file's scores (or labels), level scores and embeddings, read together in blocks of rows:
     (the scores' metrics, each row's largest score, the embeddings' norms and the embeddings of the
     sample; None without embeddings)."""
-    scores = ScoreAccumulator(tree, softmax=_softmax if preds.kind == "logits" else None)
+    scores = ScoreAccumulator(tree, softmax=softmax if preds.kind == "logits" else None)
     rows = min(_BATCH, block_rows(tree.num_leaves))
     embeddings = None if preds.embeddings is None else preds.embeddings.blocks(rows)
     if preds.kind == "labels":

@@ -308,3 +308,32 @@ METRICS.add("own super-class scores", Metric(
     update=lambda batch: {"level_counts": _levels_update(batch.levels, batch.top[:, 0], batch.targets,
                                                          batch.hierarchy)},
     compute=_levels_sums, needs="levels", crm=False))
+
+
+def _paths_update(levels: Mapping[int, np.ndarray], pred_leaf: np.ndarray, target: np.ndarray,
+                  hierarchy: Hierarchy) -> np.ndarray:
+    """(2,) int64: the samples whose every own level prediction (where the true class reaches the
+    level) and predicted class are right, and those whose own level predictions lie on the path of
+    the predicted class (at the levels that class reaches)."""
+    full, consistent = pred_leaf == target, np.ones(len(target), bool)
+    for k, nodes in levels.items():
+        truth, above = hierarchy.ancestor_at_depth(target, k), hierarchy.ancestor_at_depth(pred_leaf, k)
+        full &= (truth < 0) | (nodes == truth)
+        consistent &= (above < 0) | (nodes == above)
+    return np.array([full.sum(), consistent.sum()], np.int64)
+
+
+METRICS.add("paths of the own scores", Metric(
+    keys={"full_path_accuracy": Key(
+              "full-path accuracy", "Share of samples whose predicted class and every own super-class prediction "
+              "(at the levels the true class reaches) are right: every level at once (Park et al., ICLR 2025); "
+              "n/a for a head without own super-class scores."),
+          "consistency": Key(
+              "consistency", "Share of samples whose own super-class predictions lie on the path of the predicted "
+              "class (at the levels it reaches): the levels tell one story (Park et al., ICLR 2025).")},
+    state=lambda hierarchy, num_ks, n_bins: {"path_counts": np.zeros(2, np.int64)},
+    update=lambda batch: {"path_counts": _paths_update(batch.levels, batch.top[:, 0], batch.targets,
+                                                       batch.hierarchy)},
+    compute=lambda sums: dict(zip(("full_path_accuracy", "consistency"),
+                                  (_checks.ratio(c, sums.n) for c in sums.state["path_counts"]))),
+    needs="levels", crm=False))

@@ -35,10 +35,18 @@ import scipy.sparse as sp
 
 from hseval.tree.hierarchy import Hierarchy
 
-__all__ = ["NodeLayout", "NodeBlock", "layout_of", "node_probabilities", "NONE"]
+__all__ = ["NodeLayout", "NodeBlock", "layout_of", "node_probabilities", "softmax", "NONE"]
 
 NONE = np.iinfo(np.int64).max
 """The node of a column that holds no node (a family's second class, when ties are broken)."""
+
+
+def softmax(logits: np.ndarray) -> np.ndarray:
+    """scipy.special.softmax(logits, axis=1) of (B, |L|) float64 logits, the same values, without its temporaries."""
+    out = logits - logits.max(axis=1, keepdims=True)
+    np.exp(out, out=out)
+    out /= out.sum(axis=1, keepdims=True)
+    return out
 
 
 @functools.lru_cache(maxsize=8)

@@ -29,7 +29,9 @@ from hseval.core.arguments import Array, Positive, checked
 from hseval.metrics import _checks, _distributed, statistics
 from hseval.metrics.accuracy import _per_node_compute, _topk
 from hseval.metrics.confusion import SparseConfusion
+from hseval.metrics.decision_metrics import DecisionMetrics
 from hseval.metrics.levels import _check_superclass_levels, _level_scores_update
+from hseval.metrics.nodes import NodeBlock, softmax
 from hseval.tree.hierarchy import Hierarchy
 
 __all__ = ["HierarchicalMetrics", "NO_SCORES", "NO_LEVEL_SCORES"]
@@ -60,6 +62,11 @@ class HierarchicalMetrics:
         Under ``torch.distributed``, :meth:`compute` adds every process's state first (each
         process must then call it); False computes this process's samples alone, e.g. on the one
         rank that evaluates during training.
+    rules : sequence of str, default ()
+        Decoding rules (:mod:`hseval.metrics.decisions`: ``"leaf"``, ``"threshold:0.5"``,
+        ``"optimal:hf1"`` ...) whose node predictions are scored by every metric of
+        :mod:`hseval.metrics.node_metrics`; :meth:`compute` gives them as "decisions". The
+        probabilities are the softmax of the logits (or the probabilities given).
 
     Raises
     ------
@@ -67,6 +74,8 @@ class HierarchicalMetrics:
         If ``hierarchy`` is not a :class:`~hseval.tree.hierarchy.Hierarchy`, ``topk`` is not a
         collection of integers of at least 1, ``n_bins`` not an integer of at least 1, ``scores``
         neither "logits" nor "probs", or ``sync_on_compute`` not a bool; the message names the argument.
+    ConfigError
+        If a rule is unknown, or its threshold or metric is not one a rule takes.
 
     Examples
     --------
@@ -90,13 +99,15 @@ class HierarchicalMetrics:
 
     @checked
     def __init__(self, hierarchy: Hierarchy, *, topk: Sequence[Positive] = (1, 5), n_bins: Positive = 15,
-                 scores: Literal["logits", "probs"] = "logits", sync_on_compute: bool = True) -> None:
+                 scores: Literal["logits", "probs"] = "logits", sync_on_compute: bool = True,
+                 rules: Sequence[str] = ()) -> None:
         ks = sorted({1, *topk})
         self.hierarchy = hierarchy
         self.ks = tuple(ks)
         self.n_bins = n_bins
         self.scores = scores
         self.sync_on_compute = sync_on_compute
+        self.decisions = DecisionMetrics(hierarchy, rules) if rules else None
         self._kept = min(max(ks), hierarchy.num_leaves)
         self._capped = tuple(min(k, hierarchy.num_leaves) for k in ks)
         self.reset()
@@ -104,6 +115,8 @@ class HierarchicalMetrics:
     def reset(self) -> None:
         """Forget every sample."""
         self._state = statistics.state_zeros(self.hierarchy, len(self.ks), self.n_bins)  # added over batches
+        if self.decisions is not None:
+            self._state.update(self.decisions.zeros())
         self._confusion = SparseConfusion(self.hierarchy.num_leaves)
         self._levels: tuple[int, ...] | None = None  # the levels given level scores
         self._mode: str | None = None                # "scores" or "labels", fixed by the first batch
@@ -178,6 +191,9 @@ class HierarchicalMetrics:
         top = _topk(scores, self._kept)
         self._accumulate(statistics.batch_update(top, targets, tree, self._capped, levels=levels, scores=scores,
                                                  logits=self.scores == "logits", n_bins=self.n_bins))
+        if self.decisions is not None:
+            probs = softmax(scores) if self.scores == "logits" else scores
+            self._accumulate(self.decisions.update(NodeBlock(self.decisions.layout, probs), targets)[0])
         return top
 
     @checked
@@ -212,6 +228,8 @@ class HierarchicalMetrics:
             _check_superclass_levels(levels, tree)
         self._set_mode("labels", None if levels is None else tuple(sorted(levels)))
         self._accumulate(statistics.batch_update(pred[:, None], targets, tree, self._capped, levels=levels))
+        if self.decisions is not None:
+            self._accumulate(self.decisions.update_labels(pred, targets)[0])
 
     def _accumulate(self, statistics: dict[str, Any]) -> None:
         for name, value in statistics.items():
@@ -246,6 +264,8 @@ class HierarchicalMetrics:
         if not _same_tree(self.hierarchy, other.hierarchy) or (self.ks, self.n_bins, self.scores) != \
                 (other.ks, other.n_bins, other.scores):
             raise ValueError("can only merge metrics of the same tree with the same topk, n_bins and scores")
+        if self.decisions is not None or other.decisions is not None:
+            (self.decisions or other.decisions).check_same(other.decisions if self.decisions else self.decisions)
         if other._mode is not None:
             self._set_mode(other._mode, other._levels)
         other._confusion.consolidate()
@@ -261,7 +281,8 @@ class HierarchicalMetrics:
                                              mode=self._mode, levels=self._levels)
         if reduced is None:
             return self
-        out = HierarchicalMetrics(self.hierarchy, topk=self.ks, n_bins=self.n_bins, scores=self.scores)
+        out = HierarchicalMetrics(self.hierarchy, topk=self.ks, n_bins=self.n_bins, scores=self.scores,
+                                  rules=self.decisions.names if self.decisions else ())
         out._state, pairs, out._mode, out._levels = reduced
         for keys, counts in pairs:
             out._confusion.add_keys(keys, counts)
@@ -370,6 +391,10 @@ class HierarchicalMetrics:
         shown = [i for i, k in enumerate(state.ks) if f"top{k}" not in unavailable]
         out = statistics.state_compute(state._state, state._confusion.pairs(), state.hierarchy, state.ks, shown=shown,
                                        levels=state._levels, scored=state._mode != "labels")
+        if self.decisions is not None:
+            out["decisions"], why = self.decisions.compute(state._state, out["samples"],
+                                                           labels_only=state._mode == "labels")
+            unavailable.update({f"decisions.{key}": reason for key, reason in why.items()})
         return {**out, "unavailable": {**out["unavailable"], **unavailable}}
 
 
