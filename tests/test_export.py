@@ -19,7 +19,7 @@ import pytest
 
 from hseval.cli.main import main
 from hseval.core.errors import HsevalWarning
-from hseval.evaluation.stages import EvaluationContent
+from hseval.evaluation.stages import EvaluationContent, ScoreAccumulator, decisions_stage
 from hseval.evaluation.writer import evaluation_folder, write_evaluation
 from hseval.io import evaluation_format as eval_format
 from hseval.io import folders as ownership
@@ -64,15 +64,20 @@ def write_evaluated_run(folder: Path, tree: Hierarchy, *, samples: int = 12, dim
     node_vectors = rng.normal(size=(P, dim)).astype(np.float32) if vectors and dim else np.zeros((0, 0), np.float32)
     metrics = {"top1": float((topk[:, 0] == targets).mean()) if samples else 0.0, "head": "riemann",
                "dataset": "toy", "samples": samples, "hierarchy": tree.to_dict()}
+    content = EvaluationContent(folder.name, "elsewhere", {}, tree, metrics={**metrics, "unavailable": {}}, tables={
+        eval_format.PER_NODE: per_node, eval_format.GEOMETRY: geometry, eval_format.PAIRS: pairs,
+        eval_format.PROJECTIONS: projections}, arrays={
+        eval_format.EMBEDDINGS: {"embeddings": emb, "labels": targets, "predictions": topk[:, 0],
+                                 "indices": np.arange(samples), "node_vectors": node_vectors},
+        eval_format.PREDICTIONS: {"targets": targets, "topk": topk,
+                                  "levels": np.full((samples, tree.max_depth - 1), -1, np.int64),
+                                  "indices": np.arange(samples)}})
+    scores = ScoreAccumulator(tree, softmax=None, rules=["leaf"])  # the classes' decisions, as evaluate has them
+    if samples:
+        scores.update_labels(topk[:, 0], targets)
+    decisions_stage(content, scores, probabilities="given")
     with evaluation_folder(folder.parent, inputs=[], names=[folder.name]) as root:
-        write_evaluation(root, EvaluationContent(folder.name, "elsewhere", {}, tree, metrics=metrics, tables={
-            eval_format.PER_NODE: per_node, eval_format.GEOMETRY: geometry, eval_format.PAIRS: pairs,
-            eval_format.PROJECTIONS: projections}, arrays={
-            eval_format.EMBEDDINGS: {"embeddings": emb, "labels": targets, "predictions": topk[:, 0],
-                                     "indices": np.arange(samples), "node_vectors": node_vectors},
-            eval_format.PREDICTIONS: {"targets": targets, "topk": topk,
-                                      "levels": np.full((samples, tree.max_depth - 1), -1, np.int64),
-                                      "indices": np.arange(samples)}}))
+        write_evaluation(root, content)
     return folder
 
 

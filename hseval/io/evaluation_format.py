@@ -13,8 +13,9 @@ without a word.
 
 Per run: ``metrics.json`` (:func:`metrics_record`), the tables of
 :data:`hseval.io.tables.EVALUATION_TABLES` (``per_node.csv``, ``geometry.csv``, ``pair_angles.csv``,
-``projections.csv``), ``embeddings.npz`` and ``predictions.npz`` (:data:`ARRAYS`). In the folder
-of all runs: ``index.json`` (:class:`IndexRecord`).
+``projections.csv``) and of :data:`hseval.io.decision_tables.DECISION_TABLES` (``decisions.csv``,
+``operating_curve.csv``), ``embeddings.npz`` and ``predictions.npz`` (:data:`ARRAYS`). In the
+folder of all runs: ``index.json`` (:class:`IndexRecord`).
 """
 
 from __future__ import annotations
@@ -22,7 +23,6 @@ from __future__ import annotations
 import functools
 import io
 import json
-import zipfile
 from collections.abc import Callable
 from pathlib import Path
 from typing import Annotated, Any, Literal
@@ -33,9 +33,10 @@ from pydantic import Field, StringConstraints, create_model, model_validator
 
 from hseval.core import fileio
 from hseval.core.errors import RunFormatError
+from hseval.io.decision_tables import DECISION_TABLES
+from hseval.io.evaluation_arrays import ARRAYS, EMBEDDINGS, PREDICTIONS, read_arrays
 from hseval.io.folders import EvaluationMarker, read_marker
 from hseval.io.records import (
-    INT_MAX,
     Count,
     Finite,
     HistoryEntry,
@@ -57,14 +58,15 @@ from hseval.io.tables import EVALUATION_TABLES, GROUPED, LEVELS, RERUN, SUMMARY,
 from hseval.metrics import statistics
 from hseval.tree.hierarchy import Hierarchy
 
-__all__ = ["SCHEMA_VERSION", "METRICS", "PER_NODE", "GEOMETRY", "PAIRS", "PROJECTIONS", "EMBEDDINGS", "PREDICTIONS",
+__all__ = ["SCHEMA_VERSION", "METRICS", "PER_NODE", "GEOMETRY", "PAIRS", "PROJECTIONS", "DECISIONS", "CURVES",
+           "EMBEDDINGS", "PREDICTIONS",
            "FILES", "TABLES", "ARRAYS", "metrics_record", "IndexRecord", "write_run", "read_metrics",
            "read_arrays", "sealed", "INDEX_FILE", "REPORT_FILES", "FOLDER_FILES", "write_index"]
 
-SCHEMA_VERSION = 3
-METRICS, EMBEDDINGS, PREDICTIONS, INDEX_FILE = "metrics.json", "embeddings.npz", "predictions.npz", "index.json"
-TABLES = EVALUATION_TABLES
-PER_NODE, GEOMETRY, PAIRS, PROJECTIONS = TABLES  # the file names, in the order of the tables
+SCHEMA_VERSION = 4
+METRICS, INDEX_FILE = "metrics.json", "index.json"
+TABLES = {**EVALUATION_TABLES, **DECISION_TABLES}
+PER_NODE, GEOMETRY, PAIRS, PROJECTIONS, DECISIONS, CURVES = TABLES  # the file names, in the order of the tables
 FILES = (METRICS, *TABLES, EMBEDDINGS, PREDICTIONS)
 REPORT_FILES = (SUMMARY.file, GROUPED.file, LEVELS.file, "superclass_accuracy.md", "significance.csv",
                 "paper_tables.md", "paper_tables.tex", "report.md", "report.html")
@@ -136,6 +138,17 @@ class Geometry(Record):
     tree_agreement: TreeAgreement | None = None
 
 
+class CurveSummary(Record):
+    """An operating curve's summaries (:func:`hseval.metrics.curves.curve_summary`)."""
+
+    auc_depth: Unit = Field(description="Area under correct against depth recall (Valmadre's AC(depth)).")
+    auc_info: Unit = Field(description="Area under correct against information recall (Valmadre's AC(info)).")
+    depth_recall_at_90: Unit = Field(description="The best depth recall with at least 90 % correct answers.")
+    depth_recall_at_95: Unit = Field(description="The best depth recall with at least 95 % correct answers.")
+    info_recall_at_90: Unit = Field(description="The best information recall with at least 90 % correct answers.")
+    info_recall_at_95: Unit = Field(description="The best information recall with at least 95 % correct answers.")
+
+
 class Source(Record):
     kind: Literal["run", "predictions"]
     path: str | None = None
@@ -179,6 +192,11 @@ class _Run(Record):
     train_seconds: NonNegative | None = None
     eval_seconds: NonNegative | None = None
     source: Source | None = None
+    probabilities: Literal["softmax", "given"] | None = _help(
+        "What the decisions read as the model's probabilities: the softmax of its logits, or the probabilities a "
+        "prediction file gave.")
+    operating_curve: dict[Literal["threshold", "info-threshold"], CurveSummary] | None = _help(
+        "The summaries of each operating curve of operating_curve.csv.")
 
     @model_validator(mode="after")
     def _levels_of_the_tree(self) -> _Run:
@@ -247,79 +265,6 @@ def read_metrics(path: Path, data: bytes) -> tuple[dict[str, Any], Hierarchy]:
     """``metrics.json`` as it reads (every value checked by :func:`metrics_record`) and the run's tree."""
     metrics = parse_json(data, where=path, hint=RERUN)
     return metrics, parse_record(metrics_record(), metrics, where=path, hint=RERUN).hierarchy.tree
-
-
-# ====================================================================== arrays
-ARRAYS: dict[str, dict[str, tuple[str, int]]] = {
-    EMBEDDINGS: {"embeddings": ("f", 2), "labels": ("iu", 1), "predictions": ("iu", 1), "indices": ("iu", 1),
-                 "node_vectors": ("f", 2)},
-    PREDICTIONS: {"targets": ("iu", 1), "topk": ("iu", 2), "levels": ("i", 2), "indices": ("iu", 1)},
-}
-"""Members of each .npz file: (dtype kinds, number of dimensions). predictions.npz's ``levels``
-(N, depth - 1) is the node each sample is predicted at each super-class level by the head's own
-scores (-1 in every row of a level the head does not score); its ``indices`` (N,) the position of
-each sample in the split the evaluation read (``--split``; ``0..N-1`` for the whole split, the
-drawn ones in their order for ``--subset``, the rows of a prediction file), so that a row joins
-the user's own data. embeddings.npz's ``indices`` are the sample's rows of predictions.npz."""
-
-
-def read_arrays(path: Path, data: bytes, tree: Hierarchy, samples: int) -> dict[str, np.ndarray]:
-    """An .npz of :data:`ARRAYS`, checked: members, types, shapes, and class indices in range."""
-    spec = ARRAYS[path.name]
-    try:
-        with np.load(io.BytesIO(data), allow_pickle=False) as archive:
-            missing = next((m for m in spec if m not in archive.files), None)
-            if missing is not None:
-                raise RunFormatError(f"{path}: no array '{missing}'; {RERUN}")
-            arrays = {m: archive[m] for m in spec}
-    except RunFormatError:
-        raise
-    except (OSError, ValueError, KeyError, EOFError, zipfile.BadZipFile) as exc:
-        raise RunFormatError(f"{path}: not a readable .npz archive ({type(exc).__name__}); {RERUN}") from None
-    for member, (kinds, ndim) in spec.items():
-        array = arrays[member]
-        if not isinstance(array, np.ndarray) or array.dtype.kind not in kinds or array.ndim != ndim:
-            raise RunFormatError(f"{path}: '{member}' must be a {ndim}-d array of "
-                                 f"{'floats' if kinds == 'f' else 'integers'}; {RERUN}")
-        if array.dtype.kind == "f" and not np.isfinite(array).all():
-            raise RunFormatError(f"{path}: '{member}' holds NaN or infinite values; {RERUN}")
-    for member in (m for m in ("labels", "predictions", "targets", "topk") if m in arrays):
-        values = arrays[member]
-        if values.size and (values.min() < 0 or values.max() >= tree.num_leaves):
-            raise RunFormatError(f"{path}: '{member}' holds class indices outside 0..{tree.num_leaves - 1}; {RERUN}")
-    first = arrays[next(iter(spec))]
-    lengths = {m: len(arrays[m]) for m in spec if m != "node_vectors"}
-    if len(set(lengths.values())) > 1:
-        raise RunFormatError(f"{path}: arrays of different lengths ({lengths}); {RERUN}")
-    if path.name == PREDICTIONS:
-        if len(first) != samples:
-            raise RunFormatError(f"{path}: {len(first)} samples but metrics.json says {samples}; {RERUN}")
-        _check_level_predictions(path, arrays["levels"], len(first), tree)
-        positions = arrays["indices"]
-        if len(positions) and (positions.min() < 0 or positions.max() > INT_MAX or (np.diff(positions) <= 0).any()):
-            raise RunFormatError(f"{path}: 'indices' must be increasing positions in the split (0 or more); {RERUN}")
-    else:
-        vectors = arrays["node_vectors"]
-        if vectors.size and (vectors.shape[0] != tree.num_nodes or vectors.shape[1] != arrays["embeddings"].shape[1]):
-            raise RunFormatError(f"{path}: 'node_vectors' has shape {vectors.shape}, expected ({tree.num_nodes}, "
-                                 f"{arrays['embeddings'].shape[1]}); {RERUN}")
-        if len(arrays["indices"]) and (arrays["indices"].min() < 0 or arrays["indices"].max() >= samples):
-            raise RunFormatError(f"{path}: 'indices' outside 0..{samples - 1}; {RERUN}")
-    return arrays
-
-
-def _check_level_predictions(path: Path, levels: np.ndarray, n: int, tree: Hierarchy) -> None:
-    if levels.shape != (n, max(tree.max_depth - 1, 0)):
-        raise RunFormatError(f"{path}: 'levels' has shape {levels.shape}, expected ({n}, {tree.max_depth - 1}): one "
-                             f"column per super-class level; {RERUN}")
-    for depth in range(1, tree.max_depth):
-        column = levels[:, depth - 1]
-        if (column == -1).all():
-            continue  # the head does not score this level
-        inside = (column >= 0) & (column < tree.num_nodes)
-        if not inside.all() or (tree.depth[column] != depth).any():
-            raise RunFormatError(f"{path}: 'levels' column {depth - 1} holds values that are not nodes of depth "
-                                 f"{depth}; {RERUN}")
 
 
 # ====================================================================== checksums and writing

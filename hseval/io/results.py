@@ -43,6 +43,15 @@ class RunResult:
     levels: np.ndarray = field(repr=False)
     """(N, depth - 1) node predicted at each super-class level by the head's own scores (-1: the
     head does not score that level)."""
+    decisions: pd.DataFrame = field(repr=False)
+    """decisions.csv: one row per decoding rule, one column per metric of node predictions."""
+    curves: pd.DataFrame = field(repr=False)
+    """operating_curve.csv: the operating curves of the threshold rules."""
+    decided: np.ndarray = field(repr=False)
+    """(N, rules) the node each rule of ``decisions`` chose for each sample (-1: the root)."""
+    depth_front: tuple[np.ndarray, np.ndarray] = field(repr=False)
+    """((N, max_depth + 1) probabilities, nodes): each sample's most probable node at each depth
+    (0 rows without probabilities)."""
 
     def embeddings(self) -> dict[str, np.ndarray]:
         """The sample of embeddings, its labels and predictions, and the node vectors (embeddings.npz)."""
@@ -94,10 +103,14 @@ def read_run(folder: Path) -> RunResult:
               for name, spec in fmt.TABLES.items()}
     arrays = fmt.read_arrays(folder / fmt.PREDICTIONS, data(fmt.PREDICTIONS), tree, metrics["samples"])
     fmt.read_arrays(folder / fmt.EMBEDDINGS, data(fmt.EMBEDDINGS), tree, metrics["samples"])  # checked, read on demand
+    if arrays["decisions"].shape[1] != len(tables[fmt.DECISIONS]):
+        raise RunFormatError(f"{folder / fmt.PREDICTIONS}: 'decisions' has {arrays['decisions'].shape[1]} columns for "
+                             f"the {len(tables[fmt.DECISIONS])} rules of {fmt.DECISIONS}; re-run 'hseval evaluate'")
     return RunResult(name=folder.name, path=folder, metrics=metrics, hierarchy=tree, per_node=tables[fmt.PER_NODE],
                      geometry=tables[fmt.GEOMETRY], pair_angles=tables[fmt.PAIRS],
                      projections=tables[fmt.PROJECTIONS], targets=arrays["targets"], topk=arrays["topk"],
-                     levels=arrays["levels"])
+                     levels=arrays["levels"], decisions=tables[fmt.DECISIONS], curves=tables[fmt.CURVES],
+                     decided=arrays["decisions"], depth_front=(arrays["depth_front"], arrays["depth_front_nodes"]))
 
 
 def load_evaluation(root: str | Path, *, strict: bool = False) -> Evaluation:

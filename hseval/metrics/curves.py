@@ -98,7 +98,8 @@ class OperatingCurves:
         thresholds, deltas = thresholds[order], deltas[order]
         last = np.r_[thresholds[1:] != thresholds[:-1], True] if len(thresholds) else np.zeros(0, bool)
         totals = self._start[rule] + np.cumsum(deltas, axis=0)[last] if len(thresholds) else np.zeros((0, 3))
-        values = np.vstack([self._start[rule], totals]) / self.samples
+        # means of values in [0, 1], summed as changes over many steps: rounding may carry them a few ulps out
+        values = np.clip(np.vstack([self._start[rule], totals]) / self.samples, 0.0, 1.0)
         taus = np.r_[1.0, thresholds[last]]
         keep = np.r_[True, (values[1:] != values[:-1]).any(axis=1)]
         return pd.DataFrame({"threshold": taus[keep], **{name: values[keep, k] for k, name in
@@ -112,7 +113,7 @@ def area_under(recall: Sequence[float], correct: Sequence[float]) -> float:
     order = np.argsort(recall, kind="stable")
     recall, correct = recall[order], correct[order]
     correct = np.maximum.accumulate(correct[::-1])[::-1]
-    return float(np.sum(np.diff(np.r_[0.0, recall]) * correct))
+    return float(min(1.0, np.sum(np.diff(np.r_[0.0, recall]) * correct)))  # at most 1 but for rounding
 
 
 def recall_at(correct: Sequence[float], recall: Sequence[float], level: float) -> float:

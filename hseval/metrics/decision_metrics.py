@@ -84,9 +84,3 @@ class DecisionMetrics:
                     why[f"{found.name}.{metric.name}"] = NO_MISTAKES if samples else "no samples were given"
             out[found.name] = row
         return out, why
-
-    def check_same(self, other: DecisionMetrics | None) -> None:
-        """Refuse to add up the sums of other rules."""
-        if other is None or other.names != self.names:
-            raise ValueError("can only merge metrics of the same decoding rules")
-

@@ -63,10 +63,8 @@ class HierarchicalMetrics:
         process must then call it); False computes this process's samples alone, e.g. on the one
         rank that evaluates during training.
     rules : sequence of str, default ()
-        Decoding rules (:mod:`hseval.metrics.decisions`: ``"leaf"``, ``"threshold:0.5"``,
-        ``"optimal:hf1"`` ...) whose node predictions are scored by every metric of
-        :mod:`hseval.metrics.node_metrics`; :meth:`compute` gives them as "decisions". The
-        probabilities are the softmax of the logits (or the probabilities given).
+        Decoding rules (:mod:`hseval.metrics.decisions`: "leaf", "threshold:0.5", "optimal:hf1" ...)
+        of the probabilities, each scored by :mod:`hseval.metrics.node_metrics` ("decisions").
 
     Raises
     ------
@@ -75,7 +73,7 @@ class HierarchicalMetrics:
         collection of integers of at least 1, ``n_bins`` not an integer of at least 1, ``scores``
         neither "logits" nor "probs", or ``sync_on_compute`` not a bool; the message names the argument.
     ConfigError
-        If a rule is unknown, or its threshold or metric is not one a rule takes.
+        If a rule is unknown, or takes no such threshold or metric.
 
     Examples
     --------
@@ -264,8 +262,8 @@ class HierarchicalMetrics:
         if not _same_tree(self.hierarchy, other.hierarchy) or (self.ks, self.n_bins, self.scores) != \
                 (other.ks, other.n_bins, other.scores):
             raise ValueError("can only merge metrics of the same tree with the same topk, n_bins and scores")
-        if self.decisions is not None or other.decisions is not None:
-            (self.decisions or other.decisions).check_same(other.decisions if self.decisions else self.decisions)
+        if (self.decisions.names if self.decisions else []) != (other.decisions.names if other.decisions else []):
+            raise ValueError("can only merge metrics of the same decoding rules")
         if other._mode is not None:
             self._set_mode(other._mode, other._levels)
         other._confusion.consolidate()
@@ -289,13 +287,8 @@ class HierarchicalMetrics:
         return out
 
     def pairs(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-        """The leaf confusion counts: (targets, predictions, counts), one entry per distinct pair.
-
-        Returns
-        -------
-        targets, predictions, counts : (M,) ndarray of int64
-            The M distinct (true class, predicted class) pairs seen, sorted, and how often each was.
-        """
+        """The leaf confusion counts: (targets, predictions, counts), (M,) int64 each: the M
+        distinct (true class, predicted class) pairs seen, sorted, and how often each was."""
         pairs = self._confusion.pairs()
         return pairs.target, pairs.pred, pairs.count.copy()
 
@@ -396,7 +389,6 @@ class HierarchicalMetrics:
                                                            labels_only=state._mode == "labels")
             unavailable.update({f"decisions.{key}": reason for key, reason in why.items()})
         return {**out, "unavailable": {**out["unavailable"], **unavailable}}
-
 
 
 def _same_tree(a: Hierarchy, b: Hierarchy) -> bool:
