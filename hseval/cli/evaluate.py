@@ -17,6 +17,21 @@ def _methods(text: str) -> list[str]:
     return [m.strip() for m in text.split(",") if m.strip()] if text.strip().lower() != "none" else []
 
 
+def _rules(text: str | None) -> dict[str, tuple[str, ...]]:
+    """``--rules``, each checked before any work ({} when not given: the default rules)."""
+    if text is None:
+        return {}
+    from hseval.metrics.decisions import rules  # numpy only
+
+    names = [r.strip() for r in text.split(",") if r.strip()]
+    if not names:
+        raise ConfigError("--rules: give at least one decoding rule, e.g. --rules leaf,threshold:0.5,optimal:hf1")
+    try:
+        return {"rules": tuple(r.name for r in rules(names))}
+    except ConfigError as exc:
+        raise ConfigError(f"--rules: {exc}") from None
+
+
 def cmd_evaluate(args: argparse.Namespace) -> int:
     if args.predictions is not None:
         from hseval.evaluation.predictions import evaluate_predictions  # numpy and scikit-learn: no torch
@@ -30,7 +45,8 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
                               "against")
         entry = evaluate_predictions(args.predictions, args.out, hierarchy=args.hierarchy, classes=args.classes,
                                      name=args.name, dataset=args.dataset, head=args.head, scores=args.scores,
-                                     projections=_methods(args.projections), max_points=args.max_points)
+                                     projections=_methods(args.projections), max_points=args.max_points,
+                                     **_rules(args.rules))
         print(f"evaluated {args.predictions} as {entry['run']!r} into {args.out}; next: hseval report {args.out}")
         return 0
     if not args.runs:
@@ -40,7 +56,8 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
     from hseval.evaluation.runs import evaluate_runs  # torch and the datasets: for run folders only
     given = {option: getattr(args, option) for option in RUN_OPTIONS if option != "quiet"}
     entries = evaluate_runs(args.runs, args.out, projections=_methods(args.projections), max_points=args.max_points,
-                            progress=not args.quiet, **{k: v for k, v in given.items() if v is not None})
+                            progress=not args.quiet, **{k: v for k, v in given.items() if v is not None},
+                            **_rules(args.rules))
     print(f"evaluated {len(entries)} run(s) into {args.out}; next: hseval report {args.out}")
     return 0
 
@@ -73,6 +90,11 @@ def register(commands: argparse._SubParsersAction) -> None:
     evaluate.add_argument("--projections", default="pca,tsne", help="comma-separated from pca,tsne,umap, or none "
                                                                    "(default: pca,tsne)")
     evaluate.add_argument("--max-points", type=int, default=5000, help="samples kept for projections (default 5000)")
+    evaluate.add_argument("--rules", metavar="RULE,...", help="the decoding rules of decisions.csv, comma-separated: "
+                          "leaf, top-down, crm, plurality, threshold:T, info-threshold:T (T in [0, 1]), "
+                          "optimal:METRIC (correct, exact, depth_precision, depth_recall, info_precision, info_recall, "
+                          "hf1, hf:BETA, tree_distance, wu_palmer); default: the first four, threshold:0.5, "
+                          "info-threshold:0.5 and optimal: of every metric. The operating curves are always written")
     runs = evaluate.add_argument_group("run folders only (their forward pass)")
     runs.add_argument("--data-root", help="dataset folder (default: where the run was trained)")
     runs.add_argument("--split", help="train, val or test (default: test); val: the validation split a run held "

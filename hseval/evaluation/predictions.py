@@ -31,6 +31,8 @@ from hseval.evaluation.stages import (
 )
 from hseval.evaluation.writer import Index, evaluation_folder, folder_name, write_evaluation
 from hseval.io.prediction_format import Predictions, read_class_list, read_predictions
+from hseval.metrics.decisions import DEFAULT_RULES
+from hseval.metrics.decisions import rules as decoding_rules
 from hseval.metrics.geometry import vectors_from
 from hseval.metrics.nodes import softmax
 from hseval.tree import read_hierarchy
@@ -44,27 +46,31 @@ _BATCH = 8192
 def evaluate_predictions(file: str | Path, out_dir: str | Path, *, hierarchy: str | Path,
                          classes: str | Path | None = None, name: str | None = None, dataset: str | None = None,
                          head: str | None = None, scores: str | None = None, projections: list[str] = ("pca",),
-                         max_points: int = 5000, seed: int = 0, log=print) -> dict[str, Any]:
+                         max_points: int = 5000, seed: int = 0, rules: tuple[str, ...] = DEFAULT_RULES,
+                         log=print) -> dict[str, Any]:
     """Evaluate a prediction file (:mod:`hseval.io.prediction_format`: a model trained anywhere) into
     ``out_dir / name``, beside hseval's own runs; returns its index entry.
 
     Every metric the file allows is computed; each one it does not allow is listed in
     ``metrics.json``'s ``unavailable`` with the reason, which the report and the dashboard show.
-    ``scores`` ("logits" or "probs"): what a CSV's ``score_<i>`` columns hold."""
+    ``scores`` ("logits" or "probs"): what a CSV's ``score_<i>`` columns hold; ``rules``: the
+    decoding rules of decisions.csv (:mod:`hseval.metrics.decisions`)."""
     file, out_dir = Path(file), Path(out_dir)
     source = str(file.resolve())
     name = folder_name(name if name is not None else file.stem, out_dir, source)
     check_sample_options(projections, max_points)
+    decoding_rules(rules)  # an unknown rule: refused before any work
     root = evaluation_folder(out_dir, inputs=[p for p in (file, hierarchy, classes) if p is not None], names=[name])
     tree = read_hierarchy(hierarchy)
     preds = read_predictions(file, tree, classes=None if classes is None else read_class_list(classes, tree),
                              scores=scores)
     evaluation = EvaluationContent(name, source, fileio.json_ready({"sha256": preds.sha256, "hierarchy": tree.to_dict(),
                                                              "projections": list(projections),
-                                                             "max_points": max_points, "seed": seed}), tree)
+                                                             "max_points": max_points, "seed": seed,
+                                                             "rules": list(rules)}), tree)
     log(f"evaluating {file} ({len(preds.targets)} samples; {', '.join(preds.members)}) -> {out_dir / name}")
     sample = stratified_subset(preds.targets, max_points, seed=seed)
-    scored, max_logits, feature_norms, embeddings = _one_pass(preds, tree, sample)
+    scored, max_logits, feature_norms, embeddings = _one_pass(preds, tree, sample, rules)
     scores_stage(evaluation, scored, indices=np.arange(len(preds.targets)),  # the file's rows
                  no_level_scores=MISSING.format("level_scores_<k> arrays (the model's own super-class scores)"))
     evaluation.describe(head=head or "external", backbone=None, dataset=dataset or "external", split="test",
@@ -92,12 +98,12 @@ def evaluate_predictions(file: str | Path, out_dir: str | Path, *, hierarchy: st
     return entry
 
 
-def _one_pass(preds: Predictions, tree, sample: np.ndarray) -> tuple[ScoreAccumulator, np.ndarray, np.ndarray | None,
-                                                                      np.ndarray | None]:
+def _one_pass(preds: Predictions, tree, sample: np.ndarray, rules: tuple[str, ...]
+              ) -> tuple[ScoreAccumulator, np.ndarray, np.ndarray | None, np.ndarray | None]:
     """The file's scores (or labels), level scores and embeddings, read together in blocks of rows:
     (the scores' metrics, each row's largest score, the embeddings' norms and the embeddings of the
     sample; None without embeddings)."""
-    scores = ScoreAccumulator(tree, softmax=softmax if preds.kind == "logits" else None)
+    scores = ScoreAccumulator(tree, softmax=softmax if preds.kind == "logits" else None, rules=rules)
     rows = min(_BATCH, block_rows(tree.num_leaves))
     embeddings = None if preds.embeddings is None else preds.embeddings.blocks(rows)
     if preds.kind == "labels":

@@ -53,6 +53,8 @@ from hseval.evaluation.writer import (
 )
 from hseval.io.output import OutputFolder
 from hseval.io.run_format import META_FILE, Run, is_run_dir, load_run
+from hseval.metrics.decisions import DEFAULT_RULES
+from hseval.metrics.decisions import rules as decoding_rules
 from hseval.metrics.geometry import node_vectors
 from hseval.nn import radius_guard
 
@@ -142,6 +144,7 @@ class EvalOptions:
     device, batch_size : where and in what batches the embeddings are computed.
     seed : the sample's and the projections' seed.
     progress : draw progress bars.
+    rules : the decoding rules of decisions.csv (:mod:`hseval.metrics.decisions`).
     """
 
     data_root: str | None = None
@@ -153,11 +156,13 @@ class EvalOptions:
     batch_size: int = 512
     seed: int = 0
     progress: bool = True
+    rules: tuple[str, ...] = DEFAULT_RULES
 
     def __post_init__(self) -> None:
         """The options checked once, with the command line's names in the errors."""
         check_sample_options(self.projections, self.max_points)
         check_split(self.split)
+        decoding_rules(self.rules)
 
     def inputs(self, run: Run, data_sha256: str | None) -> dict[str, Any]:
         """What an evaluation of ``run`` on a split whose images and labels have ``data_sha256``
@@ -167,7 +172,7 @@ class EvalOptions:
                                   "meta_sha256": run.meta.get("meta_sha256"), "data_sha256": data_sha256,
                                   "data_root": self.data_root,
                                   "split": self.split, "subset": self.subset, "projections": list(self.projections),
-                                  "max_points": self.max_points, "seed": self.seed})
+                                  "max_points": self.max_points, "seed": self.seed, "rules": list(self.rules)})
 
 
 @torch.inference_mode()
@@ -175,7 +180,8 @@ def _forward(run: Run, split, *, sample: np.ndarray, options: EvalOptions,
              device: torch.device) -> tuple[ScoreAccumulator, np.ndarray, dict[str, Any]]:
     """One pass over ``split``: its scores, the embeddings of ``sample`` and the norms' metrics."""
     model, tree = run.model, run.hierarchy
-    scores = ScoreAccumulator(tree, softmax=lambda logits: torch.softmax(logits, dim=1).cpu().numpy())
+    scores = ScoreAccumulator(tree, softmax=lambda logits: torch.softmax(logits.double(), dim=1).cpu().numpy(),
+                              rules=options.rules)
     in_sample = np.zeros(len(split), dtype=bool)
     in_sample[sample] = True
     kept, feature_norms, max_logits = [], [], []
@@ -248,7 +254,8 @@ def _stages(run: Run, part, root: OutputFolder, *, name: str, inputs: dict[str, 
 def evaluate_runs(patterns: list[str], out_dir: str | Path, *, data_root: str | None = None, split: str = "test",
                   subset: int | None = None, projections: list[str] = ("pca",), max_points: int = 5000,
                   device: str = "auto", batch_size: int = 512, progress: bool = True, reuse: bool = False,
-                  workers: int | None = None, log=print) -> list[dict[str, Any]]:
+                  workers: int | None = None, rules: tuple[str, ...] = DEFAULT_RULES,
+                  log=print) -> list[dict[str, Any]]:
     """Evaluate every run matched by ``patterns`` into ``out_dir``; returns the index entries.
 
     ``workers`` (default: a quarter of the cores, at least 1): threads that compute the
@@ -266,7 +273,8 @@ def evaluate_runs(patterns: list[str], out_dir: str | Path, *, data_root: str | 
     and its data. Then the folder is claimed (created with its marker, or checked to be an
     evaluation folder) and locked."""
     options = EvalOptions(data_root=data_root, split=split, subset=subset, projections=tuple(projections),
-                          max_points=max_points, device=device, batch_size=batch_size, progress=progress)
+                          max_points=max_points, device=device, batch_size=batch_size, progress=progress,
+                          rules=tuple(rules))
     if workers is not None and workers < 1:
         raise ConfigError(f"--workers must be a positive integer, got {workers}")
     resolve_device(device)  # a device this machine lacks: refused before anything is read
