@@ -23,10 +23,12 @@ from hseval.io import evaluation_format as eval_format
 from hseval.io import folders
 from hseval.io.results import Evaluation, RunResult, load_evaluation
 from hseval.metrics.confusion import confusion_matrix, most_confused
+from hseval.reporting.decisions import matched_operating_points
 from hseval.reporting.significance import compare_runs
 from hseval.tree.hierarchy import Hierarchy
 
-__all__ = ["fingerprint", "evaluation", "confusion", "confused_pairs", "paired", "node_vectors", "dataset"]
+__all__ = ["fingerprint", "evaluation", "confusion", "confused_pairs", "paired", "operating_points", "node_vectors",
+           "dataset"]
 
 
 def fingerprint(root: str | Path) -> tuple:
@@ -77,6 +79,14 @@ def paired(a: RunResult, b: RunResult) -> pd.DataFrame:
     """:func:`hseval.reporting.significance.compare_runs` of ``a`` against ``b`` (every level: difference,
     bootstrap interval, McNemar p), computed once per pair of files."""
     return compare_runs(a, b)
+
+
+@st.cache_data(show_spinner="Resampling the operating curves…", max_entries=16,
+               hash_funcs={RunResult: _run_key})
+def operating_points(runs: list[RunResult], base: RunResult) -> pd.DataFrame:
+    """:func:`hseval.reporting.decisions.matched_operating_points` of ``runs`` against ``base``,
+    computed once per set of files."""
+    return matched_operating_points(runs, base)
 
 
 @st.cache_data(show_spinner=False, max_entries=64, hash_funcs={RunResult: _run_key})

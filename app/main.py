@@ -22,6 +22,7 @@ PAGES = [
     ("views/embeddings.py", "Embeddings", ":material/scatter_plot:"),
     ("views/confusion.py", "Confusion", ":material/grid_on:"),
     ("views/compare.py", "Compare", ":material/compare_arrows:"),
+    ("views/decisions.py", "Decisions", ":material/call_split:"),
 ]
 
 

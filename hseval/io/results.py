@@ -47,6 +47,8 @@ class RunResult:
     """decisions.csv: one row per decoding rule, one column per metric of node predictions."""
     curves: pd.DataFrame = field(repr=False)
     """operating_curve.csv: the operating curves of the threshold rules."""
+    indices: np.ndarray = field(repr=False)
+    """(N,) each sample's position in the evaluated split (the rows of a prediction file)."""
     decided: np.ndarray = field(repr=False)
     """(N, rules) the node each rule of ``decisions`` chose for each sample (-1: the root)."""
     depth_front: tuple[np.ndarray, np.ndarray] = field(repr=False)
@@ -110,7 +112,8 @@ def read_run(folder: Path) -> RunResult:
                      geometry=tables[fmt.GEOMETRY], pair_angles=tables[fmt.PAIRS],
                      projections=tables[fmt.PROJECTIONS], targets=arrays["targets"], topk=arrays["topk"],
                      levels=arrays["levels"], decisions=tables[fmt.DECISIONS], curves=tables[fmt.CURVES],
-                     decided=arrays["decisions"], depth_front=(arrays["depth_front"], arrays["depth_front_nodes"]))
+                     indices=arrays["indices"], decided=arrays["decisions"],
+                     depth_front=(arrays["depth_front"], arrays["depth_front_nodes"]))
 
 
 def load_evaluation(root: str | Path, *, strict: bool = False) -> Evaluation:

@@ -58,25 +58,37 @@ class OperatingCurves:
         self.samples = 0
         self._start = {rule: np.zeros(len(CURVE_METRICS)) for rule in self.RULES}
         self._steps: dict[str, list[tuple[np.ndarray, np.ndarray, np.ndarray]]] = {rule: [] for rule in self.RULES}
+        self._first: dict[str, list[np.ndarray]] = {rule: [] for rule in self.RULES}
         self._metrics = [node_metric(name) for name in CURVE_METRICS]
 
     def update(self, block: NodeBlock, targets: np.ndarray) -> None:
         """A block of samples and their (B,) true classes."""
-        for rule, (best, node) in zip(self.RULES, (self._by_depth(block), block.count_front)):
+        self.add(targets, *block.depth_front, block.count_front)
+
+    def add(self, targets: np.ndarray, best: np.ndarray, node: np.ndarray,
+            by_count: tuple[np.ndarray, np.ndarray] | None = None) -> None:
+        """Samples' fronts: the (B, max_depth + 1) most probable node of each depth from the root's
+        down and its probability (:attr:`NodeBlock.depth_front`), and, for ``info-threshold``, of
+        each number of classes (:attr:`NodeBlock.count_front`; None: that curve is not fed)."""
+        fronts = {"threshold": (best[:, ::-1], node[:, ::-1])}        # the deepest (most specific) first
+        if by_count is not None:
+            fronts["info-threshold"] = by_count
+        for rule, (best, node) in fronts.items():
             rows, thresholds, nodes = front(best, node)
             comparison = compare(self.layout, nodes, targets[rows])
             values = np.stack([metric.value(comparison) for metric in self._metrics], axis=1)
             first = np.r_[True, rows[1:] != rows[:-1]]
             self._start[rule] += values[first].sum(axis=0)
+            self._first[rule].append(values[first])
             later = ~first
             deltas = values[later] - values[np.flatnonzero(later) - 1]
             self._steps[rule].append((thresholds[later], deltas, self.samples + rows[later]))
         self.samples += len(targets)
 
-    @staticmethod
-    def _by_depth(block: NodeBlock) -> tuple[np.ndarray, np.ndarray]:
-        best, node = block.depth_front                                  # the root first: the deepest first
-        return best[:, ::-1], node[:, ::-1]
+    def starts(self, rule: str) -> np.ndarray:
+        """(samples, 3) each sample's :data:`CURVE_METRICS` at t = 1, in the order fed."""
+        parts = self._first[rule]
+        return np.concatenate(parts) if parts else np.zeros((0, len(CURVE_METRICS)))
 
     def steps(self, rule: str) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """Every sample's steps on ``rule``'s curve: (thresholds, changes (k, 3) of

@@ -23,11 +23,13 @@ from hseval.io.evaluation_format import REPORT_FILES
 from hseval.io.output import OutputFile, OutputFolder
 from hseval.io.results import Evaluation, load_evaluation
 from hseval.nn import radius_guard
+from hseval.reporting import decisions as decision_views
 from hseval.reporting import escape
 from hseval.reporting import sections as report_charts
 from hseval.reporting.columns import column_help, display_name, identity, level_legend, metric_of_column, not_available
 from hseval.reporting.html import Detail, Section, anchor, page
 from hseval.reporting.paper_tables import paper_cells, paper_table, to_latex, to_markdown
+from hseval.reporting.significance import format_p
 from hseval.reporting.summary import (
     SCALE_COLUMNS,
     config_key,
@@ -143,6 +145,35 @@ def _paper_line(runs) -> str:
             f"{', '.join(datasets)} with {', '.join(backbones)} (paper_tables.md says what each table takes).")
 
 
+DECISIONS_TITLE = "Decisions: what each model answers when it is unsure"
+
+
+def _decisions_section(runs, base, why: str) -> tuple[str, str, pd.DataFrame]:
+    """The decisions' section: what it shows, and each run against the baseline at matched operating points."""
+    probabilities = {r.metrics.get("probabilities") for r in runs} - {None}
+    said = ("the softmax of each model's logits" if probabilities == {"softmax"} else
+            "the probabilities each prediction file gave" if probabilities == {"given"} else
+            "the softmax of the logits, or the probabilities a prediction file gave (metrics.json's 'probabilities')")
+    table = decision_views.matched_operating_points(runs, base)
+    shown = pd.DataFrame({"run": table["run"], "at correct": [f"{c:.0%}" for c in table["correct"]],
+                          "measure": table["measure"], "run recall": table["run recall"],
+                          "baseline recall": table["baseline recall"],
+                          "difference": [f"{d:+.4f}" for d in table["difference"]],
+                          "95 % interval": [f"[{lo:+.4f}, {hi:+.4f}]" for lo, hi in zip(table["low"], table["high"])],
+                          "bootstrap p": [format_p(p) for p in table["p_value"]],
+                          "Holm p": [format_p(p) for p in table["p_holm"]]})
+    intro = (f"A model may answer with any node ('dog' instead of 'husky') when unsure. Each threshold t on the node "
+             f"probabilities ({said}; a node's is the sum over its classes) gives one trade-off: the deepest node of "
+             "probability at least t is the answer; 'correct' counts answers that are the class or an ancestor of "
+             "it, 'depth recall' how deep they reach (the depth of the deepest right node ÷ the class's). The "
+             "table above: each run's curve summarised (the area under correct against recall, Valmadre's AC; the "
+             "best recall with 90 % and 95 % correct). The table below: each run minus the baseline at those "
+             f"matched operating points, on the same samples (paired bootstrap, {decision_views.OPERATING_RESAMPLES:,} "
+             f"resamples; Holm's p over the table). Baseline: {why}. decisions.csv has every rule × metric per run "
+             "(the per-run section shows it, best rule of each metric marked); operating_curve.csv every breakpoint.")
+    return DECISIONS_TITLE, intro, shown
+
+
 def render(evaluation: Evaluation, root: Path, *, baseline: str | None = None,
            inside: bool = True) -> dict[str, str]:
     """Every file of the report as text, by name (report.html by its key "report.html");
@@ -188,6 +219,7 @@ def render(evaluation: Evaluation, root: Path, *, baseline: str | None = None,
         tables.append(("Argmax and CRM re-ranking", "CRM (Karthik et al., ICLR 2021) predicts the class of least "
                        "expected tree distance under the model's probabilities instead of the most probable one: "
                        "it trades leaf accuracy for milder mistakes. Δ = CRM − argmax.", crm))
+    tables.append(_decisions_section(runs, base, why))
     if seeds:
         tables += [("Mean ± std over seeds", "", _mean_std_table(grouped, runs)),
                    ("Differences over seeds", "Each seed group minus the baseline's group: t interval over seeds "
@@ -208,6 +240,9 @@ def render(evaluation: Evaluation, root: Path, *, baseline: str | None = None,
                   "paper_tables.md": "# The paper's tables from these runs\n\n" + to_markdown(paper),
                   "paper_tables.tex": to_latex(paper), "report.md": _markdown_sections(where, tables, helps)})
     sections = [Section(title, intro, [] if frame is None else [frame]) for title, intro, frame in tables]
+    decisions = next(s for s in sections if s.title == DECISIONS_TITLE)
+    decisions.tables.insert(0, decision_views.curve_summaries(runs))
+    decisions.charts = report_charts.decision_charts(runs, drawn, palette)
     sections.append(Section("Charts", "One entry per seed group (mean ± std over seeds)" if seeds else
                             "One entry per run.", charts=report_charts.overview_charts(
                                 runs, drawn, differences, base.name, palette)))

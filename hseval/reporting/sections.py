@@ -14,6 +14,7 @@ from hseval.core.errors import ConfigError
 from hseval.io.results import RunResult
 from hseval.metrics import confusion_matrix
 from hseval.reporting import charts
+from hseval.reporting import decisions as decision_views
 from hseval.reporting.colours import run_colours
 from hseval.reporting.columns import display_name
 from hseval.reporting.html import Chart
@@ -30,6 +31,7 @@ from hseval.reporting.summary import history_long, level_long, level_table
 from hseval.tree.ancestry import same_tree
 
 __all__ = ["GUIDES", "FAMILY", "entries", "entry_colours", "baseline", "overview_charts", "detail_charts",
+           "decision_charts",
            "significance_tables", "significance_table", "significance_csv", "seed_group_table", "history_guide",
            "sunburst_guide", "one_tree", "concat_runs", "level_frame"]
 
@@ -48,6 +50,14 @@ GUIDES = {
     "siblings": "A head that learned the tree puts siblings (blue) at smaller angles than non-siblings (grey) at "
                 "every depth.",
     "calibration": "On the dotted diagonal the confidence is honest; below it the head is over-confident.",
+    "curves": "Up and to the right is better: more answers correct at the same depth. A curve above another is "
+              "better at every operating point; where curves cross, the better method depends on how much "
+              "certainty you need. Markers: the rules that give one answer (the leaf, CRM, top-down, plurality, the "
+              "Bayes-optimal node of each metric); a marker above a curve beats every threshold.",
+    "info curves": "As above, with specificity counted in information (how few classes the answer leaves open) "
+                   "and the most informative node above t as the answer.",
+    "stops": "At t = 0.5 an answer is right more often than not; a model that stops most answers at depth 0 or 1 is "
+             "unsure, one that answers at the deepest level almost always is confident (check its correct share).",
 }
 """One line per chart whose reading does not depend on the data: what a good head looks like on it."""
 
@@ -186,6 +196,23 @@ def overview_charts(runs: list[RunResult], drawn: list[SeedGroup], differences: 
     return out
 
 
+def decision_charts(runs: list[RunResult], drawn: list[SeedGroup], palette: dict[str, str]) -> list[Chart]:
+    """The operating curves of every entry (a group's first seed) with the single-answer rules' points,
+    and where the answers stop at t = 0.5."""
+    first = [e.runs[0] for e in drawn]
+    names = {e.runs[0].name: e.name for e in drawn}
+    curves, points = decision_views.curve_frame(first, names), decision_views.point_frame(first, names)
+    seed = " (each seed group's first seed)" if any(len(e.runs) > 1 for e in drawn) else ""
+    return [Chart("Operating curves by depth", charts.operating_curves(curves, points, colours=palette, title=(
+                      f"threshold:t for every t: correct against specific{seed}")), GUIDES["curves"]),
+            Chart("Operating curves by information", charts.operating_curves(
+                curves, points, rule="info-threshold", colours=palette,
+                title=f"info-threshold:t for every t{seed}"), GUIDES["info curves"]),
+            Chart("Where the answers stop at t = 0.5", charts.stop_depths(
+                decision_views.stop_depth_frame(first, 0.5, names), colours=palette,
+                title=f"Depth of the threshold:0.5 answer{seed}"), GUIDES["stops"])]
+
+
 def detail_charts(entry: SeedGroup) -> list[Chart]:
     """A run's (or seed group's) per-node accuracy, embedding projection and confusion matrix: a
     group's accuracies are averaged and its confusions summed over seeds; its projection is its
@@ -207,6 +234,11 @@ def detail_charts(entry: SeedGroup) -> list[Chart]:
         out.append(Chart(f"{entry.name}: {name} of the embeddings", charts.projection_scatter(
             points, color=colour, title=f"{first.name}: {name}, coloured by super-class{seed}", tree=tree),
             projection_guide(bool((points["kind"] == "class_vector").any()) if "kind" in points else False)))
+    if not first.decisions.empty:
+        out.append(Chart(f"{entry.name}: decisions", charts.decision_table(
+            first.decisions, title=f"{first.name}: every rule × every metric (decisions.csv)"),
+            "Each row a decoding rule, each column a metric of its answers; the optimal:<metric> row should be "
+            "best in its own column (Plaud et al.), which the ★ lets you check."))
     if tree.num_leaves <= charts.HEATMAP_MAX:
         counted = [confusion_matrix(r.topk[:, 0], r.targets, tree) for r in entry.runs]
         matrix, labels = sum(m for m, _ in counted), counted[0][1]

@@ -1,0 +1,115 @@
+"""Decisions page: what each run answers when it may answer with any node — the operating curves
+of the selected runs with the points of the single-answer rules, their summaries, each run against
+the baseline at matched operating points, one run's rule × metric table (decisions.csv, the best
+rule of each metric marked), and a threshold slider: where the answers stop at t, and the answers
+at t of sample images (when the dataset is on this machine). Everything is read from the
+evaluation's files (:mod:`hseval.reporting.decisions`)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+import streamlit as st
+
+from hseval.app import loading
+from hseval.app.state import PageContext, context
+from hseval.app.views.common import chart, needs_runs, pick, pick_run
+from hseval.io.results import RunResult
+from hseval.reporting import charts
+from hseval.reporting import decisions as views
+from hseval.reporting.escape import markdown
+from hseval.reporting.sections import GUIDES
+from hseval.reporting.significance import format_p
+
+IMAGES = 16
+_SHOW = {"answered above the class (unsure)": "above", "wrong answers": "wrong", "every sample": "all"}
+
+
+def _curves(runs: list[RunResult], ctx: PageContext) -> None:
+    rule = st.radio("Curve", ["threshold", "info-threshold"], horizontal=True, key="decisions_curve",
+                    help="threshold:t answers the deepest node of probability at least t; info-threshold:t the most "
+                         "informative one (fewest classes below it).")
+    chart(charts.operating_curves(views.curve_frame(runs), views.point_frame(runs), rule=rule, colours=ctx.colours,
+                                  title=f"{rule}:t for every t: correct against specific"), key="decisions_curves")
+    st.caption(GUIDES["curves"])
+    st.dataframe(views.curve_summaries(runs), hide_index=True, key="decisions_summaries",
+                 column_config={"run": st.column_config.TextColumn(pinned=True)})
+
+
+def _matched(runs: list[RunResult], ctx: PageContext) -> None:
+    baseline = ctx.baseline
+    if baseline is None or len({r.name for r in runs} | {baseline.name}) < 2:
+        return
+    st.subheader(f"At matched operating points, each run against {baseline.name}")
+    st.caption("With 90 % and 95 % of the answers correct, the deepest (or most informative) a run's threshold curve "
+               "reaches, minus the baseline's; 95 % interval and p from a paired bootstrap over the test samples "
+               f"({views.OPERATING_RESAMPLES:,} resamples); Holm p over the table.")
+    table = loading.operating_points([baseline, *(r for r in runs if r.name != baseline.name)], baseline)
+    if table.empty:
+        st.info("No pair to compare: the runs give no probabilities, or were evaluated on other samples.")
+        return
+    shown = table.assign(correct=[f"{c:.0%}" for c in table["correct"]], p_value=table["p_value"].map(format_p),
+                         p_holm=table["p_holm"].map(format_p))
+    st.dataframe(shown, hide_index=True, key="decisions_matched", column_config={
+        "run": st.column_config.TextColumn(pinned=True), "correct": "at correct",
+        "difference": st.column_config.NumberColumn(format="%+.4f"), "low": st.column_config.NumberColumn(
+            "95 % low", format="%+.4f"), "high": st.column_config.NumberColumn("95 % high", format="%+.4f"),
+        "p_value": "bootstrap p", "p_holm": "Holm p"})
+
+
+def _threshold(runs: list[RunResult], ctx: PageContext) -> None:
+    st.subheader("At one threshold")
+    t = st.slider("Threshold t", 0.0, 1.0, 0.5, 0.01, key="decisions_t",
+                  help="Each sample's answer is the deepest node whose probability is at least t.")
+    chart(charts.stop_depths(views.stop_depth_frame(runs, t), colours=ctx.colours,
+                             title=f"Depth of the threshold:{t:g} answer"), key="decisions_stops")
+    run = pick_run("Run whose answers to show", runs, key="decisions_run")
+    answers = views.answers_at(run, t)
+    if not len(answers):
+        st.info(f"{run.name} gives no probabilities: {run.unavailable.get('operating_curve', 'no curve')}.")
+        return
+    tree, names = run.hierarchy, np.asarray([*run.hierarchy.node_names, run.hierarchy.root_name], dtype=object)
+    correct = (answers < 0) | (tree.ancestor_table[run.targets, np.maximum(np.r_[tree.depth, 0][answers] - 1, 0)]
+                               == answers)
+    show = _SHOW[pick("Show", list(_SHOW), key="decisions_show")]
+    rows = np.flatnonzero({"above": answers != run.targets, "wrong": ~correct,
+                           "all": np.ones(len(answers), bool)}[show])
+    st.caption(f"{len(rows):,} of {len(answers):,} samples; the first {min(IMAGES, len(rows))} below.")
+    listed = pd.DataFrame({"index": run.indices[rows[:IMAGES]], "class": names[run.targets[rows[:IMAGES]]],
+                           f"answer at t = {t:g}": names[answers[rows[:IMAGES]]],
+                           "correct": correct[rows[:IMAGES]]})
+    data, split, reason = loading.dataset(run)
+    if data is None:
+        st.caption(f"No images: {reason}.")
+    else:
+        from hseval.data.display import sample_image  # torch: only once images are shown
+
+        columns = st.columns(8)
+        for k, (index, true, said) in enumerate(zip(listed["index"], listed["class"], listed.iloc[:, 2])):
+            columns[k % 8].image(sample_image(data, split, int(index)), caption=f"{true} → {said}",
+                                 width="stretch")
+    st.dataframe(listed, hide_index=True, key="decisions_samples")
+
+
+def _table(runs: list[RunResult]) -> None:
+    st.subheader("Every rule × every metric")
+    run = pick_run("Run", runs, key="decisions_table_run")
+    chart(charts.decision_table(run.decisions, title=f"{run.name}: decisions.csv"), key="decisions_table")
+    missing = run.decisions.dropna(subset=["unavailable"])
+    for rule, why in zip(missing["rule"], missing["unavailable"]):
+        st.caption(f"{markdown(rule)}: n/a — {markdown(why)}")
+
+
+def render(ctx: PageContext) -> None:
+    st.title("Decisions")
+    st.caption("What each model answers when it may answer with any node ('dog' instead of 'husky'): every threshold "
+               "on the node probabilities is one trade-off between correct and specific.")
+    if not needs_runs(ctx):
+        return
+    _curves(ctx.runs, ctx)
+    _matched(ctx.runs, ctx)
+    _threshold(ctx.runs, ctx)
+    _table(ctx.runs)
+
+
+render(context())

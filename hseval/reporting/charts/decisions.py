@@ -1,0 +1,135 @@
+"""Charts of decisions (:mod:`hseval.metrics.decisions`): the operating curves of every run on
+one pair of axes, with the points of the single-answer rules, the rule × metric table of one run
+with the best rule of each metric marked, and where the samples stop at a threshold."""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+import plotly.graph_objects as go
+from plotly.subplots import make_subplots
+
+from hseval.reporting.charts.common import TEMPLATE, _empty, _text, fit, legend_only
+from hseval.reporting.colours import run_colours
+
+__all__ = ["operating_curves", "decision_table", "stop_depths", "POINT_SYMBOLS", "thinned_curve", "best_rules"]
+
+POINT_SYMBOLS = {"leaf": "circle", "crm": "diamond", "top-down": "triangle-down", "plurality": "star",
+                 "optimal": "x"}
+"""The marker of each kind of single-answer rule on the curves' axes."""
+_AXES = {"depth_recall": "depth recall (how deep the answer goes)",
+         "info_recall": "information recall (how few classes it leaves open)"}
+LOWER = ("tree_distance", "mistake_severity")
+"""The metrics of decisions.csv for which lower is better."""
+
+
+def thinned_curve(curve: pd.DataFrame, most: int = 600) -> pd.DataFrame:
+    """At most about ``most`` rows of a curve for drawing (evenly spaced in threshold order, the first
+    and last kept, and the point at t = 0.5 where the line changes style); the file keeps every breakpoint."""
+    if len(curve) <= most:
+        return curve
+    keep = np.unique(np.r_[np.linspace(0, len(curve) - 1, most).round().astype(int),
+                           np.searchsorted(-curve["threshold"].to_numpy(), -0.5, side="right") - 1])
+    return curve.iloc[keep[keep >= 0]]
+
+
+def operating_curves(curves: pd.DataFrame, points: pd.DataFrame, *, rule: str = "threshold",
+                     colours: dict[str, str] | None = None,
+                     title: str = "Operating curves: correct against specific") -> go.Figure:
+    """One panel per measure of specificity (depth recall, information recall), correct on the y
+    axis: each run's curve of ``rule`` (``curves``: run, rule, threshold, correct, depth_recall,
+    info_recall; solid for t ≥ 0.5, dashed below, as Valmadre draws them), and the single-answer
+    rules' points (``points``: run, rule and the same metrics) in the run's colour, one marker per
+    kind of rule (:data:`POINT_SYMBOLS`)."""
+    data = curves[curves["rule"] == rule] if not curves.empty else curves
+    if data.empty and points.empty:
+        return _empty(title, "no operating curve: the runs give no probabilities")
+    runs = list(dict.fromkeys([*data.get("run", []), *points.get("run", [])]))
+    palette = {**run_colours(runs), **(colours or {})}
+    fig = make_subplots(rows=1, cols=2, shared_yaxes=True, horizontal_spacing=0.06,
+                        subplot_titles=[_AXES["depth_recall"], _AXES["info_recall"]])
+    for run in runs:
+        part = thinned_curve(data[data["run"] == run]) if not data.empty else data
+        kinds = points[points["run"] == run] if not points.empty else points
+        for col, recall in enumerate(_AXES, start=1):
+            for above in (True, False):
+                piece = part[(part["threshold"] >= 0.5) if above else (part["threshold"] <= 0.5)]
+                if piece.empty:
+                    continue
+                fig.add_trace(go.Scatter(
+                    x=piece[recall], y=piece["correct"], mode="lines", name=_text(run), legendgroup=run,
+                    showlegend=False, line=dict(color=palette[run], width=2, dash="solid" if above else "dash"),
+                    customdata=piece["threshold"],
+                    hovertemplate=f"<b>{_text(run)}</b> at t = %{{customdata:.3f}}<br>correct %{{y:.4f}}<br>"
+                                  f"{recall.replace('_', ' ')} %{{x:.4f}}<extra></extra>"), row=1, col=col)
+            for _, point in kinds.iterrows():
+                kind = str(point["rule"]).split(":")[0]
+                fig.add_trace(go.Scatter(
+                    x=[point[recall]], y=[point["correct"]], mode="markers", showlegend=False, legendgroup=run,
+                    marker=dict(size=11 if kind != "optimal" else 8, color=palette[run], symbol=POINT_SYMBOLS.get(
+                        kind, "square"), line=dict(width=1, color="white")),
+                    hovertemplate=f"<b>{_text(run)}</b>: {_text(point['rule'])}<br>correct %{{y:.4f}}<br>"
+                                  f"{recall.replace('_', ' ')} %{{x:.4f}}<extra></extra>"), row=1, col=col)
+        fig.add_trace(legend_only(run, palette[run]))
+    shown = {str(r).split(":")[0] for r in points.get("rule", [])}
+    for kind, symbol in POINT_SYMBOLS.items():
+        if kind in shown:
+            fig.add_trace(legend_only(f"{kind}{':*' if kind == 'optimal' else ''} rule", "#555", group="kind",
+                                      symbol=symbol))
+    fig.update_xaxes(range=[-0.02, 1.02], tickformat=".1f")
+    fig.update_yaxes(title_text="correct (the answer is the class or its ancestor)", row=1, col=1)
+    fig.update_annotations(font_size=13)
+    fig.update_layout(title=_text(title + " (solid: t ≥ 0.5, dashed: t < 0.5)"), template=TEMPLATE,
+                      legend_title_text="run", font=dict(size=13))
+    return fit(fig, row_height=380)
+
+
+def best_rules(table: pd.DataFrame) -> dict[str, list[str]]:
+    """{metric: the rules with the best value of that column} (lowest for :data:`LOWER`, highest
+    otherwise; equal values to 12 digits all count as best)."""
+    out = {}
+    for column in (c for c in table.columns if c not in ("rule", "unavailable")):
+        values = pd.to_numeric(table[column], errors="coerce").round(12)
+        if values.notna().any():
+            best = values.min() if column in LOWER else values.max()
+            out[column] = table.loc[values == best, "rule"].tolist()
+    return out
+
+
+def decision_table(table: pd.DataFrame, *, title: str) -> go.Figure:
+    """One run's decisions.csv as a table: a row per rule, a column per metric, the best rule of each
+    metric in bold on a green cell (lower is better for the distances)."""
+    if table.empty:
+        return _empty(title, "no decisions")
+    metrics = [c for c in table.columns if c not in ("rule", "unavailable")]
+    best = best_rules(table)
+    cells, fills = [table["rule"].map(_text).tolist()], [["#fafafa"] * len(table)]
+    for column in metrics:
+        marked = table["rule"].isin(best.get(column, []))
+        cells.append([("<b>" + f"{v:.4f}" + " ★</b>" if m else f"{v:.4f}") if v == v else "n/a"
+                      for v, m in zip(table[column], marked)])
+        fills.append(np.where(marked, "#d9f2d9", "white").tolist())
+    headers = ["rule", *(c.replace("_", " ") + (" ↓" if c in LOWER else "") for c in metrics)]
+    fig = go.Figure(go.Table(header=dict(values=[f"<b>{_text(h)}</b>" for h in headers], fill_color="#f3f3f3",
+                                         align="left"),
+                             cells=dict(values=cells, fill_color=fills, align=["left", *["right"] * len(metrics)],
+                                        height=24), columnwidth=[1.6, *[1] * len(metrics)]))
+    fig.update_layout(title=_text(title + " (★ the best rule of each metric; ↓ lower is better)"),
+                      template=TEMPLATE, margin=dict(l=10, r=10), showlegend=False)
+    return fit(fig, row_height=34 + 24 * len(table), bottom=10)
+
+
+def stop_depths(depths: pd.DataFrame, *, title: str, colours: dict[str, str] | None = None) -> go.Figure:
+    """How many samples each run's answer stops at each depth (columns run, depth, samples; depth 0
+    is the root) at one threshold, as grouped bars."""
+    if depths.empty:
+        return _empty(title, "no probabilities to decode")
+    runs = list(dict.fromkeys(depths["run"]))
+    palette = {**run_colours(runs), **(colours or {})}
+    fig = go.Figure([go.Bar(x=part["depth"], y=part["samples"], name=_text(run), marker_color=palette[run],
+                            hovertemplate=f"<b>{_text(run)}</b><br>depth %{{x}}: %{{y:,}} samples<extra></extra>")
+                     for run, part in depths.groupby("run", sort=False)])
+    fig.update_xaxes(title_text="depth of the answer (0: the root, 'no idea')", tickmode="linear", dtick=1)
+    fig.update_yaxes(title_text="samples")
+    fig.update_layout(title=_text(title), template=TEMPLATE, barmode="group", legend_title_text="run")
+    return fit(fig)
