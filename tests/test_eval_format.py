@@ -49,7 +49,8 @@ def test_every_file_reads_back_to_what_was_written(evaluated):
         for name in eval_format.TABLES:
             plain = pd.read_csv(folder / name)
             checked = getattr(result, {"per_node.csv": "per_node", "geometry.csv": "geometry",
-                                       "pair_angles.csv": "pair_angles", "projections.csv": "projections"}[name])
+                                       "pair_angles.csv": "pair_angles", "projections.csv": "projections",
+                                       "decisions.csv": "decisions", "operating_curve.csv": "curves"}[name])
             assert list(checked.columns) == list(plain.columns) and len(checked) == len(plain)
             for column in plain.columns:
                 if pd.api.types.is_numeric_dtype(plain[column]):

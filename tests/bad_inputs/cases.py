@@ -516,6 +516,15 @@ cli("negative-subset", "`--set data.train_subset=-5`", "--set: data.train_subset
     lambda tmp, good: fashion_train(tmp, good, "--set", "data.train_subset=-5"))
 cli("negative-max-points", "`evaluate --max-points -5`", "--max-points must be a positive integer, got -5",
     lambda tmp, good: [*evaluate(good.run, tmp, good), "--max-points", "-5"])
+cli("rule-threshold-outside", "`evaluate --rules threshold:1.5`", "--rules: rule 'threshold:1.5': the threshold must "
+    "be a probability in [0, 1], e.g. threshold:0.5", lambda tmp, good: [*evaluate(good.run, tmp, good), "--rules",
+                                                                        "threshold:1.5"])
+cli("rule-unknown", "`evaluate --rules leaf,nearest`", "--rules: unknown decoding rule 'nearest'; choose one of leaf, …",
+    lambda tmp, good: [*evaluate(good.run, tmp, good), "--rules", "leaf,nearest"])
+cli("rule-unknown-metric", "`evaluate --rules optimal:height`", "--rules: unknown node metric 'height'; choose one "
+    "of correct, …", lambda tmp, good: [*evaluate(good.run, tmp, good), "--rules", "optimal:height"])
+cli("rule-beta-not-positive", "`evaluate --rules optimal:hf:0`", "--rules: metric 'hf:0': β must be a positive number, "
+    "e.g. hf:0.5 or hf:2", lambda tmp, good: [*evaluate(good.run, tmp, good), "--rules", "optimal:hf:0"])
 cli("negative-max-depth", "`hierarchy show --max-depth -1`", "argument --max-depth: expected a positive integer, got "
     "-1 (see 'hseval hierarchy show --help')",
     lambda tmp, good: ["hierarchy", "show", str(write(tmp / "t.txt", "a/x\n")), "--max-depth", "-1"])

@@ -36,12 +36,14 @@ from tests.helpers import reseal as reseal_evaluation
 SEED = 20261126
 RUN = "riemann"  # the evaluated run whose files are mutated (it has every kind of row)
 MAIN = Path(__file__).parents[2] / "app" / "main.py"
-HIERARCHY, GEOMETRY, EMBEDDINGS, CONFUSION, COMPARE = ("views/hierarchy.py", "views/geometry.py", "views/embeddings.py",
-                                                       "views/confusion.py", "views/compare.py")
+HIERARCHY, GEOMETRY, EMBEDDINGS, CONFUSION, COMPARE, DECISIONS = (
+    "views/hierarchy.py", "views/geometry.py", "views/embeddings.py", "views/confusion.py", "views/compare.py",
+    "views/decisions.py")
 PAGES_READING = {  # besides the Overview, which every run of the dashboard draws first
-    "metrics.json": (HIERARCHY, GEOMETRY, EMBEDDINGS, CONFUSION, COMPARE), "per_node.csv": (HIERARCHY, COMPARE),
-    "geometry.csv": (GEOMETRY, COMPARE), "pair_angles.csv": (GEOMETRY,), "projections.csv": (EMBEDDINGS,),
-    "embeddings.npz": (), "predictions.npz": (CONFUSION, HIERARCHY)}
+    "metrics.json": (HIERARCHY, GEOMETRY, EMBEDDINGS, CONFUSION, COMPARE, DECISIONS),
+    "per_node.csv": (HIERARCHY, COMPARE), "geometry.csv": (GEOMETRY, COMPARE), "pair_angles.csv": (GEOMETRY,),
+    "projections.csv": (EMBEDDINGS,), "embeddings.npz": (), "predictions.npz": (CONFUSION, HIERARCHY, DECISIONS),
+    "decisions.csv": (DECISIONS,), "operating_curve.csv": (DECISIONS,)}
 """The dashboard pages that read each file of an evaluated run."""
 RUN_FILES = ("run.json", "model.safetensors", "history.csv")
 
@@ -441,8 +443,6 @@ def test_unusable_numbers_in_an_evaluation(evaluated, tmp_path, capsys, name):
     """Every number of metrics.json and every numeric column of the tables of a real evaluation
     (of riemann alone, projections included; its checksums resealed) out of range: ``hseval
     report`` refuses in one line naming the file and the field, and writes nothing."""
-    from hseval.io.tables import EVALUATION_TABLES
-
     folder = tmp_path / "eval"
     shutil.copytree(evaluated / RUN, folder / RUN)
     shutil.copy2(evaluated / MARKER, folder / MARKER)
@@ -451,7 +451,7 @@ def test_unusable_numbers_in_an_evaluation(evaluated, tmp_path, capsys, name):
     if name == eval_format.METRICS:
         mutations = _number_mutations(name, json.loads(intact), eval_format.metrics_record())
     else:
-        mutations = unusable_cells(name, intact, EVALUATION_TABLES[name])
+        mutations = unusable_cells(name, intact, eval_format.TABLES[name])
     assert mutations
     for mutation in mutations:
         (evaluated / name).write_bytes(mutation.apply(intact))

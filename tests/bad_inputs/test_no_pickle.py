@@ -26,6 +26,7 @@ import pytest
 import torch
 
 from hseval.core.errors import DataError, RunFormatError
+from hseval.io import evaluation_format as eval_format
 from tests.bad_inputs.builders import MARKER_NAME, Planted, PlantedSystem, planted_pickle, sealed
 from tests.helpers import reseal
 
@@ -185,9 +186,9 @@ def test_the_cifar_loader_refuses_a_planted_pickle(tmp_path, marker, member):
 def object_npz(marker: Path) -> bytes:
     """A real .npz whose arrays are object arrays: loading them needs pickle."""
     buffer = io.BytesIO()
+    members = [m for m in eval_format.ARRAYS[eval_format.PREDICTIONS] if m != "targets"]  # every one: all are read
     np.savez(buffer, targets=np.array([PlantedSystem(marker)], dtype=object),
-             topk=np.array([Planted(marker)], dtype=object), levels=np.array([Planted(marker)], dtype=object),
-             indices=np.array([Planted(marker)], dtype=object))
+             **{member: np.array([Planted(marker)], dtype=object) for member in members})
     return buffer.getvalue()
 
 
@@ -204,7 +205,7 @@ def test_evaluation_files_replaced_by_pickles_are_refused(good, tmp_path, marker
     else:
         buffer = io.BytesIO()
         with zipfile.ZipFile(buffer, "w") as archive:
-            for member in ("targets", "topk", "levels", "indices"):  # every member, so that the loader reads them
+            for member in eval_format.ARRAYS[eval_format.PREDICTIONS]:  # every member, so that the loader reads them
                 archive.writestr(f"{member}.npy", planted_pickle(marker))
         data = buffer.getvalue()
     for name in ("predictions.npz", "embeddings.npz"):
