@@ -101,3 +101,10 @@ def test_the_files_read_back_as_tables_other_tools_read(logits_file, tmp_path):
                                                                                                       "plurality"]
     assert list(curve.columns) == ["rule", "threshold", "correct", "depth_recall", "info_recall"]
     assert set(curve["rule"]) == {"threshold", "info-threshold"}
+
+
+def test_no_rules_writes_the_decisions_files_empty_and_says_why(logits_file, tmp_path):
+    assert _evaluate(tmp_path, logits_file, "--rules", "none") == 0
+    run = load_evaluation(tmp_path / "eval").runs[0]
+    assert run.decisions.empty and run.curves.empty and run.decided.shape == (300, 0)
+    assert "--rules none" in run.unavailable["operating_curve"] and not len(run.depth_front[0])

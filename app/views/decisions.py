@@ -42,8 +42,9 @@ def _matched(runs: list[RunResult], ctx: PageContext) -> None:
         return
     st.subheader(f"At matched operating points, each run against {baseline.name}")
     st.caption("With 90 % and 95 % of the answers correct, the deepest (or most informative) a run's threshold curve "
-               "reaches, minus the baseline's; 95 % interval and p from a paired bootstrap over the test samples "
-               f"({views.OPERATING_RESAMPLES:,} resamples); Holm p over the table.")
+               "reaches, minus the baseline's; 95 % interval and p from the standard error of a paired bootstrap over "
+               f"the test samples ({views.OPERATING_RESAMPLES} resamples, each curve rebuilt exactly); Holm p over the "
+               "table.")
     table = loading.operating_points([baseline, *(r for r in runs if r.name != baseline.name)], baseline)
     if table.empty:
         st.info("No pair to compare: the runs give no probabilities, or were evaluated on other samples.")
@@ -54,7 +55,7 @@ def _matched(runs: list[RunResult], ctx: PageContext) -> None:
         "run": st.column_config.TextColumn(pinned=True), "correct": "at correct",
         "difference": st.column_config.NumberColumn(format="%+.4f"), "low": st.column_config.NumberColumn(
             "95 % low", format="%+.4f"), "high": st.column_config.NumberColumn("95 % high", format="%+.4f"),
-        "p_value": "bootstrap p", "p_holm": "Holm p"})
+        "p_value": "p", "p_holm": "Holm p"})
 
 
 def _threshold(runs: list[RunResult], ctx: PageContext) -> None:

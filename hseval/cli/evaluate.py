@@ -23,6 +23,8 @@ def _rules(text: str | None) -> dict[str, tuple[str, ...]]:
         return {}
     from hseval.metrics.decisions import rules  # numpy only
 
+    if text.strip().lower() == "none":
+        return {"rules": ()}
     names = [r.strip() for r in text.split(",") if r.strip()]
     if not names:
         raise ConfigError("--rules: give at least one decoding rule, e.g. --rules leaf,threshold:0.5,optimal:hf1")
@@ -94,7 +96,8 @@ def register(commands: argparse._SubParsersAction) -> None:
                           "leaf, top-down, crm, plurality, threshold:T, info-threshold:T (T in [0, 1]), "
                           "optimal:METRIC (correct, exact, depth_precision, depth_recall, info_precision, info_recall, "
                           "hf1, hf:BETA, tree_distance, wu_palmer); default: the first four, threshold:0.5, "
-                          "info-threshold:0.5 and optimal: of every metric. The operating curves are always written")
+                          "info-threshold:0.5 and optimal: of every metric; none: no decisions and no operating "
+                          "curves")
     runs = evaluate.add_argument_group("run folders only (their forward pass)")
     runs.add_argument("--data-root", help="dataset folder (default: where the run was trained)")
     runs.add_argument("--split", help="train, val or test (default: test); val: the validation split a run held "

@@ -125,7 +125,7 @@ class ScoreAccumulator:
     ----------
     tree : the class tree.
     softmax : the probabilities of a batch of logits; None: the scores are probabilities.
-    rules : the decoding rules of decisions.csv.
+    rules : the decoding rules of decisions.csv; none: no decisions and no curves at all.
     """
 
     def __init__(self, tree: Hierarchy, *, softmax: Callable[[Any], np.ndarray] | None,
@@ -167,10 +167,11 @@ class ScoreAccumulator:
         probs = np.asarray(scores if self.softmax is None else self.softmax(scores), dtype=np.float64)
         targets = np.asarray(targets, dtype=np.int64)
         self.crm.update(probs, targets)
-        block = NodeBlock(self.decisions.layout, probs)
-        self._decided(*self.decisions.update(block, targets))
-        self.curves.update(block, targets)
-        self.fronts.append(block.depth_front)
+        if self.decisions.rules:
+            block = NodeBlock(self.decisions.layout, probs)
+            self._decided(*self.decisions.update(block, targets))
+            self.curves.update(block, targets)
+            self.fronts.append(block.depth_front)
 
     def _decided(self, sums: dict[str, np.ndarray], nodes: np.ndarray) -> None:
         for name, value in sums.items():
@@ -235,7 +236,8 @@ def decisions_stage(evaluation: EvaluationContent, scores: ScoreAccumulator, *, 
         reasons = [why[name]] if name in why else [f"{key[len(name) + 1:]}: {reason}" for key, reason in why.items()
                                                   if key.startswith(f"{name}.")]
         rows.append({"rule": name, **values, "unavailable": "; ".join(reasons) or np.nan})
-    evaluation.tables[eval_format.DECISIONS] = pd.DataFrame(rows)
+    evaluation.tables[eval_format.DECISIONS] = pd.DataFrame(
+        rows, columns=["rule", *(m.name for m in scores.decisions.metrics), "unavailable"])
     curves = {rule: scores.curves.table(rule) for rule in scores.curves.RULES} if scores.curves.samples else {}
     evaluation.tables[eval_format.CURVES] = pd.concat(
         [table.assign(rule=rule) for rule, table in curves.items()] or
@@ -244,12 +246,14 @@ def decisions_stage(evaluation: EvaluationContent, scores: ScoreAccumulator, *, 
         metrics["operating_curve"] = {rule: curve_summary(table) for rule, table in curves.items()}
         metrics["probabilities"] = probabilities
     else:
-        metrics["unavailable"]["operating_curve"] = scores.crm_skipped or NO_SAMPLES_TO_DECIDE
+        metrics["unavailable"]["operating_curve"] = scores.crm_skipped or (
+            NO_SAMPLES_TO_DECIDE if scores.decisions.rules else "no decisions were asked for (--rules none)")
     width = tree.max_depth + 1
     best = [b for b, _ in scores.fronts] or [np.zeros((0, width))]
     nodes = [n for _, n in scores.fronts] or [np.zeros((0, width), np.int64)]
     evaluation.arrays[eval_format.PREDICTIONS].update(
-        decisions=np.concatenate(scores.decided) if scores.decided else np.zeros((0, len(decisions)), np.int64),
+        decisions=np.concatenate(scores.decided) if scores.decided else
+        np.zeros((metrics["samples"], len(decisions)), np.int64),
         depth_front=np.concatenate(best), depth_front_nodes=np.concatenate(nodes))
 
 
@@ -266,6 +270,7 @@ def without_probabilities(evaluation: EvaluationContent, why: str) -> None:
         evaluation.metrics.pop(key, None)
         evaluation.metrics["unavailable"][key] = why
     table = evaluation.tables[eval_format.DECISIONS]
+    table["unavailable"] = table["unavailable"].astype(object)
     decoded = (table["rule"] != "leaf").to_numpy()
     table.loc[decoded, [c for c in table.columns if c not in ("rule", "unavailable")]] = np.nan
     table.loc[decoded, "unavailable"] = why

@@ -160,7 +160,7 @@ def _decisions_section(runs, base, why: str) -> tuple[str, str, pd.DataFrame]:
                           "baseline recall": table["baseline recall"],
                           "difference": [f"{d:+.4f}" for d in table["difference"]],
                           "95 % interval": [f"[{lo:+.4f}, {hi:+.4f}]" for lo, hi in zip(table["low"], table["high"])],
-                          "bootstrap p": [format_p(p) for p in table["p_value"]],
+                          "p": [format_p(p) for p in table["p_value"]],
                           "Holm p": [format_p(p) for p in table["p_holm"]]})
     intro = (f"A model may answer with any node ('dog' instead of 'husky') when unsure. Each threshold t on the node "
              f"probabilities ({said}; a node's is the sum over its classes) gives one trade-off: the deepest node of "
@@ -168,8 +168,9 @@ def _decisions_section(runs, base, why: str) -> tuple[str, str, pd.DataFrame]:
              "it, 'depth recall' how deep they reach (the depth of the deepest right node ÷ the class's). The "
              "table above: each run's curve summarised (the area under correct against recall, Valmadre's AC; the "
              "best recall with 90 % and 95 % correct). The table below: each run minus the baseline at those "
-             f"matched operating points, on the same samples (paired bootstrap, {decision_views.OPERATING_RESAMPLES:,} "
-             f"resamples; Holm's p over the table). Baseline: {why}. decisions.csv has every rule × metric per run "
+             "matched operating points, on the same samples (95 % interval and p from the standard error of a paired "
+             f"bootstrap over the samples, {decision_views.OPERATING_RESAMPLES} resamples, each curve rebuilt exactly; "
+             f"Holm's p over the table). Baseline: {why}. decisions.csv has every rule × metric per run "
              "(the per-run section shows it, best rule of each metric marked); operating_curve.csv every breakpoint.")
     return DECISIONS_TITLE, intro, shown
 
