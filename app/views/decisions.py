@@ -17,6 +17,7 @@ from hseval.app.views.common import chart, needs_runs, pick, pick_run
 from hseval.io.results import RunResult
 from hseval.reporting import charts
 from hseval.reporting import decisions as views
+from hseval.reporting.columns import identity
 from hseval.reporting.escape import markdown
 from hseval.reporting.sections import GUIDES
 from hseval.reporting.significance import format_p
@@ -32,8 +33,12 @@ def _curves(runs: list[RunResult], ctx: PageContext) -> None:
     chart(charts.operating_curves(views.curve_frame(runs), views.point_frame(runs), rule=rule, colours=ctx.colours,
                                   title=f"{rule}:t for every t: correct against specific"), key="decisions_curves")
     st.caption(GUIDES["curves"])
-    st.dataframe(views.curve_summaries(runs), hide_index=True, key="decisions_summaries",
-                 column_config={"run": st.column_config.TextColumn(pinned=True)})
+    summaries, missing = views.curve_summaries(runs)
+    st.dataframe(identity(summaries), hide_index=True, key="decisions_summaries",
+                 column_config={"run": st.column_config.TextColumn(pinned=True),
+                                **{c: st.column_config.NumberColumn(format="%.4f") for c in summaries.columns[2:]}})
+    for name, reason in missing.items():
+        st.caption(f"{markdown(name)}: n/a — {markdown(reason)}")
 
 
 def _matched(runs: list[RunResult], ctx: PageContext) -> None:
@@ -53,9 +58,18 @@ def _matched(runs: list[RunResult], ctx: PageContext) -> None:
                          p_holm=table["p_holm"].map(format_p))
     st.dataframe(shown, hide_index=True, key="decisions_matched", column_config={
         "run": st.column_config.TextColumn(pinned=True), "correct": "at correct",
+        "run recall": st.column_config.NumberColumn(format="%.4f"),
+        "baseline recall": st.column_config.NumberColumn(format="%.4f"),
         "difference": st.column_config.NumberColumn(format="%+.4f"), "low": st.column_config.NumberColumn(
             "95 % low", format="%+.4f"), "high": st.column_config.NumberColumn("95 % high", format="%+.4f"),
         "p_value": "p", "p_holm": "Holm p"})
+
+
+def _first_decided(runs: list[RunResult], ctx: PageContext) -> int:
+    """Where a run picker starts: the baseline when it gave probabilities, else the first run that did."""
+    decided = [k for k, r in enumerate(runs) if len(r.depth_front[0])]
+    baseline = next((k for k in decided if ctx.baseline is not None and runs[k].name == ctx.baseline.name), None)
+    return baseline if baseline is not None else (decided[0] if decided else 0)
 
 
 def _threshold(runs: list[RunResult], ctx: PageContext) -> None:
@@ -64,7 +78,7 @@ def _threshold(runs: list[RunResult], ctx: PageContext) -> None:
                   help="Each sample's answer is the deepest node whose probability is at least t.")
     chart(charts.stop_depths(views.stop_depth_frame(runs, t), colours=ctx.colours,
                              title=f"Depth of the threshold:{t:g} answer"), key="decisions_stops")
-    run = pick_run("Run whose answers to show", runs, key="decisions_run")
+    run = pick_run("Run whose answers to show", runs, key="decisions_run", index=_first_decided(runs, ctx))
     answers = views.answers_at(run, t)
     if not len(answers):
         st.info(f"{run.name} gives no probabilities: {run.unavailable.get('operating_curve', 'no curve')}.")
@@ -73,7 +87,7 @@ def _threshold(runs: list[RunResult], ctx: PageContext) -> None:
     correct = (answers < 0) | (tree.ancestor_table[run.targets, np.maximum(np.r_[tree.depth, 0][answers] - 1, 0)]
                                == answers)
     show = _SHOW[pick("Show", list(_SHOW), key="decisions_show")]
-    rows = np.flatnonzero({"above": answers != run.targets, "wrong": ~correct,
+    rows = np.flatnonzero({"above": correct & (answers != run.targets), "wrong": ~correct,
                            "all": np.ones(len(answers), bool)}[show])
     st.caption(f"{len(rows):,} of {len(answers):,} samples; the first {min(IMAGES, len(rows))} below.")
     listed = pd.DataFrame({"index": run.indices[rows[:IMAGES]], "class": names[run.targets[rows[:IMAGES]]],
@@ -92,9 +106,9 @@ def _threshold(runs: list[RunResult], ctx: PageContext) -> None:
     st.dataframe(listed, hide_index=True, key="decisions_samples")
 
 
-def _table(runs: list[RunResult]) -> None:
+def _table(runs: list[RunResult], ctx: PageContext) -> None:
     st.subheader("Every rule × every metric")
-    run = pick_run("Run", runs, key="decisions_table_run")
+    run = pick_run("Run", runs, key="decisions_table_run", index=_first_decided(runs, ctx))
     chart(charts.decision_table(run.decisions, title=f"{run.name}: decisions.csv"), key="decisions_table")
     missing = run.decisions.dropna(subset=["unavailable"])
     for rule, why in zip(missing["rule"], missing["unavailable"]):
@@ -110,7 +124,7 @@ def render(ctx: PageContext) -> None:
     _curves(ctx.runs, ctx)
     _matched(ctx.runs, ctx)
     _threshold(ctx.runs, ctx)
-    _table(ctx.runs)
+    _table(ctx.runs, ctx)
 
 
 render(context())

@@ -225,6 +225,14 @@ def scores_stage(evaluation: EvaluationContent, scores: ScoreAccumulator, *, ind
     decisions_stage(evaluation, scores, probabilities="given" if scores.softmax is None else "softmax")
 
 
+_DIGITS = 12
+"""Decimals a mean over the samples is written with: what it carries, not the sum's rounding noise."""
+
+
+def _carried(value: float) -> float:
+    return round(value, _DIGITS) if value == value else value
+
+
 def decisions_stage(evaluation: EvaluationContent, scores: ScoreAccumulator, *, probabilities: str) -> None:
     """decisions.csv, operating_curve.csv, their summaries in metrics.json and the per-sample
     decisions and depth fronts of predictions.npz."""
@@ -235,10 +243,12 @@ def decisions_stage(evaluation: EvaluationContent, scores: ScoreAccumulator, *, 
     for name, values in decisions.items():
         reasons = [why[name]] if name in why else [f"{key[len(name) + 1:]}: {reason}" for key, reason in why.items()
                                                   if key.startswith(f"{name}.")]
-        rows.append({"rule": name, **values, "unavailable": "; ".join(reasons) or np.nan})
+        rows.append({"rule": name, **{k: _carried(v) for k, v in values.items()},
+                     "unavailable": "; ".join(reasons) or np.nan})
     evaluation.tables[eval_format.DECISIONS] = pd.DataFrame(
         rows, columns=["rule", *(m.name for m in scores.decisions.metrics), "unavailable"])
-    curves = {rule: scores.curves.table(rule) for rule in scores.curves.RULES} if scores.curves.samples else {}
+    curves = {rule: scores.curves.table(rule).round({m: _DIGITS for m in CURVE_METRICS})  # t: a probability, exact
+              for rule in scores.curves.RULES} if scores.curves.samples else {}
     evaluation.tables[eval_format.CURVES] = pd.concat(
         [table.assign(rule=rule) for rule, table in curves.items()] or
         [pd.DataFrame(columns=["rule", "threshold", *CURVE_METRICS])], ignore_index=True)

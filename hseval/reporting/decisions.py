@@ -57,16 +57,17 @@ def point_frame(runs: list[RunResult], names: dict[str, str] | None = None) -> p
     return pd.concat(parts, ignore_index=True) if parts else pd.DataFrame(columns=["run", "rule", *CURVE_METRICS])
 
 
-def curve_summaries(runs: list[RunResult]) -> pd.DataFrame:
-    """One row per run: the summaries of its ``threshold`` curve (metrics.json), "n/a — reason"
-    where the run has none."""
-    rows = []
+def curve_summaries(runs: list[RunResult]) -> tuple[pd.DataFrame, dict[str, str]]:
+    """One row per run: the summaries of its ``threshold`` curve (metrics.json; NaN where the run
+    has none), and why each run without them has none."""
+    rows, why = [], {}
     for r in runs:
         summary = (r.metrics.get("operating_curve") or {}).get("threshold")
-        why = r.unavailable.get("operating_curve", "no operating curve")
-        rows.append({"run": r.name, "head": r.head, **{label: summary[key] if summary else f"n/a — {why}"
+        if not summary:
+            why[r.name] = r.unavailable.get("operating_curve", "no operating curve")
+        rows.append({"run": r.name, "head": r.head, **{label: summary[key] if summary else np.nan
                                                        for key, label in _SUMMARY_COLUMNS.items()}})
-    return pd.DataFrame(rows)
+    return pd.DataFrame(rows), why
 
 
 def answers_at(run: RunResult, t: float) -> np.ndarray:

@@ -155,20 +155,20 @@ def _decisions_section(runs, base, why: str) -> tuple[str, str, pd.DataFrame]:
             "the probabilities each prediction file gave" if probabilities == {"given"} else
             "the softmax of the logits, or the probabilities a prediction file gave (metrics.json's 'probabilities')")
     table = decision_views.matched_operating_points(runs, base)
-    shown = pd.DataFrame({"run": table["run"], "at correct": [f"{c:.0%}" for c in table["correct"]],
-                          "measure": table["measure"], "run recall": table["run recall"],
-                          "baseline recall": table["baseline recall"],
-                          "difference": [f"{d:+.4f}" for d in table["difference"]],
-                          "95 % interval": [f"[{lo:+.4f}, {hi:+.4f}]" for lo, hi in zip(table["low"], table["high"])],
-                          "p": [format_p(p) for p in table["p_value"]],
-                          "Holm p": [format_p(p) for p in table["p_holm"]]})
+    cells = {}
+    for row in table.itertuples():
+        column = f"{row.measure} at {row.correct:.0%} correct"
+        cells.setdefault(row.run, {"run": row.run})[column] = (
+            f"{row.difference:+.4f} [{row.low:+.4f}, {row.high:+.4f}], Holm p {format_p(row.p_holm)}")
+    shown = pd.DataFrame(list(cells.values()))
     intro = (f"A model may answer with any node ('dog' instead of 'husky') when unsure. Each threshold t on the node "
              f"probabilities ({said}; a node's is the sum over its classes) gives one trade-off: the deepest node of "
              "probability at least t is the answer; 'correct' counts answers that are the class or an ancestor of "
              "it, 'depth recall' how deep they reach (the depth of the deepest right node ÷ the class's). The "
              "table above: each run's curve summarised (the area under correct against recall, Valmadre's AC; the "
              "best recall with 90 % and 95 % correct). The table below: each run minus the baseline at those "
-             "matched operating points, on the same samples (95 % interval and p from the standard error of a paired "
+             "matched operating points (difference in recall, its 95 % interval, and Holm's p), on the same samples "
+             "(interval and p from the standard error of a paired "
              f"bootstrap over the samples, {decision_views.OPERATING_RESAMPLES} resamples, each curve rebuilt exactly; "
              f"Holm's p over the table). Baseline: {why}. decisions.csv has every rule × metric per run "
              "(the per-run section shows it, best rule of each metric marked); operating_curve.csv every breakpoint.")
@@ -242,7 +242,11 @@ def render(evaluation: Evaluation, root: Path, *, baseline: str | None = None,
                   "paper_tables.tex": to_latex(paper), "report.md": _markdown_sections(where, tables, helps)})
     sections = [Section(title, intro, [] if frame is None else [frame]) for title, intro, frame in tables]
     decisions = next(s for s in sections if s.title == DECISIONS_TITLE)
-    decisions.tables.insert(0, decision_views.curve_summaries(runs))
+    summaries, missing_curves = decision_views.curve_summaries(runs)
+    summaries = summaries.astype({c: object for c in summaries.columns[2:]})
+    for name, why_not in missing_curves.items():
+        summaries.loc[summaries["run"] == name, summaries.columns[2:]] = not_available(why_not)
+    decisions.tables.insert(0, identity(summaries))
     decisions.charts = report_charts.decision_charts(runs, drawn, palette)
     sections.append(Section("Charts", "One entry per seed group (mean ± std over seeds)" if seeds else
                             "One entry per run.", charts=report_charts.overview_charts(

@@ -53,7 +53,10 @@ GUIDES = {
     "curves": "Up and to the right is better: more answers correct at the same depth. A curve above another is "
               "better at every operating point; where curves cross, the better method depends on how much "
               "certainty you need. Markers: the rules that give one answer (the leaf, CRM, top-down, plurality, the "
-              "Bayes-optimal node of each metric); a marker above a curve beats every threshold.",
+              "Bayes-optimal node of each metric); a marker above a curve beats every threshold. Where the classes "
+              "lie at several depths, the depth rule at small t prefers a deep node to a more probable shallower "
+              "class (the dashed end of its curve); the information rule below does not. The panels are zoomed to "
+              "where the curves bend: double-click one for the whole curve.",
     "info curves": "As above, with specificity counted in information (how few classes the answer leaves open) "
                    "and the most informative node above t as the answer.",
     "stops": "At t = 0.5 an answer is right more often than not; a model that stops most answers at depth 0 or 1 is "
@@ -237,8 +240,10 @@ def detail_charts(entry: SeedGroup) -> list[Chart]:
     if not first.decisions.empty:
         out.append(Chart(f"{entry.name}: decisions", charts.decision_table(
             first.decisions, title=f"{first.name}: every rule × every metric (decisions.csv)"),
-            "Each row a decoding rule, each column a metric of its answers; the optimal:<metric> row should be "
-            "best in its own column (Plaud et al.), which the ★ lets you check."))
+            "Each row a decoding rule, each column a metric of its answers. The optimal:<metric> row is the best "
+            "answer for that metric under the model's own probabilities (Plaud et al.): where another rule beats it "
+            "on the test samples (no ★ in its own column), the probabilities are miscalibrated for that metric. "
+            "optimal:correct and the precisions answer the root: alone, they reward saying nothing."))
     if tree.num_leaves <= charts.HEATMAP_MAX:
         counted = [confusion_matrix(r.topk[:, 0], r.targets, tree) for r in entry.runs]
         matrix, labels = sum(m for m, _ in counted), counted[0][1]

@@ -62,13 +62,15 @@ def operating_curves(curves: pd.DataFrame, points: pd.DataFrame, *, rule: str = 
                     customdata=piece["threshold"],
                     hovertemplate=f"<b>{_text(run)}</b> at t = %{{customdata:.3f}}<br>correct %{{y:.4f}}<br>"
                                   f"{recall.replace('_', ' ')} %{{x:.4f}}<extra></extra>"), row=1, col=col)
-            for _, point in kinds.iterrows():
-                kind = str(point["rule"]).split(":")[0]
+            if not kinds.empty:
+                family = [str(r).split(":")[0] for r in kinds["rule"]]
                 fig.add_trace(go.Scatter(
-                    x=[point[recall]], y=[point["correct"]], mode="markers", showlegend=False, legendgroup=run,
-                    marker=dict(size=11 if kind != "optimal" else 8, color=palette[run], symbol=POINT_SYMBOLS.get(
-                        kind, "square"), line=dict(width=1, color="white")),
-                    hovertemplate=f"<b>{_text(run)}</b>: {_text(point['rule'])}<br>correct %{{y:.4f}}<br>"
+                    x=kinds[recall], y=kinds["correct"], mode="markers", showlegend=False, legendgroup=run,
+                    marker=dict(size=[8 if f == "optimal" else 11 for f in family], color=palette[run],
+                                symbol=[POINT_SYMBOLS.get(f, "square") for f in family],
+                                line=dict(width=1, color="white")),
+                    customdata=kinds["rule"].map(_text),
+                    hovertemplate=f"<b>{_text(run)}</b>: %{{customdata}}<br>correct %{{y:.4f}}<br>"
                                   f"{recall.replace('_', ' ')} %{{x:.4f}}<extra></extra>"), row=1, col=col)
         fig.add_trace(legend_only(run, palette[run]))
     shown = {str(r).split(":")[0] for r in points.get("rule", [])}
@@ -76,12 +78,31 @@ def operating_curves(curves: pd.DataFrame, points: pd.DataFrame, *, rule: str = 
         if kind in shown:
             fig.add_trace(legend_only(f"{kind}{':*' if kind == 'optimal' else ''} rule", "#555", group="kind",
                                       symbol=symbol))
-    fig.update_xaxes(range=[-0.02, 1.02], tickformat=".1f")
-    fig.update_yaxes(title_text="correct (the answer is the class or its ancestor)", row=1, col=1)
+    for col, recall in enumerate(_AXES, start=1):
+        x, y = _view(data, points, recall)
+        fig.update_xaxes(range=x, row=1, col=col)
+        fig.update_yaxes(range=y, row=1, col=col)
+    fig.update_xaxes(tickformat=".2f")
+    fig.update_yaxes(title_text="correct (the answer is the class or its ancestor)", tickformat=".2f", row=1, col=1)
     fig.update_annotations(font_size=13)
-    fig.update_layout(title=_text(title + " (solid: t ≥ 0.5, dashed: t < 0.5)"), template=TEMPLATE,
-                      legend_title_text="run", font=dict(size=13))
-    return fit(fig, row_height=380)
+    fig.update_layout(title=_text(title + " (solid: t ≥ 0.5, dashed: t < 0.5)"),
+                      template=TEMPLATE, legend_title_text="run", font=dict(size=13))
+    return fit(fig, row_height=400)
+
+
+def _view(curves: pd.DataFrame, points: pd.DataFrame, recall: str) -> tuple[list[float], list[float]]:
+    """The ranges of a panel: around the curves' points of t ≥ 0.5 below full certainty (where they
+    bend; the flat start at correct 1 is left out) and the rules' points that answer below the root."""
+    parts = [curves.loc[(curves["threshold"] >= 0.5) & (curves["correct"] < 0.999), [recall, "correct"]]
+             if not curves.empty else pd.DataFrame(),
+             points.loc[points[recall] > 0, [recall, "correct"]] if not points.empty else pd.DataFrame()]
+    seen = pd.concat([p for p in parts if not p.empty]) if any(not p.empty for p in parts) else pd.DataFrame()
+    if seen.empty:
+        return [-0.02, 1.02], [-0.02, 1.02]
+    x_low, x_high = seen[recall].min(), seen[recall].max()
+    y_low = seen["correct"].min()
+    x_pad, y_pad = max(0.02, 0.08 * (x_high - x_low)), max(0.01, 0.08 * (1 - y_low))
+    return [max(-0.02, x_low - x_pad), min(1.02, x_high + x_pad)], [max(-0.02, y_low - y_pad), 1 + y_pad / 2]
 
 
 def best_rules(table: pd.DataFrame) -> dict[str, list[str]]:
