@@ -20,7 +20,7 @@ CHROMIUM = os.environ.get("HSEVAL_CHROMIUM", "/usr/bin/chromium")
 CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
                  "--disable-component-update", "--disable-sync", "--no-first-run"]
 ROOT = Path(__file__).parents[1]
-PAGES = ("Overview", "Hierarchy", "Geometry", "Embeddings", "Confusion", "Compare")
+PAGES = ("Overview", "Hierarchy", "Geometry", "Embeddings", "Confusion", "Compare", "Decisions")
 _SVGS = "document.querySelectorAll('.js-plotly-plot .main-svg').length"
 _RUNNING = "document.querySelector('[data-testid=\"stStatusWidget\"]') !== null"
 

@@ -16,7 +16,7 @@ from tests.conftest import BESIDE_PLAIN, EVALUATED_RUNS
 from tests.dashboard_helpers import MAIN, app, array, copy_runs, figures, page, table
 from tests.helpers import reseal
 
-PAGES = ["overview", "hierarchy", "geometry", "embeddings", "confusion", "compare"]
+PAGES = ["overview", "hierarchy", "geometry", "embeddings", "confusion", "compare", "decisions"]
 
 
 
@@ -174,6 +174,35 @@ def test_compare_page(at):
     assert set(table(at, "McNemar p")["run"]) == set(EVALUATED_RUNS) - {"riemann"}
     at.multiselect(key="runs").set_value(["riemann"]).run()
     assert any("at least one run besides the baseline" in i.value for i in at.info)
+
+
+def test_decisions_page_reads_the_files(at, evaluated):
+    """The curves and points are the files' own, the slider moves where the answers stop, the rule
+    table is the chosen run's decisions.csv, and a run without probabilities says why."""
+    from hseval.io.results import read_run
+    from hseval.reporting.decisions import answers_at
+
+    page(at, "decisions")
+    assert [t.value for t in at.title] == ["Decisions"]
+    curves = figures(at)["decisions_curves"]["data"]
+    plain = read_run(evaluated / "plain")
+    drawn = [t for t in curves if t.get("mode") == "lines" and t["name"] == "plain"]
+    threshold = plain.curves[plain.curves["rule"] == "threshold"]
+    assert max(array(t["y"]).max() for t in drawn) == threshold["correct"].max()  # the file's points, not others
+    assert at.selectbox(key="decisions_run").value == "plain"  # the baseline: it gave probabilities
+    stops = figures(at)["decisions_stops"]["data"]
+    at_half = next(t for t in stops if t["name"] == "plain")
+    depth = np.r_[plain.hierarchy.depth, 0][answers_at(plain, 0.5)]
+    assert array(at_half["y"]).tolist() == np.bincount(depth, minlength=plain.hierarchy.max_depth + 1).tolist()
+    at.slider(key="decisions_t").set_value(1.0).run()
+    at_one = next(t for t in figures(at)["decisions_stops"]["data"] if t["name"] == "plain")
+    assert array(at_one["y"])[0] == len(plain.targets)  # at t = 1 every answer is the root
+    assert {"decisions_table", "decisions_curves"} <= set(figures(at))
+    matched = table(at, "baseline recall")
+    assert set(matched["run"]) <= set(BESIDE_PLAIN) and len(matched) == 4 * len(set(matched["run"]))
+    at.selectbox(key="decisions_table_run").set_value("barz-denzler").run()
+    assert any("softmax is no probability" in c.value for c in at.caption)
+    assert not at.error
 
 
 def test_missing_values_say_why(at):

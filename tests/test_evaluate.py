@@ -104,6 +104,9 @@ def test_report_writes_tables_and_an_offline_page(evaluated, tmp_path, capsys):
     assert "no matching paper cell" in paper and "## Table 6: Super-class accuracy" in paper
     assert "_No run fills it: it takes ResNet-18 runs" in paper  # the ablations need ResNet-18, and say so
     assert (folder / "paper_tables.tex").read_text().startswith("% Tables 1–2")
+    assert "## Decisions: what each model answers when it is unsure" in markdown
+    assert "| depth recall at 90% correct |" in markdown  # each run against plain at matched operating points
+    assert "Operating curves by depth" in page and "barz-denzler: decisions" in page
     summary = pd.read_csv(folder / "summary.csv").set_index("run")
     assert summary.loc["plain", "crm_top1"] == pytest.approx(
         json.loads((folder / "plain" / "metrics.json").read_text())["crm"]["top1"])
