@@ -15,13 +15,14 @@ from hseval.app import tables
 from hseval.app.state import KEY_BASELINE, KEY_DATASET, KEY_GROUPS, KEY_RUNS, PageContext
 from hseval.core.errors import HsevalError
 from hseval.io.results import Evaluation, RunResult
-from hseval.reporting.columns import column_help, display_name
+from hseval.reporting.columns import column_help, display_name, identity
 from hseval.reporting.escape import markdown
 from hseval.reporting.sections import baseline as default_baseline
 from hseval.reporting.sections import entry_colours
 from hseval.reporting.significance import seed_groups
+from hseval.reporting.summary import mark_unavailable
 
-__all__ = ["sidebar", "pick", "pick_run", "pick_node", "paged_table", "PICKER_MAX", "ROWS", "shows_problems",
+__all__ = ["sidebar", "shown", "pick", "pick_run", "pick_node", "paged_table", "PICKER_MAX", "ROWS", "shows_problems",
            "needs_runs", "PLOT", "chart", "table_config"]
 
 PLOT = {"displaylogo": False}
@@ -63,6 +64,14 @@ def table_config(frame, tree=None, *, pinned=("run", "head")) -> dict:
         else:
             config[column] = st.column_config.Column(label, help=help_text)
     return config
+
+
+def shown(frame: pd.DataFrame, runs) -> pd.DataFrame:
+    """``frame`` as a page shows a table of runs: without a head column that repeats the run's name,
+    and the columns with empty cells as text, "n/a — reason" in those cells."""
+    frame = identity(frame)
+    gaps = [c for c in frame.columns if c != "run" and frame[c].dtype.kind == "f" and frame[c].isna().any()]
+    return mark_unavailable(frame, runs, columns=gaps) if gaps else frame
 
 
 def _baseline(available: list[RunResult], names: list[str], unreadable: set[str]) -> RunResult | None:

@@ -13,11 +13,10 @@ import streamlit as st
 
 from hseval.app import loading
 from hseval.app.state import PageContext, context
-from hseval.app.views.common import chart, needs_runs, pick, pick_run
+from hseval.app.views.common import chart, needs_runs, pick, pick_run, shown, table_config
 from hseval.io.results import RunResult
 from hseval.reporting import charts
 from hseval.reporting import decisions as views
-from hseval.reporting.columns import identity
 from hseval.reporting.escape import markdown
 from hseval.reporting.sections import GUIDES
 from hseval.reporting.significance import format_p
@@ -33,12 +32,8 @@ def _curves(runs: list[RunResult], ctx: PageContext) -> None:
     chart(charts.operating_curves(views.curve_frame(runs), views.point_frame(runs), rule=rule, colours=ctx.colours,
                                   title=f"{rule}:t for every t: correct against specific"), key="decisions_curves")
     st.caption(GUIDES["curves"])
-    summaries, missing = views.curve_summaries(runs)
-    st.dataframe(identity(summaries), hide_index=True, key="decisions_summaries",
-                 column_config={"run": st.column_config.TextColumn(pinned=True),
-                                **{c: st.column_config.NumberColumn(format="%.4f") for c in summaries.columns[2:]}})
-    for name, reason in missing.items():
-        st.caption(f"{markdown(name)}: n/a — {markdown(reason)}")
+    summaries = shown(views.curve_summaries(runs), runs)
+    st.dataframe(summaries, hide_index=True, key="decisions_summaries", column_config=table_config(summaries))
 
 
 def _matched(runs: list[RunResult], ctx: PageContext) -> None:

@@ -5,35 +5,25 @@ name and help; a missing value reads "n/a — reason"."""
 
 from __future__ import annotations
 
-import pandas as pd
 import streamlit as st
 
 from hseval.app import loading, tables
 from hseval.app.state import PageContext, context
-from hseval.app.views.common import chart, needs_runs, table_config
+from hseval.app.views.common import chart, needs_runs, shown, table_config
 from hseval.reporting import charts
-from hseval.reporting.columns import identity, level_legend
+from hseval.reporting.columns import level_legend
 from hseval.reporting.escape import markdown
 from hseval.reporting.sections import history_guide, level_frame, levels_guide, one_tree
 from hseval.reporting.significance import COLUMNS, PairedDifference, against_baseline, seed_groups
 from hseval.reporting.summary import (
     history_long,
     level_table,
-    mark_unavailable,
     methods_table,
     summary_table,
     unavailable_table,
 )
 
 # (no bare strings at the top level of a page: Streamlit's magic would print them on the page)
-
-
-def shown(frame: pd.DataFrame, runs) -> pd.DataFrame:
-    """``frame`` as the page shows it: without a head column that repeats the run's name, and the
-    columns with empty cells as text, "n/a — reason" in those cells."""
-    frame = identity(frame)
-    gaps = [c for c in frame.columns if c != "run" and frame[c].dtype.kind == "f" and frame[c].isna().any()]
-    return mark_unavailable(frame, runs, columns=gaps) if gaps else frame
 
 
 def render(ctx: PageContext) -> None:

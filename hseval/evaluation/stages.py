@@ -166,9 +166,9 @@ class ScoreAccumulator:
         """What reads a batch's probabilities: CRM's re-ranking, the decisions and the curves."""
         probs = np.asarray(scores if self.softmax is None else self.softmax(scores), dtype=np.float64)
         targets = np.asarray(targets, dtype=np.int64)
-        self.crm.update(probs, targets)
+        block = NodeBlock(self.decisions.layout, probs)
+        self.crm.update(probs, targets, block)
         if self.decisions.rules:
-            block = NodeBlock(self.decisions.layout, probs)
             self._decided(*self.decisions.update(block, targets))
             self.curves.update(block, targets)
             self.fronts.append(block.depth_front)

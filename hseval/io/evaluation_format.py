@@ -58,8 +58,8 @@ from hseval.io.tables import EVALUATION_TABLES, GROUPED, LEVELS, RERUN, SUMMARY,
 from hseval.metrics import statistics
 from hseval.tree.hierarchy import Hierarchy
 
-__all__ = ["SCHEMA_VERSION", "METRICS", "PER_NODE", "GEOMETRY", "PAIRS", "PROJECTIONS", "DECISIONS", "CURVES",
-           "EMBEDDINGS", "PREDICTIONS",
+__all__ = ["SCHEMA_VERSION", "CurveSummary", "METRICS", "PER_NODE", "GEOMETRY", "PAIRS", "PROJECTIONS", "DECISIONS",
+           "CURVES", "EMBEDDINGS", "PREDICTIONS",
            "FILES", "TABLES", "ARRAYS", "metrics_record", "IndexRecord", "write_run", "read_metrics",
            "read_arrays", "sealed", "INDEX_FILE", "REPORT_FILES", "FOLDER_FILES", "write_index"]
 

@@ -11,11 +11,10 @@ k's path of the probability below each node, and
 
     R(k) = H · (Σ_j p_j − p_k) − s_k + depth(k) · p_k,    s_k = p_k + s(parent(k)),
 
-where ``s(q)``, the same sum for k's parent, is shared by k's siblings: the probabilities are
-summed per family (the classes of one parent), the families' sums carried to the internal nodes
-above them and back down their paths (sparse products of the small size of the tree's internal
-nodes). Exact for every class and every tree, at a few passes over the probabilities: CRM at any
-number of classes, in the time of a softmax.
+where ``s(q)``, the same sum for k's parent, is shared by k's siblings: the node probabilities
+and path sums of :class:`hseval.metrics.nodes.NodeBlock` (the ones every decoding rule reads; the
+evaluation hands CRM the block its decisions made). Exact for every class and every tree, at a few
+passes over the probabilities: CRM at any number of classes, in the time of a softmax.
 :class:`CrmMetrics` ranks each batch by it and scores the ranking as
 :class:`~hseval.metrics.HierarchicalMetrics` scores the argmax's, from the same statistics.
 """
@@ -23,47 +22,14 @@ number of classes, in the time of a softmax.
 from __future__ import annotations
 
 import numpy as np
-import scipy.sparse as sp
 
 from hseval.metrics import _checks, statistics
 from hseval.metrics.accuracy import _topk
 from hseval.metrics.confusion import SparseConfusion
+from hseval.metrics.nodes import NodeBlock, layout_of
 from hseval.tree.hierarchy import Hierarchy
 
 __all__ = ["crm_risk", "crm_summary", "CrmMetrics"]
-
-
-class _Paths:
-    """A tree's paths, for the risk of every class at once: the classes grouped by parent (a
-    family), the internal nodes on each family's path, and the coefficients of the formula."""
-
-    def __init__(self, hierarchy: Hierarchy) -> None:
-        L = hierarchy.num_leaves
-        family, self.family_of = np.unique(hierarchy.parents[:L], return_inverse=True)  # -1: the root's
-        self.families = len(family)
-        rows, = np.nonzero(family >= 0)
-        on_path = hierarchy.ancestor_table[family[rows]] - L  # the internal nodes on each family's path
-        rows, columns = np.repeat(rows, on_path.shape[1]), on_path.ravel()
-        keep = columns >= 0
-        self.paths = sp.csr_array((np.ones(keep.sum()), (rows[keep], columns[keep])),
-                                  shape=(len(family), hierarchy.num_nodes - L))
-        self.paths_t = self.paths.T.tocsr()
-        self.coefficient = hierarchy.max_depth + 1.0 - hierarchy.depth[:L]
-        self.max_depth = float(hierarchy.max_depth)
-        self._index = np.zeros(0, np.int64)
-
-    def scores(self, probs: np.ndarray) -> np.ndarray:
-        """(B, |L|) float64 minus each class's risk, from (B, |L|) float64 probabilities."""
-        n, L = probs.shape
-        if len(self._index) < n * L:  # each value's place in the (B, families) sums, made once
-            self._index = (self.family_of[None, :] + self.families * np.arange(n)[:, None]).ravel()
-        sums = np.bincount(self._index[: n * L], weights=probs.ravel(), minlength=n * self.families)
-        masses = (self.paths_t @ sums.reshape(n, self.families).T)  # (internal nodes, B): the mass below each
-        path_sums = np.ascontiguousarray((self.paths @ masses).T)  # (B, families): Σ over the path's nodes
-        out = np.take(path_sums, self.family_of, axis=1)
-        out += self.coefficient * probs
-        out -= self.max_depth * probs.sum(axis=1, keepdims=True)
-        return out
 
 
 def crm_risk(probs: np.ndarray, hierarchy: Hierarchy) -> np.ndarray:
@@ -97,7 +63,7 @@ def crm_risk(probs: np.ndarray, hierarchy: Hierarchy) -> np.ndarray:
     >>> crm_risk(np.array([[0.4, 0.3, 0.3]]), tree).round(3).tolist()
     [[1.2, 1.1, 1.1]]
     """
-    return -_Paths(hierarchy).scores(_checks.scores(probs, "probs", hierarchy.num_leaves))
+    return NodeBlock(layout_of(hierarchy), _checks.scores(probs, "probs", hierarchy.num_leaves)).class_risk()
 
 
 def crm_summary(computed: dict) -> dict:
@@ -118,13 +84,15 @@ class CrmMetrics:
         self.hierarchy = hierarchy
         self.ks = tuple(sorted({1, *topk}))
         self._capped = tuple(min(k, hierarchy.num_leaves) for k in self.ks)
-        self._paths = _Paths(hierarchy)
+        self._layout = layout_of(hierarchy)
         self._state = statistics.state_zeros(hierarchy, len(self.ks), 1)
         self._confusion = SparseConfusion(hierarchy.num_leaves)
 
-    def update(self, probs: np.ndarray, targets: np.ndarray) -> None:
-        """A batch: (B, |L|) probabilities and (B,) class indices, checked (the scores they come from were)."""
-        top = _topk(self._paths.scores(np.asarray(probs, dtype=np.float64)), max(self._capped))
+    def update(self, probs: np.ndarray, targets: np.ndarray, block: NodeBlock | None = None) -> None:
+        """A batch: (B, |L|) probabilities and (B,) class indices, checked (the scores they come from
+        were); ``block``: the same probabilities through the tree already (the decisions' block)."""
+        block = NodeBlock(self._layout, np.asarray(probs, dtype=np.float64)) if block is None else block
+        top = _topk(-block.class_risk(), max(self._capped))
         for name, value in statistics.batch_update(top, targets, self.hierarchy, self._capped).items():
             if name == "pairs":
                 self._confusion.add(value)

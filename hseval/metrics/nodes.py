@@ -85,6 +85,8 @@ class NodeLayout:
         self.family_starts, self.family_sizes = _runs(parent[self.by_family])
         F = self.families = len(self.family_starts)
         family_parent = parent[self.by_family[self.family_starts]]
+        self.family_of_class = np.empty(L, np.int64)
+        self.family_of_class[self.by_family] = np.repeat(np.arange(F), self.family_sizes)
         # the columns: the families, then the super-classes and the root, deepest first
         inner = np.r_[np.arange(L, N), N]
         self.inner = inner[np.lexsort((inner, -self.node_depth[inner]))]
@@ -193,6 +195,17 @@ class NodeBlock:
         """(B, columns) the expected information of n's lowest common ancestor with the true class,
         ``Σ_{a ∈ path(n)} p(a)·(info(a) − info(parent(a)))``."""
         return self.path_sums(self.p, "info")
+
+    def class_risk(self) -> np.ndarray:
+        """(B, |L|) each class's expected Making Better Mistakes distance ``H − depth(LCA)`` under the
+        probabilities (CRM's risk, Karthik et al.): ``H·Σp − S(parent) − p_k·(H + 1 − depth(k))``,
+        the parent's path sum shared by the family (:mod:`hseval.metrics.crm`)."""
+        layout, H = self.layout, self.layout.max_depth
+        above = np.take(self.depth_sums[:, layout.family_parent], layout.family_of_class, axis=1)
+        out = self.probs * (layout.node_depth[: layout.num_leaves] - (H + 1.0))
+        out -= above
+        out += H * self.probs.sum(axis=1, keepdims=True)
+        return out
 
     @cached_property
     def by_class_depth(self) -> list[tuple[int, np.ndarray, np.ndarray]]:

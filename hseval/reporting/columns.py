@@ -16,7 +16,7 @@ from typing import Any
 
 import pandas as pd
 
-from hseval.io.evaluation_format import metrics_record
+from hseval.io.evaluation_format import CurveSummary, metrics_record
 from hseval.io.records import Record
 from hseval.metrics import statistics
 from hseval.tree.hierarchy import Hierarchy
@@ -83,6 +83,8 @@ def metric_of_column(column: str) -> str:
     it: a level's value "superclass_acc.2", a CRM column's "crm.top1"."""
     if (level := level_column(column)) is not None:
         return f"{level[1]}.{level[0]}"
+    if column.startswith("curve_"):
+        return f"operating_curve.threshold.{column[6:]}"
     return f"crm.{column[4:]}" if column.startswith("crm_") else _KEYS.get(column, column)
 
 
@@ -137,6 +139,9 @@ def display_name(column: str, tree: Hierarchy | None = None) -> str:
         return f"CRM {display_name(column[4:], tree)}"
     if column.startswith("mean_"):
         return f"mean {display_name(column[5:], tree)}"
+    if column.startswith("curve_") and column[6:] in CurveSummary.model_fields:
+        name = column[6:].replace("auc_", "AUC (").replace("_at_", " at ").replace("_", " ")
+        return f"curve: {name})" if name.startswith("AUC") else f"curve: {name} % correct"
     if column in _NAMES:
         return _NAMES[column]
     found = statistics.key_of(column)
@@ -157,6 +162,9 @@ def column_help(column: str, tree: Hierarchy | None = None) -> str | None:
         return None if (text := column_help(column[4:], tree)) is None else (
             f"{text} Here for CRM re-ranking's prediction (the class of least expected tree distance under the "
             "head's probabilities) instead of the most probable class.")
+    if column.startswith("curve_") and column[6:] in CurveSummary.model_fields:
+        return (f"{CurveSummary.model_fields[column[6:]].description} On the threshold:t rule's operating curve "
+                "(every t; decisions.csv, operating_curve.csv).")
     return _HELP[column] if column in _HELP else metric_help(*metric_of_column(column).split("."))
 
 

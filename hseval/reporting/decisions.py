@@ -26,6 +26,7 @@ from hseval.io.results import RunResult
 from hseval.metrics.curves import CORRECT_LEVELS, CURVE_METRICS, OperatingCurves
 from hseval.metrics.nodes import layout_of
 from hseval.reporting.significance import CONFIDENCE, holm, not_paired
+from hseval.reporting.summary import CURVE_COLUMNS, summary_table
 
 __all__ = ["curve_frame", "point_frame", "curve_summaries", "answers_at", "stop_depth_frame",
            "matched_operating_points", "POINT_RULES", "OPERATING_RESAMPLES"]
@@ -33,11 +34,6 @@ __all__ = ["curve_frame", "point_frame", "curve_summaries", "answers_at", "stop_
 POINT_RULES = ("leaf", "crm", "top-down", "plurality", "optimal")
 """The kinds of rule drawn as points beside the curves (those that give one answer, not a curve)."""
 OPERATING_RESAMPLES = 200
-_SUMMARY_COLUMNS = {"auc_depth": "AUC (depth)", "auc_info": "AUC (info)",
-                    **{f"{m}_recall_at_{round(c * 100)}": f"{m} recall at {round(c * 100)} % correct"
-                       for m in ("depth", "info") for c in CORRECT_LEVELS}}
-
-
 def curve_frame(runs: list[RunResult], names: dict[str, str] | None = None) -> pd.DataFrame:
     """Every run's operating_curve.csv with a ``run`` column (``names``: the run's entry name)."""
     parts = [r.curves.assign(run=(names or {}).get(r.name, r.name)) for r in runs if not r.curves.empty]
@@ -57,17 +53,10 @@ def point_frame(runs: list[RunResult], names: dict[str, str] | None = None) -> p
     return pd.concat(parts, ignore_index=True) if parts else pd.DataFrame(columns=["run", "rule", *CURVE_METRICS])
 
 
-def curve_summaries(runs: list[RunResult]) -> tuple[pd.DataFrame, dict[str, str]]:
-    """One row per run: the summaries of its ``threshold`` curve (metrics.json; NaN where the run
-    has none), and why each run without them has none."""
-    rows, why = [], {}
-    for r in runs:
-        summary = (r.metrics.get("operating_curve") or {}).get("threshold")
-        if not summary:
-            why[r.name] = r.unavailable.get("operating_curve", "no operating curve")
-        rows.append({"run": r.name, "head": r.head, **{label: summary[key] if summary else np.nan
-                                                       for key, label in _SUMMARY_COLUMNS.items()}})
-    return pd.DataFrame(rows), why
+def curve_summaries(runs: list[RunResult]) -> pd.DataFrame:
+    """One row per run: the summaries of its ``threshold`` curve, the summary table's curve columns
+    (NaN where the run has none; ``metrics.json``'s ``unavailable`` says why)."""
+    return summary_table(runs)[["run", "head", *CURVE_COLUMNS]]
 
 
 def answers_at(run: RunResult, t: float) -> np.ndarray:

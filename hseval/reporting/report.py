@@ -242,11 +242,8 @@ def render(evaluation: Evaluation, root: Path, *, baseline: str | None = None,
                   "paper_tables.tex": to_latex(paper), "report.md": _markdown_sections(where, tables, helps)})
     sections = [Section(title, intro, [] if frame is None else [frame]) for title, intro, frame in tables]
     decisions = next(s for s in sections if s.title == DECISIONS_TITLE)
-    summaries, missing_curves = decision_views.curve_summaries(runs)
-    summaries = summaries.astype({c: object for c in summaries.columns[2:]})
-    for name, why_not in missing_curves.items():
-        summaries.loc[summaries["run"] == name, summaries.columns[2:]] = not_available(why_not)
-    decisions.tables.insert(0, identity(summaries))
+    decisions.tables.insert(0, _shown(mark_unavailable(identity(decision_views.curve_summaries(runs)), runs),
+                                      tree, helps))
     decisions.charts = report_charts.decision_charts(runs, drawn, palette)
     sections.append(Section("Charts", "One entry per seed group (mean ± std over seeds)" if seeds else
                             "One entry per run.", charts=report_charts.overview_charts(

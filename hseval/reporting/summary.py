@@ -19,7 +19,7 @@ from hseval.reporting.columns import WAYS, key_name, metric_of_column, not_avail
 
 __all__ = ["methods_table", "history_long", "summary_table", "grouped_summary", "level_long", "level_table",
            "settings", "config_key", "setting_names", "unavailable_table", "mark_unavailable",
-           "reason", "declaration", "reading_order", "CRM_COLUMNS", "SCALE_COLUMNS"]
+           "reason", "declaration", "reading_order", "CRM_COLUMNS", "CURVE_COLUMNS", "SCALE_COLUMNS"]
 
 
 def _num(value: Any) -> float:
@@ -33,6 +33,9 @@ def _levels(values: Any) -> list[tuple[int, Any]]:
 
 CRM_COLUMNS = ("top1", "mistake_severity", "avg_hdist@1", "hierarchical_f1")
 """The scores of CRM's ranking the summary shows (``crm_top1`` ...)."""
+CURVE_COLUMNS = tuple(f"curve_{key}" for key in ("auc_depth", "auc_info", "depth_recall_at_90", "depth_recall_at_95",
+                                                  "info_recall_at_90", "info_recall_at_95"))
+"""The summaries of each run's ``threshold`` operating curve (metrics.json's ``operating_curve``)."""
 SCALE_COLUMNS = ("feature_norm", "max_logit", "cophenetic_correlation")
 """The last columns of the summary: the logit scale, and how well the class vectors recover the tree."""
 
@@ -55,6 +58,8 @@ def summary_table(runs: list[RunResult]) -> pd.DataFrame:
         crm = m.get("crm") or {}
         for key in CRM_COLUMNS:
             row[f"crm_{key}"] = _num(crm.get(key))
+        curve = (m.get("operating_curve") or {}).get("threshold") or {}
+        row.update({column: _num(curve.get(column[6:])) for column in CURVE_COLUMNS})
         row["feature_norm"] = _num((m.get("feature_norm") or {}).get("mean"))
         row["max_logit"] = _num((m.get("max_logit") or {}).get("mean"))
         agreement = ((m.get("geometry") or {}).get("tree_agreement") or {})
