@@ -74,7 +74,7 @@ def test_probabilities_are_read_as_given_and_predicted_classes_get_the_leaf_row_
     assert "hf:2" in given.decisions.columns and given.decisions["unavailable"].isna().all()
     table = labels.decisions.set_index("rule")
     assert table.loc["leaf", "exact"] == pytest.approx(labels.metrics["top1"])
-    assert table.loc["threshold:0.7"].drop("unavailable").isna().all()
+    assert table.loc["threshold:0.7"].drop(["unavailable", "probabilities"]).isna().all()
     assert "no probabilities" in table.loc["threshold:0.7", "unavailable"]
     assert labels.curves.empty and "operating_curve" in labels.metrics["unavailable"]
     assert labels.depth_front[0].shape[0] == 0
@@ -97,10 +97,42 @@ def test_the_files_read_back_as_tables_other_tools_read(logits_file, tmp_path):
     folder = tmp_path / "eval" / "model"
     decisions = pd.read_csv(folder / "decisions.csv")
     curve = pd.read_csv(folder / "operating_curve.csv")
-    assert list(decisions.columns[:3]) == ["rule", "correct", "exact"] and decisions["rule"].tolist() == ["leaf",
-                                                                                                      "plurality"]
-    assert list(curve.columns) == ["rule", "threshold", "correct", "depth_recall", "info_recall"]
+    assert list(decisions.columns[:4]) == ["rule", "probabilities", "correct", "exact"]
+    assert decisions["rule"].tolist() == ["leaf", "plurality"] and set(decisions["probabilities"]) == {"classes"}
+    assert list(curve.columns) == ["rule", "probabilities", "threshold", "correct", "depth_recall", "info_recall"]
     assert set(curve["rule"]) == {"threshold", "info-threshold"}
+
+
+def test_a_models_own_level_scores_are_decoded_too_and_said_so(logits_file, tmp_path):
+    """Own super-class scores give their own rows (the rules that read node probabilities alone),
+    equal to decoding the node probabilities those scores give; the classes' rows are unchanged."""
+    from hseval.metrics.nodes import NodeBlock
+
+    tree = read_hierarchy(logits_file.with_suffix(".txt"))
+    data = dict(np.load(logits_file))
+    rng = np.random.default_rng(5)
+    levels = {d: rng.normal(size=(len(data["targets"]), tree.nodes_per_depth[d - 1])) * 2
+              for d in range(1, tree.max_depth)}
+    np.savez(tmp_path / "own.npz", **data, **{f"level_scores_{d}": v for d, v in levels.items()})
+    (tmp_path / "own.txt").write_bytes(logits_file.with_suffix(".txt").read_bytes())
+    assert _evaluate(tmp_path, tmp_path / "own.npz", "--rules", "leaf,threshold:0.6,top-down,optimal:hf1") == 0
+    run = load_evaluation(tmp_path / "eval").runs[0]
+    table = run.decisions
+    assert list(zip(table["rule"], table["probabilities"])) == [
+        ("leaf", "classes"), ("threshold:0.6", "classes"), ("top-down", "classes"), ("optimal:hf1", "classes"),
+        ("threshold:0.6", "own scores"), ("top-down", "own scores")]
+    probs = softmax(data["logits"].astype(np.float64))
+    block = NodeBlock(layout_of(tree), probs).with_levels({d: softmax(v) for d, v in levels.items()})
+    for k, name in ((4, "threshold:0.6"), (5, "top-down")):
+        from hseval.metrics.decisions import rule
+
+        nodes = rule(name).decode(block)
+        np.testing.assert_array_equal(run.decided[:, k], nodes)
+        correct = compare(layout_of(tree), nodes, data["targets"]).correct.mean()
+        assert table.loc[k, "correct"] == pytest.approx(correct, abs=1e-12)
+    assert set(run.curves["probabilities"]) == {"classes", "own scores"}
+    assert set(run.metrics["operating_curve"]) == {"threshold", "info-threshold", "threshold (own scores)",
+                                                   "info-threshold (own scores)"}
 
 
 def test_no_rules_writes_the_decisions_files_empty_and_says_why(logits_file, tmp_path):

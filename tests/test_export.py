@@ -19,7 +19,7 @@ import pytest
 
 from hseval.cli.main import main
 from hseval.core.errors import HsevalWarning
-from hseval.evaluation.stages import EvaluationContent, ScoreAccumulator, decisions_stage
+from hseval.evaluation.stages import EvaluationContent, ScoreAccumulator
 from hseval.evaluation.writer import evaluation_folder, write_evaluation
 from hseval.io import evaluation_format as eval_format
 from hseval.io import folders as ownership
@@ -75,7 +75,7 @@ def write_evaluated_run(folder: Path, tree: Hierarchy, *, samples: int = 12, dim
     scores = ScoreAccumulator(tree, softmax=None, rules=["leaf"])  # the classes' decisions, as evaluate has them
     if samples:
         scores.update_labels(topk[:, 0], targets)
-    decisions_stage(content, scores, probabilities="given")
+    scores.decisions.write(content, probabilities="given", labels_only=scores.crm_skipped)
     with evaluation_folder(folder.parent, inputs=[], names=[folder.name]) as root:
         write_evaluation(root, content)
     return folder

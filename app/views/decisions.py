@@ -26,11 +26,19 @@ _SHOW = {"answered above the class (unsure)": "above", "wrong answers": "wrong",
 
 
 def _curves(runs: list[RunResult], ctx: PageContext) -> None:
-    rule = st.radio("Curve", ["threshold", "info-threshold"], horizontal=True, key="decisions_curve",
-                    help="threshold:t answers the deepest node of probability at least t; info-threshold:t the most "
-                         "informative one (fewest classes below it).")
-    chart(charts.operating_curves(views.curve_frame(runs), views.point_frame(runs), rule=rule, colours=ctx.colours,
-                                  title=f"{rule}:t for every t: correct against specific"), key="decisions_curves")
+    left, right = st.columns(2)
+    rule = left.radio("Curve", ["threshold", "info-threshold"], horizontal=True, key="decisions_curve",
+                      help="threshold:t answers the deepest node of probability at least t; info-threshold:t the most "
+                           "informative one (fewest classes below it).")
+    own = any((r.curves["probabilities"] == "own scores").any() for r in runs)
+    source = right.radio("Node probabilities", ["classes", "own scores"] if own else ["classes"], horizontal=True,
+                         key="decisions_source", help="classes: a node's probability is the sum over its classes; "
+                         "own scores: a level's softmax of the head's own super-class scores (the heads that have "
+                         "them).")
+    chart(charts.operating_curves(views.curve_frame(runs, source=source), views.point_frame(runs, source=source),
+                                  rule=rule, colours=ctx.colours, title=f"{rule}:t for every t: correct against "
+                                  "specific" + ("" if source == "classes" else " (own scores)")),
+          key="decisions_curves")
     st.caption(GUIDES["curves"])
     summaries = shown(views.curve_summaries(runs), runs)
     st.dataframe(summaries, hide_index=True, key="decisions_summaries", column_config=table_config(summaries))

@@ -17,6 +17,7 @@ import numpy as np
 import pandas as pd
 
 from hseval.core.errors import ConfigError
+from hseval.evaluation.decisions import Decider, undecided
 from hseval.evaluation.projections import check_available, project
 from hseval.io import evaluation_format as eval_format
 from hseval.metrics import (
@@ -27,19 +28,15 @@ from hseval.metrics import (
     statistics,
 )
 from hseval.metrics.crm import CrmMetrics
-from hseval.metrics.curves import CURVE_METRICS, OperatingCurves, curve_summary
-from hseval.metrics.decision_metrics import DecisionMetrics
 from hseval.metrics.decisions import DEFAULT_RULES
 from hseval.metrics.nodes import NodeBlock
 from hseval.metrics.streaming import NO_LEVEL_SCORES
 from hseval.tree.hierarchy import Hierarchy
 
 __all__ = ["KS", "beyond_the_classes", "BLOCK", "probability_metrics", "block_rows", "EvaluationContent",
-           "ScoreAccumulator", "check_sample_options", "norm_summary", "scores_stage", "decisions_stage",
-           "without_probabilities",
+           "ScoreAccumulator", "check_sample_options", "norm_summary", "scores_stage", "without_probabilities",
            "geometry_stage", "sample_stage"]
 
-NO_SAMPLES_TO_DECIDE = "no samples were evaluated"
 KS = (1, 5, 20)
 """The k of the top-k metrics that ``hseval evaluate`` reports, those a tree has (:func:`beyond_the_classes`);
 predictions.npz keeps the top min(20, |L|) classes of each sample."""
@@ -134,11 +131,7 @@ class ScoreAccumulator:
         self.metrics = HierarchicalMetrics(tree, topk=KS, scores="probs" if softmax is None else "logits")
         self.crm = CrmMetrics(tree, topk=KS)
         self.crm_skipped: str | None = None
-        self.decisions = DecisionMetrics(tree, rules)
-        self.decision_sums = self.decisions.zeros()
-        self.curves = OperatingCurves(self.decisions.layout)
-        self.decided: list[np.ndarray] = []
-        self.fronts: list[tuple[np.ndarray, np.ndarray]] = []
+        self.decisions = Decider(tree, rules)
         self.targets: list[np.ndarray] = []
         self.topk: list[np.ndarray] = []
         self.levels: list[np.ndarray] = []
@@ -154,36 +147,28 @@ class ScoreAccumulator:
             return
         if len(targets) * self.tree.num_leaves < _THREADED:
             self._add(self.metrics.update(scores, targets, level_scores), targets, level_scores)
-            self._probabilities(scores, targets)
+            self._probabilities(scores, targets, level_scores)
             return
         with ThreadPoolExecutor(1) as pool:  # beside the metrics: numpy lets go of the GIL, two cores work
-            side = pool.submit(self._probabilities, scores, targets)
+            side = pool.submit(self._probabilities, scores, targets, level_scores)
             top = self.metrics.update(scores, targets, level_scores)  # its error, if any, once the side is done
             side.result()
         self._add(top, targets, level_scores)
 
-    def _probabilities(self, scores: Any, targets: np.ndarray) -> None:
+    def _probabilities(self, scores: Any, targets: np.ndarray, level_scores: dict[int, np.ndarray] | None) -> None:
         """What reads a batch's probabilities: CRM's re-ranking, the decisions and the curves."""
         probs = np.asarray(scores if self.softmax is None else self.softmax(scores), dtype=np.float64)
         targets = np.asarray(targets, dtype=np.int64)
         block = NodeBlock(self.decisions.layout, probs)
         self.crm.update(probs, targets, block)
-        if self.decisions.rules:
-            self._decided(*self.decisions.update(block, targets))
-            self.curves.update(block, targets)
-            self.fronts.append(block.depth_front)
-
-    def _decided(self, sums: dict[str, np.ndarray], nodes: np.ndarray) -> None:
-        for name, value in sums.items():
-            self.decision_sums[name] += value
-        self.decided.append(nodes)
+        self.decisions.update(block, targets, level_scores)
 
     def update_labels(self, predictions: np.ndarray, targets: np.ndarray) -> None:
         """A batch of predicted classes without scores: only the top-1 metrics and the leaf rule,
         no re-ranking."""
         self.metrics.update_labels(predictions, targets)
         self.crm_skipped = "the predictions give one class per sample, no scores to re-rank"
-        self._decided(*self.decisions.update_labels(predictions, targets))
+        self.decisions.update_labels(predictions, targets)
         self._add(np.asarray(predictions)[:, None], targets, None)
 
     def _add(self, topk: np.ndarray, targets: np.ndarray, level_scores: dict[int, np.ndarray] | None) -> None:
@@ -222,49 +207,8 @@ def scores_stage(evaluation: EvaluationContent, scores: ScoreAccumulator, *, ind
                                                   "topk": np.concatenate(scores.topk),
                                                   "levels": np.concatenate(scores.levels),
                                                   "indices": np.asarray(indices, dtype=np.int64)}
-    decisions_stage(evaluation, scores, probabilities="given" if scores.softmax is None else "softmax")
-
-
-_DIGITS = 12
-"""Decimals a mean over the samples is written with: what it carries, not the sum's rounding noise."""
-
-
-def _carried(value: float) -> float:
-    return round(value, _DIGITS) if value == value else value
-
-
-def decisions_stage(evaluation: EvaluationContent, scores: ScoreAccumulator, *, probabilities: str) -> None:
-    """decisions.csv, operating_curve.csv, their summaries in metrics.json and the per-sample
-    decisions and depth fronts of predictions.npz."""
-    tree, metrics = evaluation.tree, evaluation.metrics
-    labels_only = scores.crm_skipped is not None
-    decisions, why = scores.decisions.compute(scores.decision_sums, metrics["samples"], labels_only=labels_only)
-    rows = []
-    for name, values in decisions.items():
-        reasons = [why[name]] if name in why else [f"{key[len(name) + 1:]}: {reason}" for key, reason in why.items()
-                                                  if key.startswith(f"{name}.")]
-        rows.append({"rule": name, **{k: _carried(v) for k, v in values.items()},
-                     "unavailable": "; ".join(reasons) or np.nan})
-    evaluation.tables[eval_format.DECISIONS] = pd.DataFrame(
-        rows, columns=["rule", *(m.name for m in scores.decisions.metrics), "unavailable"])
-    curves = {rule: scores.curves.table(rule).round({m: _DIGITS for m in CURVE_METRICS})  # t: a probability, exact
-              for rule in scores.curves.RULES} if scores.curves.samples else {}
-    evaluation.tables[eval_format.CURVES] = pd.concat(
-        [table.assign(rule=rule) for rule, table in curves.items()] or
-        [pd.DataFrame(columns=["rule", "threshold", *CURVE_METRICS])], ignore_index=True)
-    if curves:
-        metrics["operating_curve"] = {rule: curve_summary(table) for rule, table in curves.items()}
-        metrics["probabilities"] = probabilities
-    else:
-        metrics["unavailable"]["operating_curve"] = scores.crm_skipped or (
-            NO_SAMPLES_TO_DECIDE if scores.decisions.rules else "no decisions were asked for (--rules none)")
-    width = tree.max_depth + 1
-    best = [b for b, _ in scores.fronts] or [np.zeros((0, width))]
-    nodes = [n for _, n in scores.fronts] or [np.zeros((0, width), np.int64)]
-    evaluation.arrays[eval_format.PREDICTIONS].update(
-        decisions=np.concatenate(scores.decided) if scores.decided else
-        np.zeros((metrics["samples"], len(decisions)), np.int64),
-        depth_front=np.concatenate(best), depth_front_nodes=np.concatenate(nodes))
+    scores.decisions.write(evaluation, probabilities="given" if scores.softmax is None else "softmax",
+                           labels_only=scores.crm_skipped)
 
 
 def probability_metrics() -> list[str]:
@@ -279,15 +223,7 @@ def without_probabilities(evaluation: EvaluationContent, why: str) -> None:
     for key in [*probability_metrics(), "operating_curve", "probabilities"]:
         evaluation.metrics.pop(key, None)
         evaluation.metrics["unavailable"][key] = why
-    table = evaluation.tables[eval_format.DECISIONS]
-    table["unavailable"] = table["unavailable"].astype(object)
-    decoded = (table["rule"] != "leaf").to_numpy()
-    table.loc[decoded, [c for c in table.columns if c not in ("rule", "unavailable")]] = np.nan
-    table.loc[decoded, "unavailable"] = why
-    evaluation.tables[eval_format.CURVES] = evaluation.tables[eval_format.CURVES].iloc[:0]
-    arrays = evaluation.arrays[eval_format.PREDICTIONS]
-    arrays["decisions"][:, decoded] = -1
-    arrays["depth_front"], arrays["depth_front_nodes"] = arrays["depth_front"][:0], arrays["depth_front_nodes"][:0]
+    undecided(evaluation, why)
 
 
 def geometry_stage(evaluation: EvaluationContent, vectors: tuple[np.ndarray, str] | None, radii: np.ndarray | None, *,

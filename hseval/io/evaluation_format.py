@@ -195,8 +195,9 @@ class _Run(Record):
     probabilities: Literal["softmax", "given"] | None = _help(
         "What the decisions read as the model's probabilities: the softmax of its logits, or the probabilities a "
         "prediction file gave.")
-    operating_curve: dict[Literal["threshold", "info-threshold"], CurveSummary] | None = _help(
-        "The summaries of each operating curve of operating_curve.csv.")
+    operating_curve: dict[Literal["threshold", "info-threshold", "threshold (own scores)",
+                                  "info-threshold (own scores)"], CurveSummary] | None = _help(
+        "The summaries of each operating curve of operating_curve.csv (from a head's own scores: '(own scores)').")
 
     @model_validator(mode="after")
     def _levels_of_the_tree(self) -> _Run:

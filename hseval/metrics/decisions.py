@@ -47,6 +47,9 @@ class RuleKind:
     help: str
     make: Callable[..., Callable[[NodeBlock], np.ndarray]]
     parameter: str | None = None
+    own: bool = False
+    """It reads node probabilities alone, so a model's own super-class scores can give them
+    (:meth:`NodeBlock.with_levels`); the others read a distribution over the classes."""
 
 
 @dataclass(frozen=True)
@@ -57,6 +60,7 @@ class Rule:
     kind: str
     decode: Callable[[NodeBlock], np.ndarray]
     metric: NodeMetric | None = None
+    own: bool = False
 
 
 RULES: Registry[RuleKind] = Registry("decoding rule")
@@ -127,15 +131,16 @@ def _optimal(metric: NodeMetric) -> Callable[[NodeBlock], np.ndarray]:
 
 
 RULES.add("leaf", RuleKind("The most probable class: the usual prediction.", _leaf))
-RULES.add("top-down", RuleKind("From the root, the most probable child at each step, down to a class.", _top_down))
+RULES.add("top-down", RuleKind("From the root, the most probable child at each step, down to a class.", _top_down,
+                                own=True))
 RULES.add("crm", RuleKind("The class of least expected Making Better Mistakes distance (CRM; Karthik et al., ICLR "
                           "2021).", _crm))
 RULES.add("plurality", RuleKind("Valmadre's plurality threshold: the deepest node more probable than the second most "
-                                "probable child of every family.", _plurality))
+                                "probable child of every family.", _plurality, own=True))
 RULES.add("threshold", RuleKind("The deepest node whose probability is at least t (Valmadre, NeurIPS 2022).",
-                                _threshold, "threshold"))
+                                _threshold, "threshold", own=True))
 RULES.add("info-threshold", RuleKind("The most informative node (fewest classes below it) whose probability is at "
-                                     "least t.", _info_threshold, "threshold"))
+                                     "least t.", _info_threshold, "threshold", own=True))
 RULES.add("optimal", RuleKind("The node of greatest expected metric under the model's probabilities (Plaud et al., "
                               "ICML 2025): Bayes-optimal for that metric.", _optimal, "metric"))
 
@@ -152,7 +157,7 @@ def rule(name: str) -> Rule:
     if kind.parameter is None:
         if colon:
             raise ConfigError(f"rule {name!r}: {kind_name} takes no parameter; write {kind_name}")
-        return Rule(kind_name, kind_name, kind.make(None))
+        return Rule(kind_name, kind_name, kind.make(None), own=kind.own)
     if not parameter:
         example = "threshold:0.5" if kind.parameter == "threshold" else "optimal:hf1"
         raise ConfigError(f"rule {name!r}: {kind_name} needs a {kind.parameter}, e.g. "
@@ -164,7 +169,7 @@ def rule(name: str) -> Rule:
             t = float("nan")
         if not 0 <= t <= 1:
             raise ConfigError(f"rule {name!r}: the threshold must be a probability in [0, 1], e.g. {kind_name}:0.5")
-        return Rule(f"{kind_name}:{parameter}", kind_name, kind.make(t))
+        return Rule(f"{kind_name}:{parameter}", kind_name, kind.make(t), own=kind.own)
     metric = node_metric(parameter)
     if metric.expected is None:
         raise ConfigError(f"rule {name!r}: {metric.name} is not a mean over the samples, so no rule maximises it "

@@ -28,6 +28,7 @@ Node indices are the tree's canonical ones; the root is -1, as in
 from __future__ import annotations
 
 import functools
+from collections.abc import Mapping
 from functools import cached_property
 
 import numpy as np
@@ -160,6 +161,21 @@ class NodeBlock:
         self.nodes = np.empty((len(probs), layout.columns), np.int64)
         self.nodes[:, :F] = layout.by_family[at]
         self.nodes[:, F:] = layout.node[F:]
+
+    def with_levels(self, levels: Mapping[int, np.ndarray]) -> NodeBlock:
+        """The same samples with their super-classes' probabilities read from a model's own level
+        scores: ``levels`` {depth: (B, nodes of that depth) probabilities, columns in
+        ``nodes_at_depth`` order}; the classes keep theirs (a class at a scored depth too), and so
+        do the super-classes of a depth not given (their sums)."""
+        out = NodeBlock.__new__(NodeBlock)
+        out.layout, out.probs, out.family_sums, out.second, out.nodes = (
+            self.layout, self.probs, self.family_sums, self.second, self.nodes)
+        out.p = self.p.copy()
+        for depth, values in levels.items():
+            nodes = self.layout.tree.nodes_at_depth(depth)
+            inner = nodes >= self.layout.num_leaves
+            out.p[:, self.layout.column_of[nodes[inner]]] = np.asarray(values)[:, inner]
+        return out
 
     def pick(self, values: np.ndarray, *, lowest: bool = False) -> np.ndarray:
         """(B,) the node of the largest (``lowest``: smallest) of each row's ``values`` (B, columns);

@@ -34,19 +34,24 @@ __all__ = ["curve_frame", "point_frame", "curve_summaries", "answers_at", "stop_
 POINT_RULES = ("leaf", "crm", "top-down", "plurality", "optimal")
 """The kinds of rule drawn as points beside the curves (those that give one answer, not a curve)."""
 OPERATING_RESAMPLES = 200
-def curve_frame(runs: list[RunResult], names: dict[str, str] | None = None) -> pd.DataFrame:
-    """Every run's operating_curve.csv with a ``run`` column (``names``: the run's entry name)."""
-    parts = [r.curves.assign(run=(names or {}).get(r.name, r.name)) for r in runs if not r.curves.empty]
+def curve_frame(runs: list[RunResult], names: dict[str, str] | None = None, *,
+                source: str = "classes") -> pd.DataFrame:
+    """Every run's operating_curve.csv of one source of probabilities ("classes", "own scores"), with
+    a ``run`` column (``names``: the run's entry name)."""
+    parts = [r.curves[r.curves["probabilities"] == source].assign(run=(names or {}).get(r.name, r.name))
+             for r in runs if (r.curves["probabilities"] == source).any()]
     return pd.concat(parts, ignore_index=True) if parts else pd.DataFrame(columns=["run", "rule", "threshold",
                                                                                  *CURVE_METRICS])
 
 
-def point_frame(runs: list[RunResult], names: dict[str, str] | None = None) -> pd.DataFrame:
-    """The rows of each run's decisions.csv of the rules drawn as points (:data:`POINT_RULES`) that
-    were computed, with a ``run`` column."""
+def point_frame(runs: list[RunResult], names: dict[str, str] | None = None, *,
+                source: str = "classes") -> pd.DataFrame:
+    """The rows of each run's decisions.csv of the rules drawn as points (:data:`POINT_RULES`), of
+    one source of probabilities, that were computed, with a ``run`` column."""
     parts = []
     for r in runs:
-        table = r.decisions[r.decisions["rule"].str.split(":").str[0].isin(POINT_RULES)]
+        table = r.decisions[r.decisions["rule"].str.split(":").str[0].isin(POINT_RULES)
+                            & (r.decisions["probabilities"] == source)]
         table = table.dropna(subset=list(CURVE_METRICS))
         if not table.empty:
             parts.append(table[["rule", *CURVE_METRICS]].assign(run=(names or {}).get(r.name, r.name)))

@@ -59,6 +59,11 @@ GUIDES = {
               "where the curves bend: double-click one for the whole curve.",
     "info curves": "As above, with specificity counted in information (how few classes the answer leaves open) "
                    "and the most informative node above t as the answer.",
+    "own curves": "The same rule on the node probabilities of each head's own super-class scores (a level's "
+                  "softmax; the classes keep theirs), for the heads that have them. Compare each head's curve here "
+                  "with its curve in the first chart (the same colour): where this one lies higher, the head's own "
+                  "scores make better decisions than its class scores summed up the tree. Own levels that disagree "
+                  "with each other bend the curve back.",
     "stops": "At t = 0.5 an answer is right more often than not; a model that stops most answers at depth 0 or 1 is "
              "unsure, one that answers at the deepest level almost always is confident (check its correct share).",
 }
@@ -206,14 +211,20 @@ def decision_charts(runs: list[RunResult], drawn: list[SeedGroup], palette: dict
     names = {e.runs[0].name: e.name for e in drawn}
     curves, points = decision_views.curve_frame(first, names), decision_views.point_frame(first, names)
     seed = " (each seed group's first seed)" if any(len(e.runs) > 1 for e in drawn) else ""
-    return [Chart("Operating curves by depth", charts.operating_curves(curves, points, colours=palette, title=(
-                      f"threshold:t for every t: correct against specific{seed}")), GUIDES["curves"]),
-            Chart("Operating curves by information", charts.operating_curves(
-                curves, points, rule="info-threshold", colours=palette,
-                title=f"info-threshold:t for every t{seed}"), GUIDES["info curves"]),
-            Chart("Where the answers stop at t = 0.5", charts.stop_depths(
-                decision_views.stop_depth_frame(first, 0.5, names), colours=palette,
-                title=f"Depth of the threshold:0.5 answer{seed}"), GUIDES["stops"])]
+    out = [Chart("Operating curves by depth", charts.operating_curves(curves, points, colours=palette, title=(
+                     f"threshold:t for every t: correct against specific{seed}")), GUIDES["curves"]),
+           Chart("Operating curves by information", charts.operating_curves(
+               curves, points, rule="info-threshold", colours=palette,
+               title=f"info-threshold:t for every t{seed}"), GUIDES["info curves"]),
+           Chart("Where the answers stop at t = 0.5", charts.stop_depths(
+               decision_views.stop_depth_frame(first, 0.5, names), colours=palette,
+               title=f"Depth of the threshold:0.5 answer{seed}"), GUIDES["stops"])]
+    own = decision_views.curve_frame(first, names, source="own scores")
+    if not own.empty:
+        out.insert(2, Chart("Operating curves from the heads' own super-class scores", charts.operating_curves(
+            own, decision_views.point_frame(first, names, source="own scores"), colours=palette,
+            title=f"threshold:t on the own scores' node probabilities{seed}"), GUIDES["own curves"]))
+    return out
 
 
 def detail_charts(entry: SeedGroup) -> list[Chart]:

@@ -519,8 +519,8 @@ cli("negative-max-points", "`evaluate --max-points -5`", "--max-points must be a
 cli("rule-threshold-outside", "`evaluate --rules threshold:1.5`", "--rules: rule 'threshold:1.5': the threshold must "
     "be a probability in [0, 1], e.g. threshold:0.5", lambda tmp, good: [*evaluate(good.run, tmp, good), "--rules",
                                                                         "threshold:1.5"])
-cli("rule-unknown", "`evaluate --rules leaf,nearest`", "--rules: unknown decoding rule 'nearest'; choose one of leaf, …",
-    lambda tmp, good: [*evaluate(good.run, tmp, good), "--rules", "leaf,nearest"])
+cli("rule-unknown", "`evaluate --rules leaf,nearest`", "--rules: unknown decoding rule 'nearest'; choose one of "
+    "leaf, …", lambda tmp, good: [*evaluate(good.run, tmp, good), "--rules", "leaf,nearest"])
 cli("rule-unknown-metric", "`evaluate --rules optimal:height`", "--rules: unknown node metric 'height'; choose one "
     "of correct, …", lambda tmp, good: [*evaluate(good.run, tmp, good), "--rules", "optimal:height"])
 cli("rule-beta-not-positive", "`evaluate --rules optimal:hf:0`", "--rules: metric 'hf:0': β must be a positive number, "

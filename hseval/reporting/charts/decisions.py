@@ -122,8 +122,11 @@ def decision_table(table: pd.DataFrame, *, title: str) -> go.Figure:
     metric in bold on a green cell (lower is better for the distances)."""
     if table.empty:
         return _empty(title, "no decisions")
-    metrics = [c for c in table.columns if c not in ("rule", "unavailable")]
-    best = best_rules(table)
+    table = table.assign(rule=[rule if source == "classes" else f"{rule} ({source})"
+                               for rule, source in zip(table["rule"], table["probabilities"])]) \
+        if "probabilities" in table else table
+    metrics = [c for c in table.columns if c not in ("rule", "probabilities", "unavailable")]
+    best = best_rules(table.drop(columns=["probabilities"], errors="ignore"))
     cells, fills = [table["rule"].map(_text).tolist()], [["#fafafa"] * len(table)]
     for column in metrics:
         marked = table["rule"].isin(best.get(column, []))
