@@ -48,7 +48,7 @@ def _given(parser: argparse.ArgumentParser, dest: str) -> list[str]:
 
 # ---------------------------------------------------------------------- options a mode does not use
 EVALUATE = COMMANDS["hseval evaluate"]
-SHARED = {"runs", "out", "projections", "max_points", "predictions", "help", "func", "memory_advice"}
+SHARED = {"runs", "out", "projections", "max_points", "predictions", "help", "func", "memory_advice", "rules"}
 MODES = {"run folders": ["RUN"], "--predictions": ["--predictions", "p.npz", "--hierarchy", "tree.txt"]}
 UNUSED = [("run folders", dest) for dest in evaluate_cli.PREDICTION_OPTIONS] + \
          [("--predictions", dest) for dest in evaluate_cli.RUN_OPTIONS]

@@ -33,6 +33,7 @@ WRITERS = {
     "bench-metrics": ("bench/metrics.py", True),
     "bench-probe": ("bench/probe.py", True),
     "bench-scale": ("bench/scale.py", True),
+    "bench-decisions": ("bench/decisions.py", True),
     "bad-inputs-count": ("tests/bad_inputs/cases.py", False),
     "metrics-help": ("scripts/json_schemas.py", False),  # the metrics' help, from where they are defined
 }

@@ -5,12 +5,10 @@ batch, adds the batch's sufficient statistics (:func:`hseval.metrics.statistics.
 built from the same ``_update`` functions as the metric functions of :mod:`hseval.metrics`) to
 its state, and computes the metrics from the sums with the same ``_compute`` functions
 (:func:`hseval.metrics.statistics.state_compute`), so each metric is written once. The state does
-not grow with the number of samples N: named sums, and the sparse confusion counts (the distinct
-(true, predicted) class pairs seen, at most |L|², never a dense |L|×|L| matrix).
-
-``merge`` adds another instance's state (two halves give the whole); under ``torch.distributed``
-``compute`` all-reduces the state of every process first (sums by ``all_reduce``, confusion
-pairs by ``all_gather``), so each rank gets the metrics of the whole dataset.
+not grow with the number of samples N: named sums (a decoding rule's too), and the sparse
+confusion counts (the (true, predicted) class pairs seen, never a dense |L|×|L| matrix). ``merge``
+adds another instance's state; under ``torch.distributed`` ``compute`` all-reduces every
+process's state first (sums by ``all_reduce``, pairs by ``all_gather``).
 
 Not a ``torchmetrics.Metric``: built on one it is slower than this shell on the same statistics
 (``bench/metrics.py --stream`` times both), its wrapped ``update`` drops the top-k this ``update``
@@ -124,13 +122,12 @@ class HierarchicalMetrics:
 
     def _set_mode(self, mode: str, levels: tuple[int, ...] | None) -> None:
         if self._mode is not None and self._mode != mode:
-            raise ValueError(f"this batch gives {'scores' if mode == 'scores' else 'predicted classes'} but earlier "
-                             f"batches gave {'scores' if self._mode == 'scores' else 'predicted classes'}; "
-                             "use update() or update_labels() for every batch")
+            kinds = {"scores": "scores", "labels": "predicted classes"}
+            raise ValueError(f"this batch gives {kinds[mode]} but earlier batches gave {kinds[self._mode]}; use "
+                             "update() or update_labels() for every batch")
         if self._mode is not None and self._levels != levels:
-            raise ValueError(f"this batch has level scores for levels {list(levels) if levels else None} but earlier "
-                             f"batches had {list(self._levels) if self._levels else None}; give the same levels in "
-                             "every batch (or None in all)")
+            raise ValueError(f"this batch has level scores for levels {list(levels or []) or None} but earlier "
+                             f"batches had {list(self._levels or []) or None}; give the same levels in every batch")
         self._mode, self._levels = mode, levels
 
     @checked
@@ -287,8 +284,13 @@ class HierarchicalMetrics:
         return out
 
     def pairs(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-        """The leaf confusion counts: (targets, predictions, counts), (M,) int64 each: the M
-        distinct (true class, predicted class) pairs seen, sorted, and how often each was."""
+        """The leaf confusion counts, one entry per distinct pair.
+
+        Returns
+        -------
+        targets, predictions, counts : (M,) ndarray of int64
+            The M distinct (true class, predicted class) pairs seen, sorted, and how often each was.
+        """
         pairs = self._confusion.pairs()
         return pairs.target, pairs.pred, pairs.count.copy()
 
@@ -349,7 +351,9 @@ class HierarchicalMetrics:
             "superclass_acc_from_levels" and "level_agreement" when level scores were given;
             "mistake_severity", "avg_hdist@{k}" and "best_hdist@{k}"; "hierarchical_precision",
             "hierarchical_recall" and "hierarchical_f1"; with scores, "cross_entropy", "ece" and
-            "reliability" (the bins as lists); and "unavailable" {metric key: reason}.
+            "reliability" (the bins as lists); with level scores, "full_path_accuracy" and
+            "consistency"; with ``rules``, "decisions" {rule: {node metric: mean}}; and
+            "unavailable" {metric key: reason}.
 
         Raises
         ------
