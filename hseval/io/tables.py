@@ -98,15 +98,18 @@ def read_cells(path: Path, data: bytes, *, error: type[HsevalError] = RunFormatE
         if header is None:
             raise fail(path, empty)
         header = [h.strip() for h in header] if lenient else header
-        rows = []
-        for row in reader:
-            if lenient and not row:
-                continue
-            if len(row) != len(header):
-                raise fail(path, f"{len(row)} cells but the header has {len(header)}", reader.line_num)
-            rows.append(row)
+        rows = [row for row in reader if row] if lenient else list(reader)  # read at C speed, checked below
     except csv.Error as exc:
         raise fail(path, f"not a readable CSV ({exc})") from None
+    ragged = np.flatnonzero(np.fromiter(map(len, rows), np.int64, len(rows)) != len(header))
+    if len(ragged):
+        again = csv.reader(io.StringIO(text, newline=""), strict=True)   # the bad row's line, for the message
+        seen = -1
+        for row in again:
+            seen += bool(row) or not lenient
+            if seen == ragged[0] + 1:
+                break
+        raise fail(path, f"{len(rows[ragged[0]])} cells but the header has {len(header)}", again.line_num)
     twice = next((h for h in header if header.count(h) > 1), None)
     if twice is not None:
         raise fail(path, f"the column '{twice}' appears twice", 1)
@@ -137,9 +140,10 @@ def parse_column(cells: np.ndarray, col: Column, path: Path, fail: Callable[...,
     values = np.empty(len(cells), dtype=object)
     values[empty] = np.nan
     filled = np.flatnonzero(~empty)
-    try:
-        values[filled] = [convert(c) for c in cells[filled]]
-    except (ValueError, KeyError, OverflowError):
+    try:  # numbers through the array's cast (float() or int() of each string, in C); bools by name
+        values[filled] = [convert(c) for c in cells[filled]] if col.kind is bool else \
+            cells[filled].astype(col.kind).astype(object)
+    except (ValueError, KeyError, OverflowError, TypeError):
         bad = np.zeros(len(cells), dtype=bool)
         for k in filled:
             try:

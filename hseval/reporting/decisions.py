@@ -108,11 +108,11 @@ class _Resampled:
         and information recall among the curve's points with at least each share of
         :data:`CORRECT_LEVELS` correct."""
         n = len(self.starts)
-        moved = weights[:, self.samples]
+        moved = weights[:, self.samples].astype(np.float32)            # counts: exact in float32
         start = weights @ self.starts                                   # (R, 3): the curve at t = 1
         sums = []
         for k in range(len(CURVE_METRICS)):                             # the curve's points as sums, not means
-            curve = np.cumsum(moved * self.deltas[:, k], axis=1)
+            curve = np.cumsum(moved * self.deltas[:, k].astype(np.float32), axis=1)
             curve = curve[:, self.ends] if len(self.ends) < curve.shape[1] else curve
             curve += start[:, k: k + 1]
             sums.append(curve)

@@ -23,7 +23,7 @@ LOWER = ("tree_distance", "mistake_severity")
 """The metrics of decisions.csv for which lower is better."""
 
 
-def thinned_curve(curve: pd.DataFrame, most: int = 600) -> pd.DataFrame:
+def thinned_curve(curve: pd.DataFrame, most: int = 400) -> pd.DataFrame:
     """At most about ``most`` rows of a curve for drawing (evenly spaced in threshold order, the first
     and last kept, and the point at t = 0.5 where the line changes style); the file keeps every breakpoint."""
     if len(curve) <= most:
