@@ -107,6 +107,10 @@ def test_report_writes_tables_and_an_offline_page(evaluated, tmp_path, capsys):
     assert "## Decisions: what each model answers when it is unsure" in markdown
     assert "| depth recall at 90% correct |" in markdown  # each run against plain at matched operating points
     assert "Operating curves by depth" in page and "barz-denzler: decisions" in page
+    across = pd.read_csv(folder / "decisions_summary.csv")
+    assert set(across["run"]) == set(EVALUATED_RUNS) and {"rule", "probabilities", "hf1"} <= set(across.columns)
+    matched = pd.read_csv(folder / "operating_points.csv")
+    assert set(matched["run"]) <= set(BESIDE_PLAIN) and {"difference", "p_holm"} <= set(matched.columns)
     summary = pd.read_csv(folder / "summary.csv").set_index("run")
     assert summary.loc["plain", "crm_top1"] == pytest.approx(
         json.loads((folder / "plain" / "metrics.json").read_text())["crm"]["top1"])

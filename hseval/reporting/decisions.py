@@ -28,7 +28,7 @@ from hseval.metrics.nodes import layout_of
 from hseval.reporting.significance import CONFIDENCE, holm, not_paired
 from hseval.reporting.summary import CURVE_COLUMNS, summary_table
 
-__all__ = ["curve_frame", "point_frame", "curve_summaries", "answers_at", "stop_depth_frame",
+__all__ = ["curve_frame", "point_frame", "curve_summaries", "decisions_summary", "answers_at", "stop_depth_frame",
            "matched_operating_points", "POINT_RULES", "OPERATING_RESAMPLES"]
 
 POINT_RULES = ("leaf", "crm", "top-down", "plurality", "optimal")
@@ -62,6 +62,16 @@ def curve_summaries(runs: list[RunResult]) -> pd.DataFrame:
     """One row per run: the summaries of its ``threshold`` curve, the summary table's curve columns
     (NaN where the run has none; ``metrics.json``'s ``unavailable`` says why)."""
     return summary_table(runs)[["run", "head", *CURVE_COLUMNS]]
+
+
+def decisions_summary(runs: list[RunResult]) -> pd.DataFrame:
+    """Every run's decisions.csv in one table (``decisions_summary.csv``): a ``run`` and a ``head``
+    column, then the file's own."""
+    parts = [r.decisions.assign(run=r.name, head=r.head) for r in runs if not r.decisions.empty]
+    if not parts:
+        return pd.DataFrame(columns=["run", "head", "rule", "probabilities"])
+    frame = pd.concat(parts, ignore_index=True)
+    return frame[["run", "head", *(c for c in frame.columns if c not in ("run", "head"))]]
 
 
 def answers_at(run: RunResult, t: float) -> np.ndarray:

@@ -148,13 +148,13 @@ def _paper_line(runs) -> str:
 DECISIONS_TITLE = "Decisions: what each model answers when it is unsure"
 
 
-def _decisions_section(runs, base, why: str) -> tuple[str, str, pd.DataFrame]:
-    """The decisions' section: what it shows, and each run against the baseline at matched operating points."""
+def _decisions_section(runs, base, why: str, table: pd.DataFrame) -> tuple[str, str, pd.DataFrame]:
+    """The decisions' section: what it shows, and each run against the baseline at matched operating
+    points (``table``: :func:`hseval.reporting.decisions.matched_operating_points`)."""
     probabilities = {r.metrics.get("probabilities") for r in runs} - {None}
     said = ("the softmax of each model's logits" if probabilities == {"softmax"} else
             "the probabilities each prediction file gave" if probabilities == {"given"} else
             "the softmax of the logits, or the probabilities a prediction file gave (metrics.json's 'probabilities')")
-    table = decision_views.matched_operating_points(runs, base)
     cells = {}
     for row in table.itertuples():
         column = f"{row.measure} at {row.correct:.0%} correct"
@@ -220,7 +220,8 @@ def render(evaluation: Evaluation, root: Path, *, baseline: str | None = None,
         tables.append(("Argmax and CRM re-ranking", "CRM (Karthik et al., ICLR 2021) predicts the class of least "
                        "expected tree distance under the model's probabilities instead of the most probable one: "
                        "it trades leaf accuracy for milder mistakes. Δ = CRM − argmax.", crm))
-    tables.append(_decisions_section(runs, base, why))
+    matched = decision_views.matched_operating_points(runs, base)
+    tables.append(_decisions_section(runs, base, why, matched))
     if seeds:
         tables += [("Mean ± std over seeds", "", _mean_std_table(grouped, runs)),
                    ("Differences over seeds", "Each seed group minus the baseline's group: t interval over seeds "
@@ -238,6 +239,8 @@ def render(evaluation: Evaluation, root: Path, *, baseline: str | None = None,
     where = f"the folder holding this file (written in {escape.markdown(root)})" if inside else escape.markdown(root)
     files.update({"superclass_accuracy.md": "# Super-class accuracy\n\n" + _markdown(levels),
                   "significance.csv": report_charts.significance_csv(paired, unpaired),
+                  "decisions_summary.csv": decision_views.decisions_summary(runs).to_csv(index=False),
+                  "operating_points.csv": matched.to_csv(index=False),
                   "paper_tables.md": "# The paper's tables from these runs\n\n" + to_markdown(paper),
                   "paper_tables.tex": to_latex(paper), "report.md": _markdown_sections(where, tables, helps)})
     sections = [Section(title, intro, [] if frame is None else [frame]) for title, intro, frame in tables]
