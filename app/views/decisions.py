@@ -112,10 +112,12 @@ def _threshold(runs: list[RunResult], ctx: PageContext) -> None:
 def _table(runs: list[RunResult], ctx: PageContext) -> None:
     st.subheader("Every rule × every metric")
     run = pick_run("Run", runs, key="decisions_table_run", index=_first_decided(runs, ctx))
-    chart(charts.decision_table(run.decisions, title=f"{run.name}: decisions.csv"), key="decisions_table")
-    missing = run.decisions.dropna(subset=["unavailable"])
-    for rule, why in zip(missing["rule"], missing["unavailable"]):
-        st.caption(f"{markdown(rule)}: n/a — {markdown(why)}")
+    st.caption(f"{markdown(run.name)}'s decisions.csv: ★ the best rule of each metric, ↓ where lower is better. The "
+               "optimal:<metric> row is the best answer under the model's own probabilities: where another row beats "
+               "it on the test samples, they are miscalibrated for that metric.")
+    table = views.rule_table(run.decisions)
+    st.dataframe(table, hide_index=True, key="decisions_table", row_height=30,
+                 column_config={"rule": st.column_config.TextColumn(pinned=True)})
 
 
 def render(ctx: PageContext) -> None:

@@ -24,11 +24,13 @@ from scipy import stats
 
 from hseval.io.results import RunResult
 from hseval.metrics.curves import CORRECT_LEVELS, CURVE_METRICS, OperatingCurves
+from hseval.metrics.node_metrics import NODE_METRICS
 from hseval.metrics.nodes import layout_of
 from hseval.reporting.significance import CONFIDENCE, holm, not_paired
 from hseval.reporting.summary import CURVE_COLUMNS, summary_table
 
-__all__ = ["curve_frame", "point_frame", "curve_summaries", "decisions_summary", "answers_at", "stop_depth_frame",
+__all__ = ["curve_frame", "point_frame", "curve_summaries", "decisions_summary", "best_rules", "rule_table",
+           "answers_at", "stop_depth_frame",
            "matched_operating_points", "POINT_RULES", "OPERATING_RESAMPLES"]
 
 POINT_RULES = ("leaf", "crm", "top-down", "plurality", "optimal")
@@ -72,6 +74,41 @@ def decisions_summary(runs: list[RunResult]) -> pd.DataFrame:
         return pd.DataFrame(columns=["run", "head", "rule", "probabilities"])
     frame = pd.concat(parts, ignore_index=True)
     return frame[["run", "head", *(c for c in frame.columns if c not in ("run", "head"))]]
+
+
+def best_rules(table: pd.DataFrame) -> dict[str, list[str]]:
+    """{metric: the rows (rule names) with the best value of that column of decisions.csv (lowest for
+    a distance, highest otherwise; equal to 12 digits all count as best)}."""
+    out = {}
+    for column in (c for c in table.columns if c not in ("rule", "probabilities", "unavailable")):
+        values = pd.to_numeric(table[column], errors="coerce").round(12)
+        if values.notna().any():
+            lower = column in NODE_METRICS and NODE_METRICS.get(column).lower
+            out[column] = table.loc[values == (values.min() if lower else values.max()), "rule"].tolist()
+    return out
+
+
+def rule_table(decisions: pd.DataFrame) -> pd.DataFrame:
+    """A run's decisions.csv as the report and the dashboard show it: a rule per row (a head's own
+    scores said beside the rule), the metrics with four decimals, ★ beside the best rule of each
+    metric and a ↓ on the metrics where lower is better, "n/a" where a cell is empty and why in the
+    row's last column; the rules with no value at all for one reason share one row."""
+    table = decisions.assign(rule=[rule if source == "classes" else f"{rule} ({source})"
+                                   for rule, source in zip(decisions["rule"], decisions["probabilities"])])
+    metrics = [c for c in table.columns if c not in ("rule", "probabilities", "unavailable")]
+    empty = table[metrics].isna().all(axis=1).to_numpy() & table["unavailable"].notna().to_numpy()
+    if empty.sum() > 1:
+        shared = table[empty].groupby("unavailable", sort=False)["rule"].agg(", ".join).reset_index()
+        table = pd.concat([table[~empty], shared], ignore_index=True)
+    best = best_rules(table)
+    out = {"rule": table["rule"]}
+    for column in metrics:
+        lower = column in NODE_METRICS and NODE_METRICS.get(column).lower
+        out[column.replace("_", " ") + (" ↓" if lower else "")] = [
+            (f"{value:.4f}" + (" ★" if rule in best.get(column, []) else "")) if value == value else "n/a"
+            for rule, value in zip(table["rule"], table[column])]
+    out["why n/a"] = table["unavailable"].fillna("")
+    return pd.DataFrame(out)
 
 
 def answers_at(run: RunResult, t: float) -> np.ndarray:

@@ -38,7 +38,7 @@ STYLE = ("body{font-family:system-ui,sans-serif;margin:2em auto;max-width:1300px
 
 @dataclass
 class Chart:
-    """A figure with a one-line reading guide: what a good head looks like on it."""
+    """A figure (or a table, as a frame) with a one-line reading guide: what a good head looks like on it."""
 
     title: str
     figure: object
@@ -124,7 +124,7 @@ def _figure(chart: Chart, name: str) -> str:
             f"<script type='application/json' id='{name}-json'>{data}</script>")
 
 
-_NUMBER = re.compile(r"[<>+\-−]?\s*\d[\d.,]*(e[+-]?\d+)?( ± [\d.,]+)?")
+_NUMBER = re.compile(r"[<>+\-−]?\s*\d[\d.,]*(e[+-]?\d+)?( ± [\d.,]+)?( ★)?")
 """A number written as text ("0.8022", "< 0.0001", "0.81 ± 0.02"): aligned as a number."""
 
 
@@ -164,6 +164,8 @@ def page(title: str, lead: str, problems: list[str], sections: list[Section], de
     numbers = itertools.count(1)
 
     def figure(chart: Chart) -> str:
+        if isinstance(chart.figure, pd.DataFrame):
+            return f"<h3>{html(chart.title)}</h3><p class='guide'>{html(chart.guide)}</p>{_table(chart.figure, {})}"
         return _figure(chart, f"fig{next(numbers)}")
 
     toc = [f"<li><a href='#{anchor(s.title)}'>{html(s.title)}</a></li>" for s in [*sections, *details]]

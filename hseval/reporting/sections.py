@@ -249,9 +249,10 @@ def detail_charts(entry: SeedGroup) -> list[Chart]:
             points, color=colour, title=f"{first.name}: {name}, coloured by super-class{seed}", tree=tree),
             projection_guide(bool((points["kind"] == "class_vector").any()) if "kind" in points else False)))
     if not first.decisions.empty:
-        out.append(Chart(f"{entry.name}: decisions", charts.decision_table(
-            first.decisions, title=f"{first.name}: every rule × every metric (decisions.csv)"),
-            "Each row a decoding rule, each column a metric of its answers. The optimal:<metric> row is the best "
+        out.append(Chart(f"{entry.name}: decisions, every rule × every metric",
+                         decision_views.rule_table(first.decisions),
+            "Each row a decoding rule, each column a metric of its answers (★ the best rule of each metric, ↓ "
+            "where lower is better). The optimal:<metric> row is the best "
             "answer for that metric under the model's own probabilities (Plaud et al.): where another rule beats it "
             "on the test samples (no ★ in its own column), the probabilities are miscalibrated for that metric. "
             "optimal:correct and the precisions answer the root: alone, they reward saying nothing."))

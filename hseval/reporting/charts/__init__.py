@@ -14,7 +14,7 @@ from hseval.reporting.charts.accuracy import (
     reliability_diagram,
 )
 from hseval.reporting.charts.common import TEMPLATE, fit
-from hseval.reporting.charts.decisions import decision_table, operating_curves, stop_depths
+from hseval.reporting.charts.decisions import operating_curves, stop_depths
 from hseval.reporting.charts.embeddings import METHOD_NAMES, VECTORS_MAX, projection_scatter, with_predictions
 from hseval.reporting.charts.geometry import (
     ROOT_NOTE,
@@ -39,4 +39,4 @@ __all__ = ["accuracy_by_level", "node_sunburst", "angle_to_parent", "sibling_ang
            "step_by_depth", "projection_scatter", "with_predictions", "confusion_heatmap", "confusion_guide",
            "shallower_samples", "history_curves", "reliability_diagram", "child_angles", "node_deltas",
            "difference_intervals", "fit", "TEMPLATE", "ROOT_NOTE", "METHOD_NAMES", "sunburst_levels", "HEATMAP_MAX",
-           "VECTORS_MAX", "SECTORS_MAX", "operating_curves", "decision_table", "stop_depths"]
+           "VECTORS_MAX", "SECTORS_MAX", "operating_curves", "stop_depths"]

@@ -1,6 +1,6 @@
 """Charts of decisions (:mod:`hseval.metrics.decisions`): the operating curves of every run on
-one pair of axes, with the points of the single-answer rules, the rule × metric table of one run
-with the best rule of each metric marked, and where the samples stop at a threshold."""
+one pair of axes, with the points of the single-answer rules, and where the samples stop at a
+threshold (a run's rule × metric table is :func:`hseval.reporting.decisions.rule_table`)."""
 
 from __future__ import annotations
 
@@ -12,15 +12,13 @@ from plotly.subplots import make_subplots
 from hseval.reporting.charts.common import TEMPLATE, _empty, _text, fit, legend_only
 from hseval.reporting.colours import run_colours
 
-__all__ = ["operating_curves", "decision_table", "stop_depths", "POINT_SYMBOLS", "thinned_curve", "best_rules"]
+__all__ = ["operating_curves", "stop_depths", "POINT_SYMBOLS", "thinned_curve"]
 
 POINT_SYMBOLS = {"leaf": "circle", "crm": "diamond", "top-down": "triangle-down", "plurality": "star",
                  "optimal": "x"}
 """The marker of each kind of single-answer rule on the curves' axes."""
 _AXES = {"depth_recall": "depth recall (how deep the answer goes)",
          "info_recall": "information recall (how few classes it leaves open)"}
-LOWER = ("tree_distance", "mistake_severity")
-"""The metrics of decisions.csv for which lower is better."""
 
 
 def thinned_curve(curve: pd.DataFrame, most: int = 400) -> pd.DataFrame:
@@ -103,44 +101,6 @@ def _view(curves: pd.DataFrame, points: pd.DataFrame, recall: str) -> tuple[list
     y_low = seen["correct"].min()
     x_pad, y_pad = max(0.02, 0.08 * (x_high - x_low)), max(0.01, 0.08 * (1 - y_low))
     return [max(-0.02, x_low - x_pad), min(1.02, x_high + x_pad)], [max(-0.02, y_low - y_pad), 1 + y_pad / 2]
-
-
-def best_rules(table: pd.DataFrame) -> dict[str, list[str]]:
-    """{metric: the rules with the best value of that column} (lowest for :data:`LOWER`, highest
-    otherwise; equal values to 12 digits all count as best)."""
-    out = {}
-    for column in (c for c in table.columns if c not in ("rule", "unavailable")):
-        values = pd.to_numeric(table[column], errors="coerce").round(12)
-        if values.notna().any():
-            best = values.min() if column in LOWER else values.max()
-            out[column] = table.loc[values == best, "rule"].tolist()
-    return out
-
-
-def decision_table(table: pd.DataFrame, *, title: str) -> go.Figure:
-    """One run's decisions.csv as a table: a row per rule, a column per metric, the best rule of each
-    metric in bold on a green cell (lower is better for the distances)."""
-    if table.empty:
-        return _empty(title, "no decisions")
-    table = table.assign(rule=[rule if source == "classes" else f"{rule} ({source})"
-                               for rule, source in zip(table["rule"], table["probabilities"])]) \
-        if "probabilities" in table else table
-    metrics = [c for c in table.columns if c not in ("rule", "probabilities", "unavailable")]
-    best = best_rules(table.drop(columns=["probabilities"], errors="ignore"))
-    cells, fills = [table["rule"].map(_text).tolist()], [["#fafafa"] * len(table)]
-    for column in metrics:
-        marked = table["rule"].isin(best.get(column, []))
-        cells.append([("<b>" + f"{v:.4f}" + " ★</b>" if m else f"{v:.4f}") if v == v else "n/a"
-                      for v, m in zip(table[column], marked)])
-        fills.append(np.where(marked, "#d9f2d9", "white").tolist())
-    headers = ["rule", *(c.replace("_", " ") + (" ↓" if c in LOWER else "") for c in metrics)]
-    fig = go.Figure(go.Table(header=dict(values=[f"<b>{_text(h)}</b>" for h in headers], fill_color="#f3f3f3",
-                                         align="left"),
-                             cells=dict(values=cells, fill_color=fills, align=["left", *["right"] * len(metrics)],
-                                        height=24), columnwidth=[1.6, *[1] * len(metrics)]))
-    fig.update_layout(title=_text(title + " (★ the best rule of each metric; ↓ lower is better)"),
-                      template=TEMPLATE, margin=dict(l=10, r=10), showlegend=False)
-    return fit(fig, row_height=34 + 24 * len(table), bottom=10)
 
 
 def stop_depths(depths: pd.DataFrame, *, title: str, colours: dict[str, str] | None = None) -> go.Figure:
