@@ -71,6 +71,8 @@ def valid_calls(folder: Path) -> dict[str, tuple[object, dict]]:
         "mistake_metrics_from_topk": (m.mistake_metrics_from_topk, dict(topk_pred=TOPK, target=TARGET, hierarchy=TREE,
                                                                         ks=(1, 2))),
         "mistake_metrics": (m.mistake_metrics, dict(scores=SCORES, target=TARGET, hierarchy=TREE, ks=(1, 2))),
+        "decode": (m.decode, dict(probs=PROBS, tree=TREE, rule_name="threshold:0.5")),
+        "node_probabilities": (m.node_probabilities, dict(probs=PROBS, tree=TREE)),
         "HierarchicalMetrics.update": (lambda **kw: m.HierarchicalMetrics(TREE).update(**kw),
                                        dict(logits=SCORES, targets=TARGET, level_scores=LEVEL1_LOGITS)),
         "HierarchicalMetrics.update_labels": (lambda **kw: m.HierarchicalMetrics(TREE).update_labels(**kw),

@@ -13,6 +13,7 @@ from hseval.metrics.accuracy import (
 )
 from hseval.metrics.calibration import expected_calibration_error, reliability_bins
 from hseval.metrics.confusion import confusion_matrix, tree_order
+from hseval.metrics.decisions import decode
 from hseval.metrics.hierarchical import hierarchical_prf
 from hseval.metrics.levels import (
     level_agreement,
@@ -29,11 +30,13 @@ from hseval.metrics.mistakes import (
     mistake_metrics_from_topk,
     mistake_severity,
 )
+from hseval.metrics.nodes import node_probabilities
 from hseval.metrics.streaming import HierarchicalMetrics
 
 __all__ = [
     "HierarchicalMetrics",
-    "avg_hierarchical_distance_at_k", "best_hierarchical_distance_at_k", "confusion_matrix",
+    "avg_hierarchical_distance_at_k", "best_hierarchical_distance_at_k", "confusion_matrix", "decode",
+    "node_probabilities",
     "expected_calibration_error", "hierarchical_distance", "hierarchical_prf", "level_accuracy", "level_agreement",
     "level_prediction_matrix", "level_predictions_from_leaf", "level_predictions_from_logits", "mistake_metrics",
     "mistake_metrics_from_topk",

@@ -28,6 +28,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from hseval.core.arguments import Array, checked
 from hseval.core.errors import ConfigError
 from hseval.core.registry import Registry
 from hseval.metrics import _checks
@@ -204,7 +205,8 @@ def decode_block(block: NodeBlock, chosen: Sequence[Rule]) -> np.ndarray:
     return out
 
 
-def decode(probs, tree: Hierarchy, rule_name: str) -> np.ndarray:
+@checked
+def decode(probs: Array, tree: Hierarchy, rule_name: str) -> np.ndarray:
     """The node that the rule ``rule_name`` picks for each row of class probabilities.
 
     Parameters
@@ -221,13 +223,20 @@ def decode(probs, tree: Hierarchy, rule_name: str) -> np.ndarray:
     (N,) ndarray of int64
         Canonical node indices; -1 is the root.
 
+    Raises
+    ------
+    ValueError
+        If ``probs`` is not (N, |L|) rows of probabilities (each in [0, 1], summing to 1 within 0.01).
+    ConfigError
+        If ``rule_name`` is no rule, or a threshold or metric it names is not one it takes.
+
     Examples
     --------
     Unsure between two animals, the threshold rule answers "animal":
 
     >>> import numpy as np
     >>> from hseval.tree.hierarchy import Hierarchy
-    >>> from hseval.metrics.decisions import decode
+    >>> from hseval.metrics import decode
     >>> tree = Hierarchy.from_paths([["animal", "cat"], ["animal", "dog"], ["car"]])
     >>> probs = np.array([[0.45, 0.4, 0.15]])
     >>> [tree.node_names[decode(probs, tree, name)[0]] for name in ("leaf", "threshold:0.5")]

@@ -34,6 +34,8 @@ from functools import cached_property
 import numpy as np
 import scipy.sparse as sp
 
+from hseval.core.arguments import Array, checked
+from hseval.metrics import _checks
 from hseval.tree.hierarchy import Hierarchy
 
 __all__ = ["NodeLayout", "NodeBlock", "layout_of", "node_probabilities", "softmax", "NONE"]
@@ -284,7 +286,8 @@ class NodeBlock:
         return order[at], second
 
 
-def node_probabilities(probs, tree: Hierarchy) -> np.ndarray:
+@checked
+def node_probabilities(probs: Array, tree: Hierarchy) -> np.ndarray:
     """``p(n) = Σ_{l ∈ leaves(n)} p(l)`` of every non-root node.
 
     Parameters
@@ -298,16 +301,22 @@ def node_probabilities(probs, tree: Hierarchy) -> np.ndarray:
     (N, |P|) ndarray of float64
         Columns in canonical node order (the classes first); the root's probability is 1.
 
+    Raises
+    ------
+    ValueError
+        If ``probs`` is not (N, |L|) rows of probabilities (each in [0, 1], summing to 1 within 0.01).
+
     Examples
     --------
     >>> import numpy as np
     >>> from hseval.tree.hierarchy import Hierarchy
-    >>> from hseval.metrics.nodes import node_probabilities
+    >>> from hseval.metrics import node_probabilities
     >>> tree = Hierarchy.from_paths([["animal", "cat"], ["animal", "dog"], ["car"]])
     >>> node_probabilities(np.array([[0.5, 0.3, 0.2]]), tree).round(3).tolist()  # cat, dog, car, animal
     [[0.5, 0.3, 0.2, 0.8]]
     """
     layout = layout_of(tree)
-    probs = np.asarray(probs, dtype=np.float64)
+    probs = _checks.scores(probs, "probs", tree.num_leaves)
+    _checks.probabilities(probs, fix="pass softmax outputs", rows_sum_to_one=True)
     block = NodeBlock(layout, probs)
     return np.concatenate([probs, block.p[:, layout.column_of[tree.num_leaves: tree.num_nodes]]], axis=1)
