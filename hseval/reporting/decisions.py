@@ -91,8 +91,8 @@ def best_rules(table: pd.DataFrame) -> dict[str, list[str]]:
 def rule_table(decisions: pd.DataFrame) -> pd.DataFrame:
     """A run's decisions.csv as the report and the dashboard show it: a rule per row (a head's own
     scores said beside the rule), the metrics with four decimals, ★ beside the best rule of each
-    metric and a ↓ on the metrics where lower is better, "n/a" where a cell is empty and why in the
-    row's last column; the rules with no value at all for one reason share one row."""
+    metric and a ↓ on the metrics where lower is better, "n/a" where a cell is empty and why beside
+    the rule; the rules with no value at all for one reason share one row."""
     table = decisions.assign(rule=[rule if source == "classes" else f"{rule} ({source})"
                                    for rule, source in zip(decisions["rule"], decisions["probabilities"])])
     metrics = [c for c in table.columns if c not in ("rule", "probabilities", "unavailable")]
@@ -101,13 +101,13 @@ def rule_table(decisions: pd.DataFrame) -> pd.DataFrame:
         shared = table[empty].groupby("unavailable", sort=False)["rule"].agg(", ".join).reset_index()
         table = pd.concat([table[~empty], shared], ignore_index=True)
     best = best_rules(table)
-    out = {"rule": table["rule"]}
+    out = {"rule": [rule if not isinstance(why, str) else f"{rule} — n/a: {why}"
+                    for rule, why in zip(table["rule"], table["unavailable"])]}
     for column in metrics:
         lower = column in NODE_METRICS and NODE_METRICS.get(column).lower
         out[column.replace("_", " ") + (" ↓" if lower else "")] = [
             (f"{value:.4f}" + (" ★" if rule in best.get(column, []) else "")) if value == value else "n/a"
             for rule, value in zip(table["rule"], table[column])]
-    out["why n/a"] = table["unavailable"].fillna("")
     return pd.DataFrame(out)
 
 
