@@ -23,6 +23,7 @@ from hseval.io import evaluation_format as eval_format
 from hseval.io import folders
 from hseval.io.results import Evaluation, RunResult, load_evaluation
 from hseval.metrics.confusion import confusion_matrix, most_confused
+from hseval.reporting import significance
 from hseval.reporting.decisions import matched_operating_points
 from hseval.reporting.significance import compare_runs
 from hseval.tree.hierarchy import Hierarchy
@@ -87,6 +88,12 @@ def operating_points(runs: list[RunResult], base: RunResult) -> pd.DataFrame:
     """:func:`hseval.reporting.decisions.matched_operating_points` of ``runs`` against ``base``,
     computed once per set of files."""
     return matched_operating_points(runs, base)
+
+
+@st.cache_data(show_spinner="Resampling the mistakes…", max_entries=16, hash_funcs={RunResult: _run_key})
+def mistake_intervals(runs: list[RunResult]) -> pd.DataFrame:
+    """Each run's top-1 error and mistake severity with their bootstrap intervals (kept: resampled once)."""
+    return significance.mistake_intervals(runs)
 
 
 @st.cache_data(show_spinner=False, max_entries=64, hash_funcs={RunResult: _run_key})

@@ -24,13 +24,14 @@ import json
 import shutil
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
+from functools import partial as partial_function
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 import torch
-from safetensors import SafetensorError, safe_open
-from safetensors.torch import load, load_file, save
+from safetensors import SafetensorError
+from safetensors.torch import load, save
 from torch import nn
 from torch.utils.data import Dataset, Subset
 
@@ -38,6 +39,7 @@ from hseval.core import fileio
 from hseval.core.errors import DataError
 from hseval.core.progress import bar as progress_bar
 from hseval.data import LoadedDataset, TensorImages
+from hseval.io.chunks import RECORD, chunks, record_of
 from hseval.nn.model import HierarchicalClassifier
 from hseval.train import loader
 from hseval.train.config import TrainConfig
@@ -48,8 +50,6 @@ __all__ = ["FEATURES", "Features", "FeatureView", "FeatureIdentity", "feature_id
 
 FEATURES = "features"
 """The folder of a folder of runs that holds the features files."""
-RECORD = "hseval"
-"""The metadata entry of a features file: its key and the facts it was extracted under (JSON)."""
 CHUNK = 8192
 """Images per chunk of an extraction (rounded to whole evaluation batches)."""
 
@@ -152,6 +152,11 @@ def _chunk(model: HierarchicalClassifier, dataset: Dataset, ctx: Context, *, bat
     return {"features": torch.cat(zs), "labels": torch.cat(ys)}
 
 
+def _chunk_of(model: HierarchicalClassifier, dataset: Dataset, ctx: Context, start: int, stop: int, **options: Any
+              ) -> dict[str, torch.Tensor]:
+    return _chunk(model, _part(dataset, start, stop), ctx, **options)
+
+
 def extract_features(model: HierarchicalClassifier, data: LoadedDataset, config: TrainConfig, ctx: Context,
                      folder: Path, *, log: Callable[[str], None] = print) -> Features:
     """The features file of ``model``'s body on ``data`` in ``folder``: read when it is there, else
@@ -161,7 +166,7 @@ def extract_features(model: HierarchicalClassifier, data: LoadedDataset, config:
     key = identity.key
     final = folder / f"{identity.name[:16]}.safetensors"
     if final.is_file():
-        recorded = _record(final)
+        recorded = record_of(final)
         if recorded.get("key") == key:
             log(f"reusing the features in {final}")
             return read_features(final, key=key, data=data)
@@ -175,18 +180,11 @@ def extract_features(model: HierarchicalClassifier, data: LoadedDataset, config:
                        enabled=config.engine.progress)
     log(f"extracting the features of {total} images into {final}")
     for split in _splits(data):
-        dataset, parts = data.split(split), []
-        for start in range(0, len(dataset), rows):
-            path = partial / f"{split}-{start:010d}.safetensors"
-            part = _read_part(path, key)
-            if part is None:
-                part = _chunk(model, _part(dataset, start, min(start + rows, len(dataset))), ctx, batch_size=batch,
-                              workers=config.data.workers, bar=bar)
-                path.parent.mkdir(parents=True, exist_ok=True)
-                fileio.write_bytes(path, save(part, metadata={"key": key}))
-            else:
-                bar.update(len(part["labels"]))
-            parts.append(part)
+        dataset = data.split(split)
+        compute = partial_function(_chunk_of, model, dataset, ctx, batch_size=batch, workers=config.data.workers,
+                                   bar=bar)
+        parts = list(chunks(partial, key, name=split, total=len(dataset), rows=rows, names={"features", "labels"},
+                            compute=compute, done=bar.update))
         tensors[split] = torch.cat([p["features"] for p in parts])
         tensors[f"{split}_labels"] = torch.cat([p["labels"] for p in parts])
     bar.close()
@@ -195,15 +193,6 @@ def extract_features(model: HierarchicalClassifier, data: LoadedDataset, config:
     fileio.write_bytes(final, save(tensors, metadata={RECORD: record}))
     shutil.rmtree(partial, ignore_errors=True)
     return read_features(final, key=key, data=data)
-
-
-def _read_part(path: Path, key: str) -> dict[str, torch.Tensor] | None:
-    """A chunk of an interrupted extraction, or None when it is missing or not this key's."""
-    try:
-        part = load_file(path)
-    except (OSError, SafetensorError, ValueError):
-        return None
-    return part if _record(path).get("key") == key and set(part) == {"features", "labels"} else None
 
 
 def _changed(recorded: dict[str, Any], identity: FeatureIdentity, data: LoadedDataset) -> str:
@@ -218,18 +207,6 @@ def _changed(recorded: dict[str, Any], identity: FeatureIdentity, data: LoadedDa
     return "not the features of this backbone and data (written by another hseval, or damaged)"
 
 
-def _record(path: Path) -> dict[str, Any]:
-    """The record of a safetensors file, read from its header alone (a features file's key and
-    facts, a chunk's key); {} where it has none."""
-    try:
-        with safe_open(path, "pt") as f:
-            metadata = f.metadata() or {}
-        record = json.loads(metadata[RECORD]) if RECORD in metadata else metadata
-    except (OSError, SafetensorError, ValueError):
-        return {}
-    return record if isinstance(record, dict) else {}
-
-
 def read_features(path: str | Path, *, key: str | None = None, data: LoadedDataset | None = None) -> Features:
     """Read a features file, checked: readable, of ``key`` (when given), of ``data``'s labels (when
     given), finite. One-line :class:`DataError`s name the file."""
@@ -240,7 +217,7 @@ def read_features(path: str | Path, *, key: str | None = None, data: LoadedDatas
     except (OSError, SafetensorError, ValueError) as exc:
         raise DataError(f"{path}: cannot be read as a features file ({type(exc).__name__}); remove it to extract the "
                         "features again") from None
-    found = _record(path).get("key")
+    found = record_of(path).get("key")
     splits = tuple(s for s in ("train", "val", "test") if s in tensors) if data is None else _splits(data)
     names = {*splits, *(f"{s}_labels" for s in splits)}
     if set(tensors) != names or not found or not {"train", "test"} <= set(splits):

@@ -13,7 +13,7 @@ from hseval.app.views.common import chart, needs_runs, shown, table_config
 from hseval.reporting import charts
 from hseval.reporting.columns import level_legend
 from hseval.reporting.escape import markdown
-from hseval.reporting.sections import history_guide, level_frame, levels_guide, one_tree
+from hseval.reporting.sections import GUIDES, history_guide, level_frame, levels_guide, one_tree
 from hseval.reporting.significance import COLUMNS, PairedDifference, against_baseline, seed_groups
 from hseval.reporting.summary import (
     history_long,
@@ -76,6 +76,11 @@ def render(ctx: PageContext) -> None:
     levels = shown(level_table(ctx.runs), ctx.runs)
     st.dataframe(levels, hide_index=True, key="overview_level_table",
                  column_config=table_config(levels, one_tree(ctx.runs)))
+    st.subheader("Top-1 error against mistake severity")
+    groups = {r.name: g.name for g in seed_groups(ctx.runs) for r in g.runs} if ctx.group_seeds else None
+    chart(charts.error_and_severity(loading.mistake_intervals(ctx.runs), colours=ctx.colours, groups=groups),
+          key="overview_mistakes")
+    st.caption(GUIDES["mistakes"])
     history = history_long(ctx.runs, names={r.name: g.name for g in seed_groups(ctx.runs) for r in g.runs}
                            if ctx.group_seeds else None)
     if not history.empty:

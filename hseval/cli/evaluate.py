@@ -5,12 +5,15 @@ from __future__ import annotations
 import argparse
 
 from hseval.cli import positive_int, refuse_unused
+from hseval.cli.predict import MODEL_HELP, WEIGHTS_HELP, add_data_arguments, add_run_arguments
 from hseval.core.errors import ConfigError
 
 RUN_OPTIONS = ("data_root", "split", "subset", "device", "batch_size", "workers", "quiet")
 """The options of evaluating run folders alone: the data, device and threads of their forward pass."""
 PREDICTION_OPTIONS = ("hierarchy", "classes", "name", "dataset", "head", "scores")
 """The options of evaluating a prediction file alone: what the file does not say itself."""
+MODEL_OPTIONS = ("weights", "recipe", "predictions_dir", "loader_workers", "amp")
+"""The options of evaluating pretrained models alone (``--model``)."""
 
 
 def _methods(text: str) -> list[str]:
@@ -34,7 +37,42 @@ def _rules(text: str | None) -> dict[str, tuple[str, ...]]:
         raise ConfigError(f"--rules: {exc}") from None
 
 
+def _evaluate_models(args: argparse.Namespace) -> int:
+    """``--model``: pretrained classifiers predicted on a dataset, then evaluated (:mod:`hseval.evaluation.zoo`)."""
+    from hseval.cli.predict import dataset_options, read_classes
+    from hseval.evaluation.zoo import PREDICTIONS_DIR, evaluate_models
+
+    if args.runs or args.predictions is not None:
+        raise ConfigError("give run folders, --predictions or --model, one of them; evaluate each in its own command "
+                          "with the same --out")
+    refuse_unused(args, ("subset", "workers", "head", "scores"), why="does not apply to --model (a pretrained model "
+                  "is evaluated on the whole split, under its own name)")
+    if args.dataset is None:
+        raise ConfigError("--model needs --dataset NAME (hseval data list): the data the models are run on")
+    entries = evaluate_models(args.model, args.weights, args.out, dataset=args.dataset, data_root=args.data_root,
+                              data_options=dataset_options(args), recipes=args.recipe, names=args.name,
+                              classes=read_classes(args.classes), split=args.split or "test",
+                              predictions_dir=args.predictions_dir or PREDICTIONS_DIR, device=args.device or "auto",
+                              batch_size=args.batch_size or 64, amp=args.amp is not False, progress=not args.quiet,
+                              loader_workers=args.loader_workers, projections=_methods(args.projections),
+                              max_points=args.max_points, **_rules(args.rules))
+    print(f"evaluated {len(entries)} model(s) into {args.out}; next: hseval report {args.out}")
+    return 0
+
+
 def cmd_evaluate(args: argparse.Namespace) -> int:
+    if args.model:
+        return _evaluate_models(args)
+    from hseval.cli.data import CLI_OPTIONS
+
+    refuse_unused(args, [*MODEL_OPTIONS, *(o for o in CLI_OPTIONS if o != "hierarchy")],
+                  why="applies only with --model")
+    if args.name:
+        if len(args.name) > 1:
+            raise ConfigError("--name is given once, for the one prediction file")
+        args.name = args.name[0]
+    else:
+        args.name = None
     if args.predictions is not None:
         from hseval.evaluation.predictions import evaluate_predictions  # numpy and scikit-learn: no torch
         if args.runs:
@@ -82,12 +120,23 @@ def register(commands: argparse._SubParsersAction) -> None:
     foreign.add_argument("--hierarchy", metavar="TREE", help="the class tree (any format 'hseval hierarchy' reads)")
     foreign.add_argument("--classes", metavar="NAMES", help="class names, one per line, in the model's class order "
                          "(default: the tree's leaf order)")
-    foreign.add_argument("--name", help="the evaluation's folder name in --out (default: the file's stem)")
+    foreign.add_argument("--name", action="append", default=[], help="the evaluation's folder name in --out "
+                         "(default: the file's stem; with --model: one per model, default the model's name)")
     foreign.add_argument("--dataset", help="dataset label in tables, to sit beside runs on the same data "
                          "(default: external)")
     foreign.add_argument("--head", help="model label in tables' head column (default: external)")
     foreign.add_argument("--scores", choices=("logits", "probs"), help="what a CSV's score_<i> columns hold (a CSV's "
                          "logit_<i> or prob_<i> columns, and a .npz's 'logits' or 'probs', say it themselves)")
+    models = evaluate.add_argument_group("pretrained models (instead of RUN): predicted on --dataset, then evaluated")
+    models.add_argument("--model", action="append", default=[], help=f"{MODEL_HELP}; repeat for a zoo, each "
+                        "followed by its --weights")
+    models.add_argument("--weights", action="append", default=[], metavar="FILE", help=WEIGHTS_HELP)
+    models.add_argument("--recipe", action="append", default=[], help="torchvision: each model's weights enum member "
+                        "whose preprocessing runs (one per --model, or none: each one's DEFAULT)")
+    models.add_argument("--predictions-dir", metavar="DIR", help="where the prediction files are kept (default: "
+                        "~/.cache/hseval/predictions); a model predicted before on the same images is read again")
+    add_data_arguments(models, hierarchy=False)
+    add_run_arguments(models, batch=False)
     evaluate.add_argument("--out", required=True, help="evaluation folder (one sub-folder per run)")
     evaluate.add_argument("--projections", default="pca,tsne", help="comma-separated from pca,tsne,umap, or none "
                                                                    "(default: pca,tsne)")
@@ -98,14 +147,15 @@ def register(commands: argparse._SubParsersAction) -> None:
                           "hf1, hf:BETA, tree_distance, wu_palmer); default: the first four, threshold:0.5, "
                           "info-threshold:0.5 and optimal: of every metric; none: no decisions and no operating "
                           "curves")
-    runs = evaluate.add_argument_group("run folders only (their forward pass)")
+    runs = evaluate.add_argument_group("run folders and --model (their forward pass)")
     runs.add_argument("--data-root", help="dataset folder (default: where the run was trained)")
     runs.add_argument("--split", help="train, val or test (default: test); val: the validation split a run held "
                       "out of the training split (data.val_fraction), or the dataset's own")
     runs.add_argument("--subset", type=positive_int, metavar="N", help="evaluate a class-stratified random subset "
                       "of N samples of the split (default: all of it)")
     runs.add_argument("--device", help="auto, cpu, cuda or cuda:N (default: auto)")
-    runs.add_argument("--batch-size", type=positive_int, help="images per batch of the forward pass (default: 512)")
+    runs.add_argument("--batch-size", type=positive_int, help="images per batch of the forward pass (default: 512; "
+                      "--model: 64)")
     runs.add_argument("--workers", type=int, help="threads for the projections of finished runs while the next "
                       "run is embedded (default: a quarter of the cores, at least 1)")
     runs.add_argument("--quiet", action="store_true", help="no progress bars")

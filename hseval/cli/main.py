@@ -24,14 +24,14 @@ import argparse
 import sys
 from collections.abc import Sequence
 
-from hseval.cli import dashboard, data, demo, evaluate, export, hierarchy, importing, train
+from hseval.cli import dashboard, data, demo, evaluate, export, hierarchy, importing, predict, train
 from hseval.core import __version__
 from hseval.core.errors import HsevalError, first_line, warnings_as_lines, write_crash_log
 from hseval.core.perf import tune_malloc
 
 __all__ = ["main", "build_parser"]
 
-TENSOR_COMMANDS = frozenset({"train", "train-all", "evaluate", "demo", "import"})
+TENSOR_COMMANDS = frozenset({"train", "train-all", "evaluate", "demo", "import", "predict"})
 """The commands that run a model, whose big tensors glibc then keeps in its heap (``evaluate
 --predictions`` runs none: it reads a file a block at a time and gives the memory back)."""
 
@@ -52,6 +52,7 @@ def build_parser() -> argparse.ArgumentParser:
     commands = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
     data.register(commands, hierarchy.register(commands))
     train.register(commands)
+    predict.register(commands)
     evaluate.register(commands)
     dashboard.register(commands)
     demo.register(commands)

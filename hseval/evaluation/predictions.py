@@ -36,6 +36,7 @@ from hseval.metrics.decisions import rules as decoding_rules
 from hseval.metrics.geometry import vectors_from
 from hseval.metrics.nodes import softmax
 from hseval.tree import read_hierarchy
+from hseval.tree.hierarchy import Hierarchy
 
 __all__ = ["evaluate_predictions"]
 
@@ -43,25 +44,28 @@ MISSING = "the predictions file has no {}"
 _BATCH = 8192
 
 
-def evaluate_predictions(file: str | Path, out_dir: str | Path, *, hierarchy: str | Path,
+def evaluate_predictions(file: str | Path, out_dir: str | Path, *, hierarchy: str | Path | Hierarchy,
                          classes: str | Path | None = None, name: str | None = None, dataset: str | None = None,
                          head: str | None = None, scores: str | None = None, projections: list[str] = ("pca",),
                          max_points: int = 5000, seed: int = 0, rules: tuple[str, ...] = DEFAULT_RULES,
-                         log=print) -> dict[str, Any]:
+                         split: str = "test", model: dict[str, Any] | None = None, log=print) -> dict[str, Any]:
     """Evaluate a prediction file (:mod:`hseval.io.prediction_format`: a model trained anywhere) into
     ``out_dir / name``, beside hseval's own runs; returns its index entry.
 
     Every metric the file allows is computed; each one it does not allow is listed in
     ``metrics.json``'s ``unavailable`` with the reason, which the report and the dashboard show.
     ``scores`` ("logits" or "probs"): what a CSV's ``score_<i>`` columns hold; ``rules``: the
-    decoding rules of decisions.csv (:mod:`hseval.metrics.decisions`)."""
+    decoding rules of decisions.csv (:mod:`hseval.metrics.decisions`); ``hierarchy``: a tree file,
+    or the tree itself (a dataset's); ``split``: the split the file holds; ``model``: what the model
+    is (``hseval predict``'s record: its name, weights, preprocessing), kept in metrics.json."""
     file, out_dir = Path(file), Path(out_dir)
     source = str(file.resolve())
     name = folder_name(name if name is not None else file.stem, out_dir, source)
     check_sample_options(projections, max_points)
     decoding_rules(rules)  # an unknown rule: refused before any work
-    root = evaluation_folder(out_dir, inputs=[p for p in (file, hierarchy, classes) if p is not None], names=[name])
-    tree = read_hierarchy(hierarchy)
+    root = evaluation_folder(out_dir, inputs=[p for p in (file, hierarchy, classes) if isinstance(p, (str, Path))],
+                             names=[name])
+    tree = hierarchy if isinstance(hierarchy, Hierarchy) else read_hierarchy(hierarchy)
     preds = read_predictions(file, tree, classes=None if classes is None else read_class_list(classes, tree),
                              scores=scores)
     evaluation = EvaluationContent(name, source, fileio.json_ready({"sha256": preds.sha256, "hierarchy": tree.to_dict(),
@@ -73,9 +77,10 @@ def evaluate_predictions(file: str | Path, out_dir: str | Path, *, hierarchy: st
     scored, max_logits, feature_norms, embeddings = _one_pass(preds, tree, sample, rules)
     scores_stage(evaluation, scored, indices=np.arange(len(preds.targets)),  # the file's rows
                  no_level_scores=MISSING.format("level_scores_<k> arrays (the model's own super-class scores)"))
-    evaluation.describe(head=head or "external", backbone=None, dataset=dataset or "external", split="test",
+    evaluation.describe(head=head or "external", backbone=None, dataset=dataset or "external", split=split,
                         seed=None, source={"kind": "predictions", "path": source, "sha256": preds.sha256,
-                                           "format": preds.format, "inputs": preds.members})
+                                           "format": preds.format, "inputs": preds.members,
+                                           **({"model": model} if model else {})})
     metrics, unavailable = evaluation.metrics, evaluation.metrics["unavailable"]
     if preds.kind == "logits":
         metrics["max_logit"] = {"mean": float(max_logits.mean())}

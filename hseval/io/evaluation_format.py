@@ -150,12 +150,28 @@ class CurveSummary(Record):
     info_recall_at_95: Unit = Field(description="The best information recall with at least 95 % correct answers.")
 
 
+class WeightsFile(Record):
+    path: str
+    sha256: str
+
+
+class PretrainedModel(Record):
+    """A torchvision or timm classifier that ``hseval predict`` ran (:mod:`hseval.evaluation.zoo`)."""
+
+    model: str = Field(description="torchvision:NAME or timm:NAME.")
+    library: Literal["torchvision", "timm"]
+    recipe: str = Field(description="The torchvision weights enum member, or the timm tag, whose preprocessing ran.")
+    weights: WeightsFile
+    preprocessing: str = Field(description="The preprocessing, as the library prints it.")
+
+
 class Source(Record):
     kind: Literal["run", "predictions"]
     path: str | None = None
     sha256: str | None = None
     format: str | None = None
     inputs: list[str] | None = None
+    model: PretrainedModel | None = None
 
 
 class _Run(Record):

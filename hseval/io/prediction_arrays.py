@@ -28,7 +28,7 @@ import numpy as np
 
 from hseval.core.errors import DataError
 
-__all__ = ["Member", "npz_members", "safetensors_members", "in_memory"]
+__all__ = ["Member", "npz_members", "safetensors_members", "in_memory", "write_npz"]
 
 Fail = Callable[[Path, str], DataError]
 PICKLE = "holds Python objects (a pickle), which hseval never loads; save numeric arrays only"
@@ -188,3 +188,27 @@ def _tensor(read: Callable, name: str, shape: tuple[int, ...], kind: str) -> Mem
     dtype = np.dtype(np.float64 if kind.startswith(("F", "BF")) else np.int64 if kind[0] in "IU" else
                      np.bool_ if kind == "BOOL" else np.complex128)
     return Member(shape, dtype, lambda: read(lambda t: as_numpy(t.get_tensor(name))), blocks)
+
+
+# ====================================================================== writing
+Streamed = tuple[tuple[int, ...], type, Callable[[], Iterator[np.ndarray]]]
+
+
+def write_npz(path: Path, arrays: dict[str, np.ndarray | Streamed]) -> None:
+    """An ``.npz`` (stored, as ``np.savez`` writes it) of ``arrays``: each an array, or
+    ``(shape, dtype, blocks)`` whose ``blocks()`` gives its rows in order, a block at a time, so
+    that a file larger than the memory is written from its parts."""
+    with zipfile.ZipFile(path, "w", zipfile.ZIP_STORED, allowZip64=True) as archive:
+        for name, array in arrays.items():
+            shape, dtype, blocks = (array.shape, array.dtype, lambda a=array: iter([a])) \
+                if isinstance(array, np.ndarray) else array
+            dtype, written = np.dtype(dtype), 0
+            with archive.open(f"{name}.npy", "w", force_zip64=True) as fh:
+                np.lib.format.write_array_header_2_0(fh, {"descr": np.lib.format.dtype_to_descr(dtype),
+                                                          "fortran_order": False, "shape": tuple(shape)})
+                for block in blocks():
+                    block = np.ascontiguousarray(block, dtype=dtype)
+                    fh.write(block.data)
+                    written += block.size
+            if written != int(np.prod(shape)):
+                raise ValueError(f"{name}: {written} values written for shape {tuple(shape)}")

@@ -217,6 +217,10 @@ class Target:
         """What the model needs for ``key``, which ``tensor`` of the file does not have the shape of."""
         return f"{self.described} needs {shape_text(self.expected[key])} for {key}"
 
+    def unused(self, key: str) -> str:
+        """What to do about the file's tensor ``key``, which the model does not use."""
+        return f"map it with --map HSEVAL_KEY={key} or drop it with --ignore {key}"
+
     def spare(self, state: StateDict, plan: dict[str, str | None], unused: list[str]) -> list[str]:
         """Which of the ``unused`` keys of the file may be dropped without ``--ignore`` (none)."""
         return []
@@ -263,8 +267,7 @@ def match_state_dict(state: StateDict, target: Target, *, mapping: dict[str, str
     if unused:
         key, more = unused[0], f" (and {len(unused) - 1} more)" if len(unused) > 1 else ""
         raise StateDictError(f"{state.path}: {state.shown(key)} of shape {shape_text(state.tensors[key])} is not used "
-                             f"by {target.described}{more}; map it with --map HSEVAL_KEY={state.original[key]} or "
-                             f"drop it with --ignore {state.original[key]}")
+                             f"by {target.described}{more}; {target.unused(state.original[key])}")
     for key, src in plan.items():
         if src is not None:
             _check_tensor(state, src, key, target)

@@ -169,7 +169,7 @@ class _Resampled:
             reached = sums[0] >= enough
             at_one = start[:, 0] >= enough
             for m, recall in enumerate(sums[1:]):
-                best = np.where(reached, recall, 0.0).max(axis=1)
+                best = np.where(reached, recall, 0.0).max(axis=1, initial=0.0)  # a curve of no steps: its start
                 out[:, m, j] = np.maximum(best, np.where(at_one, start[:, m + 1], 0.0)) / n
         return out
 

@@ -25,6 +25,7 @@ from hseval.reporting.significance import (
     format_p,
     group_levels,
     holm,
+    mistake_intervals,
     seed_groups,
 )
 from hseval.reporting.summary import history_long, level_long, level_table
@@ -49,6 +50,11 @@ GUIDES = {
               "are named, not drawn.",
     "siblings": "A head that learned the tree puts siblings (blue) at smaller angles than non-siblings (grey) at "
                 "every depth.",
+    "mistakes": "Making Better Mistakes' Figure 1 (Bertinetto et al., CVPR 2020): lower left is better. Across: how "
+                "often the predicted class is wrong; up: how far, in the tree, the wrong ones are from the truth (the "
+                "height of their lowest common ancestor). A model can lower its error without making its mistakes "
+                "less severe, which is what a hierarchy-aware method sets out to change. Bars: 95 % intervals over "
+                "bootstrap resamples of the test samples.",
     "calibration": "On the dotted diagonal the confidence is honest; below it the head is over-confident.",
     "curves": "Up and to the right is better: more answers correct at the same depth. A curve above another is "
               "better at every operating point; where curves cross, the better method depends on how much "
@@ -181,6 +187,8 @@ def overview_charts(runs: list[RunResult], drawn: list[SeedGroup], differences: 
             differences, colours=palette, title=f"Difference from {base}, 95 % interval", tree=tree),
             GUIDES["intervals"]))
     names = {r.name: e.name for e in drawn for r in e.runs}
+    out.append(Chart("Top-1 error against mistake severity", charts.error_and_severity(
+        mistake_intervals(runs), colours=palette, groups=names), GUIDES["mistakes"]))
     history = history_long(runs, names=names)
     if not history.empty:
         out.append(Chart("Training history", charts.history_curves(history, colours=palette),

@@ -10,6 +10,7 @@ all: accuracy over runs (:mod:`.accuracy`), over the tree's nodes (:mod:`.nodes`
 from hseval.reporting.charts.accuracy import (
     accuracy_by_level,
     difference_intervals,
+    error_and_severity,
     history_curves,
     reliability_diagram,
 )
@@ -35,7 +36,8 @@ from hseval.reporting.charts.nodes import (
     sunburst_levels,
 )
 
-__all__ = ["accuracy_by_level", "node_sunburst", "angle_to_parent", "sibling_angles", "delta_vs_radius",
+__all__ = ["accuracy_by_level", "error_and_severity",
+           "node_sunburst", "angle_to_parent", "sibling_angles", "delta_vs_radius",
            "step_by_depth", "projection_scatter", "with_predictions", "confusion_heatmap", "confusion_guide",
            "shallower_samples", "history_curves", "reliability_diagram", "child_angles", "node_deltas",
            "difference_intervals", "fit", "TEMPLATE", "ROOT_NOTE", "METHOD_NAMES", "sunburst_levels", "HEATMAP_MAX",

@@ -28,7 +28,7 @@ from hseval.reporting.columns import display_name, level_label
 from hseval.reporting.significance import ALPHA
 from hseval.tree.hierarchy import Hierarchy
 
-__all__ = ["accuracy_by_level", "history_curves", "reliability_diagram", "difference_intervals"]
+__all__ = ["accuracy_by_level", "history_curves", "reliability_diagram", "difference_intervals", "error_and_severity"]
 
 
 def accuracy_by_level(levels: pd.DataFrame, *, title: str = "Accuracy per level",
@@ -178,3 +178,42 @@ def difference_intervals(frame: pd.DataFrame, *, title: str = "Difference from t
                                  range=[-0.5, len(metrics) - 0.5],
                                  showgrid=False, zeroline=False, title=None))
     return fit(fig, row_height=len(metrics) * max(44, 15 * len(runs) + 14))
+
+
+def error_and_severity(points: pd.DataFrame, *, title: str = "Top-1 error against mistake severity",
+                       colours: dict[str, str] | None = None, groups: dict[str, str] | None = None) -> go.Figure:
+    """Making Better Mistakes' Figure 1: one point per run (a row of
+    :func:`~hseval.reporting.significance.mistake_intervals`), top-1 error across, mistake severity
+    up, each with its 95 % bootstrap interval; coloured by ``groups`` (run -> seed group; default:
+    the run)."""
+    data = points.dropna(subset=["error"])
+    if data.empty:
+        return _empty(title, "no predictions to show")
+    groups = groups or {}
+    entries = list(dict.fromkeys(groups.get(r, r) for r in data["run"]))
+    palette = {**run_colours(entries), **(colours or {})}
+    fig = go.Figure()
+    shown: set[str] = set()
+    for row in data.itertuples(index=False):
+        entry = groups.get(row.run, row.run)
+        severity = row.severity if row.severity == row.severity else None
+        fig.add_trace(go.Scatter(
+            x=[row.error], y=[severity], mode="markers+text", name=_text(entry), legendgroup=entry,
+            showlegend=entry not in shown, text=[_text(row.run)], textposition="top center",
+            marker=dict(size=11, color=palette[entry], line=dict(width=1, color="white")),
+            error_x=dict(type="data", symmetric=False, array=[row.error_high - row.error],
+                         arrayminus=[row.error - row.error_low]),
+            error_y=dict(type="data", symmetric=False, visible=severity is not None,
+                         array=[np.nan_to_num(row.severity_high - row.severity)],
+                         arrayminus=[np.nan_to_num(row.severity - row.severity_low)]),
+            hovertemplate=(f"<b>{_text(row.run)}</b><br>top-1 error {row.error:.4f} "
+                           f"[{row.error_low:.4f}, {row.error_high:.4f}]<br>mistake severity "
+                           + (f"{row.severity:.3f} [{row.severity_low:.3f}, {row.severity_high:.3f}]"
+                              if severity is not None else "n/a (no mistakes)")
+                           + f"<br>{row.mistakes:,} mistakes of {row.samples:,}<extra></extra>")))
+        shown.add(entry)
+    lows = np.concatenate([data["error_low"], data["error_high"]])
+    fig.update_xaxes(title_text="top-1 error (lower is better)", range=_zoomed(lows, pad=0.3), tickformat=".3f")
+    fig.update_yaxes(title_text="mistake severity: mean LCA height of the mistakes (lower is better)")
+    fig.update_layout(title=_text(title), template=TEMPLATE, legend_title_text="run", font=dict(size=13))
+    return fit(fig)
