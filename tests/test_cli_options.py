@@ -48,17 +48,20 @@ def _given(parser: argparse.ArgumentParser, dest: str) -> list[str]:
 
 # ---------------------------------------------------------------------- options a mode does not use
 EVALUATE = COMMANDS["hseval evaluate"]
-SHARED = {"runs", "out", "projections", "max_points", "predictions", "help", "func", "memory_advice", "rules"}
-MODES = {"run folders": ["RUN"], "--predictions": ["--predictions", "p.npz", "--hierarchy", "tree.txt"]}
-UNUSED = [("run folders", dest) for dest in evaluate_cli.PREDICTION_OPTIONS] + \
-         [("--predictions", dest) for dest in evaluate_cli.RUN_OPTIONS]
+SHARED = {"runs", "out", "projections", "max_points", "predictions", "model", "help", "func", "memory_advice",
+          "rules"}
+MODES = {"run folders": ["RUN"], "--predictions": ["--predictions", "p.npz", "--hierarchy", "tree.txt"],
+         "--model": ["--model", "torchvision:resnet18", "--weights", "w.pt", "--dataset", "image-folder"]}
+ALL_MODES = {d for options in evaluate_cli.MODES.values() for d in options}
+UNUSED = [(mode, dest) for mode in MODES for dest in sorted(ALL_MODES - set(evaluate_cli.MODES[mode]))]
 
 
-def test_every_option_of_evaluate_belongs_to_a_mode_or_to_both():
+def test_every_option_of_evaluate_belongs_to_a_mode_or_to_all():
+    from hseval.cli.data import CLI_OPTIONS
+
     dests = {a.dest for a in EVALUATE._actions} | set(EVALUATE._defaults)
-    modes = set(evaluate_cli.RUN_OPTIONS) | set(evaluate_cli.PREDICTION_OPTIONS)
-    assert not set(evaluate_cli.RUN_OPTIONS) & set(evaluate_cli.PREDICTION_OPTIONS)
-    assert dests == modes | SHARED, dests ^ (modes | SHARED)
+    assert dests == ALL_MODES | SHARED, dests ^ (ALL_MODES | SHARED)
+    assert set(CLI_OPTIONS) <= set(evaluate_cli.MODEL_OPTIONS)  # every dataset option reaches --model's loader
 
 
 @pytest.mark.parametrize(("mode", "dest"), UNUSED, ids=[f"{m}:{d}" for m, d in UNUSED])

@@ -9,11 +9,23 @@ from hseval.cli.predict import MODEL_HELP, WEIGHTS_HELP, add_data_arguments, add
 from hseval.core.errors import ConfigError
 
 RUN_OPTIONS = ("data_root", "split", "subset", "device", "batch_size", "workers", "quiet")
-"""The options of evaluating run folders alone: the data, device and threads of their forward pass."""
+"""The options of evaluating run folders: the data, device and threads of their forward pass."""
 PREDICTION_OPTIONS = ("hierarchy", "classes", "name", "dataset", "head", "scores")
-"""The options of evaluating a prediction file alone: what the file does not say itself."""
-MODEL_OPTIONS = ("weights", "recipe", "predictions_dir", "loader_workers", "amp")
-"""The options of evaluating pretrained models alone (``--model``)."""
+"""The options of evaluating a prediction file: what the file does not say itself."""
+MODEL_OPTIONS = ("data_root", "split", "device", "batch_size", "quiet", "hierarchy", "classes", "name", "dataset",
+                 "weights", "recipe", "predictions_dir", "loader_workers", "amp", "wordnet", "tree", "year")
+"""The options of evaluating pretrained models (``--model``): the data and its loader's options
+(:data:`hseval.cli.data.CLI_OPTIONS`), the models' files, how they run, their names."""
+MODES = {"run folders": RUN_OPTIONS, "--predictions": PREDICTION_OPTIONS, "--model": MODEL_OPTIONS}
+"""Each way of evaluating and the options it takes (beside those of every mode)."""
+
+
+def _refuse_other_modes(args: argparse.Namespace, mode: str, why: str) -> None:
+    """Refuse, in one line, an option given that ``mode`` does not take, naming the modes that do."""
+    for dest in dict.fromkeys(d for options in MODES.values() for d in options):
+        if dest not in MODES[mode]:
+            owners = " or ".join(m for m, options in MODES.items() if dest in options)
+            refuse_unused(args, (dest,), why=f"applies only to {owners}; {why}")
 
 
 def _methods(text: str) -> list[str]:
@@ -45,8 +57,7 @@ def _evaluate_models(args: argparse.Namespace) -> int:
     if args.runs or args.predictions is not None:
         raise ConfigError("give run folders, --predictions or --model, one of them; evaluate each in its own command "
                           "with the same --out")
-    refuse_unused(args, ("subset", "workers", "head", "scores"), why="does not apply to --model (a pretrained model "
-                  "is evaluated on the whole split, under its own name)")
+    _refuse_other_modes(args, "--model", "a pretrained model is evaluated on the whole split, under its own name")
     if args.dataset is None:
         raise ConfigError("--model needs --dataset NAME (hseval data list): the data the models are run on")
     entries = evaluate_models(args.model, args.weights, args.out, dataset=args.dataset, data_root=args.data_root,
@@ -63,10 +74,6 @@ def _evaluate_models(args: argparse.Namespace) -> int:
 def cmd_evaluate(args: argparse.Namespace) -> int:
     if args.model:
         return _evaluate_models(args)
-    from hseval.cli.data import CLI_OPTIONS
-
-    refuse_unused(args, [*MODEL_OPTIONS, *(o for o in CLI_OPTIONS if o != "hierarchy")],
-                  why="applies only with --model")
     if args.name:
         if len(args.name) > 1:
             raise ConfigError("--name is given once, for the one prediction file")
@@ -78,8 +85,8 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
         if args.runs:
             raise ConfigError(f"give run folders or --predictions, not both (got {args.runs[0]!r} and --predictions); "
                               "evaluate them in two commands with the same --out")
-        refuse_unused(args, RUN_OPTIONS, why="applies only to run folders; a prediction file holds the model's "
-                                             "outputs on its test set already")
+        _refuse_other_modes(args, "--predictions", "a prediction file holds the model's outputs on its test set "
+                                                   "already")
         if args.hierarchy is None:
             raise ConfigError("--predictions needs --hierarchy TREE: the class tree the predictions are scored "
                               "against")
@@ -92,7 +99,7 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
     if not args.runs:
         raise ConfigError("give run folders to evaluate, or --predictions FILE --hierarchy TREE for a model trained "
                           "elsewhere")
-    refuse_unused(args, PREDICTION_OPTIONS, why="applies only with --predictions; a run carries its own tree and names")
+    _refuse_other_modes(args, "run folders", "a run carries its own tree and names")
     from hseval.evaluation.runs import evaluate_runs  # torch and the datasets: for run folders only
     given = {option: getattr(args, option) for option in RUN_OPTIONS if option != "quiet"}
     entries = evaluate_runs(args.runs, args.out, projections=_methods(args.projections), max_points=args.max_points,
@@ -132,7 +139,7 @@ def register(commands: argparse._SubParsersAction) -> None:
                         "followed by its --weights")
     models.add_argument("--weights", action="append", default=[], metavar="FILE", help=WEIGHTS_HELP)
     models.add_argument("--recipe", action="append", default=[], help="torchvision: each model's weights enum member "
-                        "whose preprocessing runs (one per --model, or none: each one's DEFAULT)")
+                        "whose preprocessing runs (one per --model, or none; 'default': the model's default)")
     models.add_argument("--predictions-dir", metavar="DIR", help="where the prediction files are kept (default: "
                         "~/.cache/hseval/predictions); a model predicted before on the same images is read again")
     add_data_arguments(models, hierarchy=False)

@@ -133,7 +133,7 @@ def _classifier(module: nn.Module, library: str) -> tuple[str, nn.Linear] | None
 def _transform(library: str, name: str, module: nn.Module, recipe: str | None) -> tuple[Callable, str]:
     """The model's preprocessing and the recipe it comes from."""
     if library == "timm":
-        if recipe is not None:
+        if recipe not in (None, "default", "DEFAULT"):
             raise ConfigError(f"--recipe {recipe}: a timm model's preprocessing is its own pretrained configuration; "
                               "choose the weights by the model's tag instead (timm:resnet50.a1_in1k)")
         data = require("timm", "timm's preprocessing").data
@@ -142,7 +142,7 @@ def _transform(library: str, name: str, module: nn.Module, recipe: str | None) -
     import torchvision
 
     enum = torchvision.models.get_model_weights(name)
-    if recipe is None:
+    if recipe in (None, "default", "DEFAULT"):
         chosen = enum.DEFAULT
     elif recipe in enum.__members__:
         chosen = enum[recipe]

@@ -180,6 +180,10 @@ def difference_intervals(frame: pd.DataFrame, *, title: str = "Difference from t
     return fit(fig, row_height=len(metrics) * max(44, 15 * len(runs) + 14))
 
 
+LABELLED = 6
+"""The most points :func:`error_and_severity` names beside them."""
+
+
 def error_and_severity(points: pd.DataFrame, *, title: str = "Top-1 error against mistake severity",
                        colours: dict[str, str] | None = None, groups: dict[str, str] | None = None) -> go.Figure:
     """Making Better Mistakes' Figure 1: one point per run (a row of
@@ -194,11 +198,13 @@ def error_and_severity(points: pd.DataFrame, *, title: str = "Top-1 error agains
     palette = {**run_colours(entries), **(colours or {})}
     fig = go.Figure()
     shown: set[str] = set()
+    labelled = len(data) <= LABELLED  # more names than that overlap: the legend and the hover name them
     for row in data.itertuples(index=False):
         entry = groups.get(row.run, row.run)
         severity = row.severity if row.severity == row.severity else None
         fig.add_trace(go.Scatter(
-            x=[row.error], y=[severity], mode="markers+text", name=_text(entry), legendgroup=entry,
+            x=[row.error], y=[severity], mode="markers+text" if labelled else "markers", name=_text(entry),
+            legendgroup=entry,
             showlegend=entry not in shown, text=[_text(row.run)], textposition="top center",
             marker=dict(size=11, color=palette[entry], line=dict(width=1, color="white")),
             error_x=dict(type="data", symmetric=False, array=[row.error_high - row.error],
@@ -213,7 +219,7 @@ def error_and_severity(points: pd.DataFrame, *, title: str = "Top-1 error agains
                            + f"<br>{row.mistakes:,} mistakes of {row.samples:,}<extra></extra>")))
         shown.add(entry)
     lows = np.concatenate([data["error_low"], data["error_high"]])
-    fig.update_xaxes(title_text="top-1 error (lower is better)", range=_zoomed(lows, pad=0.3), tickformat=".3f")
-    fig.update_yaxes(title_text="mistake severity: mean LCA height of the mistakes (lower is better)")
+    fig.update_xaxes(title_text="top-1 error", range=_zoomed(lows, pad=0.3), tickformat=".3f")
+    fig.update_yaxes(title_text="mistake severity")
     fig.update_layout(title=_text(title), template=TEMPLATE, legend_title_text="run", font=dict(size=13))
     return fit(fig)
