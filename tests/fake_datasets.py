@@ -195,3 +195,134 @@ def write_tiny_imagenet(root: Path, *, wnids: list[str] | None = None, per_class
             annotations.append(f"{name}\t{wnid}\t0\t0\t7\t7")
     (folder / "val" / "val_annotations.txt").write_text("\n".join(annotations) + "\n")
     return folder
+
+
+# ------------------------------------------------------------------ iNaturalist (COCO-style JSON)
+INATURALIST_SPECIES = (  # id, kingdom, phylum, class, order, family, genus, species; "Morus" twice, chains
+    (7, "Plantae", "Tracheophyta", "Magnoliopsida", "Rosales", "Moraceae", "Morus", "Morus alba"),
+    (3, "Plantae", "Tracheophyta", "Magnoliopsida", "Rosales", "Moraceae", "Morus", "Morus rubra"),
+    (0, "Plantae", "Tracheophyta", "Magnoliopsida", "Sapindales", "Sapindaceae", "Acer", "Acer rubrum"),
+    (9, "Plantae", "Tracheophyta", "Magnoliopsida", "Sapindales", "Sapindaceae", "Acer", "Acer saccharum"),
+    (4, "Plantae", "Tracheophyta", "Magnoliopsida", "Sapindales", "Anacardiaceae", "Rhus", "Rhus typhina"),
+    (1, "Animalia", "Chordata", "Aves", "Suliformes", "Sulidae", "Morus", "Morus bassanus"),
+    (8, "Animalia", "Chordata", "Aves", "Suliformes", "Sulidae", "Morus", "Morus serrator"),
+    (2, "Animalia", "Chordata", "Aves", "Suliformes", "Sulidae", "Sula", "Sula sula"),
+    (6, "Animalia", "Chordata", "Aves", "Passeriformes", "Paridae", "Poecile", "Poecile atricapillus"),
+    (5, "Animalia", "Chordata", "Aves", "Passeriformes", "Paridae", "Poecile", "Poecile gambeli"),
+)
+"""Ten species over two kingdoms, listed out of id order as a JSON may list them."""
+
+INATURALIST_FILES = {"2018": ("train2018.json", "val2018.json"), "2019": ("train2019.json", "val2019.json"),
+                     "2021": ("train.json", "val.json"), "2021-mini": ("train_mini.json", "val.json")}
+
+
+def inaturalist_classes() -> tuple[list[str], list[tuple[str, ...]]]:
+    """The species of :data:`INATURALIST_SPECIES` in id order, and their lineages (kingdom..genus)."""
+    rows = sorted(INATURALIST_SPECIES)
+    return [row[7] for row in rows], [row[1:7] for row in rows]
+
+
+def _inaturalist_category(row: tuple, year: str) -> dict:
+    cid, kingdom, phylum, klass, order, family, genus, name = row
+    category = {"id": cid, "name": name, "kingdom": kingdom, "phylum": phylum, "class": klass, "order": order,
+                "family": family, "genus": genus}
+    if year == "2018":
+        category["supercategory"] = "Plantae" if kingdom == "Plantae" else "Aves"
+    if year.startswith("2021"):
+        folder = f"{cid:05d}_{kingdom}_{phylum}_{klass}_{order}_{family}_{name.replace(' ', '_')}"
+        category.update(common_name=f"common {name}", supercategory="Plants" if kingdom == "Plantae" else "Birds",
+                        specific_epithet=name.split()[1], image_dir_name=folder)
+    return category
+
+
+def _inaturalist_image_folder(row: tuple, year: str, split: str) -> str:
+    cid, kingdom = row[0], row[1]
+    if year in ("2018", "2019"):  # train_val2019/<super category>/<category id>/
+        return f"train_val{year}/{'Plants' if kingdom == 'Plantae' else 'Birds'}/{cid}"
+    prefix = "val" if split == "val" else "train_mini" if year == "2021-mini" else "train"
+    return f"{prefix}/{_inaturalist_category(row, '2021')['image_dir_name']}"
+
+
+def write_inaturalist(root: Path, *, year: str = "2021", per_class: tuple[int, int] = (2, 1)) -> Path:
+    """``root`` with the JSON files and images of iNaturalist ``year`` in the competition's layout
+    (``per_class`` train/val images per species): images listed in a shuffled order, their
+    annotations in another, ids that are not positions."""
+    import json
+
+    rng = np.random.default_rng(0)
+    for split, n in zip(("train", "val"), per_class):
+        images, annotations = [], []
+        for row in INATURALIST_SPECIES:
+            for k in range(n):
+                image_id = 1000 * (split == "val") + 10 * row[0] + k + 5
+                name = f"{_inaturalist_image_folder(row, year, split)}/{split}{image_id:04d}.jpg"
+                write_image(root / name)
+                images.append({"id": image_id, "width": 8, "height": 8, "file_name": name, "license": 0})
+                annotations.append({"id": len(annotations), "image_id": image_id, "category_id": row[0]})
+        data = {"info": {"year": int(year[:4])}, "licenses": [],
+                "images": [images[k] for k in rng.permutation(len(images))],
+                "annotations": [annotations[k] for k in rng.permutation(len(annotations))],
+                "categories": [_inaturalist_category(row, year) for row in INATURALIST_SPECIES]}
+        (root / INATURALIST_FILES[year][split == "val"]).write_text(json.dumps(data))
+    return root
+
+
+def builder_inputs(name: str) -> tuple:
+    """The arguments a built-in hierarchy builder needs where hseval ships no class list for it
+    (iNaturalist's taxonomy is in the competition's JSON only); ``()`` for the others."""
+    return inaturalist_classes() if name == "inaturalist" else ()
+
+
+# ------------------------------------------------------------------ ImageNet (ILSVRC-2012)
+def imagenet_val_wnid(k: int, wnids: list[str]) -> str:
+    """The class of the fake copy's validation image ``k`` (1-based): every class once in 1,000
+    images, not in class order (7 and 1,000 are coprime)."""
+    return wnids[(7 * k) % len(wnids)]
+
+
+def imagenet_devkit_id(label: int) -> int:
+    """The fake devkit's ILSVRC2012_ID of the class at ``label``: 1..1,000, not in sorted-wnid order."""
+    return (3 * label) % 1000 + 1
+
+
+def write_imagenet(root: Path, *, layout: str = "folders", train: int = 1, val: int = 1000) -> Path:
+    """An ILSVRC-2012 copy under ``root`` with ``train`` images per class in ``train/<wnid>/`` (0:
+    no ``train/``) and ``val`` validation images ``ILSVRC2012_val_<k>.JPEG`` labelled as
+    :func:`imagenet_val_wnid` says, laid out as ``layout``: ``folders`` (``imagenet/val/<wnid>/``),
+    ``kaggle`` (``ILSVRC/Data/CLS-LOC/val/`` and ``LOC_val_solution.csv`` at the top, rows out of
+    order, some with two boxes) or ``devkit`` (``imagenet/val/`` with the devkit's ground truth and
+    ``meta.mat``, whose ``synsets`` also hold inner nodes). Returns the folder holding ``val/``."""
+    from hseval.tree.builders.packaged import read_table
+
+    wnids = [row[0] for row in read_table("imagenet_wnids.tsv")]
+    folder = root / "ILSVRC" / "Data" / "CLS-LOC" if layout == "kaggle" else root / "imagenet"
+    for wnid in wnids if train else ():
+        for k in range(train):
+            write_image(folder / "train" / wnid / f"{wnid}_{k}.JPEG")
+    names = {k: f"ILSVRC2012_val_{k:08d}" for k in range(1, val + 1)}
+    for k, name in names.items():
+        write_image(folder / "val" / (imagenet_val_wnid(k, wnids) if layout == "folders" else "") / f"{name}.JPEG")
+    if layout == "kaggle":
+        rows = [f"{names[k]},{imagenet_val_wnid(k, wnids)} 1 2 7 6" + (f" {imagenet_val_wnid(k, wnids)} 0 0 3 3"
+                                                                         if k % 2 else " ")
+                for k in sorted(names, key=lambda k: (k * 5) % (val + 1))]
+        (root / "LOC_val_solution.csv").write_text("ImageId,PredictionString\n" + "\n".join(rows) + "\n")
+    elif layout == "devkit":
+        data = folder / "ILSVRC2012_devkit_t12" / "data"
+        data.mkdir(parents=True)
+        label = {wnid: j for j, wnid in enumerate(wnids)}
+        (data / "ILSVRC2012_validation_ground_truth.txt").write_text(
+            "".join(f"{imagenet_devkit_id(label[imagenet_val_wnid(k, wnids)])}\n" for k in names))
+        write_imagenet_meta(data / "meta.mat", wnids)
+    return folder
+
+
+def write_imagenet_meta(path: Path, wnids: list[str], *, ids: dict[str, int] | None = None) -> None:
+    """The devkit's ``meta.mat``: ``synsets``, a struct array of the 1,000 classes (by their
+    ILSVRC2012_ID, ``ids`` or :func:`imagenet_devkit_id`) then two inner nodes (IDs 1001, 1002)."""
+    ids = ids or {wnid: imagenet_devkit_id(j) for j, wnid in enumerate(wnids)}
+    records = [{"ILSVRC2012_ID": np.uint16(ids[wnid]), "WNID": wnid, "words": wnid, "num_children": np.uint8(0)}
+               for wnid in sorted(wnids, key=ids.get)]
+    records += [{"ILSVRC2012_ID": np.uint16(1001 + i), "WNID": wnid, "words": "inner", "num_children": np.uint8(2)}
+                for i, wnid in enumerate(("n00001740", "n00001930"))]
+    scipy.io.savemat(path, {"synsets": _struct_array(records).T})

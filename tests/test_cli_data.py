@@ -11,10 +11,10 @@ import pytest
 
 from hseval.cli import data, hierarchy
 from hseval.cli.main import _Parser
-from hseval.core.errors import HsevalError
+from hseval.core.errors import DataError, HsevalError
 from hseval.tree import read_hierarchy
 from hseval.tree.formats.pairs import names_sidecar
-from tests.fake_datasets import write_cifar100, write_cub200
+from tests.fake_datasets import builder_inputs, write_cifar100, write_cub200
 
 
 def main(argv: list[str]) -> int:
@@ -95,14 +95,18 @@ def test_data_list_gives_every_dataset_its_sizes_classes_tree_and_options(capsys
 
 
 def test_every_card_counts_the_classes_of_its_shipped_tree():
-    """A dataset's card declares its classes; the tree built from the shipped class lists has as many."""
+    """A dataset's card declares its classes; the tree built from the shipped class lists has as many
+    (where hseval ships none, iNaturalist's, the builder says that the dataset's files give them)."""
     from hseval.data import DATASETS, dataset_card
     from hseval.tree.builders import BUILDERS
 
     for name in DATASETS.names():
         card = dataset_card(name)
         assert (card.classes is None) == (name not in BUILDERS), name
-        if card.classes is not None:
+        if card.classes is not None and builder_inputs(name):
+            with pytest.raises(DataError, match=r"pass --data-root DIR"):
+                BUILDERS.get(name)()
+        elif card.classes is not None:
             assert BUILDERS.get(name)().num_leaves == card.classes, name
 
 
@@ -126,7 +130,7 @@ def test_data_info_without_a_copy_says_what_hseval_knows_and_where_it_looked(cap
      r"--wordnet does not apply to cub200 \(its options: none\)"),
     (["data", "info", "cifar100", "--data-root", "{tmp}/nowhere"], r"CIFAR-100 not found \(looked in "),
     (["data", "info", "image-folder", "--data-root", "{tmp}"], r"image-folder needs a hierarchy file"),
-    (["data", "info", "imagenet"], r"unknown dataset 'imagenet'; choose one of"),
+    (["data", "info", "imagenet-21k"], r"unknown dataset 'imagenet-21k'; choose one of"),
     (["hierarchy", "random", "missing.txt", "--seed", "1", "--out", "y.txt"], r"missing.txt: no such file"),
     (["hierarchy", "random", "missing.txt", "--seed", "-1", "--out", "y.txt"],
      r"argument --seed: expected a non-negative integer, got -1"),

@@ -34,6 +34,7 @@ WRITERS = {
     "bench-probe": ("bench/probe.py", True),
     "bench-scale": ("bench/scale.py", True),
     "bench-decisions": ("bench/decisions.py", True),
+    "bench-predict": ("bench/predict.py", True),
     "bad-inputs-count": ("tests/bad_inputs/cases.py", False),
     "metrics-help": ("scripts/json_schemas.py", False),  # the metrics' help, from where they are defined
 }

@@ -23,7 +23,7 @@ from typing import Any
 import torch
 from torch import nn
 
-from hseval.core.errors import ConfigError
+from hseval.core.errors import ConfigError, DataError
 from hseval.core.progress import bar as progress_bar
 from hseval.data import LoadedDataset, load_with_tree
 from hseval.io.output import OutputFolder
@@ -49,9 +49,15 @@ def data_settings(config: TrainConfig) -> tuple[str, str | None, str | None]:
 
 
 def load_data(config: TrainConfig) -> LoadedDataset:
-    """The dataset of ``config`` with, when ``data.hierarchy`` names a file, that tree in place of its own."""
+    """The dataset of ``config`` with, when ``data.hierarchy`` names a file, that tree in place of its own;
+    a copy without training images (ImageNet's validation images only) is refused in one line."""
     name, root, path = data_settings(config)
-    return load_with_tree(name, root, path, download=True)
+    data = load_with_tree(name, root, path, download=True)
+    if len(data.train) == 0:
+        why = data.info.get("no_training_images", f"the training split of {data.root} is empty")
+        raise DataError(f"data.dataset={name}: nothing to train on: {why}; add the training images, or evaluate a "
+                        "model trained elsewhere (hseval import)")
+    return data
 
 
 def train_one_epoch(step: nn.Module, optimizers: Optimizers, batches: Batches, ctx: Context, *, total: int,

@@ -14,13 +14,21 @@ import textwrap
 
 from hseval.cli import non_negative_int
 from hseval.cli.hierarchy import tree_output
-from hseval.core.errors import ConfigError, HsevalError
+from hseval.core.errors import ConfigError, DataError, HierarchyError
 from hseval.tree import FORMATS, read_hierarchy, write_hierarchy
 from hseval.tree.builders import BUILDERS, random_hierarchy
 from hseval.tree.formats.pairs import names_sidecar
 
-# dataset options that the command line exposes: each a --flag taking a path (a file or a folder)
-CLI_OPTIONS = {"hierarchy": "FILE", "wordnet": "DIR"}
+# dataset options that the command line exposes: each a --flag taking a path (a file or a folder), the tree's rule
+# or iNaturalist's year
+CLI_OPTIONS = {"hierarchy": "FILE", "wordnet": "DIR", "tree": "RULE", "year": "YEAR"}
+CLI_HELP = {"hierarchy": "the tree of an image-folder dataset (checked against its class folders)",
+            "wordnet": "WordNet 3.0 folder (the WordNet trees: tiny-imagenet, imagenet; default: look it up)",
+            "tree": "the rule that builds the dataset's tree, e.g. mbm: Making Better Mistakes' (imagenet, "
+                    "tiered-imagenet-h: paper or mbm; inaturalist: taxonomy or mbm; default: the dataset's own)",
+            "year": "the iNaturalist competition: 2018, 2019, 2021 or 2021-mini (default: the one whose files "
+                    "are in the folder)"}
+"""Each option's help, the same in every command that takes it."""
 
 
 def _options(args: argparse.Namespace, accepted: dict) -> dict:
@@ -91,7 +99,7 @@ def _known(name: str, options: dict) -> dict:
     if name in BUILDERS:
         try:
             tree = BUILDERS.get(name)(**{k: v for k, v in options.items() if k in BUILDERS.options(name)})
-        except HsevalError as exc:  # tiny-imagenet's tree needs WordNet
+        except (DataError, HierarchyError) as exc:  # the WordNet trees need WordNet; an option's value is checked
             out["tree"] = f"{card.tree}; not built here: {exc}"
         else:
             out.update(class_names=list(tree.leaf_names), hierarchy=tree.stats())
@@ -120,12 +128,12 @@ def cmd_info(args: argparse.Namespace) -> int:
     missing = None  # no copy here: what hseval knows without the files, and where it looked
     try:
         data = load_dataset(args.dataset, args.data_root, **options)
-    except HsevalError as exc:
+    except (DataError, HierarchyError) as exc:  # a bad option (ConfigError) is the user's error, not a missing copy
         if args.data_root is not None:  # the copy asked for does not read: one line
             raise
         missing = exc
     summary = {**known, "files": f"not read ({missing})"} if missing else \
-        {**data.describe(), "tree": known["tree"], "hierarchy": data.hierarchy.stats()}
+        {**data.describe(content=False), "tree": known["tree"], "hierarchy": data.hierarchy.stats()}
     if args.json:
         print(json.dumps(summary))
         return 0
@@ -139,6 +147,8 @@ def cmd_info(args: argparse.Namespace) -> int:
     print(f"dataset: {data.name}\nroot: {data.root}")
     print(f"images: {len(data.train):,} train, {len(data.test):,} test; {data.channels}×{data.image_size}×"
           f"{data.image_size} after preprocessing")
+    if "no_training_images" in data.info:  # a copy of the validation images only (ImageNet's)
+        print(f"training images: none: {data.info['no_training_images']}; evaluation only, training refuses it")
     print(f"normalisation: mean {list(data.mean)}, std {list(data.std)}")
     if "augmentation" in data.info:
         print(f"augmentation: {data.info['augmentation']}")
@@ -158,6 +168,8 @@ def register(commands: argparse._SubParsersAction, hierarchy_actions: argparse._
     build.add_argument("--hierarchy", metavar="FILE", help="the tree of an image-folder dataset (checked against "
                                                           "its class folders)")
     build.add_argument("--wordnet", metavar="DIR", help="WordNet 3.0 folder (tiny-imagenet; default: look it up)")
+    build.add_argument("--tree", metavar="RULE", help=CLI_HELP["tree"])
+    build.add_argument("--year", metavar="YEAR", help=CLI_HELP["year"])
     build.set_defaults(func=cmd_build)
     shuffle = hierarchy_actions.add_parser("random", help="the same tree with the classes dealt at random "
                                                           "(the paper's ablation)")
@@ -178,5 +190,7 @@ def register(commands: argparse._SubParsersAction, hierarchy_actions: argparse._
                                                          "places)")
     info.add_argument("--hierarchy", metavar="FILE", help="the tree of an image-folder dataset")
     info.add_argument("--wordnet", metavar="DIR", help="WordNet 3.0 folder (tiny-imagenet; default: look it up)")
+    info.add_argument("--tree", metavar="RULE", help=CLI_HELP["tree"])
+    info.add_argument("--year", metavar="YEAR", help=CLI_HELP["year"])
     info.add_argument("--json", action="store_true", help="print one JSON object")
     info.set_defaults(func=cmd_info)

@@ -5,8 +5,11 @@ from hseval.data import (  # noqa: F401  (registration)
     cub200,
     fashion_mnist,
     image_folder,
+    imagenet,
+    inaturalist,
     stanford_cars,
     stanford_dogs,
+    tiered_imagenet,
     tiny_imagenet,
 )
 from hseval.data.base import (

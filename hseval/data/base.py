@@ -131,7 +131,7 @@ class ImageFiles(Dataset):
                  channels: int = 3) -> None:
         if len(paths) != len(labels):
             raise DataError(f"{len(paths)} image files but {len(labels)} labels")
-        self.paths = [Path(p) for p in paths]
+        self.paths = [p if isinstance(p, Path) else Path(p) for p in paths]  # 2.7 M iNaturalist paths: not made twice
         self.labels = np.asarray(labels, dtype=np.int64)
         self.transform = transform
         self.channels = channels
@@ -290,12 +290,13 @@ class LoadedDataset:
                     "samples": len(held), "indices_sha256": indices_sha256(held)}
         return replace(self, train=self.train.subset(kept), val=val, info={**self.info, "validation": identity})
 
-    def describe(self) -> dict[str, Any]:
+    def describe(self, *, content: bool = True) -> dict[str, Any]:
         """Plain-JSON summary stored in run.json: the dataset's identity (with ``root``, where it
-        lay, and ``content_sha256``, what its splits held as loaded: :class:`DataContent`)."""
+        lay, and ``content_sha256``, what its splits held as loaded: :class:`DataContent`, which
+        reads every image once; ``content=False`` leaves it out, for a look at a copy)."""
         # an absolute root: a run is evaluated from wherever the user stands later
         val = {} if self.val is None else {"val_size": len(self.val)}
-        content = self.content.sha256() if self.content is not None else None
+        content = self.content.sha256() if content and self.content is not None else None
         return {"name": self.name, "root": str(Path(self.root).expanduser().resolve()),
                 "class_names": list(self.class_names),
                 "image_size": self.image_size, "channels": self.channels, "mean": list(self.mean),

@@ -7,6 +7,14 @@ WordNet trees; NLTK 3.9+ returns them in set order, which changes between runs, 
 fixed here. Hypernyms come before instance hypernyms, as in NLTK's ``hypernym_paths()``. For
 Tiny-ImageNet this reproduces NBDT's tree edge for edge, root (``physical_entity``) included.
 
+Making Better Mistakes (Bertinetto et al., CVPR 2020) keeps instead each class's longest path up
+to ``physical_entity``, the root the authors fixed (``path="longest"``; a class with no path
+there, such as ``traffic_light``, keeps its longest path to the top, where the authors rewired
+three edges by hand): where a synset has several hypernyms, the one with the longest such path
+above it, the first in sorted order among those of equal length (the authors chose those by
+hand). The path above a node is then the same for every class below it, so the paths make a
+tree; then the same merging.
+
 WordNet is read offline through nltk's ``WordNetCorpusReader`` from the first of: the folder
 given, ``$WNSEARCHDIR`` (WordNet's own variable), nltk's data (``nltk.download('wordnet')``),
 Debian's ``wordnet-base`` (``/usr/share/wordnet``). Debian's folder lacks nltk's ``lexnames``
@@ -24,12 +32,12 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
-from hseval.core.errors import DataError, HierarchyError
+from hseval.core.errors import ConfigError, DataError, HierarchyError
 from hseval.core.extras import installed, require
 from hseval.tree.hierarchy import Hierarchy
 from hseval.tree.transforms import merge_single_child_chains
 
-__all__ = ["DEBIAN_WORDNET", "find_wordnet", "open_wordnet", "wordnet_hierarchy", "wnid"]
+__all__ = ["DEBIAN_WORDNET", "PATHS", "find_wordnet", "open_wordnet", "wordnet_hierarchy", "wnid"]
 
 DEBIAN_WORDNET = Path("/usr/share/wordnet")
 _LEXNAMES = ("adj.all adj.pert adv.all noun.Tops noun.act noun.animal noun.artifact noun.attribute noun.body "
@@ -40,7 +48,7 @@ _LEXNAMES = ("adj.all adj.pert adv.all noun.Tops noun.act noun.animal noun.artif
              "verb.emotion verb.motion verb.perception verb.possession verb.social verb.stative verb.weather "
              "adj.ppl").split()
 _POS_NUMBER = {"noun": 1, "verb": 2, "adj": 3, "adv": 4}
-_PURPOSE = "reading WordNet (the tiny-imagenet tree)"
+_PURPOSE = "reading WordNet (the tiny-imagenet and imagenet trees)"
 _HOW_TO_INSTALL = ("install WordNet 3.0 (apt install wordnet-base, or python -m nltk.downloader wordnet) "
                    "or pass --wordnet DIR, a folder holding data.noun and index.noun")
 
@@ -134,8 +142,34 @@ def _first_hypernym(synset: Any) -> Any | None:
     return candidates[0] if candidates else None
 
 
-def wordnet_hierarchy(wnids: Sequence[str], *, wordnet: str | Path | None = None) -> Hierarchy:
-    """The WordNet tree of ``wnids`` by the paper's two rules (see the module docstring).
+def _longest_hypernym(synset: Any, heights: dict[str, tuple[bool, int]]) -> Any | None:
+    candidates = [*synset.hypernyms(), *synset.instance_hypernyms()]
+    if not candidates:
+        return None
+    tallest = max(_height(c, heights) for c in candidates)
+    return min((c for c in candidates if heights[c.name()] == tallest), key=lambda s: s.name())
+
+
+def _height(synset: Any, heights: dict[str, tuple[bool, int]]) -> tuple[bool, int]:
+    """(whether it passes ``physical_entity``, edges) of the path from ``synset`` to the top of
+    WordNet that Making Better Mistakes keeps: through ``physical_entity`` where one is, the
+    longest (memoised in ``heights``)."""
+    name = synset.name()
+    if name not in heights:
+        above = [_height(h, heights) for h in (*synset.hypernyms(), *synset.instance_hypernyms())]
+        physical, edges = max(above, default=(False, -1))
+        heights[name] = (physical or name == PHYSICAL_ENTITY, edges + 1)
+    return heights[name]
+
+
+PHYSICAL_ENTITY = "physical_entity.n.01"
+PATHS = ("first", "longest")
+"""The rule that picks a synset's parent among its hypernyms: the paper's, or Making Better Mistakes'."""
+
+
+def wordnet_hierarchy(wnids: Sequence[str], *, wordnet: str | Path | None = None, path: str = "first") -> Hierarchy:
+    """The WordNet tree of ``wnids`` by the paper's two rules, or with Making Better Mistakes'
+    longest paths (see the module docstring).
 
     Parameters
     ----------
@@ -143,6 +177,9 @@ def wordnet_hierarchy(wnids: Sequence[str], *, wordnet: str | Path | None = None
         Class WordNet ids in class order; every node of the tree is named by its wnid.
     wordnet : path, optional
         WordNet folder (default: looked up as described in the module docstring).
+    path : {"first", "longest"}
+        Which hypernym is a synset's parent: the first in sorted order (the paper's rule, NBDT's
+        trees), or the one on the longest path to the top (Making Better Mistakes').
 
     Returns
     -------
@@ -150,11 +187,15 @@ def wordnet_hierarchy(wnids: Sequence[str], *, wordnet: str | Path | None = None
         Leaves = ``wnids``; the root is the deepest synset common to all paths that has more than
         one child (``physical_entity`` for Tiny-ImageNet).
     """
+    if path not in PATHS:
+        raise ConfigError(f"path={path!r}: choose 'first' (the paper's rule) or 'longest' (Making Better Mistakes')")
     reader = open_wordnet(wordnet)
+    heights: dict[str, tuple[bool, int]] = {}
+    hypernym_of = _first_hypernym if path == "first" else lambda synset: _longest_hypernym(synset, heights)
     parent_of: dict[str, str] = {}
     for name in wnids:
         synset, seen = _synset(reader, name), {name}
-        while (hypernym := _first_hypernym(synset)) is not None and wnid(synset) not in parent_of:
+        while (hypernym := hypernym_of(synset)) is not None and wnid(synset) not in parent_of:
             parent_of[wnid(synset)] = wnid(hypernym)
             if wnid(hypernym) in seen:
                 raise HierarchyError(f"WordNet hypernyms of {name!r} form a cycle; is this WordNet 3.0?")
