@@ -1043,7 +1043,7 @@ cli("evaluate-nothing", "`hseval evaluate --out ev` with no run",
     "give run folders to evaluate, or --predictions FILE --hierarchy TREE for a model trained elsewhere",
     lambda tmp, good: ["evaluate", "--out", str(tmp / "ev")])
 cli("evaluate-run-with-hierarchy", "a run folder with `--hierarchy`",
-    "--hierarchy applies only with --predictions; a run carries its own tree and names",
+    "--hierarchy applies only to --predictions or --model; a run carries its own tree and names",
     lambda tmp, good: ["evaluate", str(good.run), "--hierarchy", "tree.txt", "--out", str(tmp / "ev")])
 
 
@@ -1173,10 +1173,11 @@ def _(tmp, good):
 
 # ====================================================================== recorded values are used values (issue 24)
 cli("predictions-with-run-options", "`--predictions` with `--split train --data-root X --device cuda:7` (used to be "
-    "ignored, the split recorded as test)", "--data-root applies only to run folders; a prediction file holds the "
+    "ignored, the split recorded as test)", "--data-root applies only to run folders or --model; a prediction file "
+    "holds the "
     "model's outputs on its test set already",
     lambda tmp, good: predictions(tmp, good, npz(tmp), "--split", "train", "--data-root", "X", "--device", "cuda:7"))
-cli("run-with-scores", "a run folder with `--scores probs`", "--scores applies only with --predictions; a run "
+cli("run-with-scores", "a run folder with `--scores probs`", "--scores applies only to --predictions; a run "
     "carries its own tree and names", lambda tmp, good: ["evaluate", str(good.run), "--scores", "probs", "--out",
                                                          str(tmp / "ev")])
 cli("train-setting-twice", "`--hierarchy a.txt` and `--set data.hierarchy=b.txt`", "data.hierarchy: --hierarchy "
@@ -1441,6 +1442,51 @@ def _(tmp, good):
     run, init = _probe_run(tmp, good)
     init.unlink()
     return _evaluate(run, tmp, good)
+
+
+def _predict(tmp: Path, weights: Path, model: str = "torchvision:resnet18", *extra: str) -> list[str]:
+    root, tree = image_folder(tmp, classes=("a", "b", "c"), per_class=1)
+    return ["predict", "--model", model, "--weights", str(weights), "--dataset", "image-folder", "--data-root",
+            str(root), "--hierarchy", str(tree), "--device", "cpu", "--quiet", *extra, "--out", str(tmp / "p.npz")]
+
+
+def _resnet18(path: Path, classes: int = 3) -> Path:
+    import torch
+    import torchvision
+
+    torch.save(torchvision.models.resnet18(num_classes=classes).state_dict(), path)
+    return path
+
+
+@case("predict-weights-of-another-model", "pretrained", "`predict --model torchvision:resnet34` given the weights of "
+      "a resnet18", "…r18.pt: has no tensor for layer1.2.conv1.weight of shape (64, 64, 3, 3); it is not a state dict "
+      "of torchvision:resnet34 (torchvision and timm name their tensors differently)")
+def _(tmp, good):
+    return _predict(tmp, _resnet18(tmp / "r18.pt"), "torchvision:resnet34")
+
+
+@case("predict-outputs-not-the-classes", "pretrained", "`predict` of a 1,000-way model on an image folder of 3 "
+      "classes without `--classes`", "torchvision:resnet18 has 1,000 outputs but image-folder has 3 classes; pass "
+      "--classes FILE, the model's class names (one per output, in its order)")
+def _(tmp, good):
+    return _predict(tmp, _resnet18(tmp / "r18.pt", classes=1000))
+
+
+@case("predict-classes-missing-one", "pretrained", "`predict --classes` naming the model's 4 outputs, none of them "
+      "class `c`", "torchvision:resnet18's outputs have no class 'c' of image-folder (1 of its 3 classes are missing); "
+      "the model was not trained on these classes")
+def _(tmp, good):
+    names = write(tmp / "names.txt", "a\nb\nx\ny\n")
+    return _predict(tmp, _resnet18(tmp / "r18.pt", classes=4), "torchvision:resnet18", "--classes", str(names))
+
+
+@case("predict-pickled-weights", "pretrained", "`predict --weights` a `.pt` pickle that would run a command",
+      "…w.pt: holds Python objects that a weights-only load refuses (it would call posix.system; a pickle can run "
+      "code); hseval reads tensors only: save model.state_dict() with torch.save or as .safetensors")
+def _(tmp, good):
+    from tests.bad_inputs.builders import MARKER_NAME
+
+    return _predict(tmp, write(tmp / "w.pt", planted_pickle(tmp / MARKER_NAME)))
 
 
 # ====================================================================== the README table
