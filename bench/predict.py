@@ -34,7 +34,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from _common import require_quiet, stamp, write_block  # noqa: E402
 
 from hseval.data import load_dataset  # noqa: E402
-from hseval.evaluation import zoo  # noqa: E402
+from hseval.evaluation import pretrained, zoo  # noqa: E402
 
 
 def images(root: Path, count: int, classes: int = 8) -> None:
@@ -78,7 +78,7 @@ def main() -> int:
         images(root, args.images)
         model = torchvision.models.get_model(args.model, weights=None, num_classes=8).eval()
         save_file(model.state_dict(), root / "w.safetensors")
-        loaded = zoo.load_model(f"torchvision:{args.model}", root / "w.safetensors")
+        loaded = pretrained.load_model(f"torchvision:{args.model}", root / "w.safetensors")
         data = load_dataset("image-folder", root / "data", hierarchy=root / "tree.txt")
         transform = torchvision.models.get_model_weights(args.model).DEFAULT.transforms()
         bare(model, root, transform, args.batch, args.workers)  # warm: the files in the page cache, the kernels

@@ -23,7 +23,7 @@ from safetensors.torch import save_file
 from hseval.cli.main import main
 from hseval.core.errors import ConfigError, DataError
 from hseval.data import load_dataset
-from hseval.evaluation import zoo
+from hseval.evaluation import pretrained, zoo
 from hseval.io.state_dict import StateDictError
 from hseval.tree.builders.packaged import read_table
 
@@ -91,8 +91,8 @@ def test_predict_feeds_the_librarys_preprocessing_and_gives_a_bare_loops_outputs
         model = timm.create_model("resnet18", num_classes=4)
         transform = timm.data.create_transform(**timm.data.resolve_data_config({}, model=model))
     weights = _save(model, tmp_path / "w.safetensors")
-    loaded = zoo.load_model(f"{library}:resnet18", weights)
-    inputs = zoo.model_inputs(data.test, loaded.transform)
+    loaded = pretrained.load_model(f"{library}:resnet18", weights)
+    inputs = pretrained.model_inputs(data.test, loaded.transform)
     for i, path in enumerate(data.test.paths):  # to the pixel
         assert torch.equal(inputs[i][0], transform(Image.open(path).convert("RGB")))
     out = zoo.predict(loaded, data, tmp_path / "preds.npz", batch_size=5, workers=0, progress=False, log=lambda m: None)
@@ -111,8 +111,8 @@ def test_predict_feeds_the_librarys_preprocessing_and_gives_a_bare_loops_outputs
 
 def test_an_interrupted_prediction_goes_on_from_its_chunks(tmp_path, monkeypatch):
     data = _data(tmp_path)
-    weights = _save(torchvision.models.resnet18(num_classes=4), tmp_path / "w.safetensors")
-    model = zoo.load_model("torchvision:resnet18", weights)
+    weights = _save(torchvision.models.mobilenet_v3_small(num_classes=4), tmp_path / "w.safetensors")
+    model = pretrained.load_model("torchvision:mobilenet_v3_small", weights)
     monkeypatch.setattr(zoo, "CHUNK", 5)
     whole = np.load(zoo.predict(model, data, tmp_path / "whole.npz", batch_size=2, workers=0, progress=False,
                                 log=lambda m: None))
@@ -144,7 +144,7 @@ def test_a_1000_way_model_keeps_the_columns_of_the_datasets_wnids(tmp_path):
     model = torchvision.models.resnet18()
     weights = _save(model, tmp_path / "w.safetensors")
     notes = []
-    loaded = zoo.load_model("torchvision:resnet18", weights)
+    loaded = pretrained.load_model("torchvision:resnet18", weights)
     got = np.load(zoo.predict(loaded, data, tmp_path / "preds.npz", workers=0, progress=False, log=notes.append))
     columns = [wnids.index(name) for name in data.class_names]
     logits, _ = _bare(model, torchvision.models.ResNet18_Weights.DEFAULT.transforms(), data.test.paths)
@@ -167,15 +167,15 @@ def test_weights_that_do_not_fit_the_model_are_one_line(tmp_path):
     save_file({**state, "conv1.weight": torch.zeros(64, 3, 3, 3)}, tmp_path / "shape.safetensors")
     with pytest.raises(StateDictError, match=r"missing.safetensors: has no tensor for layer1.0.conv1.weight of shape "
                                              r"\(64, 64, 3, 3\); it is not a state dict of torchvision:resnet18"):
-        zoo.load_model("torchvision:resnet18", tmp_path / "missing.safetensors")
+        pretrained.load_model("torchvision:resnet18", tmp_path / "missing.safetensors")
     with pytest.raises(StateDictError, match=r"'extra.weight' of shape \(3,\) is not used by torchvision:resnet18; it "
                                              "is not a state dict of torchvision:resnet18"):
-        zoo.load_model("torchvision:resnet18", tmp_path / "extra.safetensors")
+        pretrained.load_model("torchvision:resnet18", tmp_path / "extra.safetensors")
     with pytest.raises(StateDictError, match=r"'conv1.weight' has shape \(64, 3, 3, 3\) but torchvision:resnet18 needs "
                                              r"\(64, 3, 7, 7\)"):
-        zoo.load_model("torchvision:resnet18", tmp_path / "shape.safetensors")
+        pretrained.load_model("torchvision:resnet18", tmp_path / "shape.safetensors")
     with pytest.raises(StateDictError, match="is not a state dict of torchvision:resnet34"):
-        zoo.load_model("torchvision:resnet34", tmp_path / "extra.safetensors")
+        pretrained.load_model("torchvision:resnet34", tmp_path / "extra.safetensors")
 
 
 @pytest.mark.parametrize(("argv", "message"), [
@@ -203,18 +203,19 @@ def test_predict_refuses_bad_input_in_one_line_and_writes_nothing(tmp_path, caps
 
 def test_a_zoo_is_evaluated_reported_and_read_again(tmp_path, capsys):
     _folders(tmp_path, per_class=4)
-    tv = _save(torchvision.models.resnet18(num_classes=4), tmp_path / "tv.safetensors", seed=1)
-    tm = _save(timm.create_model("resnet18", num_classes=4), tmp_path / "timm.safetensors", seed=2)
-    argv = ["evaluate", "--model", "torchvision:resnet18", "--weights", str(tv), "--model", "timm:resnet18",
+    tv = _save(torchvision.models.mobilenet_v3_small(num_classes=4), tmp_path / "tv.safetensors", seed=1)
+    tm = _save(timm.create_model("mobilenetv3_small_050", num_classes=4), tmp_path / "timm.safetensors", seed=2)
+    argv = ["evaluate", "--model", "torchvision:mobilenet_v3_small", "--weights", str(tv), "--model",
+            "timm:mobilenetv3_small_050",
             "--weights", str(tm), "--dataset", "image-folder", "--data-root", str(tmp_path / "data"),
             "--hierarchy", str(tmp_path / "tree.txt"), "--out", str(tmp_path / "eval"), "--predictions-dir",
             str(tmp_path / "cache"), "--projections", "pca", "--device", "cpu", "--quiet", "--loader-workers", "1"]
     assert main(argv) == 0
     assert sorted(p.name for p in (tmp_path / "eval").iterdir() if not p.name.startswith(".")) == \
-        ["index.json", "timm-resnet18", "torchvision-resnet18"]
-    metrics = json.loads((tmp_path / "eval" / "timm-resnet18" / "metrics.json").read_text())
-    assert metrics["head"] == "timm:resnet18" and metrics["dataset"] == "image-folder"
-    assert metrics["source"]["model"]["weights"]["sha256"] and metrics["source"]["model"]["recipe"] == "a1_in1k"
+        ["index.json", "mobilenet_v3_small", "mobilenetv3_small_050"]
+    metrics = json.loads((tmp_path / "eval" / "mobilenetv3_small_050" / "metrics.json").read_text())
+    assert metrics["head"] == "timm:mobilenetv3_small_050" and metrics["dataset"] == "image-folder"
+    assert metrics["source"]["model"]["weights"]["sha256"] and metrics["source"]["model"]["recipe"] == "lamb_in1k"
     assert "geometry" in metrics and len(list((tmp_path / "cache").glob("*.npz"))) == 2
     capsys.readouterr()
     assert main(argv) == 0  # the predictions are read again
@@ -267,17 +268,18 @@ def test_a_zoo_on_the_fields_benchmarks_in_their_real_layouts(tmp_path, capsys, 
     else:
         write_inaturalist(tmp_path / "data", year="2021", per_class=(1, 2))
         classes, extra = 10, ["--year", "2021"]
-    tv = _save(torchvision.models.resnet18(num_classes=classes), tmp_path / "tv.safetensors")
-    tm = _save(timm.create_model("resnet18", num_classes=classes), tmp_path / "timm.safetensors", seed=3)
+    tv = _save(torchvision.models.mobilenet_v3_small(num_classes=classes), tmp_path / "tv.safetensors")
+    tm = _save(timm.create_model("mobilenetv3_small_050", num_classes=classes), tmp_path / "timm.safetensors", seed=3)
     out = tmp_path / "zoo"
-    assert main(["evaluate", "--model", "torchvision:resnet18", "--weights", str(tv), "--model", "timm:resnet18",
+    assert main(["evaluate", "--model", "torchvision:mobilenet_v3_small", "--weights", str(tv), "--model",
+                 "timm:mobilenetv3_small_050",
                  "--weights", str(tm), "--dataset", dataset, "--data-root", str(tmp_path / "data"), *extra,
                  "--out", str(out), "--predictions-dir", str(tmp_path / "cache"), "--projections", "none",
                  "--device", "cpu", "--quiet"]) == 0, capsys.readouterr().err
     data = load_dataset(dataset, tmp_path / "data", **({"year": "2021"} if extra else {}))
-    for name in ("torchvision-resnet18", "timm-resnet18"):
+    for name in ("mobilenet_v3_small", "mobilenetv3_small_050"):
         metrics = json.loads((out / name / "metrics.json").read_text())
         assert (metrics["dataset"], metrics["samples"]) == (dataset, len(data.test))
         assert metrics["hierarchy"] == json.loads(json.dumps(data.hierarchy.to_dict()))
-    assert main(["report", str(out), "--baseline", "torchvision-resnet18"]) == 0
+    assert main(["report", str(out), "--baseline", "mobilenet_v3_small"]) == 0
     assert "Top-1 error against mistake severity" in (out / "report.html").read_text()

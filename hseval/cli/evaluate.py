@@ -5,7 +5,14 @@ from __future__ import annotations
 import argparse
 
 from hseval.cli import positive_int, refuse_unused
-from hseval.cli.predict import MODEL_HELP, WEIGHTS_HELP, add_data_arguments, add_run_arguments
+from hseval.cli.predict import (
+    MODEL_HELP,
+    WEIGHTS_HELP,
+    add_data_arguments,
+    add_run_arguments,
+    dataset_options,
+    read_classes,
+)
 from hseval.core.errors import ConfigError
 
 RUN_OPTIONS = ("data_root", "split", "subset", "device", "batch_size", "workers", "quiet")
@@ -51,8 +58,7 @@ def _rules(text: str | None) -> dict[str, tuple[str, ...]]:
 
 def _evaluate_models(args: argparse.Namespace) -> int:
     """``--model``: pretrained classifiers predicted on a dataset, then evaluated (:mod:`hseval.evaluation.zoo`)."""
-    from hseval.cli.predict import dataset_options, read_classes
-    from hseval.evaluation.zoo import PREDICTIONS_DIR, evaluate_models
+    from hseval.evaluation.zoo import PREDICTIONS_DIR, evaluate_models  # torch and the models: for --model only
 
     if args.runs or args.predictions is not None:
         raise ConfigError("give run folders, --predictions or --model, one of them; evaluate each in its own command "

@@ -8,6 +8,8 @@ import argparse
 from typing import Any
 
 from hseval.cli import positive_int
+from hseval.cli.data import CLI_HELP, CLI_OPTIONS, _options
+from hseval.core import fileio
 from hseval.core.errors import ConfigError
 
 MODEL_HELP = ("torchvision:NAME (torchvision.models.list_models()) or timm:NAME (timm.list_models(), with a tag: "
@@ -19,8 +21,7 @@ WEIGHTS_HELP = ("the model's state dict, a local .safetensors or .pt/.pth (read 
 def dataset_options(args: argparse.Namespace) -> dict[str, Any]:
     """The options of ``args.dataset``'s loader given on the command line (``--wordnet``...), each
     checked against what the dataset takes."""
-    from hseval.cli.data import _options
-    from hseval.data import DATASETS
+    from hseval.data import DATASETS  # torch: only where a dataset is loaded
 
     return _options(args, DATASETS.options(args.dataset))
 
@@ -29,8 +30,6 @@ def read_classes(path: str | None) -> list[str] | None:
     """``--classes``: the model's class names, one per line (blank lines skipped)."""
     if path is None:
         return None
-    from hseval.core import fileio
-
     names = [line.strip() for line in fileio.read_text(path, what="class list", error=ConfigError).splitlines()
              if line.strip()]
     if not names:
@@ -39,9 +38,10 @@ def read_classes(path: str | None) -> list[str] | None:
 
 
 def cmd_predict(args: argparse.Namespace) -> int:
-    from hseval.core.device import resolve_device
-    from hseval.data import load_dataset
-    from hseval.evaluation.zoo import load_model, predict
+    from hseval.core.device import resolve_device  # torch, the datasets and the models: for this command only
+    from hseval.data import load_dataset  # torch: for this command only
+    from hseval.evaluation.pretrained import load_model  # torchvision, timm: for this command only
+    from hseval.evaluation.zoo import predict  # torch: for this command only
 
     device = resolve_device(args.device)
     model = load_model(args.model, args.weights, recipe=args.recipe)
@@ -57,8 +57,6 @@ def cmd_predict(args: argparse.Namespace) -> int:
 def add_data_arguments(parser: argparse.ArgumentParser | argparse._ArgumentGroup, *, hierarchy: bool = True) -> None:
     """The dataset options of ``predict`` and ``evaluate --model``: the loader's options that the
     command line exposes (:data:`hseval.cli.data.CLI_OPTIONS`)."""
-    from hseval.cli.data import CLI_HELP, CLI_OPTIONS
-
     for option, metavar in CLI_OPTIONS.items():
         if option != "hierarchy" or hierarchy:
             parser.add_argument(f"--{option}", metavar=metavar, help=CLI_HELP[option])

@@ -34,6 +34,7 @@ import pandas as pd
 from scipy import stats
 
 from hseval.io.results import RunResult
+from hseval.metrics.mistakes import hierarchical_distance
 from hseval.reporting.columns import WAYS
 from hseval.reporting.summary import config_key
 from hseval.tree.ancestry import same_tree
@@ -312,8 +313,6 @@ def mistake_intervals(runs: list[RunResult], *, resamples: int = 1000, confidenc
     intervals over ``resamples`` bootstrap resamples of its samples (the same resample for both, so
     that a run's two values move together). Columns: run, error, error_low, error_high, severity,
     severity_low, severity_high, samples, mistakes."""
-    from hseval.metrics.mistakes import hierarchical_distance
-
     rows, tail = [], (1 - confidence) / 2
     for k, run in enumerate(runs):
         if not len(run.targets):
