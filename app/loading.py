@@ -123,6 +123,7 @@ def _dataset(name: str, root: str | None, hierarchy: str):
     # A resource: a split's images are shared read-only, never copied per rerun. A reason (str)
     # is returned rather than raised, so that a missing dataset is not looked for on every rerun.
     from hseval.data import DATASETS, load_with_tree  # torch: only for pages with images
+    from hseval.data.base import check_classes  # torch: only for pages with images
 
     if name not in DATASETS:
         return f"'{name}' is not a dataset hseval can load"
@@ -131,8 +132,10 @@ def _dataset(name: str, root: str | None, hierarchy: str):
         data = load_with_tree(name, root, tree)
     except (HsevalError, OSError) as exc:
         return f"{name} is not at hand ({first_line(exc)})"
-    if list(data.class_names) != list(tree.leaf_names):
-        return f"the {name} found at {data.root} has other classes than the run"
+    try:
+        check_classes(data, tree)
+    except HsevalError as exc:
+        return first_line(exc)
     return data
 
 

@@ -51,6 +51,26 @@ def pytest_collection_modifyitems(items):
 
 
 @pytest.fixture(autouse=True)
+def _fast_lane_trains_nothing(request, monkeypatch):
+    """In the fast lane, a test that trains an epoch or embeds a split with a run fails, naming the
+    rule: whatever fixture or command it goes through, such a test is ``slow``."""
+    if not helpers.FAST_LANE or request.node.get_closest_marker("slow"):
+        return
+
+    def refuse(what: str):
+        def refused(*args, **kwargs):
+            raise AssertionError(f"this test {what}: mark it @pytest.mark.slow (the fast lane holds no test that "
+                                 "trains or evaluates a run)")
+        return refused
+
+    import hseval.evaluation.runs
+    import hseval.train.engine
+
+    monkeypatch.setattr(hseval.train.engine, "_epoch", refuse("trains a run"))
+    monkeypatch.setattr(hseval.evaluation.runs, "_forward", refuse("evaluates a run"))
+
+
+@pytest.fixture(autouse=True)
 def _seed():
     torch.manual_seed(0)
     np.random.seed(0)

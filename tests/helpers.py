@@ -101,6 +101,45 @@ def write_fashion_like(folder: Path, *, n_train: int = 600, n_test: int = 200, s
     return folder
 
 
+DATA_CHANGES = {"pixels": False, "a label": False, "an image added": False, "an image removed": False,
+                "moved": True}
+"""Each way the data of a Fashion-MNIST-like folder changes (:func:`changed_fashion_like`), and
+whether it is still the same data: other pixels under the same count and labels, one label, one
+training image more or fewer are other data; the same files under another root are the same."""
+
+
+def changed_fashion_like(source: Path, target: Path, change: str) -> Path:
+    """A copy at ``target`` of the Fashion-MNIST-like folder ``source`` whose training split is
+    changed as ``change`` (a key of :data:`DATA_CHANGES`) says; "moved": the same files."""
+    import gzip
+
+    shutil.copytree(source, target)
+    if change == "moved":
+        return target
+    arrays = {}
+    for kind in ("images-idx3", "labels-idx1"):
+        raw = gzip.decompress((target / f"train-{kind}-ubyte.gz").read_bytes())
+        dims = raw[3]
+        shape = [int.from_bytes(raw[4 + 4 * i: 8 + 4 * i], "big") for i in range(dims)]
+        arrays[kind] = np.frombuffer(raw[4 + 4 * dims:], dtype=np.uint8).reshape(shape).copy()
+    images, labels = arrays["images-idx3"], arrays["labels-idx1"]
+    if change == "pixels":  # the same count and labels
+        images[0] = 255 - images[0]
+    elif change == "a label":
+        labels[0] = (labels[0] + 1) % 10
+    elif change == "an image added":
+        images, labels = np.concatenate([images, images[:1]]), np.concatenate([labels, labels[:1]])
+    elif change == "an image removed":
+        images, labels = images[:-1], labels[:-1]
+    else:
+        raise ValueError(f"unknown change {change!r}")
+    for kind, array, magic in (("images-idx3", images, b"\x00\x00\x08\x03"),
+                               ("labels-idx1", labels, b"\x00\x00\x08\x01")):
+        header = magic + b"".join(int(n).to_bytes(4, "big") for n in array.shape)
+        (target / f"train-{kind}-ubyte.gz").write_bytes(gzip.compress(header + array.tobytes()))
+    return target
+
+
 def prediction_file(path: Path, classes: int, samples: int, *, seed: int = 0, dim: int = 32) -> int:
     """A tree (``random_tree``, written to ``path.with_suffix(".txt")``) and a prediction file as
     ``np.savez`` writes it (``path.with_suffix(".npz")``): each class vector its parent's plus noise,

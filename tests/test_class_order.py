@@ -9,6 +9,7 @@ import json
 
 import numpy as np
 import pandas as pd
+import pytest
 import safetensors.torch
 
 from hseval.cli.main import main
@@ -18,6 +19,7 @@ from hseval.tree.ancestry import same_tree
 from tests.helpers import image_folder, random_tree
 
 
+@pytest.mark.slow  # trains a run: not in the fast lane
 def test_the_same_tree_file_pairs_with_itself_in_train_evaluate_and_import(tmp_path, capsys):
     data, tree_file = image_folder(tmp_path)  # tree.txt lists husky, beagle, tabby; the folders sort beagle first
     tree = read_hierarchy(tree_file)

@@ -147,8 +147,9 @@ def test_evaluate_errors_leave_no_output(evaluated, fashion_like, tmp_path, caps
     cases = [
         (["evaluate", str(tmp_path / "nothing"), "--out", str(out)], r"no such run folder"),
         (["evaluate", str(tmp_path), "--out", str(out)], r"no runs \(folders with run.json\)"),
-        (["evaluate", run, "--out", str(out), "--max-points", "0"], r"--max-points must be a positive integer, got 0"),
-        (["evaluate", run, "--out", str(out), "--max-points", "-5"], r"--max-points must be a positive integer"),
+        (["evaluate", run, "--out", str(out), "--max-points", "0"],
+         r"argument --max-points: expected a positive integer, got 0"),
+        (["evaluate", run, "--out", str(out), "--max-points", "-5"], r"--max-points: expected a positive integer"),
         (["evaluate", run, "--out", str(out), "--projections", "mds"], r"unknown projection 'mds'"),
         (["evaluate", run, "--out", str(out), "--data-root", str(tmp_path / "empty")], r"Fashion-MNIST not found"),
     ]
@@ -202,6 +203,7 @@ def test_find_runs_globs_and_folders(evaluated):
     assert [p.name for p in find_runs([root + "/p*"])] == ["plain"]
 
 
+@pytest.mark.slow  # trains a run: not in the fast lane
 def test_a_run_is_self_contained(tmp_path, monkeypatch, capsys):
     """Trained with relative --data-root and --hierarchy, the run is evaluated from another folder
     after the tree file is gone: the run carries its tree and an absolute data root."""
@@ -230,7 +232,8 @@ def test_a_run_is_self_contained(tmp_path, monkeypatch, capsys):
 
 def test_reuse_keeps_an_up_to_date_evaluation_only(evaluated, tmp_path):
     """``reuse`` (what ``hseval demo`` uses to continue) keeps an evaluation made from the same run
-    on the same images with the same settings, and evaluates again when any of them changed."""
+    on the same images (by content, wherever they lie) with the same settings, and evaluates again
+    when any of them changed."""
     from hseval.evaluation.runs import evaluate_runs
 
     run = Path(json.loads((evaluated / "plain" / "metrics.json").read_text())["run_path"])
@@ -250,8 +253,7 @@ def test_reuse_keeps_an_up_to_date_evaluation_only(evaluated, tmp_path):
     (out / "plain" / "per_node.csv").write_text("damaged")
     assert not any("up to date" in line for line in evaluate(max_points=60, reuse=True))  # a damaged one is redone
     assert load_evaluation(out).runs[0].metrics["top1"] > 0
-    data_root = str(write_fashion_like(tmp_path / "data"))
-    assert not any("up to date" in line for line in evaluate(max_points=60, reuse=True))  # another --data-root
+    data_root = str(write_fashion_like(tmp_path / "data"))  # the same images under another root: the same data
     assert any("up to date" in line for line in evaluate(max_points=60, reuse=True))
     write_fashion_like(Path(data_root), seed=1)  # other images under the same root
     assert not any("up to date" in line for line in evaluate(max_points=60, reuse=True))

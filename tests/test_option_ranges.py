@@ -96,3 +96,89 @@ def test_memory_reaches_sbatch_in_units_slurm_reads():
 
     assert [SlurmSettings(mem_gb=gb).mem() for gb in (32, 0.5, 0.001, 1e6, 1.3)] == \
         ["32GB", "512MB", "1MB", "1000000GB", "1331MB"]
+
+
+# ---------------------------------------------------------------------- every numeric option of every command
+def _leaf_parsers(parser: argparse.ArgumentParser, words: tuple[str, ...] = ()):
+    actions = [a for a in parser._actions if isinstance(a, argparse._SubParsersAction)]
+    if not actions:
+        yield words, parser
+        return
+    for name, sub in actions[0].choices.items():
+        yield from _leaf_parsers(sub, (*words, name))
+
+
+COMMANDS = dict(_leaf_parsers(build_parser()))
+TYPED = [(words, action) for words, parser in COMMANDS.items() for action in parser._actions
+         if action.type is not None and action.option_strings]
+
+
+def _stopping_early(words: tuple[str, ...], tmp_path: Path) -> list[str]:
+    """``words`` with every required argument given a path that does not exist (or its first
+    choice): the command stops after checking its arguments, training nothing."""
+    argv = list(words)
+    for action in COMMANDS[words]._actions:
+        if action.required or (not action.option_strings and action.nargs not in ("*", "?")):
+            value = action.choices[0] if action.choices else str(tmp_path / f"no-{action.dest}")
+            argv += [action.option_strings[0], value] if action.option_strings else [value]
+    return argv
+
+
+def _beyond(low: float, high: float, integer: bool) -> list[str]:
+    below = low - 1 if integer else low / 2 if low > 0 else low - 1
+    return [str(below), str(high + 1 if integer else high * 2), str(10**30), "-1", "nan", "inf", "-inf", "1e400"]
+
+
+def test_every_numeric_option_of_every_command_declares_its_bounds():
+    """A typed option's bounds are read from the type its value is stored or checked as
+    (:func:`hseval.cli.bounded`), and each command line's number has them."""
+    assert {a.option_strings[0] for _, a in TYPED} >= {"--max-points", "--subset", "--batch-size", "--workers",
+                                                       "--loader-workers", "--in-channels", "--port", "--seed"}
+    for words, action in TYPED:
+        low, high = action.type.bounds
+        assert math.isfinite(low) and math.isfinite(high) and low < high, (words, action.dest)
+
+
+def test_bounds_come_from_where_the_value_is_stored():
+    from hseval.core.arguments import Seed, Size, Threads, bounds
+    from hseval.io.records import Positive
+
+    evaluate = {a.dest: a.type.bounds for a in COMMANDS[("evaluate",)]._actions if a.type is not None}
+    assert evaluate["max_points"] == evaluate["subset"] == bounds(Positive)  # the marker's inputs record them
+    assert evaluate["workers"] == evaluate["loader_workers"] == bounds(Threads)
+    imported = {a.dest: a.type.bounds for a in COMMANDS[("import",)]._actions if a.type is not None}
+    assert set(imported.values()) == {bounds(Size)}  # create_backbone's checked signature
+    assert {a.type.bounds for w, a in TYPED if a.dest == "seed"} == {bounds(Seed)}
+
+
+@pytest.mark.parametrize(("words", "option"), [(w, a.option_strings[0]) for w, a in TYPED],
+                         ids=[f"{' '.join(w)} {a.option_strings[0]}" for w, a in TYPED])
+def test_beyond_the_bounds_one_line_at_them_no_internal_error(tmp_path, capsys, monkeypatch, words, option):
+    """The issue's case: --max-points 10**30 was taken, then refused by the evaluation's marker as an
+    internal error. Beyond an option's bounds: exit 2, one line naming it; at them: never exit 1."""
+    monkeypatch.chdir(tmp_path)
+    action = next(a for a in COMMANDS[words]._actions if a.option_strings[:1] == [option])
+    low, high = action.type.bounds
+    integer = isinstance(low, int) and isinstance(high, int)
+    base = _stopping_early(words, tmp_path)
+    if words == ("train-all",):
+        base = [*BASE[:-1], str(tmp_path / "runs")]
+    for text in _beyond(low, high, integer):
+        assert main([*base, f"{option}={text}"]) == 2, text
+        lines = capsys.readouterr().err.strip().splitlines()
+        assert len(lines) == 1 and f"argument {option}: " in lines[0], (text, lines)
+    for value in (low, high):
+        code = main([*base, f"{option}={value!r}"])
+        err = capsys.readouterr().err.strip()
+        assert code in (0, 2) and "internal error" not in err, (value, err)
+        assert code == 0 or len(err.splitlines()) == 1, err
+
+
+@pytest.mark.parametrize(("argv", "option"), [(["evaluate", "RUN", "--max-points", str(10**30)], "--max-points"),
+                                              (["evaluate", "RUN", "--subset", str(2**53)], "--subset")])
+def test_a_count_the_evaluation_record_cannot_hold_is_refused_by_the_library_too(tmp_path, argv, option):
+    from hseval.core.errors import ConfigError
+    from hseval.evaluation.runs import evaluate_runs
+
+    with pytest.raises(ConfigError, match=option):
+        evaluate_runs([str(tmp_path / "RUN")], tmp_path / "ev", **{option[2:].replace("-", "_"): int(argv[-1])})

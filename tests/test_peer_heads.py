@@ -32,6 +32,7 @@ FIXTURES = Path(__file__).parent / "fixtures"
 MBM = json.loads((FIXTURES / "peers" / "making_better_mistakes.json").read_text())
 NBDT = json.loads((FIXTURES / "peers" / "nbdt.json").read_text())
 BD = json.loads((FIXTURES / "peers" / "barz_denzler.json").read_text())
+BD_TREES = json.loads((FIXTURES / "peers" / "barz_denzler_trees.json").read_text())
 # the uniform-depth tree of the reference cases (nltk: (root (A (A1 x0 x1) (A2 x2 x3 x4)) (B (B1 x5 x6) (B2 x7)) ...))
 EDGES = [("root", "A"), ("root", "B"), ("root", "C"), ("A", "A1"), ("A", "A2"), ("B", "B1"), ("B", "B2"), ("C", "C1"),
          ("A1", "x0"), ("A1", "x1"), ("A2", "x2"), ("A2", "x3"), ("A2", "x4"), ("B1", "x5"), ("B1", "x6"), ("B2", "x7"),
@@ -183,11 +184,66 @@ def test_top_chain_counts_the_nodes_every_class_shares():
     assert d.max() == chain.max_depth - top_chain(chain)
 
 
+def lcs_height_similarity(tree: Hierarchy) -> np.ndarray:
+    """(|L|, |L|) Barz & Denzler's class similarity by brute force: 1 − h(LCA)/h(root), h a node's
+    longest way down to a class, read off every class's path."""
+    height = {-1: tree.max_depth}
+    for c in range(tree.num_leaves):
+        path = tree.path(c)
+        for k, node in enumerate(path):
+            height[node] = max(height.get(node, 0), len(path) - 1 - k)
+    classes = np.arange(tree.num_leaves)
+    lca = tree.lca(classes[:, None].repeat(tree.num_leaves, 1), classes[None, :].repeat(tree.num_leaves, 0))
+    return 1 - np.vectorize(height.__getitem__)(lca) / tree.max_depth
+
+
+def head_gram(tree: Hierarchy) -> torch.Tensor:
+    """The Gram matrix of the head's class embeddings: with the map the identity, its class vectors
+    Mᵀφ(c) are the embeddings φ(c) themselves, built by the head's path sums."""
+    default = torch.get_default_dtype()
+    torch.set_default_dtype(torch.float64)  # its scale too
+    try:
+        head = create_head("barz-denzler", tree, tree.num_nodes)
+    finally:
+        torch.set_default_dtype(default)
+    with torch.no_grad():
+        head.map.weight.copy_(torch.eye(tree.num_nodes, dtype=torch.float64))
+    vectors = head.class_weights()  # (|P|, |L|)
+    return vectors.t() @ vectors
+
+
 def test_barz_denzler_gram_equals_their_embedding():
     tree = Hierarchy.from_edges(EDGES, classes=BD["classes_small"])
     emb = class_embeddings(tree)
     np.testing.assert_allclose(emb @ emb.T, np.array(BD["gram_small"]), atol=1e-12, rtol=0)
     np.testing.assert_allclose(np.linalg.norm(emb, axis=1), 1.0, atol=1e-12)
+
+
+@pytest.mark.parametrize("name", sorted(BD_TREES))
+def test_barz_denzler_gram_equals_their_code_on_uneven_trees_and_top_chains(name):
+    """Their ``compute_class_embedding.py --method unitsphere`` (1 − lcs_height) on classes at several
+    depths and under a single-child chain at the top, where 1 − (H − depth(LCA))/max d is not theirs."""
+    ref = BD_TREES[name]
+    tree = Hierarchy.from_edges([tuple(edge) for edge in ref["edges"]], classes=ref["classes"])
+    if name == "fashion_mnist":
+        assert tree == fashion_tree()
+    gram = np.array(ref["gram"])
+    np.testing.assert_allclose(gram, np.array(ref["similarity"]), atol=1e-12, rtol=0)
+    emb = class_embeddings(tree)
+    np.testing.assert_allclose(emb @ emb.T, gram, atol=1e-12, rtol=0)
+    np.testing.assert_allclose(head_gram(tree).numpy(), gram, atol=1e-12, rtol=0)
+
+
+def test_barz_denzler_top_chain_is_shared_by_every_pair():
+    """Issue: under a chain at the top every cross pair had similarity 0; theirs is the chain's share."""
+    sim = np.array(BD_TREES["top_chain"]["similarity"])  # classes x, y (under a), z; the root's one child: all
+    np.testing.assert_allclose(sim, [[1, 2 / 3, 1 / 3], [2 / 3, 1, 1 / 3], [1 / 3, 1 / 3, 1]], atol=1e-12)
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_barz_denzler_gram_is_the_lcs_height_similarity_on_random_trees(seed):
+    tree = random_tree(30, seed, max_depth=5)
+    np.testing.assert_allclose(head_gram(tree).numpy(), lcs_height_similarity(tree), atol=1e-12, rtol=0)
 
 
 def test_barz_denzler_gram_equals_making_better_mistakes_inaturalist19_embeddings():
@@ -199,9 +255,7 @@ def test_barz_denzler_gram_equals_making_better_mistakes_inaturalist19_embedding
     emb = class_embeddings(tree)
     for i, j, value in ref["gram_pairs"]:
         assert emb[i] @ emb[j] == pytest.approx(value, abs=1e-12)
-    classes = np.arange(tree.num_leaves)
-    d = hierarchical_distance(classes[:, None], classes[None, :], tree)
-    np.testing.assert_allclose(emb @ emb.T, 1 - d / d.max(), atol=1e-12, rtol=0)
+    np.testing.assert_allclose(emb @ emb.T, lcs_height_similarity(tree), atol=1e-12, rtol=0)
 
 
 @pytest.mark.parametrize("tree", [fashion_tree(), unbalanced(),
@@ -209,19 +263,17 @@ def test_barz_denzler_gram_equals_making_better_mistakes_inaturalist19_embedding
                          ids=["fashion", "unbalanced", "top-chain"])
 def test_barz_denzler_scores_are_cosines_to_the_fixed_embeddings(tree):
     head = create_head("barz-denzler", tree, 8).double()
-    emb = torch.as_tensor(class_embeddings(tree))  # (|L|, |P|): the top chain's coordinates are zero
-    keep = emb.abs().sum(0) > 0
-    assert int(keep.sum()) == head.map.out_features
+    emb = torch.as_tensor(class_embeddings(tree))  # (|L|, |P|): a coordinate per node
+    assert head.map.out_features == tree.num_nodes
     z = torch.randn(5, 8, dtype=torch.float64)
-    mapped = torch.zeros(5, tree.num_nodes, dtype=torch.float64)
-    mapped[:, keep] = head.map(z)
+    mapped = head.map(z)
     expected = F.cosine_similarity(mapped[:, None, :], emb[None, :, :], dim=2)
     torch.testing.assert_close(head(z), expected)
     norms = torch.linalg.vector_norm(mapped, dim=1, keepdim=True)
     torch.testing.assert_close(z @ head.class_weights(), expected * norms)  # class vectors Mᵀφ(c)
     target = torch.tensor([0, 1, 2, 0, 1])
     loss, _ = head.loss(z, target)
-    xent = F.cross_entropy(head.map(z)[:, : tree.num_leaves], target)
+    xent = F.cross_entropy(head.map(z)[:, : tree.num_leaves], target)  # hseval's class coordinates, not MBM's basis
     assert loss.item() == pytest.approx((1 - expected[torch.arange(5), target]).mean().item() + 0.1 * xent.item())
 
 

@@ -10,10 +10,13 @@ import json
 
 import pytest
 
+from hseval.data import load_dataset
+from hseval.io.data_identity import data_identity
 from hseval.io.results import load_evaluation
 from hseval.reporting.paper_tables import paper_table
 from hseval.reporting.significance import seed_groups
 from hseval.reporting.summary import config_key, grouped_summary, setting_names
+from tests.helpers import DATA_CHANGES, changed_fashion_like
 
 
 def _with(run, name: str, seed: int, edit=None):
@@ -76,3 +79,28 @@ def test_seeds_alone_pool_and_need_no_name(evaluated):
     assert len(group.runs) == 3 and setting_names([runs]) == [""]
     cells = paper_table(runs)
     assert cells["seeds"].tolist() == [3] and "[" not in cells["column"].iloc[0]
+
+
+@pytest.mark.parametrize("change", list(DATA_CHANGES))
+def test_runs_pool_only_on_the_same_data_by_content(evaluated, fashion_like, tmp_path, change):
+    """A run trained on other data (other pixels under the same count and labels, a label, an image
+    more or fewer), with every setting equal, is its own group, named by what differs; the same
+    files under another root are the same data, and its run pools with the others as a seed."""
+    plain = {r.name: r for r in load_evaluation(evaluated).runs}["plain"]
+    run_json = json.loads((evaluated.parent / "runs" / "plain" / "run.json").read_text())
+    assert plain.metrics["trained_on"] == data_identity(run_json["dataset"])  # evaluate records the run's identity
+    assert data_identity(load_dataset("fashion-mnist", fashion_like).describe()) == plain.metrics["trained_on"]
+    described = load_dataset("fashion-mnist", changed_fashion_like(fashion_like, tmp_path / "data", change)).describe()
+    seeds = [_with(plain, f"plain-s{s}", s) for s in (0, 1)]
+    other = _with(plain, "plain-s2", 2, lambda m: m.update(trained_on=data_identity(described)))
+    groups = seed_groups([*seeds, other])
+    grouped = grouped_summary([*seeds, other])
+    if DATA_CHANGES[change]:
+        assert [[r.name for r in g.runs] for g in groups] == [["plain-s0", "plain-s1", "plain-s2"]]
+        assert grouped["seeds"].tolist() == [3]
+        return
+    assert [[r.name for r in g.runs] for g in groups] == [["plain-s0", "plain-s1"], ["plain-s2"]]
+    assert grouped["seeds"].tolist() == [2, 1]
+    assert "dataset.content_sha256=" in grouped["setting"].iloc[1]
+    assert described["content_sha256"][:12] + "…" in grouped["setting"].iloc[1]
+    assert paper_table([*seeds, other])["seeds"].tolist() == [2, 1]

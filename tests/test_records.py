@@ -151,11 +151,13 @@ def test_every_value_of_metrics_json_is_typed(metrics_json, where):
 @settings(max_examples=examples(80), deadline=None, suppress_health_check=SUPPRESS, derandomize=True)
 @given(where=st.integers(0, 10**6), key=st.sampled_from(["zz", "Top1", "median", "note", "x1"]))
 def test_an_unknown_key_in_metrics_json_is_refused(metrics_json, where, key):
-    """A key added to any object of metrics.json (outside the free-form training config and the
-    reasons of ``unavailable``) is refused, naming it: the hand-written checks dropped it unseen."""
+    """A key added to any object of metrics.json (outside the free-form training config, the
+    reasons of ``unavailable`` and the data's identity, ``trained_on``, to which a dataset may add
+    facts of its own) is refused, naming it: the hand-written checks dropped it unseen."""
     doc = json.loads(metrics_json)
     objects = [p for p in paths_of(doc) if isinstance(_get(doc, p), dict) and p[:1] not in (("training",),
-                                                                                            ("unavailable",))]
+                                                                                            ("unavailable",),
+                                                                                            ("trained_on",))]
     path = objects[where % len(objects)]
     edited = replaced(doc, path, {**_get(doc, path), key: 0.5}) if path else {**doc, key: 0.5}
     with pytest.raises(RunFormatError, match=r"metrics.json: unknown key '" + _re(_field((*path, key)))):

@@ -23,7 +23,7 @@ from hseval.train import optim, probe
 from hseval.train.engine import train
 from hseval.train.runs import Datasets, probe_features
 from hseval.tree import Hierarchy, write_hierarchy
-from tests.helpers import fashion_tree, quick, write_fashion_like
+from tests.helpers import DATA_CHANGES, changed_fashion_like, fashion_tree, quick, write_fashion_like
 from tests.test_pretrained import small_cnn_file
 
 SMALL = ["--backbone", "small-cnn", "--quiet", "--set", "model.freeze_backbone=true", "--set", "data.train_subset=64",
@@ -77,6 +77,7 @@ def _refused(argv: list[str], capsys) -> str:
     return err
 
 
+@pytest.mark.slow  # trains a run: not in the fast lane
 @pytest.mark.parametrize("mutation", list(MUTATIONS))
 def test_train_all_keeps_a_finished_run_only_when_its_inputs_are_unchanged(mutation, tmp_path, capsys):
     inputs = _inputs(tmp_path)
@@ -97,6 +98,7 @@ def test_train_all_keeps_a_finished_run_only_when_its_inputs_are_unchanged(mutat
     assert _files(runs) == before  # kept or refused: nothing written, the lock file included
 
 
+@pytest.mark.slow  # trains a run: not in the fast lane
 @pytest.mark.parametrize("mutation", [m for m in MUTATIONS if m != "the init file removed"])  # as for any training
 def test_train_resume_continues_an_unfinished_run_only_when_its_inputs_are_unchanged(mutation, tmp_path, capsys):
     inputs = _inputs(tmp_path)
@@ -119,23 +121,48 @@ def test_train_resume_continues_an_unfinished_run_only_when_its_inputs_are_uncha
         assert _files(run) == before
 
 
-@pytest.mark.parametrize("change", ["nothing", "the images"])
+@pytest.mark.parametrize("change", list(DATA_CHANGES))
+def test_resume_keeps_a_run_only_on_the_same_data_by_content(change, fashion_like, tmp_path, capsys):
+    """``--resume`` on a copy of the data changed in each way: the same files under another root
+    keep the run; other pixels under the same count and labels, a label, an image more or fewer are
+    refused, naming the images."""
+    runs = tmp_path / "runs"
+    argv = ["train-all", "--heads", "plain", *SMALL, "--set", "optim.epochs=1", "--out", str(runs)]
+    assert main([*argv, "--data-root", str(fashion_like)]) == 0
+    data = changed_fashion_like(fashion_like, tmp_path / "data", change)
+    before = _files(runs)
+    again = [*argv, "--data-root", str(data), "--resume"]
+    if DATA_CHANGES[change]:
+        capsys.readouterr()
+        assert main(again) == 0
+        assert "plain is finished with these settings; reusing it" in capsys.readouterr().out
+    else:
+        err = _refused(again, capsys)
+        assert re.search(r"it was trained on other images: the data under .*data had SHA-256 [0-9a-f]{12}…", err), err
+    assert _files(runs) == before
+
+
+@pytest.mark.parametrize("change", ["nothing", "the images", "moved"])
 def test_the_feature_cache_is_extracted_again_when_the_images_changed(change, fashion_like, tmp_path):
-    """A features file is reused only for the backbone and the data it was extracted from; when the
-    images under the same root changed, it is extracted again in its place, with a one-line note
-    (a cache is recomputed, not refused), and holds the new images' features."""
+    """A features file is reused only for the backbone and the data it was extracted from (the same
+    files under another root are the same data); when the images under the same root changed, it
+    is extracted again in its place, with a one-line note (a cache is recomputed, not refused), and
+    holds the new images' features."""
     data = write_fashion_like(tmp_path / "data")
     init, _ = small_cnn_file(tmp_path)
-    config = quick(data, "plain", f"model.init={init}", "model.backbone=small-cnn", "model.freeze_backbone=true",
-                   "data.augment=false", "data.train_subset=64", "data.eval_batch_size=64")
+    settings = ("plain", f"model.init={init}", "model.backbone=small-cnn", "model.freeze_backbone=true",
+                "data.augment=false", "data.train_subset=64", "data.eval_batch_size=64")
+    config = quick(data, *settings)
     folder = tmp_path / "runs" / probe.FEATURES
     first = probe_features([(config, "plain")], Datasets(), folder, log=lambda _: None)["plain"]
     if change == "the images":
         write_fashion_like(data, seed=1)
+    if change == "moved":
+        config = quick(changed_fashion_like(data, tmp_path / "elsewhere", "moved"), *settings)
     lines: list[str] = []
     again = probe_features([(config, "plain")], Datasets(), folder, log=lines.append)["plain"]
     assert again.path == first.path and list(folder.iterdir()) == [first.path]
-    if change == "nothing":
+    if change != "the images":
         assert lines == [f"reusing the features in {first.path}"] and again.sha256 == first.sha256
         return
     assert lines[0].startswith(f"note: {first.path}: extracted from images with SHA-256 ") and \
@@ -286,3 +313,22 @@ def test_the_data_identity_covers_the_images_not_where_they_lie(tmp_path):
     assert load_dataset("image-folder", copy, hierarchy=tree).describe()["content_sha256"] != content
     write_image(copy / "train" / "husky" / "1.png")  # the bytes back
     assert load_dataset("image-folder", copy, hierarchy=tree).describe()["content_sha256"] == content
+
+
+@pytest.mark.parametrize("change", list(DATA_CHANGES))
+def test_one_rule_says_what_the_same_data_is(change, fashion_like, tmp_path):
+    """``data_changes`` is the one rule: resuming (``changed_inputs``), pooling (equal ``run_inputs``)
+    and ``evaluate --split val`` (the data as loaded) answer as it does, for each way data changes;
+    where the data or its tree file lay is not what it is."""
+    from hseval.data import load_dataset
+    from hseval.io.data_identity import data_changes
+    from hseval.io.run_settings import changed_inputs, run_inputs
+
+    then = load_dataset("fashion-mnist", fashion_like).with_validation(0.2).describe()
+    data = changed_fashion_like(fashion_like, tmp_path / "data", change)
+    now = load_dataset("fashion-mnist", data).with_validation(0.2).describe()
+    same = DATA_CHANGES[change]
+    assert (not data_changes(then, now)) is same and (not data_changes(then, now, derived=False)) is same
+    assert (not changed_inputs(run_inputs({"dataset": then}), run_inputs({"dataset": now}))) is same
+    assert (run_inputs({"dataset": then}) == run_inputs({"dataset": now})) is same
+    assert not data_changes({**then, "hierarchy_file": "/a/tree.txt"}, {**then, "hierarchy_file": None})

@@ -129,3 +129,39 @@ def test_warnings_as_lines_shows_hseval_warnings_once_and_no_library_warning(cap
     monkeypatch.setattr(sys, "warnoptions", ["default"])  # python -W default: the user asked to see them
     with warnings_as_lines(), pytest.warns(UserWarning):
         warnings.warn("a library speaking", UserWarning, stacklevel=1)
+
+
+@pytest.mark.parametrize(("head", "option"), [(h, o) for h in list_heads()
+                                              for o in sorted({o for x in list_heads() for o in HEADS.options(x)})
+                                              if o not in HEADS.options(h)][::7])
+def test_a_head_option_the_head_does_not_take_is_refused_by_train(tmp_path, capsys, head, option):
+    """The issue's case (nbdt given alpha trained, recorded alpha and built without it), for every
+    head and option it lacks (a sample): one line naming the head's options, nothing written."""
+    assert main(["train", "--head", head, "--set", f"model.head_options.{option}=1", *TINY,
+                 "--out", str(tmp_path / "r")]) == 2
+    err = capsys.readouterr().err.strip()
+    assert err.startswith(f"hseval: error: model.head_options.{option}: head {head!r} has no option {option!r} (its "
+                          "options: ") and len(err.splitlines()) == 1
+    assert not (tmp_path / "r").exists()
+
+
+def test_train_all_keeps_an_option_for_the_heads_that_take_it_and_records_what_each_used(fashion_like, tmp_path,
+                                                                                          capsys):
+    from hseval.train.checks import head_options_for
+    from hseval.train.config import load_config
+
+    argv = ["train-all", "--heads", "plain,hxe", "--set", "model.head_options.alpha=0.5", "--set",
+            f"data.root={fashion_like}", *TINY, "--out", str(tmp_path / "runs")]
+    assert main(argv) == 0
+    err = capsys.readouterr().err
+    assert err.count("model.head_options.alpha applies to hxe; plain takes no such option and trains without it") == 1
+    recorded = {h: json.loads((tmp_path / "runs" / h / "run.json").read_text())["training"]["model"]["head_options"]
+                for h in ("plain", "hxe")}
+    assert recorded == {"plain": {}, "hxe": {"alpha": 0.5}}
+    assert main(["train-all", "--heads", "plain,nbdt", "--set", "model.head_options.alpha=0.5", *TINY, "--out",
+                 str(tmp_path / "none")]) == 2
+    assert "none of the heads trained here (plain, nbdt) takes it (hxe does)" in capsys.readouterr().err
+    # the library records what the head used too: a recipe's options for other heads are not the run's
+    config = load_config("fashion-mnist", ["model.head=nbdt", "model.head_options.alpha=0.5"])
+    used, left = head_options_for(config)
+    assert set(used.model.head_options) <= set(HEADS.options("nbdt")) and "alpha" in left

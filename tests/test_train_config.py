@@ -9,12 +9,15 @@ import types
 import typing
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from pydantic import BaseModel
 
 from hseval.cli.main import main
 from hseval.core.errors import ConfigError
 from hseval.nn.heads import HEADS, list_heads
 from hseval.train.config import TrainConfig, load_config
+from tests.helpers import examples
 
 
 def _types(kind) -> list:
@@ -91,3 +94,66 @@ def test_the_issue_s_thread_count_is_one_line(tmp_path, capsys, fashion_like):
     err = capsys.readouterr().err.strip()
     assert err == "hseval: error: --set: engine.threads must be <= 1024, got 1180591620717411303424"
     assert not out.exists()
+
+
+# ---------------------------------------------------------------------- numbers as people write them
+# within float32 once rounded to 4 digits ("{:+.3e}")
+finite = st.floats(allow_nan=False, allow_infinity=False, min_value=-3.4e38, max_value=3.4e38)
+WRITTEN = [repr, "{:e}".format, "{:E}".format, "{:.17e}".format, "{:+.3e}".format]
+NUMBERS = settings(max_examples=examples(60), deadline=None)
+
+
+def _as_written(value: float, form: int) -> tuple[float, str]:
+    """``value`` written in one of :data:`WRITTEN`'s forms, and the float that text is."""
+    text = WRITTEN[form](value)
+    return float(text), text
+
+
+@pytest.mark.parametrize(("text", "value"), [("5e-2", 0.05), ("1e6", 1e6), ("1E-3", 1e-3), ("-2.5e+3", -2500.0),
+                                             ("1_000", 1000), ("1_000.5", 1000.5), (".5e1", 5.0), ("1.", 1.0)])
+def test_a_number_written_as_python_or_yaml_1_2_writes_it_is_a_number(text, value):
+    """The issue's case: PyYAML (YAML 1.1) read 5e-2 as text, and --set optim.lr=5e-2 was refused as
+    'must be a number'."""
+    config = load_config("paper", [f"model.head_options.alpha={text}"])
+    assert config.model.head_options["alpha"] == value and type(config.model.head_options["alpha"]) is type(value)
+    assert load_config("paper", ["optim.lr=5e-2"]).optim.lr == 0.05
+
+
+@pytest.mark.parametrize("text", ["1e6x", "e5", "1e", "1__0.5e3", "nan"])
+def test_text_that_is_no_number_stays_text(text):
+    assert load_config("paper", [f"model.head_options.alpha={text}"]).model.head_options["alpha"] == text
+
+
+@pytest.mark.parametrize("text", [".inf", "-.inf", ".nan", "1e400"])
+def test_an_infinite_number_is_still_refused_naming_the_setting(text):
+    with pytest.raises(ConfigError, match="optim.lr"):
+        load_config("paper", [f"optim.lr={text}"])
+
+
+def test_a_head_option_beyond_its_bound_names_the_bound(tmp_path, capsys):
+    assert main(["train", "--head", "hxe", "--set", "model.head_options.alpha=1e6", "--out", str(tmp_path / "r")]) == 2
+    err = capsys.readouterr().err.strip()
+    assert len(err.splitlines()) == 1 and "'alpha' must be <= 80" in err, err
+    assert not (tmp_path / "r").exists()
+
+
+@NUMBERS
+@given(value=finite, form=st.integers(0, len(WRITTEN) - 1))
+def test_any_float_as_written_is_that_float_through_set_and_a_recipe(tmp_path_factory, value, form):
+    value, text = _as_written(value, form)
+    assert load_config("paper", [f"model.head_options.alpha={text}"]).model.head_options["alpha"] == value
+    recipe = tmp_path_factory.mktemp("recipe") / "r.yaml"
+    recipe.write_text(f"extends: paper\nmodel:\n  head_options:\n    alpha: {text}\n", encoding="utf-8")
+    assert load_config(str(recipe)).model.head_options["alpha"] == value
+
+
+@NUMBERS
+@given(value=finite.filter(lambda x: x > 0), form=st.integers(0, len(WRITTEN) - 1))
+def test_any_float_as_written_is_that_float_through_a_sweep(value, form):
+    from hseval.cli.main import build_parser
+    from hseval.cli.train import planned_configs
+
+    value, text = _as_written(value, form)
+    args = build_parser().parse_args(["train-all", "--heads", "plain", "--sweep", f"optim.lr={text}", "--out", "x"])
+    [(config, _)] = planned_configs(args, note=lambda _: None)
+    assert config.optim.lr == value

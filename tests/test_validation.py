@@ -12,12 +12,12 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from hseval.cli.main import main
-from hseval.core.errors import ConfigError
+from hseval.core.errors import ConfigError, DataError
 from hseval.core.sampling import held_out, indices_sha256
 from hseval.data import load_dataset
 from hseval.io.results import load_evaluation
 from tests.fake_datasets import write_image
-from tests.helpers import examples, write_fashion_like
+from tests.helpers import DATA_CHANGES, changed_fashion_like, examples, write_fashion_like
 
 TINY = ["--quiet", "--set", "optim.epochs=2", "--set", "optim.milestones=[5]", "--set", "data.batch_size=32",
         "--set", "engine.threads=1"]
@@ -40,6 +40,28 @@ def test_held_out_is_a_stratified_partition_the_same_for_every_run(per_class, fr
 def test_a_class_of_one_image_cannot_be_split():
     with pytest.raises(ConfigError, match=r"data.val_fraction=0.1: class 2 has a single training image"):
         held_out(np.array([0, 0, 1, 1, 2]), 0.1)
+    with pytest.raises(ConfigError, match=r"data.val_fraction=0.1: class 'b' has a single training image"):
+        held_out(np.array([0, 0, 1, 2, 2]), 0.1, class_names=["a", "b", "c"])
+
+
+def test_messages_name_the_class_the_user_knows(tmp_path):
+    """The issue's case: a class folder ``b`` of one image was "class 1"; and a run's classes against
+    another copy's, by name and position, wherever a dataset meets a run's tree."""
+    from hseval.data.base import check_classes
+    from hseval.tree.hierarchy import Hierarchy
+    from tests.fake_datasets import write_image
+
+    for name, count in (("a", 3), ("b", 1), ("c", 3)):
+        for k in range(count):
+            write_image(tmp_path / "data" / "train" / name / f"{k}.jpg")
+        write_image(tmp_path / "data" / "test" / name / "0.jpg")
+    (tmp_path / "tree.txt").write_text("x/a\nx/b\ny/c\n")
+    data = load_dataset("image-folder", tmp_path / "data", hierarchy=tmp_path / "tree.txt")
+    with pytest.raises(ConfigError, match=r"data.val_fraction=0.2: class 'b' has a single training image"):
+        data.with_validation(0.2)
+    other = Hierarchy.from_edges([("r", "x"), ("r", "y"), ("x", "a"), ("x", "c"), ("y", "b")], classes=["a", "c", "b"])
+    with pytest.raises(DataError, match=r"not the run's \(3 against 3 classes; class 2: 'c' in the run, 'b' there\)"):
+        check_classes(data, other)
 
 
 def test_training_validates_on_held_out_images_and_evaluate_reads_the_same(fashion_like, tmp_path, capsys):
@@ -79,8 +101,43 @@ def test_the_validation_split_must_be_the_one_the_run_held_out(fashion_like, tmp
     capsys.readouterr()
     assert main(["evaluate", str(run), "--data-root", str(other), "--split", "val", "--out", str(tmp_path / "e")]) == 2
     err = capsys.readouterr().err
-    assert "is not the one the run recorded in run.json (120 images then, 140 now" in err
+    assert "--split val: the data under" in err and "its images or labels changed: SHA-256" in err, err
     assert not (tmp_path / "e").exists()
+
+
+@pytest.fixture(scope="module")
+def validated_run(tmp_path_factory, fashion_like):
+    """A run that held out a validation split of the Fashion-MNIST-like data, trained for two epochs."""
+    run = tmp_path_factory.mktemp("validated") / "run"
+    assert main(["train", "--head", "plain", "--data-root", str(fashion_like), *TINY, "--set",
+                 "data.val_fraction=0.2", "--out", str(run)]) == 0
+    return run
+
+
+@pytest.mark.parametrize("change", list(DATA_CHANGES))
+def test_evaluate_split_val_reads_the_run_s_validation_images_only_on_the_same_data(change, validated_run,
+                                                                                     fashion_like, tmp_path, capsys):
+    """The validation images are held out of the training split: on data whose training split
+    changed in any way (other pixels under the same count and labels included) they are not the
+    run's, and ``--split val`` is refused in one line naming the run, the data and what changed; the
+    same files under another root are the same data, and give the run's last validation accuracy."""
+    data = changed_fashion_like(fashion_like, tmp_path / "data", change)
+    out = tmp_path / "eval"
+    capsys.readouterr()
+    code = main(["evaluate", str(validated_run), "--data-root", str(data), "--split", "val", "--projections", "none",
+                 "--quiet", "--out", str(out)])
+    err = capsys.readouterr().err.strip()
+    if DATA_CHANGES[change]:
+        assert code == 0, err
+        (result,) = load_evaluation(out).runs
+        history = json.loads((validated_run / "run.json").read_text())["history"]
+        assert result.metrics["top1"] == pytest.approx(history[-1]["val_acc"], abs=1e-9)
+        return
+    assert code == 2 and len(err.splitlines()) == 1, err
+    assert f"{validated_run}: --split val: the data under " in err
+    assert f"{data.name} is not the data the run was trained on" in err, err
+    assert "its images or labels changed: SHA-256 " in err and "evaluate on the data it was trained on" in err, err
+    assert not out.exists()
 
 
 @pytest.mark.parametrize(("argv", "message"), [
@@ -105,6 +162,7 @@ def test_a_run_without_validation_has_no_val_split(fashion_like, tmp_path, capsy
     assert "the run was trained without a validation split; evaluate it on --split test" in capsys.readouterr().err
 
 
+@pytest.mark.slow  # trains a run: not in the fast lane
 def test_an_image_folder_validates_on_its_own_val_folder(tmp_path, capsys):
     root = tmp_path / "images"
     for split, n in (("train", 4), ("val", 2), ("test", 2)):

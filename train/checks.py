@@ -25,7 +25,8 @@ from hseval.train.config import TrainConfig, load_config
 from hseval.train.pretrained import read_init
 from hseval.train.step import Context, model_spec
 
-__all__ = ["check_before_training", "check_head_options", "check_recipe_backbone", "initial_logit_scale",
+__all__ = ["check_before_training", "head_options_for", "refuse_options_not_taken", "plan_head_options",
+           "check_head_options", "check_recipe_backbone", "initial_logit_scale",
            "guard_before_training", "guard_after_epoch"]
 
 
@@ -37,9 +38,6 @@ def check_before_training(config: TrainConfig, data: LoadedDataset, *, world: in
     device = resolve_device(config.engine.device, option="engine.device")
     if config.engine.cuda_graphs and device.type != "cuda":
         raise ConfigError("engine.cuda_graphs=true needs a CUDA device; keep engine.compile=true alone on the CPU")
-    unknown = sorted(set(config.model.head_options) - set().union(*(HEADS.options(h) for h in list_heads())))
-    if unknown:
-        raise ConfigError(f"model.head_options.{unknown[0]} is not an option of any head")
     HEADS.get(config.model.head).check_tree(data.hierarchy)  # a tree the head cannot use: before any work
     spec = model_spec(config, data)
     with torch.device("meta"):  # the backbone's name and options, without allocating its weights
@@ -58,6 +56,57 @@ def check_before_training(config: TrainConfig, data: LoadedDataset, *, world: in
     if len(data.test) == 0:
         raise ConfigError(f"{data.root}: the test split of {data.name!r} is empty; there is nothing to evaluate on")
     return indices
+
+
+def head_options_for(config: TrainConfig) -> tuple[TrainConfig, list[str]]:
+    """``config`` with the options its head takes and no other (what the head is built with, and so
+    what run.json records), and the names of those left out (a recipe sets options for every head;
+    the command line says which it gave and whether that is an error). An option that no head takes
+    is a one-line error."""
+    options = config.model.head_options
+    unknown = sorted(set(options) - set().union(*(HEADS.options(h) for h in list_heads())))
+    if unknown:
+        raise ConfigError(f"model.head_options.{unknown[0]} is not an option of any head")
+    accepted = HEADS.options(config.model.head)
+    left = sorted(set(options) - set(accepted))
+    if not left:
+        return config, []
+    kept = {k: v for k, v in options.items() if k in accepted}
+    return config.model_copy(update={"model": config.model.model_copy(update={"head_options": kept})}), left
+
+
+def refuse_options_not_taken(heads: list[str], option: str) -> None:
+    """One line for ``option``, given on the command line, which none of ``heads`` takes."""
+    if len(heads) == 1:
+        takes = ", ".join(sorted(HEADS.options(heads[0]))) or "none"
+        raise ConfigError(f"model.head_options.{option}: head {heads[0]!r} has no option {option!r} (its options: "
+                          f"{takes}); drop it, or train a head that takes it")
+    takers = ", ".join(h for h in list_heads() if option in HEADS.options(h))
+    raise ConfigError(f"model.head_options.{option}: none of the heads trained here ({', '.join(heads)}) takes it "
+                      f"({takers} {'does' if ',' not in takers else 'do'}); drop it, or add a head that takes it")
+
+
+def plan_head_options(configs: list[tuple[TrainConfig, str]], given: set[str], note: Callable[[str], Any]
+                      ) -> list[tuple[TrainConfig, str]]:
+    """Each run's config with the options its head takes (:func:`head_options_for`). An option of
+    ``given`` (on the command line) that a single head does not take is refused; across several
+    heads it is kept for those that take it, ``note`` saying once which ignore it, and refused
+    when none does. A recipe's options for other heads go without a word."""
+    out, ignored = [], {}
+    for config, name in configs:
+        config, left = head_options_for(config)
+        for option in given.intersection(left):
+            ignored.setdefault(option, []).append(config.model.head)
+        out.append((config, name))
+    heads = list(dict.fromkeys(config.model.head for config, _ in out))
+    for option, by in ignored.items():
+        by = list(dict.fromkeys(by))
+        if len(by) == len(heads):
+            refuse_options_not_taken(heads, option)
+        verb = "takes no such option and trains" if len(by) == 1 else "take no such option and train"
+        note(f"model.head_options.{option} applies to {', '.join(h for h in heads if h not in by)}; "
+             f"{', '.join(by)} {verb} without it")
+    return out
 
 
 def check_head_options(config: TrainConfig, *, where: str = "set head options with --set "

@@ -13,11 +13,11 @@ from importlib import resources
 from pathlib import Path
 from typing import Annotated, Any
 
-import yaml
+import yaml  # its error type; documents are read by hseval.core.overrides.load_yaml
 from pydantic import AfterValidator, BaseModel, BeforeValidator, ConfigDict, Field, ValidationError
 
 from hseval.core.errors import ConfigError, problem_text
-from hseval.core.overrides import parse_override
+from hseval.core.overrides import load_yaml, parse_override
 
 __all__ = ["DataConfig", "ModelConfig", "OptimConfig", "EngineConfig", "TrainConfig", "load_config",
            "list_recipes", "default_recipe", "apply_overrides", "flatten_settings"]
@@ -200,7 +200,7 @@ def _read_recipe(name_or_path: str, seen: tuple[str, ...] = ()) -> dict[str, Any
         raise ConfigError(f"unknown recipe {name_or_path!r}; choose one of {', '.join(list_recipes())} or give a "
                           "YAML file")
     try:
-        data = yaml.safe_load(path.read_text(encoding="utf-8")) or {}
+        data = load_yaml(path.read_text(encoding="utf-8")) or {}
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         line = f", line {mark.line + 1}" if mark else ""

@@ -30,7 +30,7 @@ from hseval.io.output import OutputFolder
 from hseval.metrics import HierarchicalMetrics
 from hseval.nn.model import HierarchicalClassifier
 from hseval.train import distributed, loader
-from hseval.train.checks import check_before_training, guard_after_epoch, guard_before_training
+from hseval.train.checks import check_before_training, guard_after_epoch, guard_before_training, head_options_for
 from hseval.train.config import TrainConfig
 from hseval.train.optim import Optimizers
 from hseval.train.probe import Features
@@ -149,6 +149,7 @@ def train(config: TrainConfig, out: str | Path, *, resume: bool = False, force: 
         one line naming the setting, file or folder, before anything is written.
     """
     out = Path(out)
+    config, _ = head_options_for(config)  # what the head takes is what it is built with and what run.json records
     dist = distributed.setup()
     writes = dist.rank == 0  # the other ranks only train
     resume = resumes(out, resume=resume, force=force)

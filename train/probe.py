@@ -9,11 +9,12 @@ and its run folder (the whole model, run.json) is a normal run's.
 The file, ``features/NAME.safetensors`` in the folder of runs, holds ``train``/``test`` (N, d)
 float32 and their labels (and ``val`` where the data has a validation split), every sample of each
 split in dataset order. Its key (recorded in the file) is a fingerprint of what the features depend
-on: the body's tensors, the data (its identity, ``LoadedDataset.describe``, with the SHA-256 of its
-images), the batch size and the device type; NAME is the same fingerprint but of the images'
-content, so another seed of a randomly initialised backbone, or another dataset, gets its own
-file, and a file whose images changed since it was extracted is extracted again in its place, with
-a note that says so (a cache is recomputed, not refused). Extraction writes chunks of whole
+on: the body's tensors, the data (its identity, ``hseval.io.data_identity.data_identity``, with the
+SHA-256 of its images and not where they lie: a copy elsewhere reuses the file), the batch size and
+the device type; NAME is the same fingerprint but of the images' content, so another seed of a
+randomly initialised backbone, or another dataset, gets its own file, and a file whose images
+changed since it was extracted is extracted again in its place, with a note that says so (a cache
+is recomputed, not refused). Extraction writes chunks of whole
 evaluation batches to ``features/NAME.partial/`` as it goes, so an interrupted extraction continues
 where it stopped; the SHA-256 of the file is recorded in run.json.
 """
@@ -40,6 +41,7 @@ from hseval.core.errors import DataError
 from hseval.core.progress import bar as progress_bar
 from hseval.data import LoadedDataset, TensorImages
 from hseval.io.chunks import RECORD, chunks, record_of
+from hseval.io.data_identity import data_changes, data_identity
 from hseval.nn.model import HierarchicalClassifier
 from hseval.train import loader
 from hseval.train.config import TrainConfig
@@ -125,7 +127,8 @@ def feature_identity(model: HierarchicalClassifier, data: LoadedDataset, config:
     body = save({k: t.detach().to("cpu").contiguous() for k, t in model.backbone.body.state_dict().items()})
     backbone = model.spec()["backbone"]
     backbone["config"]["embedding_dim"] = None  # the bottleneck comes after the body: not part of its features
-    facts = fileio.json_ready({"backbone": backbone, "data": data.describe(), "batch_size": config.data.eval_batch_size,
+    facts = fileio.json_ready({"backbone": backbone, "data": data_identity(data.describe()),
+                               "batch_size": config.data.eval_batch_size,
                                "device": ctx.device.type, "amp": ctx.amp and ctx.device.type == "cuda",
                                "channels_last": ctx.channels_last})
     place = {**facts, "data": {k: v for k, v in facts["data"].items() if k != "content_sha256"}}
@@ -199,10 +202,11 @@ def _changed(recorded: dict[str, Any], identity: FeatureIdentity, data: LoadedDa
     """What differs between the features file's recorded facts and those of this extraction: the
     images' content, as the file's name holds the rest."""
     facts = recorded.get("facts")
-    then = ((facts.get("data") if isinstance(facts, dict) else None) or {}).get("content_sha256")
-    now = identity.facts["data"].get("content_sha256")
-    if isinstance(then, str) and isinstance(now, str) and then != now:
-        return (f"extracted from images with SHA-256 {then[:12]}…, those under {data.root} now have {now[:12]}… "
+    then = (facts.get("data") if isinstance(facts, dict) else None) or {}
+    changed = {key: (old, new) for key, old, new in data_changes(then, identity.facts["data"])}
+    old, new = changed.get("content_sha256", (None, None))
+    if isinstance(old, str) and isinstance(new, str):
+        return (f"extracted from images with SHA-256 {old[:12]}…, those under {data.root} now have {new[:12]}… "
                 "(the data changed)")
     return "not the features of this backbone and data (written by another hseval, or damaged)"
 

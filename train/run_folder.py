@@ -16,6 +16,7 @@ from hseval.data import LoadedDataset
 from hseval.io import run_format
 from hseval.io.output import OutputFolder
 from hseval.io.run_settings import DATASET, INIT_FILE, TREE, changed_inputs, run_inputs
+from hseval.train.checks import head_options_for
 from hseval.train.config import TrainConfig
 from hseval.train.optim import learning_rates
 
@@ -76,7 +77,9 @@ class Reuse:
 
 def training_inputs(config: TrainConfig, data: LoadedDataset) -> dict[str, Any]:
     """The inputs (:func:`run_inputs`) of a training of ``config`` on ``data`` (the run's data:
-    ``loader.run_data``), the epochs left out: what a recorded run is compared with."""
+    ``loader.run_data``), the epochs left out: what a recorded run is compared with. The head's options
+    are those it takes (:func:`~hseval.train.checks.head_options_for`), as the run recorded them."""
+    config, _ = head_options_for(config)
     init = None
     if config.model.init:
         path = Path(config.model.init).expanduser()

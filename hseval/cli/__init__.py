@@ -6,13 +6,11 @@ from __future__ import annotations
 
 import argparse
 from collections.abc import Iterable
+from typing import Any
 
+from hseval.core.arguments import SIZE_MAX as INT_MAX
+from hseval.core.arguments import Seed, Size, bounds, number_type
 from hseval.core.errors import ConfigError
-
-INT_MAX = 2**31 - 1
-"""The largest count or size an option takes: a C int, as torch's sizes and Slurm's counts are."""
-SEED_MAX = 2**32 - 1
-"""The largest seed (numpy's and the recipes' ``engine.seed`` are 32-bit)."""
 
 
 def _shown(text: str) -> str:
@@ -64,8 +62,19 @@ def positive_number(what: str, *, minimum: float, maximum: float):
     return parse
 
 
-positive_int = count_int()
-non_negative_int = count_int(0, SEED_MAX)
+def bounded(annotation: Any, *, what: str = ""):
+    """argparse type of an option whose value is stored or checked as ``annotation`` (a record's
+    field type, a checked function's argument type): its bounds are that type's, read from it
+    (:func:`hseval.core.arguments.bounds`), so that nothing the command line takes is refused when
+    written or passed on. An int type: :func:`count_int`; a float type: :func:`positive_number` of ``what``."""
+    low, high = bounds(annotation)
+    if number_type(annotation) is int:
+        return count_int(int(low), int(high))
+    return positive_number(what, minimum=low, maximum=high)
+
+
+positive_int = bounded(Size)
+non_negative_int = bounded(Seed)
 
 
 def refuse_unused(args: argparse.Namespace, options: Iterable[str], *, why: str) -> None:

@@ -37,6 +37,9 @@ def _port(text: str) -> int:
     return value
 
 
+_port.bounds = (1, 65535)  # type: ignore[attr-defined]  # a TCP port's; the tests read them
+
+
 def free_port(host: str = "127.0.0.1", port: int = 0) -> int:
     """``port`` if nobody listens on it at ``host``, else OSError; with ``port=0`` a port the OS
     picks. Checked before starting Streamlit so that a busy port is one clear line, and the

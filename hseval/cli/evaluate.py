@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import argparse
 
-from hseval.cli import positive_int, refuse_unused
+from hseval.cli import bounded, positive_int, refuse_unused
 from hseval.cli.predict import (
     MODEL_HELP,
     WEIGHTS_HELP,
@@ -13,7 +13,9 @@ from hseval.cli.predict import (
     dataset_options,
     read_classes,
 )
+from hseval.core.arguments import Threads
 from hseval.core.errors import ConfigError
+from hseval.io.records import Positive as Recorded  # --max-points and --subset: in the marker's inputs
 
 RUN_OPTIONS = ("data_root", "split", "subset", "device", "batch_size", "workers", "quiet")
 """The options of evaluating run folders: the data, device and threads of their forward pass."""
@@ -153,7 +155,8 @@ def register(commands: argparse._SubParsersAction) -> None:
     evaluate.add_argument("--out", required=True, help="evaluation folder (one sub-folder per run)")
     evaluate.add_argument("--projections", default="pca,tsne", help="comma-separated from pca,tsne,umap, or none "
                                                                    "(default: pca,tsne)")
-    evaluate.add_argument("--max-points", type=int, default=5000, help="samples kept for projections (default 5000)")
+    evaluate.add_argument("--max-points", type=bounded(Recorded), default=5000,
+                          help="samples kept for projections (default 5000)")
     evaluate.add_argument("--rules", metavar="RULE,...", help="the decoding rules of decisions.csv, comma-separated: "
                           "leaf, top-down, crm, plurality, threshold:T, info-threshold:T (T in [0, 1]), "
                           "optimal:METRIC (correct, exact, depth_precision, depth_recall, info_precision, info_recall, "
@@ -164,13 +167,13 @@ def register(commands: argparse._SubParsersAction) -> None:
     runs.add_argument("--data-root", help="dataset folder (default: where the run was trained)")
     runs.add_argument("--split", help="train, val or test (default: test); val: the validation split a run held "
                       "out of the training split (data.val_fraction), or the dataset's own")
-    runs.add_argument("--subset", type=positive_int, metavar="N", help="evaluate a class-stratified random subset "
+    runs.add_argument("--subset", type=bounded(Recorded), metavar="N", help="evaluate a class-stratified random subset "
                       "of N samples of the split (default: all of it)")
     runs.add_argument("--device", help="auto, cpu, cuda or cuda:N (default: auto)")
     runs.add_argument("--batch-size", type=positive_int, help="images per batch of the forward pass (default: 512; "
                       "--model: 64)")
-    runs.add_argument("--workers", type=int, help="threads for the projections of finished runs while the next "
-                      "run is embedded (default: a quarter of the cores, at least 1)")
+    runs.add_argument("--workers", type=bounded(Threads), help="threads for the projections of finished runs while "
+                      "the next run is embedded (default: a quarter of the cores, at least 1)")
     runs.add_argument("--quiet", action="store_true", help="no progress bars")
     evaluate.set_defaults(func=cmd_evaluate, memory_advice="with run folders, use a smaller --batch-size")
     report = commands.add_parser("report", help="tables and an offline HTML report of an evaluation folder")

@@ -45,10 +45,12 @@ def cmd_convert(args: argparse.Namespace) -> int:
 
 def _clusters(text: str) -> list[int]:
     try:
-        return [int(k) for k in text.split(",") if k.strip()]
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected comma-separated numbers of groups, e.g. 3,6; got {text!r}") \
-            from None
+        return [positive_int(k) for k in text.split(",") if k.strip()]
+    except argparse.ArgumentTypeError as exc:
+        raise argparse.ArgumentTypeError(f"numbers of groups (e.g. 3,6): {exc}") from None
+
+
+_clusters.bounds = positive_int.bounds  # type: ignore[attr-defined]  # each number's
 
 
 def _class_vectors_of(source: str | Path) -> tuple[np.ndarray, Hierarchy]:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import argparse
 
-from hseval.cli import positive_int
+from hseval.cli import positive_int  # bounded(Size): create_backbone's checked in_channels, image_size, embedding_dim
 
 
 def cmd_import(args: argparse.Namespace) -> int:

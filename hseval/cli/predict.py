@@ -7,9 +7,10 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
-from hseval.cli import positive_int
+from hseval.cli import bounded, positive_int
 from hseval.cli.data import CLI_HELP, CLI_OPTIONS, _options
 from hseval.core import fileio
+from hseval.core.arguments import Threads
 from hseval.core.errors import ConfigError
 
 MODEL_HELP = ("torchvision:NAME (torchvision.models.list_models()) or timm:NAME (timm.list_models(), with a tag: "
@@ -66,7 +67,7 @@ def add_run_arguments(parser: argparse.ArgumentParser | argparse._ArgumentGroup,
     """How the models run: batch (``batch``: not where the command has its own), loader processes, precision."""
     if batch:
         parser.add_argument("--batch-size", type=positive_int, default=64, help="images per batch (default: 64)")
-    parser.add_argument("--loader-workers", dest="loader_workers", type=positive_int,
+    parser.add_argument("--loader-workers", dest="loader_workers", type=bounded(Threads),
                         help="processes decoding images (default: the cores, at most 8)")
     parser.add_argument("--amp", action=argparse.BooleanOptionalAction, default=None,
                         help="bf16 autocast and channels-last on a GPU (default: on; no effect on the CPU)")

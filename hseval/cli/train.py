@@ -219,7 +219,8 @@ def cmd_train(args: argparse.Namespace) -> int:
     from hseval.train.loader import fit_workers  # torch: for this command only
 
     notes = _Notes()
-    config, lowered = fit_workers(_config(args, args.head, []), processes=int(os.environ.get("LOCAL_WORLD_SIZE", 1)))
+    config = _head_options(args, [(_config(args, args.head, []), args.head)], notes)[0][0]
+    config, lowered = fit_workers(config, processes=int(os.environ.get("LOCAL_WORLD_SIZE", 1)))
     notes.add(lowered)
     start = time.perf_counter()
     out = train(config, args.out, resume=args.resume, force=args.force, log=notes.log)
@@ -234,7 +235,18 @@ def planned_configs(args: argparse.Namespace, extra: list[str] | None = None, *,
     value of every sweep checked first (:func:`_check_head_sweeps`); ``note`` as :func:`plan_runs`'."""
     plan = plan_runs(args, note=note)
     _check_head_sweeps(args, [head for head, _, _ in plan])
-    return [(_config(args, head, [*overrides, *(extra or [])]), name) for head, overrides, name in plan]
+    configs = [(_config(args, head, [*overrides, *(extra or [])]), name) for head, overrides, name in plan]
+    return _head_options(args, configs, note)
+
+
+def _head_options(args: argparse.Namespace, configs: list[tuple[Any, str]], note) -> list[tuple[Any, str]]:
+    """:func:`~hseval.train.checks.plan_head_options` of the head options given with --set."""
+    from hseval.core.overrides import parse_override  # yaml: only the training commands read settings
+    from hseval.train.checks import plan_head_options  # torch: the training commands
+
+    given = {key.removeprefix("model.head_options.") for key, _ in map(parse_override, args.set)
+             if key.startswith("model.head_options.")}
+    return plan_head_options(configs, given, note)
 
 
 def _check_head_sweeps(args: argparse.Namespace, heads: list[str]) -> None:

@@ -14,7 +14,10 @@ from __future__ import annotations
 
 import functools
 import inspect
+import math
 import reprlib
+import types
+import typing
 from collections.abc import Callable
 from typing import Annotated, Any, TypeVar
 
@@ -23,7 +26,8 @@ from pydantic import BeforeValidator, ConfigDict, Field, SkipValidation, Validat
 
 from hseval.core.errors import problem_text
 
-__all__ = ["checked", "shown", "Array", "Positive", "Count", "CONFIG"]
+__all__ = ["checked", "shown", "bounds", "number_type", "Array", "Positive", "Count", "Size", "Threads", "Seed",
+           "CONFIG"]
 
 F = TypeVar("F", bound=Callable[..., Any])
 Array = SkipValidation[np.ndarray]
@@ -31,6 +35,14 @@ Array = SkipValidation[np.ndarray]
 Positive = Annotated[int, BeforeValidator(lambda value: _plain(value)), Field(ge=1)]
 """An integer >= 1 (a numpy integer too, as a key or an item)."""
 Count = Annotated[int, BeforeValidator(lambda value: _plain(value)), Field(ge=0)]
+SIZE_MAX = 2**31 - 1
+THREADS_MAX = 1024
+Size = Annotated[int, BeforeValidator(lambda value: _plain(value)), Field(ge=1, le=SIZE_MAX)]
+"""A size or count as torch's C ints (and Slurm's) take it: a batch, channels, an image's side, a depth."""
+Threads = Annotated[int, BeforeValidator(lambda value: _plain(value)), Field(ge=1, le=THREADS_MAX)]
+"""Threads or loader processes: far more crash torch (100,000 threads: SIGSEGV)."""
+Seed = Annotated[int, BeforeValidator(lambda value: _plain(value)), Field(ge=0, le=2**32 - 1)]
+"""A random seed: numpy's are 32-bit."""
 
 CONFIG = ConfigDict(strict=True, arbitrary_types_allowed=True, allow_inf_nan=False)
 _CALL = {"missing_argument": "missing argument", "missing_keyword_only_argument": "missing argument",
@@ -39,6 +51,35 @@ _CALL = {"missing_argument": "missing argument", "missing_keyword_only_argument"
          "two values for argument"}
 _repr = reprlib.Repr()
 _repr.maxstring, _repr.maxother, _repr.maxlist = 40, 40, 4
+
+
+def bounds(annotation: Any) -> tuple[float, float]:
+    """(lowest, highest) value of a number type's ``Field`` constraints (``X | None``: of X), the
+    one place an option's bounds are read from: an exclusive bound as the nearest value inside it
+    for an int, as itself for a float; an open side infinite.
+
+    >>> bounds(Size), bounds(Annotated[float, Field(gt=0, le=1)] | None)
+    ((1, 2147483647), (0, 1))
+    """
+    number = _number(annotation)
+    low, high = -math.inf, math.inf
+    step = 1 if number_type(annotation) is int else 0
+    for item in typing.get_args(number)[1:]:
+        for limit in getattr(item, "metadata", ()):
+            low = max(low, getattr(limit, "ge", -math.inf), getattr(limit, "gt", -math.inf) + step)
+            high = min(high, getattr(limit, "le", math.inf), getattr(limit, "lt", math.inf) - step)
+    return low, high
+
+
+def number_type(annotation: Any) -> type:
+    """``int`` or ``float``: what a number type (``X | None``: X) holds."""
+    number = _number(annotation)
+    return (typing.get_args(number) or (number,))[0]
+
+
+def _number(annotation: Any) -> Any:
+    union = typing.get_origin(annotation) in (typing.Union, types.UnionType)
+    return next(a for a in typing.get_args(annotation) if a is not type(None)) if union else annotation
 
 
 def shown(value: Any) -> str:

@@ -97,7 +97,9 @@ def problem_text(problem: Mapping[str, Any]) -> tuple[str, str]:
     """(the field as ``a.b[2]``, what it must be) of one problem of a pydantic ``ValidationError``
     (an item of its ``errors()``), in hseval's words: "must be an integer", "must be >= 1"."""
     loc = problem["loc"][:-2] + ("key",) if problem["loc"][-1:] == ("[key]",) else problem["loc"]
-    field = "".join(f"[{part}]" if isinstance(part, int) else f".{part}" for part in loc).lstrip(".")
+    # a key read from a file may hold a newline: escaped, so that the message stays one line
+    parts = [part if not isinstance(part, str) or part.isprintable() else repr(part)[1:-1] for part in loc]
+    field = "".join(f"[{part}]" if isinstance(part, int) else f".{part}" for part in parts).lstrip(".")
     kind, context = problem["type"], problem.get("ctx") or {}
     if kind in _EXPECTED:
         return field, f"must be {_EXPECTED[kind]}"

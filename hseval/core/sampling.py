@@ -5,6 +5,7 @@ datasets."""
 from __future__ import annotations
 
 import hashlib
+from collections.abc import Sequence
 
 import numpy as np
 
@@ -52,11 +53,12 @@ def stratified_subset(labels: np.ndarray, size: int | None, *, seed: int = 0, se
     return np.sort(chosen)
 
 
-def held_out(labels: np.ndarray, fraction: float, *,
-             setting: str = "data.val_fraction") -> tuple[np.ndarray, np.ndarray]:
+def held_out(labels: np.ndarray, fraction: float, *, setting: str = "data.val_fraction",
+             class_names: Sequence[str] | None = None) -> tuple[np.ndarray, np.ndarray]:
     """(kept, held): sorted indices of the samples kept for training and of those held out for
     validation: of each class, ``fraction`` of its samples rounded, at least one and never all of
-    them (so every class is on both sides), drawn with :data:`VALIDATION_SEED`."""
+    them (so every class is on both sides), drawn with :data:`VALIDATION_SEED`. ``class_names``
+    (by label) name a class in the errors."""
     labels = np.asarray(labels)
     if not 0 < fraction < 1:
         raise ConfigError(f"{setting} must be between 0 and 1 (a share of the training images), got {fraction}")
@@ -64,7 +66,8 @@ def held_out(labels: np.ndarray, fraction: float, *,
     classes, starts, counts = np.unique(labels[order], return_index=True, return_counts=True)
     if len(counts) and counts.min() < 2:
         single = classes[np.argmin(counts)]
-        raise ConfigError(f"{setting}={fraction:g}: class {single} has a single training image, which cannot be both "
+        named = repr(class_names[single]) if class_names is not None else single
+        raise ConfigError(f"{setting}={fraction:g}: class {named} has a single training image, which cannot be both "
                           "trained on and held out; leave data.val_fraction unset")
     rng = np.random.default_rng(VALIDATION_SEED)
     held = [rng.permutation(order[a: a + n])[: min(max(int(round(fraction * n)), 1), n - 1)]

@@ -33,7 +33,7 @@ from hseval.tree.hierarchy import Hierarchy
 
 __all__ = ["TensorPreprocess", "TensorImages", "ImageFiles", "LoadedDataset", "SPLITS", "check_split",
            "DatasetCard", "register_dataset", "dataset_card",
-           "load_dataset", "load_with_tree", "data_roots", "worker_errors"]
+           "load_dataset", "load_with_tree", "check_classes", "data_roots", "worker_errors"]
 
 DATASETS: Registry[Callable[..., LoadedDataset]] = Registry("dataset")
 """Loaders ``(root, *, options) -> LoadedDataset``."""
@@ -284,7 +284,7 @@ class LoadedDataset:
         if self.val is not None:
             raise ConfigError(f"data.val_fraction={fraction:g}: {self.name} has a validation split of its own "
                               f"({len(self.val):,} images); leave data.val_fraction unset to use it")
-        kept, held = held_out(self.train.labels, fraction)
+        kept, held = held_out(self.train.labels, fraction, class_names=self.class_names)
         val = self.without_augmentation(setting="data.val_fraction").train.subset(held)
         identity = {"source": "held out of the training split", "fraction": fraction, "seed": VALIDATION_SEED,
                     "samples": len(held), "indices_sha256": indices_sha256(held)}
@@ -293,7 +293,9 @@ class LoadedDataset:
     def describe(self, *, content: bool = True) -> dict[str, Any]:
         """Plain-JSON summary stored in run.json: the dataset's identity (with ``root``, where it
         lay, and ``content_sha256``, what its splits held as loaded: :class:`DataContent`, which
-        reads every image once; ``content=False`` leaves it out, for a look at a copy)."""
+        reads every image once; ``content=False`` leaves it out, for a look at a copy). Whether two
+        descriptions are of the same data is one rule, ``hseval.io.data_identity.data_changes`` (every
+        fact but where the data lay), which every decision that compares data reads."""
         # an absolute root: a run is evaluated from wherever the user stands later
         val = {} if self.val is None else {"val_size": len(self.val)}
         content = self.content.sha256() if content and self.content is not None else None
@@ -336,6 +338,19 @@ def load_with_tree(name: str, root: str | Path | None, tree: Hierarchy | str | P
     if tree and isinstance(tree, (str, Path)) and "hierarchy" not in known:
         data.hierarchy = read_hierarchy(tree, classes=data.class_names)
     return data
+
+
+def check_classes(data: LoadedDataset, tree: Hierarchy) -> None:
+    """A :class:`DataError` when the classes of ``data`` are not ``tree``'s leaves in order (a run's
+    tree, checked where its dataset is loaded), naming the first class that differs."""
+    ours, theirs = list(tree.leaf_names), list(data.class_names)
+    if ours == theirs:
+        return
+    k = next((i for i, (a, b) in enumerate(zip(ours, theirs)) if a != b), min(len(ours), len(theirs)))
+    run, here = (repr(names[k]) if k < len(names) else "none" for names in (ours, theirs))
+    raise DataError(f"the classes of {data.name!r} found at {data.root} are not the run's ({len(ours)} against "
+                    f"{len(theirs)} classes; class {k + 1}: {run} in the run, {here} there); evaluate on the data the "
+                    "run was trained on (--data-root)")
 
 
 def data_roots(root: str | Path | None, *defaults: str | Path) -> list[Path]:

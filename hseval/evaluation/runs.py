@@ -25,17 +25,19 @@ import numpy as np
 import torch
 
 from hseval.core import fileio
+from hseval.core.arguments import Threads, bounds
 from hseval.core.device import resolve_device
 from hseval.core.errors import ConfigError, DataError, HsevalWarning, RunFormatError
 from hseval.core.perf import available_cores
 from hseval.core.progress import bar as progress_bar
 from hseval.core.sampling import stratified_subset
 from hseval.data import load_with_tree
-from hseval.data.base import DATASETS, check_split
+from hseval.data.base import DATASETS, check_classes, check_split
 from hseval.data.sampling import eval_batches
 from hseval.evaluation.stages import (
     EvaluationContent,
     ScoreAccumulator,
+    check_recorded_count,
     check_sample_options,
     geometry_stage,
     norm_summary,
@@ -51,6 +53,7 @@ from hseval.evaluation.writer import (
     up_to_date,
     write_evaluation,
 )
+from hseval.io.data_identity import data_changes, data_identity
 from hseval.io.output import OutputFolder
 from hseval.io.run_format import META_FILE, Run, is_run_dir, load_run
 from hseval.metrics.decisions import DEFAULT_RULES
@@ -100,12 +103,10 @@ def _dataset_for(run: Run, data_root: str | None, cache: dict):
         except DataError as exc:
             raise DataError(f"{run.path}: its dataset {name!r} is not available: {exc}") from None
     data = cache[key]
-    if list(data.class_names) != list(run.hierarchy.leaf_names):
-        differ = next((i for i, (a, b) in enumerate(zip(data.class_names, run.hierarchy.leaf_names)) if a != b),
-                      min(len(data.class_names), run.hierarchy.num_leaves))
-        raise DataError(f"{run.path}: the run's classes do not match the classes of {name!r} found at {data.root} "
-                        f"({run.hierarchy.num_leaves} against {len(data.class_names)} classes, first difference at "
-                        f"class {differ}); evaluate on the data the run was trained on (--data-root)")
+    try:
+        check_classes(data, run.hierarchy)
+    except DataError as exc:
+        raise DataError(f"{run.path}: {exc}") from None
     return data
 
 
@@ -122,12 +123,32 @@ def _split_of(run: Run, data, split: str):
     if split == "val" and recorded is None:
         raise ConfigError(f"{run.path}: the run was trained without a validation split; evaluate it on --split test "
                           "or train, or train it with --set data.val_fraction=F")
+    changed = data_changes(run.meta.get("dataset"), data.describe(), derived=False) if split == "val" else []
+    if changed:  # held out of other images (the same count of them, maybe): not the run's validation split
+        raise DataError(f"{run.path}: --split val: the data under {data.root} is not the data the run was trained "
+                        f"on ({_said(changed)}), so its validation images are not the ones the run held out; "
+                        "evaluate on the data it was trained on (--data-root)")
     now = data.info.get("validation") or {}
-    if recorded is not None and now != recorded:
-        raise DataError(f"{run.path}: the validation split found now is not the one the run recorded in run.json "
-                        f"({recorded.get('samples')} images then, {now.get('samples', 'none')} now: the data changed); "
-                        "evaluate on the data the run was trained on (--data-root)")
+    if recorded is not None and now != recorded:  # also where the run records no content (an older hseval)
+        raise DataError(f"{run.path}: the validation split found under {data.root} is not the one the run recorded "
+                        f"in run.json ({recorded.get('samples')} images then, {now.get('samples', 'none')} now: the "
+                        "data changed); evaluate on the data the run was trained on (--data-root)")
     return data.split(split), data.split_sha256(split)
+
+
+def _said(changes: list[tuple[str, Any, Any]]) -> str:
+    """What changed in the data (:func:`~hseval.io.data_identity.data_changes`), as a clause."""
+    def short(value: Any) -> str:
+        text = repr(value)
+        return text if len(text) <= 40 else text[:37] + "..."
+
+    def one(key: str, then: Any, now: Any) -> str:
+        if key == "content_sha256":
+            return f"its images or labels changed: SHA-256 {str(then)[:12]}… then, {str(now)[:12]}… now"
+        return f"its {key} was {short(then)}, now {short(now)}"
+
+    return "; ".join(one(*change) for change in changes[:2]) + (f"; and {len(changes) - 2} more" if len(changes) > 2
+                                                                  else "")
 
 
 @dataclass(frozen=True)
@@ -161,16 +182,18 @@ class EvalOptions:
     def __post_init__(self) -> None:
         """The options checked once, with the command line's names in the errors."""
         check_sample_options(self.projections, self.max_points)
+        check_recorded_count("--subset", self.subset)
         check_split(self.split)
         decoding_rules(self.rules)
 
     def inputs(self, run: Run, data_sha256: str | None) -> dict[str, Any]:
         """What an evaluation of ``run`` on a split whose images and labels have ``data_sha256``
-        depends on: the run's checksums, the split's content and these settings (recorded in its
+        depends on: the run's checksums, the split's content (where it lies only for a split that cannot
+        tell its content: a copy elsewhere is the same data) and these settings (recorded in its
         marker, so that an evaluation that is up to date can be reused)."""
         return fileio.json_ready({"model_sha256": run.meta.get("model_sha256"),
                                   "meta_sha256": run.meta.get("meta_sha256"), "data_sha256": data_sha256,
-                                  "data_root": self.data_root,
+                                  "data_root": self.data_root if data_sha256 is None else None,
                                   "split": self.split, "subset": self.subset, "projections": list(self.projections),
                                   "max_points": self.max_points, "seed": self.seed, "rules": list(self.rules)})
 
@@ -236,7 +259,8 @@ def _stages(run: Run, part, root: OutputFolder, *, name: str, inputs: dict[str, 
                         radius=meta["model"]["head"]["config"].get("radius"), method=head.about(),
                         initialised_from={k: v for k, v in (meta.get("initialised_from") or {}).items()
                                           if k in ("path", "sha256")} or None,
-                        history=meta.get("history", []), train_seconds=meta.get("train_seconds"), **norms)
+                        history=meta.get("history", []), train_seconds=meta.get("train_seconds"),
+                        trained_on=data_identity(meta["dataset"]), **norms)
     radii = head.radii()
     class_vectors = geometry_stage(evaluation, node_vectors(head), None if radii is None else radii.cpu().numpy(),
                                    seed=options.seed, skipped=f"head {run.head_name!r} has no class vectors")
@@ -275,8 +299,9 @@ def evaluate_runs(patterns: list[str], out_dir: str | Path, *, data_root: str | 
     options = EvalOptions(data_root=data_root, split=split, subset=subset, projections=tuple(projections),
                           max_points=max_points, device=device, batch_size=batch_size, progress=progress,
                           rules=tuple(rules))
-    if workers is not None and workers < 1:
-        raise ConfigError(f"--workers must be a positive integer, got {workers}")
+    low, high = bounds(Threads)
+    if workers is not None and not low <= workers <= high:
+        raise ConfigError(f"--workers must be a positive integer of at most {high}, got {workers}")
     resolve_device(device)  # a device this machine lacks: refused before anything is read
     runs = find_runs(patterns)
     out_dir = Path(out_dir)

@@ -16,10 +16,12 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from hseval.core.arguments import bounds
 from hseval.core.errors import ConfigError
 from hseval.evaluation.decisions import Decider, undecided
 from hseval.evaluation.projections import check_available, project
 from hseval.io import evaluation_format as eval_format
+from hseval.io.records import Positive
 from hseval.metrics import (
     HierarchicalMetrics,
     geometry,
@@ -65,10 +67,17 @@ def block_rows(num_classes: int) -> int:
 _THREADED = 1 << 18  # a block of this many scores or more: CRM's ranking in a thread of its own
 
 
+def check_recorded_count(option: str, value: int | None) -> None:
+    """Refuse, before any work, a count recorded in the evaluation's marker (``--max-points``,
+    ``--subset``) that its record would refuse (:data:`hseval.io.records.Positive`)."""
+    low, high = bounds(Positive)
+    if value is not None and not low <= value <= high:
+        raise ConfigError(f"{option} must be a positive integer of at most {high}, got {value}")
+
+
 def check_sample_options(projections: tuple[str, ...] | list[str], max_points: int) -> None:
-    """Refuse, before any work, a sample size below 1 or a projection that cannot run."""
-    if max_points < 1:
-        raise ConfigError(f"--max-points must be a positive integer, got {max_points}")
+    """Refuse, before any work, a sample size the marker cannot record or a projection that cannot run."""
+    check_recorded_count("--max-points", max_points)
     for method in projections:
         check_available(method)  # unknown, or its optional package missing: one line
 

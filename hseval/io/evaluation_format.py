@@ -33,6 +33,7 @@ from pydantic import Field, StringConstraints, create_model, model_validator
 
 from hseval.core import fileio
 from hseval.core.errors import RunFormatError
+from hseval.io.data_identity import DatasetInfo
 from hseval.io.decision_tables import DECISION_TABLES
 from hseval.io.evaluation_arrays import ARRAYS, EMBEDDINGS, PREDICTIONS, read_arrays
 from hseval.io.folders import EvaluationMarker, read_marker
@@ -205,6 +206,9 @@ class _Run(Record):
     split: Literal["train", "val", "test"] | None = None
     seed: Count | None = _help("The training seed.")
     training: dict[str, Json] | None = None
+    trained_on: DatasetInfo | None = _help(
+        "The identity of the data the run was trained on: run.json's 'dataset' without where it lay (its images and "
+        "labels by 'content_sha256'); runs pool as seeds only when theirs are equal.")
     history: list[HistoryEntry] | None = None
     train_seconds: NonNegative | None = None
     eval_seconds: NonNegative | None = None

@@ -6,11 +6,11 @@ from __future__ import annotations
 
 from typing import Any, Literal
 
-from pydantic import ConfigDict, Field, field_validator, model_validator
+from pydantic import Field, field_validator, model_validator
 
+from hseval.io.data_identity import DatasetInfo
 from hseval.io.records import (
     Count,
-    Finite,
     HistoryEntry,
     Json,
     NonNegative,
@@ -38,28 +38,6 @@ class Component(Record):
 class ModelSpec(Record):
     backbone: Component
     head: Component
-
-
-class DatasetInfo(Record):
-    """The data a run was trained on (``LoadedDataset.describe``); a dataset may add facts of its own."""
-
-    model_config = ConfigDict(extra="allow")
-    __pydantic_extra__: dict[str, Json]
-    name: str
-    root: str | None = None
-    class_names: list[str] | None = None
-    image_size: Count | None = None
-    channels: Count | None = None
-    mean: list[Finite] | None = None
-    std: list[Finite] | None = None
-    train_size: Count | None = None
-    val_size: Count | None = None
-    test_size: Count | None = None
-    validation: dict[str, Json] | None = None  # its images' identity (LoadedDataset.with_validation)
-    augmentation: str | None = None
-    content_sha256: Sha256 | None = None
-    """What the dataset's splits held as loaded (``DataContent``): the images a run is resumed or kept
-    with must be these."""
 
 
 class DeviceInfo(Record):

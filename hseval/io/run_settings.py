@@ -10,6 +10,8 @@ import json
 from collections.abc import Mapping
 from typing import Any
 
+from hseval.io.data_identity import data_changes, data_identity
+
 __all__ = ["RESULT_NEUTRAL", "result_settings", "run_inputs", "changed_inputs", "INIT_FILE", "TREE", "DATASET"]
 
 RESULT_NEUTRAL = {"engine": ("progress", "tensorboard", "eval_every", "device", "threads", "compile", "cuda_graphs",
@@ -45,13 +47,13 @@ def run_inputs(record: Mapping[str, Any], *, drop: tuple[str, ...] = ()) -> dict
     record) and, where known, ``dataset`` (``LoadedDataset.describe``): run.json, a training state,
     metrics.json or the same facts of a training about to start. The training settings but
     :data:`RESULT_NEUTRAL` and ``drop`` (dotted keys), the tree and the init file by content
-    (12 hex digits of SHA-256), and each fact of the data but where it lies (``dataset.KEY``; the
-    images by ``dataset.content_sha256``)."""
+    (12 hex digits of SHA-256), and the data's identity (``dataset.KEY``: each fact of
+    :func:`~hseval.io.data_identity.data_identity`, the images by ``dataset.content_sha256``)."""
     out: dict[str, Any] = {TREE: _short_sha256(record.get("hierarchy")),
                            INIT_FILE: ((record.get("initialised_from") or {}).get("sha256") or "")[:12] or None}
     dataset = record.get("dataset")
     if isinstance(dataset, Mapping):
-        out.update({f"{DATASET}{key}": value for key, value in dataset.items() if key != "root"})
+        out.update({f"{DATASET}{key}": value for key, value in data_identity(dataset).items()})
 
     def flatten(prefix: str, value: Any) -> None:
         if isinstance(value, dict) and value:
@@ -66,8 +68,15 @@ def run_inputs(record: Mapping[str, Any], *, drop: tuple[str, ...] = ()) -> dict
 
 def changed_inputs(then: Mapping[str, Any], now: Mapping[str, Any]) -> list[tuple[str, Any, Any]]:
     """(key, value then, value now) of every input of :func:`run_inputs` that differs, the settings
-    first. A fact of the data that ``then`` does not record (a run of an older hseval) is not
-    compared: nothing says what it was."""
-    keys = sorted(then.keys() | now.keys(), key=lambda k: (k.startswith(DATASET) or k in (TREE, INIT_FILE), k))
-    return [(k, then.get(k), now.get(k)) for k in keys
-            if then.get(k) != now.get(k) and not (k.startswith(DATASET) and k not in then)]
+    first; the data's facts as :func:`~hseval.io.data_identity.data_changes` compares them (one that
+    ``then`` does not record, a run of an older hseval's, is not compared)."""
+    settings = [(k, then.get(k), now.get(k)) for k in then.keys() | now.keys()
+                if not k.startswith(DATASET) and then.get(k) != now.get(k)]
+    data = [(f"{DATASET}{key}", old, new) for key, old, new in data_changes(_facts(then), _facts(now))]
+    return sorted(settings + data, key=lambda change: (change[0].startswith(DATASET) or change[0] in (TREE, INIT_FILE),
+                                                       change[0]))
+
+
+def _facts(inputs: Mapping[str, Any]) -> dict[str, Any]:
+    """The data's facts of :func:`run_inputs`, as its description holds them."""
+    return {k.removeprefix(DATASET): v for k, v in inputs.items() if k.startswith(DATASET)}

@@ -19,7 +19,7 @@ import torch
 from torch import nn
 from torchvision import models
 
-from hseval.core.arguments import Positive, checked
+from hseval.core.arguments import Size, checked
 from hseval.core.errors import ConfigError
 from hseval.core.extras import require
 from hseval.core.registry import Registry
@@ -104,8 +104,8 @@ def backbone_factory(name: str) -> Callable[..., tuple[nn.Module, int]]:
 
 
 @checked
-def create_backbone(name: str, *, in_channels: Positive = 3, image_size: Positive = 224, small_stem: bool | None = None,
-                    embedding_dim: Positive | None = None) -> Backbone:
+def create_backbone(name: str, *, in_channels: Size = 3, image_size: Size = 224, small_stem: bool | None = None,
+                    embedding_dim: Size | None = None) -> Backbone:
     """Build backbone ``name`` for images of ``in_channels`` × ``image_size``² (the options checked
     as every public function's: a run.json's, edited, is refused in one line)."""
     factory = backbone_factory(name)

@@ -169,16 +169,23 @@ def not_paired(a: RunResult, b: RunResult) -> str | None:
 
 
 def compare_runs(a: RunResult, b: RunResult, *, resamples: int = RESAMPLES, seed: int = 0) -> pd.DataFrame:
-    """One row per level both runs have (columns :data:`COLUMNS`: metric, accuracy of a and b,
+    """One row per level both runs have, and one per level that ``a`` scores with its own super-class
+    scores where ``b`` has none, against ``b``'s from its leaf ("level k (own scores vs from
+    leaf)"); columns :data:`COLUMNS`: metric, accuracy of a and b,
     delta = a − b, the bootstrap interval low/high, McNemar's p_value, samples and the discordant
     counts only_a / only_b). Raises ValueError when the runs are not paired (:func:`not_paired`)."""
     reason = not_paired(a, b)
     if reason:
         raise ValueError(reason)
     ca, cb = correctness(a), correctness(b)
+    pairs = [(m, m, m) for m in ca if m in cb]
+    own, leaf = WAYS["superclass_acc_from_levels"], WAYS["superclass_acc"]
+    # a head's own scores where b has none: against b's super-class from its leaf, said in the row's name
+    pairs += [(m.replace(f"({own})", f"({own} vs {leaf})"), m, m.replace(own, leaf)) for m in ca
+              if m.endswith(f"({own})") and m not in cb and m.replace(own, leaf) in cb]
     rows = []
-    for metric in (m for m in ca if m in cb):
-        d = paired_difference(ca[metric], cb[metric], resamples=resamples, seed=seed)
+    for metric, ma, mb in pairs:
+        d = paired_difference(ca[ma], cb[mb], resamples=resamples, seed=seed)
         rows.append([metric, d.a, d.b, d.delta, d.low, d.high, d.p_value, d.samples, d.only_a, d.only_b])
     return pd.DataFrame(rows, columns=COLUMNS)
 

@@ -101,19 +101,25 @@ def settings(run: RunResult) -> dict[str, Any]:
     """Everything a run was trained under except its seed, as flat ``key: value`` pairs: the
     dataset, backbone and head, and the run's inputs as resuming reads them
     (:func:`~hseval.io.run_settings.run_inputs`: every training setting but where or how fast it
-    ran, the tree it learned and the file its backbone started from, both by content)."""
+    ran, the tree it learned and the file its backbone started from, both by content, and the data
+    it was trained on by its identity, ``trained_on``: :func:`~hseval.io.data_identity.data_identity`,
+    the images by content, not where they lay)."""
     source = run.metrics.get("source") or {}
     if source.get("kind") == "predictions":  # a model trained elsewhere: no seed siblings known
         return {"predictions": source.get("path")}
     m = run.metrics
-    inputs = run_inputs({k: m.get(k) for k in ("training", "hierarchy", "initialised_from")}, drop=("engine.seed",))
+    record = {"training": m.get("training"), "hierarchy": m.get("hierarchy"),
+              "initialised_from": m.get("initialised_from"), "dataset": m.get("trained_on")}
+    inputs = run_inputs(record, drop=("engine.seed",))
     return {"dataset": m.get("dataset"), "backbone": m.get("backbone"), "head": m.get("head"), **inputs}
 
 
 def config_key(run: RunResult) -> str:
     """The one rule of pooling: runs with equal keys were trained under equal :func:`settings` and
-    differ only by their seed. Every table that pools runs as seeds (the paper's tables, seed groups
-    in the report and the dashboard, summary_grouped.csv) pools by it."""
+    differ only by their seed, on the same data (equal identities:
+    :func:`~hseval.io.data_identity.data_changes` finds nothing either way). Every table that pools
+    runs as seeds (the paper's tables, seed groups in the report and the dashboard,
+    summary_grouped.csv) pools by it."""
     return json.dumps(settings(run), sort_keys=True, default=str)
 
 
@@ -122,7 +128,12 @@ def setting_names(groups: list[list[RunResult]]) -> list[str]:
     values differ between them, ``key=value, ...``; empty for a group alone."""
     flat = [settings(group[0]) for group in groups]
     differ = sorted(k for k in set().union(*flat) if len({json.dumps(f.get(k), default=str) for f in flat}) > 1)
-    return [", ".join(f"{k}={f.get(k)}" for k in differ) for f in flat]
+    return [", ".join(f"{k}={_shown(f.get(k))}" for k in differ) for f in flat]
+
+
+def _shown(value: Any) -> Any:
+    """A setting's value as a group's name shows it: a SHA-256 (the data's content) by its first 12 hex digits."""
+    return f"{value[:12]}…" if isinstance(value, str) and re.fullmatch("[0-9a-f]{64}", value) else value
 
 
 def grouped_summary(runs: list[RunResult]) -> pd.DataFrame:

@@ -514,7 +514,8 @@ cli("negative-batch-size", "`--set data.batch_size=-1`", "--set: data.batch_size
     lambda tmp, good: fashion_train(tmp, good, "--set", "data.batch_size=-1"))
 cli("negative-subset", "`--set data.train_subset=-5`", "--set: data.train_subset must be >= 1, got -5",
     lambda tmp, good: fashion_train(tmp, good, "--set", "data.train_subset=-5"))
-cli("negative-max-points", "`evaluate --max-points -5`", "--max-points must be a positive integer, got -5",
+cli("negative-max-points", "`evaluate --max-points -5`",
+    "argument --max-points: expected a positive integer, got -5 (see …)",
     lambda tmp, good: [*evaluate(good.run, tmp, good), "--max-points", "-5"])
 cli("rule-threshold-outside", "`evaluate --rules threshold:1.5`", "--rules: rule 'threshold:1.5': the threshold must "
     "be a probability in [0, 1], e.g. threshold:0.5", lambda tmp, good: [*evaluate(good.run, tmp, good), "--rules",
@@ -1198,6 +1199,14 @@ cli("head-option-infinite", "`--set model.head_options.level_weight=.inf` (used 
 cli("hxe-alpha-negative", "`--head hxe --set model.head_options.alpha=-0.5`", "head 'hxe': option 'alpha' must "
     "be >= 0, got -0.5 (set head options with --set model.head_options.NAME=VALUE)",
     lambda tmp, good: fashion_train(tmp, good, "--head", "hxe", "--set", "model.head_options.alpha=-0.5"))
+cli("hxe-alpha-1e6", "`--head hxe --set model.head_options.alpha=1e6` (used to be refused as 'must be a number': "
+    "YAML 1.1 reads 1e6 as text)", "head 'hxe': option 'alpha' must be <= 80, got 1000000.0 (set head options with "
+    "--set model.head_options.NAME=VALUE)",
+    lambda tmp, good: fashion_train(tmp, good, "--head", "hxe", "--set", "model.head_options.alpha=1e6"))
+cli("max-points-10-to-the-30", "`evaluate --max-points 10**30` (used to evaluate, then fail writing the marker: "
+    "internal error)", "argument --max-points: expected a positive integer of at most 9007199254740991, got "
+    "1000000000000000000000000000000 (see 'hseval evaluate --help')",
+    lambda tmp, good: [*evaluate(good.run, tmp, good), "--max-points", str(10**30)])
 cli("soft-labels-beta-zero", "`--head soft-labels --set model.head_options.beta=0`", "head 'soft-labels': "
     "option 'beta' must be > 0, got 0 (set head options with --set model.head_options.NAME=VALUE)",
     lambda tmp, good: fashion_train(tmp, good, "--head", "soft-labels", "--set", "model.head_options.beta=0"))
@@ -1297,6 +1306,37 @@ def _(tmp, good):
     argv = _small_runs(tmp, data, "--probe", "--out", str(tmp / "probes"))
     write_fashion_like(data, seed=1)
     return argv
+
+
+def _validated_run(tmp: Path, good: Good, change: str) -> list[str]:
+    """`hseval evaluate RUN --split val` of a run that held out a validation split, on a copy of its
+    data changed as ``change`` says (:data:`tests.helpers.DATA_CHANGES`): EVAL must not appear."""
+    from hseval.cli.main import main
+    from tests.helpers import changed_fashion_like
+
+    assert main(["train", "--head", "plain", "--data-root", str(good.fashion), "--backbone", "small-cnn", "--quiet",
+                 "--set", "optim.epochs=1", "--set", "data.batch_size=32", "--set", "data.val_fraction=0.2",
+                 "--out", str(tmp / "run")]) == 0
+    data = changed_fashion_like(good.fashion, tmp / "fashion", change)
+    return ["evaluate", str(tmp / "run"), "--data-root", str(data), "--split", "val", "--out", str(tmp / "eval"),
+            "--projections", "none", "--quiet"]
+
+
+@case("val-pixels-changed", "run", "`evaluate RUN --split val --data-root D` where D holds the run's training images "
+      "with other pixels, the same count and labels (used to report a 'validation' accuracy on images the run trained "
+      "on, exit 0)", "run: --split val: the data under …fashion is not the data the run was trained on (its images "
+      "or labels changed: SHA-256 … then, … now), so its validation images are not the ones the run held out; "
+      "evaluate on the data it was trained on (--data-root)")
+def _(tmp, good):
+    return _validated_run(tmp, good, "pixels")
+
+
+@case("val-label-changed", "run", "`evaluate RUN --split val --data-root D` where one training label differs in D",
+      "run: --split val: the data under …fashion is not the data the run was trained on (its images or labels "
+      "changed: …), so its validation images are not the ones the run held out; evaluate on the data it was trained "
+      "on (--data-root)")
+def _(tmp, good):
+    return _validated_run(tmp, good, "a label")
 
 
 # ================================================== numbers within range, messages that point right (issue 36)

@@ -13,13 +13,19 @@ for every head without node vectors of its own ("centroid" vectors).
 The loss is NBDT's: ``CE(logits, y) + tree_weight · CE(p, y)`` with p the soft-inference path
 probabilities, which their code hands to ``nn.CrossEntropyLoss`` as they are (as logits: a softmax
 over probabilities, not −log p(y) as the paper writes); hseval does the same, so that its runs
-reproduce theirs. Every node's decision is computed at once in a (nodes, batch) layout with
-``embedding_bag`` and index sums: O(B·|P|) per step, at any tree size.
+reproduce theirs. ``tree_weight`` stays constant over training, and so does the cross-entropy's
+weight (1): NBDT's paper and their later code schedule the weights instead (``TreeSupLoss.get_weight``
+moves each from its start value to ``tree_supervision_weight_end`` as the epochs pass, shaped by
+``tree_supervision_weight_power``), which hseval does not. Every node's decision is computed at
+once in a (nodes, batch) layout with ``embedding_bag`` and index sums: O(B·|P|) per step, at any
+tree size.
 """
 
 from __future__ import annotations
 
+import numpy as np
 import torch
+import torch.nn.functional as F
 from pydantic import NonNegativeFloat
 
 from hseval.nn.heads.base import columns_cross_entropy, full_precision, register_head
@@ -32,7 +38,7 @@ NBDT = "Wan et al., NBDT: Neural-Backed Decision Trees, ICLR 2021"
 
 @register_head("nbdt", group="peers", citation=NBDT)
 class NBDTHead(PlainHead):
-    """Soft decision tree on a linear layer: each node a softmax over the mean logits of its children's classes."""
+    """Soft decision tree on a linear layer: a node softmaxes its children's mean class logits; constant tree weight."""
 
     def __init__(self, hierarchy: Hierarchy, in_features: int, *, tree_weight: NonNegativeFloat = 1.0) -> None:
         super().__init__(hierarchy, in_features)
@@ -41,7 +47,11 @@ class NBDTHead(PlainHead):
         parents = torch.tensor(hierarchy.parents[hierarchy.num_leaves:])
         self.register_buffer("super_parent", torch.where(parents >= 0, parents - hierarchy.num_leaves,
                                                          self.index.num_super), persistent=False)
-        self._depth_nodes = [torch.as_tensor(hierarchy.nodes_at_depth(k)) for k in range(1, hierarchy.max_depth)]
+        # the nodes of depths 1 .. max_depth − 1, depth after depth; a buffer, so it moves with the head
+        levels = [hierarchy.nodes_at_depth(k) for k in range(1, hierarchy.max_depth)]
+        self._level_sizes = [len(nodes) for nodes in levels]
+        self.register_buffer("level_nodes", torch.as_tensor(np.concatenate([np.zeros(0, np.int64), *levels])),
+                             persistent=False)
 
     def _logits_by_class(self, z: torch.Tensor) -> torch.Tensor:
         """(|L|, B) class logits of the linear layer, laid out as the tree's sums want them."""
@@ -51,7 +61,7 @@ class NBDTHead(PlainHead):
         """The soft inference of class logits laid out (|L|, B): the log path probability of every
         class (|L|, B) and of every super-class (|P| − |L|, B)."""
         index, B = self.index, logits.shape[1]
-        mean = torch.embedding_bag(logits, index.super_leaves, index.super_leaves_offsets, False, 1)[0]
+        mean = F.embedding_bag(index.super_leaves, logits, index.super_leaves_offsets, mode="mean")  # (|P| − |L|, B)
         slots = (index.num_super + 1, B)  # a decision per super-class, and the root's (last row)
         with torch.no_grad():
             peak = torch.full(slots, -torch.inf, dtype=logits.dtype, device=logits.device)
@@ -82,7 +92,8 @@ class NBDTHead(PlainHead):
         """Log path probabilities of the nodes of each depth (soft inference)."""
         with torch.autocast(z.device.type, enabled=False):
             every = torch.cat(self.path_log_probs(self._logits_by_class(z))).t()  # (B, |P|), canonical order
-        return {depth: every[:, nodes.to(z.device)] for depth, nodes in enumerate(self._depth_nodes, start=1)}
+        levels = every.index_select(1, self.level_nodes).split(self._level_sizes, dim=1)
+        return dict(enumerate(levels, start=1))
 
     def loss(self, z: torch.Tensor, target: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
         with torch.autocast(z.device.type, enabled=False):
