@@ -189,3 +189,15 @@ def test_pair_statistics_are_exact_and_sampled_past_the_limit():
                 same = tree.parents[rows["node_a"]] == tree.parents[rows["node_b"]]
                 assert same.all() if kind == "sibling" else not same.any()
     assert sampled == geometry.pair_angles(tree, vectors, max_pairs=50, limit=1000, sample=30_000)[1]  # seeded
+
+
+def test_coinciding_embeddings_are_projected_to_numbers_or_refused_in_one_line():
+    """A prediction file of identical images (the same embedding 30 times) gave t-SNE's PCA start no
+    spread to scale by: NaN coordinates, written as empty cells. Every method now gives numbers."""
+
+    x = np.tile(np.random.default_rng(0).normal(size=(1, 16)), (30, 1))
+    vectors = np.random.default_rng(1).normal(size=(5, 16))
+    for method in ("pca", "tsne"):
+        xy, placed = project(x, method, class_vectors=vectors)
+        assert xy.shape == (30, 2) and placed.shape == (5, 2)
+        assert np.isfinite(xy).all() and np.isfinite(placed).all(), method

@@ -38,7 +38,9 @@ def _tsne(x: np.ndarray, extra: np.ndarray | None, seed: int) -> tuple[np.ndarra
     TSNE = require(*_NEEDS["tsne"]).TSNE  # imported when used: numba-compiled, optional
 
     perplexity = float(min(30.0, max(2.0, (len(x) - 1) / 3)))
-    embedding = TSNE(n_components=2, perplexity=perplexity, random_state=seed, n_jobs=-1,
+    # openTSNE starts from the PCA of x scaled by its spread: points that all coincide have none
+    start = "pca" if np.ptp(x, axis=0).max() > 0 else "random"
+    embedding = TSNE(n_components=2, perplexity=perplexity, random_state=seed, n_jobs=-1, initialization=start,
                      verbose=False).fit(x)
     placed = None
     if extra is not None:
@@ -81,5 +83,11 @@ def project(embeddings: np.ndarray, method: str, *, class_vectors: np.ndarray | 
     if len(x) < 4:
         raise ConfigError(f"{method} needs at least 4 points, got {len(x)}")
     extra = _scaled(None if class_vectors is None else np.asarray(class_vectors, dtype=np.float64), x)
-    xy, placed = method_fn(x, extra, seed)
-    return np.asarray(xy, dtype=np.float64), None if placed is None else np.asarray(placed, dtype=np.float64)
+    with warnings.catch_warnings():  # a degenerate input's own warnings: the check below says it in one line
+        warnings.simplefilter("ignore", RuntimeWarning)
+        xy, placed = method_fn(x, extra, seed)
+    xy, placed = np.asarray(xy, dtype=np.float64), None if placed is None else np.asarray(placed, dtype=np.float64)
+    if not np.isfinite(xy).all() or (placed is not None and not np.isfinite(placed).all()):
+        raise ConfigError(f"{method} gave coordinates that are not numbers for these {len(x)} embeddings (do they all "
+                          "coincide?); evaluate with another --projections, or none")
+    return xy, placed
