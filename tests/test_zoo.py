@@ -81,6 +81,7 @@ def _bare(model: torch.nn.Module, transform, paths) -> tuple[np.ndarray, np.ndar
     return logits.numpy(), seen[0].numpy()
 
 
+@pytest.mark.slow  # runs models on images: not in the fast lane
 @pytest.mark.parametrize("library", ["torchvision", "timm"])
 def test_predict_feeds_the_librarys_preprocessing_and_gives_a_bare_loops_outputs(tmp_path, library):
     data = _data(tmp_path)
@@ -109,6 +110,7 @@ def test_predict_feeds_the_librarys_preprocessing_and_gives_a_bare_loops_outputs
     assert loaded.about["recipe"] == recipe and loaded.about["weights"]["sha256"]
 
 
+@pytest.mark.slow  # runs models on images: not in the fast lane
 def test_an_interrupted_prediction_goes_on_from_its_chunks(tmp_path, monkeypatch):
     data = _data(tmp_path)
     weights = _save(torchvision.models.mobilenet_v3_small(num_classes=4), tmp_path / "w.safetensors")
@@ -201,6 +203,7 @@ def test_predict_refuses_bad_input_in_one_line_and_writes_nothing(tmp_path, caps
     assert not list(tmp_path.glob("preds*"))
 
 
+@pytest.mark.slow  # runs models on images: not in the fast lane
 def test_a_zoo_is_evaluated_reported_and_read_again(tmp_path, capsys):
     _folders(tmp_path, per_class=4)
     tv = _save(torchvision.models.mobilenet_v3_small(num_classes=4), tmp_path / "tv.safetensors", seed=1)
@@ -252,6 +255,7 @@ def test_the_mistake_intervals_are_a_bootstrap_of_the_runs_own_numbers():
     assert (row["error_high"] - row["error_low"]) / (2 * 1.96 * se) == pytest.approx(1, abs=0.15)
 
 
+@pytest.mark.slow  # runs models on images: not in the fast lane
 @pytest.mark.parametrize("dataset", ["imagenet", "inaturalist"])
 def test_a_zoo_on_the_fields_benchmarks_in_their_real_layouts(tmp_path, capsys, dataset):
     """The issue's command on a tiny ImageNet copy (Kaggle's layout, no training images) and on
