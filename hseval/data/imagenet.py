@@ -27,6 +27,7 @@ Loading lists one directory per class folder; no image is opened.
 from __future__ import annotations
 
 import os
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -43,8 +44,9 @@ from hseval.data.folders import (
 )
 from hseval.data.imagenet_labels import read_devkit_labels, read_kaggle_labels
 from hseval.tree.builders.imagenet import check_tree_rule, imagenet_hierarchy, imagenet_wnids, imagenet_words
+from hseval.tree.hierarchy import Hierarchy
 
-__all__ = ["load_imagenet", "find_imagenet_folder", "read_imagenet"]
+__all__ = ["load_imagenet", "imagenet_classes", "find_imagenet_folder", "read_imagenet"]
 
 TITLE = "ImageNet (ILSVRC-2012)"
 KAGGLE = Path("ILSVRC") / "Data" / "CLS-LOC"
@@ -173,11 +175,17 @@ def read_imagenet(folder: Path, wnids: list[str]) -> tuple[Split, Split, dict[st
 def load_imagenet(root: str | Path | None = None, *, tree: str = "paper", wordnet: str | Path | None = None
                   ) -> LoadedDataset:
     """ImageNet-1k (test = the official validation images) with the paper's 224-pixel recipe."""
+    return imagenet_classes("imagenet", root, imagenet_wnids(), imagenet_hierarchy, tree=tree, wordnet=wordnet)
+
+
+def imagenet_classes(name: str, root: str | Path | None, wnids: list[str], build: Callable[..., Hierarchy], *,
+                     tree: str, wordnet: str | Path | None) -> LoadedDataset:
+    """Dataset ``name``: the images of ``wnids`` in the user's ImageNet copy, with the tree that
+    ``build(wnids, tree=, wordnet=)`` makes by the rule ``tree``."""
     check_tree_rule(tree)
     folder = find_imagenet_folder(root)
-    wnids = imagenet_wnids()
     train, test, info = read_imagenet(folder, wnids)
-    hierarchy = imagenet_hierarchy(wnids, tree=tree, wordnet=wordnet)
+    hierarchy = build(wnids, tree=tree, wordnet=wordnet)
     words = imagenet_words()
-    return file_dataset("imagenet", folder, wnids, hierarchy, train, test,
+    return file_dataset(name, folder, wnids, hierarchy, train, test,
                         info={"class_words": {w: words[w] for w in wnids}, "tree_rule": tree, **info})

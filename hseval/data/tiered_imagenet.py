@@ -17,9 +17,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from hseval.data.base import LoadedDataset, register_dataset
-from hseval.data.folders import file_dataset
-from hseval.data.imagenet import find_imagenet_folder, read_imagenet
-from hseval.tree.builders.imagenet import check_tree_rule, imagenet_words
+from hseval.data.imagenet import imagenet_classes
 from hseval.tree.builders.tiered_imagenet import tiered_imagenet_hierarchy, tiered_imagenet_wnids
 
 __all__ = ["load_tiered_imagenet"]
@@ -31,11 +29,5 @@ def load_tiered_imagenet(root: str | Path | None = None, *, tree: str = "mbm", w
                          ) -> LoadedDataset:
     """tiered-ImageNet-H from an ImageNet copy (test = its official validation images of the 608
     classes) with the paper's 224-pixel recipe."""
-    check_tree_rule(tree)
-    folder = find_imagenet_folder(root)
-    wnids = tiered_imagenet_wnids()
-    train, test, info = read_imagenet(folder, wnids)
-    hierarchy = tiered_imagenet_hierarchy(wnids, tree=tree, wordnet=wordnet)
-    words = imagenet_words()
-    return file_dataset("tiered-imagenet-h", folder, wnids, hierarchy, train, test,
-                        info={"class_words": {w: words[w] for w in wnids}, "tree_rule": tree, **info})
+    return imagenet_classes("tiered-imagenet-h", root, tiered_imagenet_wnids(), tiered_imagenet_hierarchy, tree=tree,
+                            wordnet=wordnet)
