@@ -16,6 +16,7 @@ from typing import Annotated, Any
 import yaml  # its error type; documents are read by hseval.core.overrides.load_yaml
 from pydantic import AfterValidator, BaseModel, BeforeValidator, ConfigDict, Field, ValidationError
 
+from hseval.core.arguments import Share
 from hseval.core.errors import ConfigError, problem_text
 from hseval.core.overrides import load_yaml, parse_override
 
@@ -64,7 +65,7 @@ class DataConfig(_Section):
     train_subset: Positive | None = None  # a stratified random subset of the training split (CPU budgets)
     test_subset: Positive | None = None  # one of the test split, for the tests during training (quicker)
     # a class-stratified share of the training split held out: training tests on it after each epoch
-    val_fraction: Annotated[float, Field(gt=0, lt=1)] | None = None
+    val_fraction: Share | None = None
     batch_size: Positive = 64
     eval_batch_size: Positive = 512
     workers: int = Field(4, ge=0, le=THREADS_MAX)  # loader processes for datasets read from files

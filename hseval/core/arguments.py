@@ -43,6 +43,8 @@ Threads = Annotated[int, BeforeValidator(lambda value: _plain(value)), Field(ge=
 """Threads or loader processes: far more crash torch (100,000 threads: SIGSEGV)."""
 Seed = Annotated[int, BeforeValidator(lambda value: _plain(value)), Field(ge=0, le=2**32 - 1)]
 """A random seed: numpy's are 32-bit."""
+Share = Annotated[float, Field(gt=0, lt=1)]
+"""A share of a set strictly between none and all of it (``data.val_fraction``)."""
 
 CONFIG = ConfigDict(strict=True, arbitrary_types_allowed=True, allow_inf_nan=False)
 _CALL = {"missing_argument": "missing argument", "missing_keyword_only_argument": "missing argument",

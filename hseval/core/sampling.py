@@ -9,6 +9,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
+from hseval.core.arguments import Share, bounds
 from hseval.core.errors import ConfigError, first_line
 
 __all__ = ["stratified_subset", "held_out", "indices_sha256", "VALIDATION_SEED"]
@@ -60,7 +61,8 @@ def held_out(labels: np.ndarray, fraction: float, *, setting: str = "data.val_fr
     them (so every class is on both sides), drawn with :data:`VALIDATION_SEED`. ``class_names``
     (by label) name a class in the errors."""
     labels = np.asarray(labels)
-    if not 0 < fraction < 1:
+    low, high = bounds(Share)  # the setting's type: one home for its range
+    if not low < fraction < high:
         raise ConfigError(f"{setting} must be between 0 and 1 (a share of the training images), got {fraction}")
     order = np.argsort(labels, kind="stable")
     classes, starts, counts = np.unique(labels[order], return_index=True, return_counts=True)
