@@ -157,3 +157,20 @@ def test_any_float_as_written_is_that_float_through_a_sweep(value, form):
     args = build_parser().parse_args(["train-all", "--heads", "plain", "--sweep", f"optim.lr={text}", "--out", "x"])
     [(config, _)] = planned_configs(args, note=lambda _: None)
     assert config.optim.lr == value
+
+
+def test_a_head_option_has_one_finite_threshold_in_a_recipe_and_in_create_head():
+    """The settings refused float32's overflow (3.5e38) but the heads' own check let it through to
+    float64's: one threshold now, for every float option of every head."""
+    from hseval.nn.heads import HEADS, list_heads
+    from hseval.nn.heads.base import checked_options
+    from hseval.train.checks import check_head_options
+
+    floats = [(h, o) for h in list_heads() for o, kind in HEADS.options(h).items() if "float" in str(kind)]
+    assert floats
+    for head, option in floats:
+        with pytest.raises(ConfigError, match=r"must be .*(<=|at most)"):
+            checked_options(head, {option: 3.5e38})
+        with pytest.raises(ConfigError):
+            check_head_options(load_config("fashion-mnist", [f"model.head={head}",
+                                                             f"model.head_options.{option}=3.5e38"]))

@@ -16,7 +16,7 @@ from typing import Annotated, Any
 import yaml  # its error type; documents are read by hseval.core.overrides.load_yaml
 from pydantic import AfterValidator, BaseModel, BeforeValidator, ConfigDict, Field, ValidationError
 
-from hseval.core.arguments import Share
+from hseval.core.arguments import FLOAT32_MAX, Share, within_float32
 from hseval.core.errors import ConfigError, problem_text
 from hseval.core.overrides import load_yaml, parse_override
 
@@ -35,7 +35,6 @@ def _scalar_as_list(value: Any) -> Any:
 # Every number has bounds: those of its meaning (a momentum, a seed), else those of what it is used
 # as, so that no value reaches torch or numpy to overflow there (2**70 threads, a learning rate that
 # is infinite in float32).
-FLOAT32_MAX = 3.4028234663852886e38  # the largest finite float32: heads and optimisers compute in float32
 COUNT_MAX = 2**31 - 1                # sizes and counts as torch's C ints take them
 THREADS_MAX = 1024                   # threads or loader processes; far more crash torch (100,000 threads: SIGSEGV)
 
@@ -45,10 +44,6 @@ Threads = Annotated[int, Field(ge=1, le=THREADS_MAX)]
 Width = Annotated[int, Field(ge=1, le=2**16)]
 
 
-def _finite(value: Any) -> Any:
-    if isinstance(value, (int, float)) and not isinstance(value, bool) and not abs(value) <= FLOAT32_MAX:
-        raise ValueError(f"must be a finite number of at most {FLOAT32_MAX:.3g} in size")
-    return value
 
 
 class _Section(BaseModel):
@@ -78,7 +73,7 @@ class ModelConfig(_Section):
     embedding_dim: Width | None = None   # a linear bottleneck (2 for the paper's 2-D figure)
     small_stem: bool | None = None       # None: the CIFAR stem below 100 pixels
     # each head takes the ones it knows and checks their meaning; here, that numbers are finite
-    head_options: dict[str, Annotated[Any, AfterValidator(_finite)]] = Field(default_factory=dict)
+    head_options: dict[str, Annotated[Any, AfterValidator(within_float32)]] = Field(default_factory=dict)
     init: Text | None = None             # a state dict the backbone starts from (hseval train --init)
     init_prefix: Text | None = None      # stripped from its keys (--prefix)
     init_map: list[str] = Field(default_factory=list)     # BACKBONE_KEY=FILE_KEY (--map)

@@ -43,6 +43,18 @@ Threads = Annotated[int, BeforeValidator(lambda value: _plain(value)), Field(ge=
 """Threads or loader processes: far more crash torch (100,000 threads: SIGSEGV)."""
 Seed = Annotated[int, BeforeValidator(lambda value: _plain(value)), Field(ge=0, le=2**32 - 1)]
 """A random seed: numpy's are 32-bit."""
+FLOAT32_MAX = 3.4028234663852886e38
+"""The largest finite float32: heads and optimisers compute in float32, so no setting or option is
+larger in size (one threshold for every number that enters a model)."""
+
+
+def within_float32(value: Any) -> Any:
+    """``value`` when it is not a number or a number within float32's range; a ValueError else."""
+    if isinstance(value, (int, float)) and not isinstance(value, bool) and not abs(value) <= FLOAT32_MAX:
+        raise ValueError(f"must be a finite number of at most {FLOAT32_MAX:.3g} in size")
+    return value
+
+
 Share = Annotated[float, Field(gt=0, lt=1)]
 """A share of a set strictly between none and all of it (``data.val_fraction``)."""
 

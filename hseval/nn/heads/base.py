@@ -4,15 +4,15 @@ from __future__ import annotations
 
 import functools
 from collections.abc import Callable
-from typing import Any, ClassVar
+from typing import Annotated, Any, ClassVar
 
 import numpy as np
 import torch
 import torch.nn.functional as F
-from pydantic import BaseModel, ValidationError, create_model
+from pydantic import AfterValidator, BaseModel, ValidationError, create_model
 from torch import nn
 
-from hseval.core.arguments import CONFIG, Positive, checked
+from hseval.core.arguments import CONFIG, Positive, checked, within_float32
 from hseval.core.errors import ConfigError, problem_text
 from hseval.core.registry import Registry, refuse_unknown_options
 from hseval.tree.hierarchy import Hierarchy
@@ -141,7 +141,8 @@ def list_heads(group: str = "all") -> list[str]:
 def _options_model(name: str) -> type[BaseModel]:
     """A model of head ``name``'s options, typed (and bounded) as its ``__init__`` annotates them
     (strict: a number for a float, never a bool or a string; finite)."""
-    fields: dict[str, Any] = {key: (kind, None) for key, kind in HEADS.options(name).items()}
+    fields: dict[str, Any] = {key: (Annotated[kind, AfterValidator(within_float32)], None)
+                              for key, kind in HEADS.options(name).items()}
     return create_model(f"{name} options", __config__=CONFIG, **fields)
 
 
