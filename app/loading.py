@@ -23,13 +23,13 @@ from hseval.io import evaluation_format as eval_format
 from hseval.io import folders
 from hseval.io.results import Evaluation, RunResult, load_evaluation
 from hseval.metrics.confusion import confusion_matrix, most_confused
-from hseval.reporting import significance
+from hseval.reporting import ranking, significance
 from hseval.reporting.decisions import matched_operating_points
 from hseval.reporting.significance import compare_runs
 from hseval.tree.hierarchy import Hierarchy
 
-__all__ = ["fingerprint", "evaluation", "confusion", "confused_pairs", "paired", "operating_points", "node_vectors",
-           "dataset"]
+__all__ = ["fingerprint", "evaluation", "confusion", "confused_pairs", "paired", "operating_points", "leaderboard",
+           "node_vectors", "dataset"]
 
 
 def fingerprint(root: str | Path) -> tuple:
@@ -94,6 +94,16 @@ def operating_points(runs: list[RunResult], base: RunResult) -> pd.DataFrame:
 def mistake_intervals(runs: list[RunResult]) -> pd.DataFrame:
     """Each run's top-1 error and mistake severity with their bootstrap intervals (kept: resampled once)."""
     return significance.mistake_intervals(runs)
+
+
+@st.cache_data(show_spinner="Resampling every metric…", max_entries=16, hash_funcs={RunResult: _run_key})
+def leaderboard(entries: list[tuple[str, list[RunResult]]], metrics: tuple[str, ...] | None = None
+                ) -> tuple[pd.DataFrame, pd.DataFrame, dict[str, str]]:
+    """:func:`hseval.reporting.ranking.leaderboard` of ``entries`` on ``metrics`` (None: the
+    default ones): (its numbers, the table as shown, the entries left out), resampled once."""
+    chosen = ranking.chosen_metrics(metrics, [r for _, runs in entries for r in runs])
+    frame, left_out = ranking.leaderboard(entries, chosen)
+    return frame, ranking.leaderboard_table(frame, chosen, entries[0][1][0].hierarchy), left_out
 
 
 @st.cache_data(show_spinner=False, max_entries=64, hash_funcs={RunResult: _run_key})

@@ -99,6 +99,13 @@ def _baseline(available: list[RunResult], names: list[str], unreadable: set[str]
     return next(r for r in available if r.name == chosen)
 
 
+def page_title(ctx: PageContext, name: str) -> None:
+    """A page's title, with the data its numbers are of under it: the dataset and the split."""
+    st.title(name)
+    st.caption(f"{markdown(ctx.dataset)} · **{markdown(ctx.evaluation.split)} split** · "
+               f"{len(ctx.runs)} of {len(ctx.available)} run(s) chosen")
+
+
 def sidebar(evaluation: Evaluation, folder: str | None = None) -> PageContext:
     """The folder's dataset (when runs of several are mixed) and the runs to compare, shown on every page."""
     with st.sidebar:

@@ -9,7 +9,7 @@ import streamlit as st
 
 from hseval.app import loading, tables
 from hseval.app.state import PageContext, context
-from hseval.app.views.common import agreement_table, chart, pick_run, shows_problems
+from hseval.app.views.common import agreement_table, chart, page_title, pick_run, shows_problems
 from hseval.io.results import RunResult
 from hseval.reporting import charts
 from hseval.reporting.escape import markdown
@@ -29,7 +29,7 @@ from hseval.tree.ancestry import same_tree
 
 def _significance(runs: list[RunResult], baseline: RunResult, ctx: PageContext) -> None:
     st.subheader(f"Is the difference real? Each run against {baseline.name}")
-    st.caption("Accuracy difference on the same test samples (run − baseline) at every level, with a 95 % interval "
+    st.caption("Accuracy difference on the same samples (run − baseline) at every level, with a 95 % interval "
                "from a paired bootstrap over samples (10,000 resamples) and the exact McNemar test's p-value (from "
                "the samples only one of the two gets right). " + FAMILY + " " + GUIDES["intervals"])
     paired, unpaired = against_baseline(runs, baseline, compare=loading.paired)
@@ -98,7 +98,7 @@ def _geometry(runs: list[RunResult], ctx: PageContext) -> None:
 
 
 def render(ctx: PageContext) -> None:
-    st.title("Compare")
+    page_title(ctx, "Compare")
     if ctx.baseline is None or len({r.name for r in ctx.runs} | {ctx.baseline.name}) < 2:
         st.info("Select at least one run besides the baseline under 'Runs to compare' in the sidebar.")
         return

@@ -11,7 +11,16 @@ import streamlit as st
 
 from hseval.app import loading, tables
 from hseval.app.state import PageContext, context
-from hseval.app.views.common import chart, needs_runs, paged_table, pick, pick_node, pick_run, shows_problems
+from hseval.app.views.common import (
+    chart,
+    needs_runs,
+    page_title,
+    paged_table,
+    pick,
+    pick_node,
+    pick_run,
+    shows_problems,
+)
 from hseval.io.results import RunResult
 from hseval.reporting import charts
 from hseval.reporting.columns import level_label
@@ -61,7 +70,7 @@ def _within(run: RunResult, normalize: bool) -> None:
 
 
 def render(ctx: PageContext) -> None:
-    st.title("Confusion")
+    page_title(ctx, "Confusion")
     if not needs_runs(ctx):
         return
     top = st.columns(3)

@@ -13,7 +13,7 @@ import streamlit as st
 
 from hseval.app import loading
 from hseval.app.state import PageContext, context
-from hseval.app.views.common import chart, needs_runs, pick, pick_run, shown, table_config
+from hseval.app.views.common import chart, needs_runs, page_title, pick, pick_run, shown, table_config
 from hseval.io.results import RunResult
 from hseval.reporting import charts
 from hseval.reporting import decisions as views
@@ -51,7 +51,7 @@ def _matched(runs: list[RunResult], ctx: PageContext) -> None:
     st.subheader(f"At matched operating points, each run against {baseline.name}")
     st.caption("With 90 % and 95 % of the answers correct, the deepest (or most informative) a run's threshold curve "
                "reaches, minus the baseline's; 95 % interval and p from the standard error of a paired bootstrap over "
-               f"the test samples ({views.OPERATING_RESAMPLES} resamples, each curve rebuilt exactly); Holm p over the "
+               f"the samples ({views.OPERATING_RESAMPLES} resamples, each curve rebuilt exactly); Holm p over the "
                "table.")
     table = loading.operating_points([baseline, *(r for r in runs if r.name != baseline.name)], baseline)
     if table.empty:
@@ -114,14 +114,14 @@ def _table(runs: list[RunResult], ctx: PageContext) -> None:
     run = pick_run("Run", runs, key="decisions_table_run", index=_first_decided(runs, ctx))
     st.caption(f"{markdown(run.name)}'s decisions.csv: ★ the best rule of each metric, ↓ where lower is better. The "
                "optimal:<metric> row is the best answer under the model's own probabilities: where another row beats "
-               "it on the test samples, they are miscalibrated for that metric.")
+               "it on these samples, they are miscalibrated for that metric.")
     table = views.rule_table(run.decisions)
     st.dataframe(table, hide_index=True, key="decisions_table", row_height=30,
                  column_config={"rule": st.column_config.TextColumn(pinned=True)})
 
 
 def render(ctx: PageContext) -> None:
-    st.title("Decisions")
+    page_title(ctx, "Decisions")
     st.caption("What each model answers when it may answer with any node ('dog' instead of 'husky'): every threshold "
                "on the node probabilities is one trade-off between correct and specific.")
     if not needs_runs(ctx):

@@ -12,7 +12,7 @@ from hseval.app.neighbours import nearest_nodes
 from hseval.app.selection import selected_rows
 from hseval.app.state import PageContext, context
 from hseval.app.tables import node_paths
-from hseval.app.views.common import chart, needs_runs, pick, pick_node, pick_run, shows_problems
+from hseval.app.views.common import chart, needs_runs, page_title, pick, pick_node, pick_run, shows_problems
 from hseval.app.views.sample_grid import show_samples
 from hseval.io.results import RunResult
 from hseval.reporting import charts
@@ -26,7 +26,7 @@ NEIGHBOURS = 5
 
 
 def render(ctx: PageContext) -> None:
-    st.title("Embeddings")
+    page_title(ctx, "Embeddings")
     if not needs_runs(ctx):
         return
     top = st.columns(4)

@@ -12,6 +12,7 @@ from hseval.app.views.common import (
     agreement_table,
     chart,
     needs_runs,
+    page_title,
     paged_table,
     pick_node,
     pick_run,
@@ -69,7 +70,7 @@ def _drill_down(runs: list[RunResult], colours: dict[str, str]) -> None:
 
 
 def render(ctx: PageContext) -> None:
-    st.title("Geometry")
+    page_title(ctx, "Geometry")
     if not needs_runs(ctx):
         return
     runs = _with_vectors(ctx)

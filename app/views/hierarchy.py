@@ -13,7 +13,16 @@ import streamlit as st
 
 from hseval.app import loading, tables
 from hseval.app.state import PageContext, context
-from hseval.app.views.common import chart, needs_runs, paged_table, pick, pick_node, pick_run, shows_problems
+from hseval.app.views.common import (
+    chart,
+    needs_runs,
+    page_title,
+    paged_table,
+    pick,
+    pick_node,
+    pick_run,
+    shows_problems,
+)
 from hseval.io.results import RunResult
 from hseval.reporting import charts
 from hseval.reporting.escape import markdown
@@ -108,7 +117,7 @@ def _node_detail(run: RunResult, clicked: int | None) -> None:
 
 
 def render(ctx: PageContext) -> None:
-    st.title("Hierarchy")
+    page_title(ctx, "Hierarchy")
     if not needs_runs(ctx):
         return
     left, right = st.columns([3, 1])

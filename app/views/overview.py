@@ -9,8 +9,8 @@ import streamlit as st
 
 from hseval.app import loading, tables
 from hseval.app.state import PageContext, context
-from hseval.app.views.common import chart, needs_runs, shown, table_config
-from hseval.reporting import charts
+from hseval.app.views.common import chart, needs_runs, page_title, shown, table_config
+from hseval.reporting import charts, ranking
 from hseval.reporting.columns import level_legend
 from hseval.reporting.escape import markdown
 from hseval.reporting.sections import GUIDES, history_guide, level_frame, levels_guide, one_tree
@@ -27,12 +27,13 @@ from hseval.reporting.summary import (
 
 
 def render(ctx: PageContext) -> None:
-    st.title("Overview")
+    page_title(ctx, "Overview")
     st.caption(f"{len(ctx.available)} evaluated run(s) of **{markdown(ctx.dataset)}** in {markdown(ctx.folder)}; "
                f"{len(ctx.runs)} selected in the sidebar.")
     for problem in ctx.evaluation.problems:
         st.error(f"Skipped a run: {problem}")
     tree = one_tree(ctx.available)
+    _leaderboard(ctx)
     summary = tables.overview_columns(summary_table(ctx.available))
     compared = ctx.baseline is not None and len(ctx.available) > 1
     if compared:
@@ -47,7 +48,7 @@ def render(ctx: PageContext) -> None:
     config = table_config(table, tree)
     if compared:
         config[column] = st.column_config.TextColumn(
-            f"top-1 vs {ctx.baseline.name}", help="Leaf accuracy minus the baseline's on the same test samples, with "
+            f"top-1 vs {ctx.baseline.name}", help="Leaf accuracy minus the baseline's on the same samples, with "
             "a 95 % paired bootstrap interval and the exact McNemar test's p-value.")
     st.dataframe(table, hide_index=True, key="overview_table", column_config=config)
     notes = ["Hover a column's name for what it measures."]
@@ -86,6 +87,20 @@ def render(ctx: PageContext) -> None:
     if not history.empty:
         chart(charts.history_curves(history, colours=ctx.colours), key="overview_history")
         st.caption(markdown(history_guide(history)))
+
+
+def _leaderboard(ctx: PageContext) -> None:
+    """Every run (or seed group) of the folder on the leaderboard's metrics, with intervals and ties."""
+    groups = seed_groups(ctx.available)
+    entries = [(g.name, g.runs) for g in groups] if ctx.group_seeds else [(r.name, [r]) for r in ctx.available]
+    _, table, left_out = loading.leaderboard(entries)
+    st.subheader("Leaderboard")
+    st.dataframe(table, hide_index=True, key="overview_leaderboard")
+    st.caption(f"Each {'seed group' if ctx.group_seeds else 'run'} on the {markdown(ctx.evaluation.split)} split: the "
+               f"value with its 95 % interval ({ranking.RESAMPLES:,} paired bootstrap resamples of the samples); ★ the "
+               "best, = not significantly different from it (Holm's p ≥ 0.05 over every test of the table); ↓ lower "
+               "is better. The report's leaderboard takes other metrics (hseval report --leaderboard)."
+               + "".join(f" Left out: {markdown(name)}, {markdown(why)}." for name, why in left_out.items()))
 
 
 render(context())

@@ -19,8 +19,8 @@ from hseval.io.records import Positive as Recorded  # --max-points and --subset:
 
 RUN_OPTIONS = ("data_root", "split", "subset", "device", "batch_size", "workers", "quiet")
 """The options of evaluating run folders: the data, device and threads of their forward pass."""
-PREDICTION_OPTIONS = ("hierarchy", "classes", "name", "dataset", "head", "scores")
-"""The options of evaluating a prediction file: what the file does not say itself."""
+PREDICTION_OPTIONS = ("hierarchy", "classes", "name", "dataset", "head", "scores", "split")
+"""The options of evaluating a prediction file: what the file does not say itself (its split among them)."""
 MODEL_OPTIONS = ("data_root", "split", "device", "batch_size", "quiet", "hierarchy", "classes", "name", "dataset",
                  "weights", "recipe", "predictions_dir", "loader_workers", "amp", "wordnet", "tree", "year")
 """The options of evaluating pretrained models (``--model``): the data and its loader's options
@@ -101,7 +101,7 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
         entry = evaluate_predictions(args.predictions, args.out, hierarchy=args.hierarchy, classes=args.classes,
                                      name=args.name, dataset=args.dataset, head=args.head, scores=args.scores,
                                      projections=_methods(args.projections), max_points=args.max_points,
-                                     **_rules(args.rules))
+                                     split=args.split or "test", **_rules(args.rules))
         print(f"evaluated {args.predictions} as {entry['run']!r} into {args.out}; next: hseval report {args.out}")
         return 0
     if not args.runs:
@@ -120,7 +120,9 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
 def cmd_report(args: argparse.Namespace) -> int:
     from hseval.reporting.report import write_report  # plotly: for this command only
 
-    for path in write_report(args.dir, out=args.out, baseline=args.baseline):
+    metrics = None if args.leaderboard is None else [m.strip() for m in args.leaderboard.split(",") if m.strip()]
+    for path in write_report(args.dir, out=args.out, baseline=args.baseline, selection=args.selection,
+                             leaderboard=metrics):
         print(f"wrote {path}")
     return 0
 
@@ -165,8 +167,10 @@ def register(commands: argparse._SubParsersAction) -> None:
                           "curves")
     runs = evaluate.add_argument_group("run folders and --model (their forward pass)")
     runs.add_argument("--data-root", help="dataset folder (default: where the run was trained)")
-    runs.add_argument("--split", help="train, val or test (default: test); val: the validation split a run held "
-                      "out of the training split (data.val_fraction), or the dataset's own")
+    evaluate.add_argument("--split", help="train, val or test (default: test); val: the validation split a run held "
+                          "out of the training split (data.val_fraction), or the dataset's own; --predictions: "
+                          "the split the file holds. An evaluation folder holds one split: evaluate each into "
+                          "its own --out")
     runs.add_argument("--subset", type=bounded(Recorded), metavar="N", help="evaluate a class-stratified random subset "
                       "of N samples of the split (default: all of it)")
     runs.add_argument("--device", help="auto, cpu, cuda or cuda:N (default: auto)")
@@ -181,4 +185,9 @@ def register(commands: argparse._SubParsersAction) -> None:
     report.add_argument("--out", help="report.html path (default: DIR/report.html)")
     report.add_argument("--baseline", metavar="RUN", help="the run the others are compared with (paired bootstrap "
                                                           "interval, McNemar p; default: the first plain head)")
+    report.add_argument("--selection", metavar="FILE", help="report only the runs 'hseval select' chose on a "
+                        "validation evaluation (DIR: the test evaluation), with how they were chosen")
+    report.add_argument("--leaderboard", metavar="METRIC,...", help="the leaderboard's metrics (default: "
+                        "top1,levels,mistake_severity,hierarchical_f1; 'levels': every super-class level from the "
+                        "leaf; any metric of 'hseval select --metric')")
     report.set_defaults(func=cmd_report)

@@ -24,7 +24,7 @@ import argparse
 import sys
 from collections.abc import Sequence
 
-from hseval.cli import dashboard, data, demo, evaluate, export, hierarchy, importing, predict, train
+from hseval.cli import dashboard, data, demo, evaluate, export, hierarchy, importing, predict, select, train
 from hseval.core import __version__
 from hseval.core.errors import HsevalError, first_line, warnings_as_lines, write_crash_log
 from hseval.core.perf import tune_malloc
@@ -54,6 +54,7 @@ def build_parser() -> argparse.ArgumentParser:
     train.register(commands)
     predict.register(commands)
     evaluate.register(commands)
+    select.register(commands)
     dashboard.register(commands)
     demo.register(commands)
     importing.register(commands)

@@ -12,7 +12,7 @@ import numpy as np
 from hseval.core.arguments import Share, bounds
 from hseval.core.errors import ConfigError, first_line
 
-__all__ = ["stratified_subset", "held_out", "indices_sha256", "VALIDATION_SEED"]
+__all__ = ["stratified_subset", "held_out", "indices_sha256", "VALIDATION_SEED", "SPLITS", "check_split"]
 
 VALIDATION_SEED = 0
 """The seed of every held-out validation split: the same images for every run, head and seed, so
@@ -81,3 +81,13 @@ def held_out(labels: np.ndarray, fraction: float, *, setting: str = "data.val_fr
 def indices_sha256(indices: np.ndarray) -> str:
     """The identity of a set of sample indices: SHA-256 of them as little-endian int64."""
     return hashlib.sha256(np.asarray(indices, dtype="<i8").tobytes()).hexdigest()
+
+
+SPLITS = {"train": "training", "val": "validation", "test": "test"}
+"""A dataset's splits, by the name options give them, and as people call them."""
+
+
+def check_split(name: str) -> None:
+    """Refuse a split name other than train, val or test."""
+    if name not in SPLITS:
+        raise ConfigError(f"unknown split {name!r}; choose train, val or test")

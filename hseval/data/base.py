@@ -27,11 +27,11 @@ from torch.utils.data import Dataset
 
 from hseval.core.errors import ConfigError, DataError, HsevalError
 from hseval.core.registry import Registry
-from hseval.core.sampling import VALIDATION_SEED, held_out, indices_sha256
+from hseval.core.sampling import VALIDATION_SEED, check_split, held_out, indices_sha256
 from hseval.tree import read_hierarchy
 from hseval.tree.hierarchy import Hierarchy
 
-__all__ = ["TensorPreprocess", "TensorImages", "ImageFiles", "LoadedDataset", "SPLITS", "check_split",
+__all__ = ["TensorPreprocess", "TensorImages", "ImageFiles", "LoadedDataset",
            "DatasetCard", "register_dataset", "dataset_card",
            "load_dataset", "load_with_tree", "check_classes", "data_roots", "worker_errors"]
 
@@ -185,15 +185,6 @@ def worker_errors(batches: Iterable[Any]) -> Iterator[Any]:
             raise
         prefix = f"{type(exc).__module__}.{type(exc).__qualname__}: "
         raise type(exc)(lines[-1].removeprefix(prefix)) from None
-
-
-SPLITS = ("train", "val", "test")
-
-
-def check_split(name: str) -> None:
-    """Refuse a split name other than train, val or test."""
-    if name not in SPLITS:
-        raise ConfigError(f"unknown split {name!r}; choose train, val or test")
 
 
 class DataContent:

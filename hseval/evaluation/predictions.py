@@ -18,7 +18,7 @@ from typing import Any
 import numpy as np
 
 from hseval.core import fileio
-from hseval.core.sampling import stratified_subset
+from hseval.core.sampling import check_split, stratified_subset
 from hseval.evaluation.stages import (
     EvaluationContent,
     ScoreAccumulator,
@@ -29,7 +29,8 @@ from hseval.evaluation.stages import (
     sample_stage,
     scores_stage,
 )
-from hseval.evaluation.writer import Index, evaluation_folder, folder_name, write_evaluation
+from hseval.evaluation.writer import Index, evaluation_folder, folder_name, one_split, write_evaluation
+from hseval.io.data_identity import split_label
 from hseval.io.prediction_format import Predictions, read_class_list, read_predictions
 from hseval.metrics.decisions import DEFAULT_RULES
 from hseval.metrics.decisions import rules as decoding_rules
@@ -62,9 +63,11 @@ def evaluate_predictions(file: str | Path, out_dir: str | Path, *, hierarchy: st
     source = str(file.resolve())
     name = folder_name(name if name is not None else file.stem, out_dir, source)
     check_sample_options(projections, max_points)
+    check_split(split)
     decoding_rules(rules)  # an unknown rule: refused before any work
     root = evaluation_folder(out_dir, inputs=[p for p in (file, hierarchy, classes) if isinstance(p, (str, Path))],
                              names=[name])
+    one_split(out_dir, [split_label(split)])
     tree = hierarchy if isinstance(hierarchy, Hierarchy) else read_hierarchy(hierarchy)
     preds = read_predictions(file, tree, classes=None if classes is None else read_class_list(classes, tree),
                              scores=scores)

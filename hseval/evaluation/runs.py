@@ -30,9 +30,9 @@ from hseval.core.device import resolve_device
 from hseval.core.errors import ConfigError, DataError, HsevalWarning, RunFormatError
 from hseval.core.perf import available_cores
 from hseval.core.progress import bar as progress_bar
-from hseval.core.sampling import stratified_subset
+from hseval.core.sampling import check_split, stratified_subset
 from hseval.data import load_with_tree
-from hseval.data.base import DATASETS, check_classes, check_split
+from hseval.data.base import DATASETS, check_classes
 from hseval.data.sampling import eval_batches
 from hseval.evaluation.stages import (
     EvaluationContent,
@@ -50,10 +50,11 @@ from hseval.evaluation.writer import (
     evaluated_sources,
     evaluation_folder,
     evaluation_names,
+    one_split,
     up_to_date,
     write_evaluation,
 )
-from hseval.io.data_identity import data_changes, data_identity
+from hseval.io.data_identity import data_changes, data_identity, split_label
 from hseval.io.output import OutputFolder
 from hseval.io.run_format import META_FILE, Run, is_run_dir, load_run
 from hseval.metrics.decisions import DEFAULT_RULES
@@ -308,13 +309,15 @@ def evaluate_runs(patterns: list[str], out_dir: str | Path, *, data_root: str | 
     names = evaluation_names(runs, evaluated_sources(out_dir))
     root = evaluation_folder(out_dir, inputs=runs, names=names)  # every run's evaluation, before the first is written
     cache: dict = {}
-    loaded = {}
+    loaded, splits = {}, []
     for run_dir in runs:  # every run whole (checksums, tensors, model) and its data, before writing anything
         run = load_run(run_dir)
         part, content = _split_of(run, _dataset_for(run, data_root, cache), split)
         loaded[run_dir] = run, part, options.inputs(run, content)
+        splits.append(split_label(split, run.meta["dataset"].get("validation")))
         if subset is not None:  # a subset this split cannot give is refused here too
             stratified_subset(part.labels, subset, seed=options.seed, setting="--subset")
+    one_split(out_dir, splits)
     entries: dict[str, dict[str, Any]] = {}
     with root:
         index = Index(out_dir, writing=names)

@@ -17,11 +17,12 @@ from typing import Any
 from hseval.core.errors import ConfigError, HsevalError, HsevalWarning, RunFormatError
 from hseval.evaluation.stages import EvaluationContent
 from hseval.io import evaluation_format as eval_format
+from hseval.io.data_identity import evaluated_split
 from hseval.io.folders import EvaluationMarker, listing, read_marker
 from hseval.io.output import OutputFolder
 from hseval.io.results import read_run
 
-__all__ = ["evaluation_folder", "write_evaluation", "index_entry", "Index", "evaluated_sources",
+__all__ = ["evaluation_folder", "one_split", "write_evaluation", "index_entry", "Index", "evaluated_sources",
            "evaluation_names", "folder_name", "up_to_date"]
 
 
@@ -35,6 +36,26 @@ def evaluation_folder(out_dir: str | Path, *, inputs: list[str | Path], names: C
     for name in names:
         root.plan(name, "evaluation", replace=True, staged=True)
     return root
+
+
+def one_split(out_dir: str | Path, splits: Collection[str], *, option: str = "--out") -> str:
+    """The one split (:func:`~hseval.io.data_identity.split_label`) of the evaluations a command
+    writes into ``out_dir``, which must be the split of every evaluation already there: an
+    evaluation folder holds one split, so that no table sets a validation number beside a test
+    number. Refused in one line, naming both splits, before anything is written."""
+    kinds = sorted(set(splits))
+    if len(kinds) > 1:
+        raise ConfigError(f"these evaluations are of {len(kinds)} splits ({'; '.join(kinds)}); an evaluation folder "
+                          f"holds one split: evaluate each into its own {option}")
+    split = kinds[0]
+    for name, source in evaluated_sources(Path(out_dir)).items():
+        metrics = _metrics_of(Path(out_dir) / name) if source is not None else None
+        there = split if metrics is None else evaluated_split(metrics)  # unreadable: the report leaves it out
+        if there != split:
+            raise ConfigError(f"{option} {out_dir}: it holds evaluations of the {there} split ({name}), and this is of "
+                              f"the {split} split; an evaluation folder holds one split: choose another {option} "
+                              f"(e.g. {Path(out_dir).name}-{split.split()[0]})")
+    return split
 
 
 def write_evaluation(root: OutputFolder, evaluation: EvaluationContent) -> dict[str, Any]:
@@ -84,14 +105,19 @@ class Index:
 def _entry_of(folder: Path, *, warn: bool) -> dict[str, Any] | None:
     """The index entry of the evaluation in ``folder``, from its checked ``metrics.json``; None
     when that does not read."""
+    metrics = _metrics_of(folder, warn=warn)
+    return None if metrics is None else index_entry(folder.name, metrics)
+
+
+def _metrics_of(folder: Path, *, warn: bool = False) -> dict[str, Any] | None:
+    """The checked ``metrics.json`` of the evaluation in ``folder``; None when it does not read."""
     try:
         data = eval_format.sealed(folder)(eval_format.METRICS)
-        metrics, _ = eval_format.read_metrics(folder / eval_format.METRICS, data)
+        return eval_format.read_metrics(folder / eval_format.METRICS, data)[0]
     except HsevalError as exc:
         if warn:
-            warnings.warn(f"left out of {folder.parent / eval_format.INDEX_FILE}: {exc}", HsevalWarning, stacklevel=3)
+            warnings.warn(f"left out of {folder.parent / eval_format.INDEX_FILE}: {exc}", HsevalWarning, stacklevel=4)
         return None
-    return index_entry(folder.name, metrics)
 
 
 def evaluated_sources(out_dir: Path) -> dict[str, str | None]:

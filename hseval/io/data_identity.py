@@ -11,9 +11,11 @@ from typing import Any
 
 from pydantic import ConfigDict
 
+from hseval.core.sampling import SPLITS
 from hseval.io.records import Count, Finite, Json, Record, Sha256
 
-__all__ = ["DatasetInfo", "PLACE_FACTS", "DERIVED_FACTS", "data_identity", "data_changes"]
+__all__ = ["DatasetInfo", "PLACE_FACTS", "DERIVED_FACTS", "data_identity", "data_changes", "split_label",
+           "evaluated_split"]
 
 
 class DatasetInfo(Record):
@@ -63,3 +65,20 @@ def data_changes(then: Mapping[str, Any] | None, now: Mapping[str, Any] | None, 
     split a run held out, reusing a probe's features and pooling runs as seeds all decide by it."""
     old, new = data_identity(then, derived=derived), data_identity(now, derived=derived)
     return [(key, old[key], new.get(key)) for key in sorted(old) if old[key] != new.get(key)]
+
+
+def split_label(split: str | None, validation: Mapping[str, Any] | None = None) -> str:
+    """A split as people name it: "test", "training", or "validation (10 % of the training images,
+    seed 0)" for one held out of the training split (``validation``: the record of
+    ``LoadedDataset.with_validation``), "validation (the dataset's own)" where the dataset has one.
+    Two evaluations are of the same split when their labels are equal."""
+    if split != "val":
+        return SPLITS.get(split or "test", str(split))
+    if validation and validation.get("fraction") is not None:
+        return f"validation ({validation['fraction'] * 100:g} % of the training images, seed {validation.get('seed')})"
+    return "validation (the dataset's own)" if validation else "validation"
+
+
+def evaluated_split(metrics: Mapping[str, Any]) -> str:
+    """The :func:`split_label` of an evaluation, from its metrics.json."""
+    return split_label(metrics.get("split"), (metrics.get("trained_on") or {}).get("validation"))

@@ -70,7 +70,7 @@ TABLES = {**EVALUATION_TABLES, **DECISION_TABLES}
 PER_NODE, GEOMETRY, PAIRS, PROJECTIONS, DECISIONS, CURVES = TABLES  # the file names, in the order of the tables
 FILES = (METRICS, *TABLES, EMBEDDINGS, PREDICTIONS)
 REPORT_FILES = (SUMMARY.file, GROUPED.file, LEVELS.file, "superclass_accuracy.md", "significance.csv",
-                "decisions_summary.csv", "operating_points.csv",
+                "leaderboard.csv", "decisions_summary.csv", "operating_points.csv",
                 "paper_tables.md", "paper_tables.tex", "report.md", "report.html")
 """The files ``hseval report`` writes into an evaluation folder."""
 FOLDER_FILES = (INDEX_FILE, *REPORT_FILES)

@@ -18,6 +18,7 @@ import pandas as pd
 
 from hseval.core.errors import HsevalError, RunFormatError
 from hseval.io import evaluation_format as eval_format
+from hseval.io.data_identity import evaluated_split
 from hseval.io.folders import kind_of
 from hseval.io.tables import read_table
 from hseval.tree.hierarchy import Hierarchy
@@ -94,6 +95,12 @@ class Evaluation:
     @property
     def datasets(self) -> list[str]:
         return sorted({r.metrics["dataset"] for r in self.runs})
+
+    @property
+    def split(self) -> str:
+        """The split its runs were evaluated on, as people name it
+        (:func:`~hseval.io.data_identity.split_label`): one, as ``hseval evaluate`` keeps it."""
+        return "; ".join(sorted({evaluated_split(r.metrics) for r in self.runs})) or "test"
 
 
 def read_run(folder: Path) -> RunResult:

@@ -62,6 +62,9 @@ class Table:
     key: tuple[str, ...] = ()
     check: Callable[..., None] | None = None
     hint: str = RERUN
+    digits: int | None = None
+    """Significant digits of its numbers (None: every digit of a double): a table of means written
+    with the precision its values carry (``-0.0358``, not ``-0.035800000000000054``)."""
 
     def column(self, name: str) -> Column | None:
         found = next((c for c in self.columns if c.name == name), None)
@@ -202,7 +205,7 @@ def render(frame: pd.DataFrame, spec: Table, **context: Any) -> bytes:
     for name in names:
         if spec.column(name).kind is int:
             out[name] = out[name].astype("Int64")
-    data = out.to_csv(index=False).encode("utf-8")
+    data = out.to_csv(index=False, float_format=spec.digits and f"%.{spec.digits}g").encode("utf-8")
     read_table(Path(spec.file), data, spec, **context)
     return data
 
@@ -310,14 +313,17 @@ HISTORY = Table("history.csv", tuple(sorted(_columns_of(HistoryEntry),  # epoch,
 column per depth)."""
 _NUMBER = Column("", float, nullable=True)
 SUMMARY = Table("summary.csv", (
-    Column("run", str), Column("dataset", str), Column("backbone", str, nullable=True), Column("head", str),
-    Column("seed", int, 0, nullable=True), Column("samples", int, 0)), pattern=(".+", _NUMBER), key=("run",), hint="")
+    Column("run", str), Column("dataset", str), Column("split", str), Column("backbone", str, nullable=True),
+    Column("head", str), Column("seed", int, 0, nullable=True), Column("samples", int, 0),
+    Column("selection", str, nullable=True)),
+    pattern=(".+", _NUMBER), key=("run",), hint="", digits=12)
 GROUPED = Table("summary_grouped.csv", (
-    Column("dataset", str), Column("backbone", str, nullable=True), Column("head", str),
+    Column("dataset", str), Column("split", str), Column("backbone", str, nullable=True), Column("head", str),
     Column("setting", str, nullable=True), Column("runs", str),
-    Column("seeds", int, 1)), pattern=(r".+_(mean|std)", _NUMBER), hint="")
+    Column("seeds", int, 1)), pattern=(r".+_(mean|std)", _NUMBER), hint="", digits=12)
 LEVELS = Table("superclass_accuracy.csv", (Column("run", str), Column("head", str), Column("leaf", float, 0, 1)),
-               pattern=(r"level [1-9][0-9]{0,3} \((from leaf|own scores)\)", _UNIT), key=("run",), hint="")
+               pattern=(r"level [1-9][0-9]{0,3} \((from leaf|own scores)\)", _UNIT), key=("run",), hint="",
+               digits=12)
 """The report's tables of numbers (``hseval report``): one row per run, per seed group, and the
 super-class accuracy report. Every column a pattern names is a number."""
 

@@ -313,7 +313,7 @@ def _topk_batch(batch: Batch) -> dict[str, np.ndarray]:
 
 
 METRICS.add("top-k", Metric(
-    keys={"top{k}": Key("top-{k}", "Leaf top-{k} accuracy: the share of test samples whose class is {the top k}.",
+    keys={"top{k}": Key("top-{k}", "Leaf top-{k} accuracy: the share of samples whose class is {the top k}.",
                         shown="headline", always=(1, 5))},
     state=lambda hierarchy, num_ks, n_bins: {"topk_hits": np.zeros(num_ks, np.int64)}, update=_topk_batch,
     compute=lambda sums: {f"top{sums.ks[i]}": _checks.ratio(sums.state["topk_hits"][i], sums.n) for i in sums.shown}))

@@ -89,7 +89,7 @@ def metric_of_column(column: str) -> str:
 
 
 _NAMES = {
-    "samples": "test samples", "feature_norm": "feature norm ‖φ(x)‖", "max_logit": "max logit",
+    "samples": "samples", "feature_norm": "feature norm ‖φ(x)‖", "max_logit": "max logit",
     "cophenetic_correlation": "cophenetic correlation", "leaf": "leaf (top-1)", "crm": "CRM re-ranking",
     "projections": "projections", "embeddings": "embeddings",
     # geometry.csv, pair_angles.csv and the per-depth summary: units in the name

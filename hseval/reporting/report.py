@@ -10,6 +10,7 @@ network, see :mod:`hseval.reporting.html`).
 
 from __future__ import annotations
 
+import dataclasses
 import warnings
 from pathlib import Path
 
@@ -22,10 +23,12 @@ from hseval.io import tables as csv_tables
 from hseval.io.evaluation_format import REPORT_FILES
 from hseval.io.output import OutputFile, OutputFolder
 from hseval.io.results import Evaluation, load_evaluation
+from hseval.io.selection_format import read_selection
 from hseval.nn import radius_guard
 from hseval.reporting import decisions as decision_views
-from hseval.reporting import escape
+from hseval.reporting import escape, ranking
 from hseval.reporting import sections as report_charts
+from hseval.reporting import selection as selecting
 from hseval.reporting.columns import column_help, display_name, identity, level_legend, metric_of_column, not_available
 from hseval.reporting.html import Detail, Section, anchor, page
 from hseval.reporting.paper_tables import paper_cells, paper_table, to_latex, to_markdown
@@ -78,10 +81,10 @@ def _mean_std_table(grouped: pd.DataFrame, runs) -> pd.DataFrame:
     return out
 
 
-def _markdown_sections(where: str, sections: list[tuple[str, str, pd.DataFrame | None]],
+def _markdown_sections(title: str, where: str, sections: list[tuple[str, str, pd.DataFrame | None]],
                        helps: dict[str, str]) -> str:
     toc = [f"- [{escape.markdown(title)}](#{anchor(title)})" for title, _, _ in sections]
-    md = ["# hseval report", "", f"Evaluation folder: {where}.", "", "## Contents", "", *toc, ""]
+    md = [f"# {escape.markdown(title)}", "", f"Evaluation folder: {where}.", "", "## Contents", "", *toc, ""]
     for title, intro, frame in sections:
         md += [f"## {escape.markdown(title)}", "", *([escape.markdown(intro), ""] if intro else []),
                *([] if frame is None else [_markdown(frame)])]
@@ -175,16 +178,38 @@ def _decisions_section(runs, base, why: str, table: pd.DataFrame) -> tuple[str, 
     return DECISIONS_TITLE, intro, shown
 
 
-def render(evaluation: Evaluation, root: Path, *, baseline: str | None = None,
-           inside: bool = True) -> dict[str, str]:
+LEADERBOARD_TITLE = "Leaderboard"
+
+
+def _leaderboard_section(drawn, metrics, tree, split: str, seeds: bool) -> tuple[tuple[str, str, pd.DataFrame],
+                                                                                 pd.DataFrame]:
+    """The leaderboard's section and its numbers (leaderboard.csv)."""
+    frame, left_out = ranking.leaderboard([(e.name, e.runs) for e in drawn], metrics)
+    intro = (f"Every {'seed group' if seeds else 'run'} on each metric, on the {split} split: the value with its 95 % "
+             f"interval (percentile, {ranking.RESAMPLES:,} paired bootstrap resamples of the samples); ★ the best, "
+             "= not significantly different from it (Holm's p ≥ 0.05 over every test of the table: the exact McNemar "
+             "test for an accuracy of two runs, else the paired bootstrap's); ↓ lower is better."
+             + (" A seed group's value is pooled over its seeds (an accuracy: their mean)." if seeds else "")
+             + "".join(f" Left out: {name}, {why}." for name, why in left_out.items()))
+    return (LEADERBOARD_TITLE, intro, ranking.leaderboard_table(frame, metrics, tree)), frame
+
+
+def render(evaluation: Evaluation, root: Path, *, baseline: str | None = None, inside: bool = True,
+           selection=None, leaderboard: list[str] | None = None) -> dict[str, str]:
     """Every file of the report as text, by name (report.html by its key "report.html");
-    ``inside``: the page is written into ``root`` (its header then shows the folder it is in)."""
-    runs = evaluation.runs
+    ``inside``: the page is written into ``root`` (its header then shows the folder it is in);
+    ``selection``: the :class:`~hseval.io.selection_format.Selection` the runs were chosen by;
+    ``leaderboard``: its metrics (:func:`hseval.reporting.ranking.chosen_metrics`)."""
+    runs, split = evaluation.runs, evaluation.split
+    metrics = ranking.chosen_metrics(leaderboard, runs)
+    title = f"hseval report: {split} split"
     base, why = report_charts.baseline(runs, baseline)
     drawn = report_charts.entries(runs)
     palette = report_charts.entry_colours(runs, drawn, evaluation.names)
     tree = report_charts.one_tree(runs)
     summary = summary_table(runs)
+    notes = {} if selection is None else selecting.selection_notes(selection, runs)
+    summary.insert(summary.columns.get_loc("samples") + 1, "selection", [notes.get(r.name) for r in runs])
     grouped = grouped_summary(runs)
     levels = level_table(runs)
     paired, unpaired, over_seeds, differences = report_charts.significance_tables(runs, base, drawn)
@@ -197,7 +222,8 @@ def render(evaluation: Evaluation, root: Path, *, baseline: str | None = None,
     seeds = bool((grouped["seeds"] > 1).any())
     helps: dict[str, str] = {}
     names = f" Levels: {level_legend(tree)}." if tree is not None and tree.max_depth > 1 else ""
-    tables = [("Runs", "What each column measures is listed below the table.",
+    ranked, board = _leaderboard_section(drawn, metrics, tree, split, seeds)
+    tables = [ranked, ("Runs", "What each column measures is listed below the table.",
                _shown(mark_unavailable(headline, runs), tree, helps)),
               ("Super-class accuracy", "'from leaf': the predicted class's ancestor; 'own scores': the head's own "
                                        "super-class scores." + names,
@@ -205,10 +231,10 @@ def render(evaluation: Evaluation, root: Path, *, baseline: str | None = None,
               ("Methods", "What each head is, and the paper it comes from: 'paper' marks the heads of Scieur & Kim "
                           "(ICML 2021) and its comparison, 'peers' the hierarchy-aware methods of other papers.",
                methods_table(runs)),
-              (f"Difference from {base.name}", "Each run minus the baseline on the same test samples: 95 % interval "
-                                               "from a paired bootstrap over samples (10,000 resamples), p from the "
-                                               f"exact McNemar test. Baseline: {why} (--baseline RUN chooses another). "
-                                               + report_charts.FAMILY,
+              (f"Difference from {base.name}", f"Each run minus the baseline on the same samples ({split} split): "
+                                               "95 % interval from a paired bootstrap over samples (10,000 resamples), "
+                                               "p from the exact McNemar test. Baseline: "
+                                               f"{why} (--baseline RUN chooses another). " + report_charts.FAMILY,
                _shown(report_charts.significance_table(paired, unpaired, tree), tree, helps))]
     if paper["paper"].notna().any():
         tables.append(("The paper's tables", "The runs laid out as the paper's Tables 1–6 and 8 (leaf accuracy in %, "
@@ -234,15 +260,22 @@ def render(evaluation: Evaluation, root: Path, *, baseline: str | None = None,
                           "worse than a uniform guess is a run that diverged. Retrain as the fix says.", scale))
     if not missing.empty:
         tables.append(("Not available", "Why a cell reads n/a (also said in the cell).", missing))
+    if selection is not None:
+        tables.insert(0, ("Selection", f"Only the runs chosen on the {selection.split} split of {selection.dataset} "
+                          f"({selection.evaluation}, {selection.samples:,} samples) by {selection.metric} "
+                          f"({'lower' if selection.lower_is_better else 'higher'} is better), one per "
+                          f"{'head' if selection.per == 'head' else 'folder'}; no test number was read to choose.",
+                          selecting.selection_table(selection)))
     files = {spec.file: csv_tables.render(frame, spec).decode("utf-8") for frame, spec in
              ((summary, csv_tables.SUMMARY), (grouped, csv_tables.GROUPED), (levels, csv_tables.LEVELS))}
     where = f"the folder holding this file (written in {escape.markdown(root)})" if inside else escape.markdown(root)
     files.update({"superclass_accuracy.md": "# Super-class accuracy\n\n" + _markdown(levels),
-                  "significance.csv": report_charts.significance_csv(paired, unpaired),
+                  "significance.csv": report_charts.significance_csv(paired, unpaired, split=split),
+                  "leaderboard.csv": board.assign(split=split).to_csv(index=False),
                   "decisions_summary.csv": decision_views.decisions_summary(runs).to_csv(index=False),
                   "operating_points.csv": matched.to_csv(index=False),
                   "paper_tables.md": "# The paper's tables from these runs\n\n" + to_markdown(paper),
-                  "paper_tables.tex": to_latex(paper), "report.md": _markdown_sections(where, tables, helps)})
+                  "paper_tables.tex": to_latex(paper), "report.md": _markdown_sections(title, where, tables, helps)})
     sections = [Section(title, intro, [] if frame is None else [frame]) for title, intro, frame in tables]
     decisions = next(s for s in sections if s.title == DECISIONS_TITLE)
     decisions.tables.insert(0, _shown(mark_unavailable(identity(decision_views.curve_summaries(runs)), runs),
@@ -254,14 +287,16 @@ def render(evaluation: Evaluation, root: Path, *, baseline: str | None = None,
     detail = Detail("Per run" if not seeds else "Per seed group",
                     "Accuracy per node, the embeddings and the confusion matrix of one entry at a time.",
                     {e.name: report_charts.detail_charts(e) for e in drawn})
-    lead = (f"{len(runs)} run(s){f' in {len(drawn)} seed groups' if seeds else ''}; dataset(s): "
-            f"{', '.join(evaluation.datasets)}; baseline {why}.")
-    files["report.html"] = page("hseval report", lead, evaluation.problems, sections, [detail], helps=helps,
+    lead = (("The runs chosen on validation (hseval select); " if selection is not None else "")
+            + f"{len(runs)} run(s){f' in {len(drawn)} seed groups' if seeds else ''} evaluated on the {split} split; "
+            f"dataset(s): {', '.join(evaluation.datasets)}; baseline {why}.")
+    files["report.html"] = page(title, lead, evaluation.problems, sections, [detail], helps=helps,
                                 folder=str(root), here=inside)
     return files
 
 
-def write_report(root: str | Path, *, out: str | Path | None = None, baseline: str | None = None) -> list[Path]:
+def write_report(root: str | Path, *, out: str | Path | None = None, baseline: str | None = None,
+                 selection: str | Path | None = None, leaderboard: list[str] | None = None) -> list[Path]:
     """Write the tables and the HTML report of the evaluation folder ``root``; returns the paths.
 
     Every file is rendered before the first is written (a bad ``out`` or a damaged run writes
@@ -274,12 +309,17 @@ def write_report(root: str | Path, *, out: str | Path | None = None, baseline: s
     evaluation = load_evaluation(root)  # first: a folder that holds no evaluation is named as such
     if not evaluation.runs:
         raise RunFormatError(f"{root}: no readable evaluated run ({'; '.join(evaluation.problems)})")
+    chosen = None
+    if selection is not None:
+        chosen = read_selection(selection)
+        evaluation = dataclasses.replace(evaluation, runs=selecting.selected_runs(evaluation, chosen,
+                                                                                  where=selection))
     folder = OutputFolder(root, "evaluations", option="DIR", writes=REPORT_FILES if out is None else
                           [n for n in REPORT_FILES if n != "report.html"])
     page_file = OutputFile(out, option="--out", reads=[root]) if out else None
     for problem in evaluation.problems:
         warnings.warn(f"left out of the report: {problem}", HsevalWarning, stacklevel=2)
-    texts = render(evaluation, root, baseline=baseline, inside=out is None)
+    texts = render(evaluation, root, baseline=baseline, inside=out is None, selection=chosen, leaderboard=leaderboard)
     page_text = texts.pop("report.html")
     with folder:
         for name, text in texts.items():

@@ -38,7 +38,7 @@ __all__ = ["GUIDES", "FAMILY", "entries", "entry_colours", "baseline", "overview
 
 GUIDES = {
     "intervals": "Right of the dotted line beats the baseline; each run has its own line within a metric. A filled "
-                 "dot is a real difference on this test set: its p-value stays below 0.05 after Holm's correction "
+                 "dot is a real difference on these samples: its p-value stays below 0.05 after Holm's correction "
                  "for all the differences drawn; a hollow dot's difference may be noise (its 95 % interval is "
                  "not corrected: it may exclude 0 and the dot still be hollow).",
     "angles": "Small angles: children stay near their parent's direction, the tree shapes the geometry; a plain "
@@ -54,7 +54,7 @@ GUIDES = {
                 "often the predicted class is wrong; up: how far, in the tree, the wrong ones are from the truth (the "
                 "height of their lowest common ancestor). A model can lower its error without making its mistakes "
                 "less severe, which is what a hierarchy-aware method sets out to change. Bars: 95 % intervals over "
-                "bootstrap resamples of the test samples.",
+                "bootstrap resamples of the evaluated samples.",
     "calibration": "On the dotted diagonal the confidence is honest; below it the head is over-confident.",
     "curves": "Up and to the right is better: more answers correct at the same depth. A curve above another is "
               "better at every operating point; where curves cross, the better method depends on how much "
@@ -113,8 +113,8 @@ def sunburst_guide(tree, per_node: pd.DataFrame) -> str:
     def named(rows: pd.DataFrame) -> str:
         return ", ".join(f"{tree.node_names[int(n)]} ({a:.2f})" for n, a in zip(rows["node"], rows["accuracy"]))
 
-    text = ("Sector size is the number of test samples, colour the accuracy on a fixed 0–1 scale (the same colours "
-            "in every run). Rings are levels, level 1 at the centre; a branch ends at its class (" +
+    text = ("Sector size is the number of evaluated samples, colour the accuracy on a fixed 0–1 scale (the same "
+            "colours in every run). Rings are levels, level 1 at the centre; a branch ends at its class (" +
             ", ".join(f"{tree.node_names[c]} at level {int(tree.depth[c])}" for c in _branch_ends(tree)) + ").")
     if not leaves.empty:
         text += f" Darkest classes: {named(leaves)}"
@@ -262,7 +262,7 @@ def detail_charts(entry: SeedGroup) -> list[Chart]:
             "Each row a decoding rule, each column a metric of its answers (★ the best rule of each metric, ↓ "
             "where lower is better). The optimal:<metric> row is the best "
             "answer for that metric under the model's own probabilities (Plaud et al.): where another rule beats it "
-            "on the test samples (no ★ in its own column), the probabilities are miscalibrated for that metric. "
+            "on the evaluated samples (no ★ in its own column), the probabilities are miscalibrated for that metric. "
             "optimal:correct and the precisions answer the root: alone, they reward saying nothing."))
     if tree.num_leaves <= charts.HEATMAP_MAX:
         counted = [confusion_matrix(r.topk[:, 0], r.targets, tree) for r in entry.runs]
@@ -291,14 +291,17 @@ def significance_table(paired: pd.DataFrame, unpaired: dict[str, str], tree=None
     return pd.DataFrame(rows)
 
 
-def significance_csv(paired: pd.DataFrame, unpaired: dict[str, str]) -> str:
+def significance_csv(paired: pd.DataFrame, unpaired: dict[str, str], *, split: str) -> str:
     """``significance.csv``: every test against the baseline in numbers (accuracies, difference, its
-    interval, McNemar's p and Holm's adjusted p over them all), and the runs that could not be paired."""
+    interval, McNemar's p and Holm's adjusted p over them all) on the samples of ``split``, and the
+    runs that could not be paired."""
     frame = paired.rename(columns={"a": "run accuracy", "b": "baseline accuracy", "delta": "difference",
                                    "low": "interval low", "high": "interval high", "p_value": "McNemar p",
                                    "p_holm": "Holm p", "only_a": "only run right", "only_b": "only baseline right"})
     notes = pd.DataFrame({"run": list(unpaired), "note": [f"not paired: {r}" for r in unpaired.values()]})
-    return pd.concat([frame.assign(note=""), notes], ignore_index=True).to_csv(index=False)
+    out = pd.concat([frame.assign(note=""), notes], ignore_index=True)
+    out.insert(1, "split", split)
+    return out.to_csv(index=False)
 
 
 def mean_std(mean: float, std: float) -> str:

@@ -1,4 +1,4 @@
-"""Is a difference between runs real? Paired tests on the same test samples, and intervals over seeds.
+"""Is a difference between runs real? Paired tests on the same samples, and intervals over seeds.
 
 Two runs evaluated on the same samples are compared sample by sample at every level (the leaf,
 and each super-class level both ways, as :func:`hseval.reporting.summary.level_table` names them):

@@ -12,6 +12,7 @@ from typing import Any
 
 import pandas as pd
 
+from hseval.io.data_identity import evaluated_split
 from hseval.io.results import RunResult
 from hseval.io.run_settings import run_inputs
 from hseval.metrics import statistics
@@ -46,7 +47,8 @@ def summary_table(runs: list[RunResult]) -> pd.DataFrame:
     rows = []
     for r in runs:
         m = r.metrics
-        row: dict[str, Any] = {"run": r.name, "dataset": m.get("dataset"), "backbone": m.get("backbone"),
+        row: dict[str, Any] = {"run": r.name, "dataset": m.get("dataset"), "split": evaluated_split(m),
+                               "backbone": m.get("backbone"),
                                "head": m.get("head"), "seed": m.get("seed"), "samples": m.get("samples")}
         for key, (metric, declared) in statistics.declared().items():
             if declared.kind == "levels":
@@ -123,10 +125,19 @@ def config_key(run: RunResult) -> str:
     return json.dumps(settings(run), sort_keys=True, default=str)
 
 
-def setting_names(groups: list[list[RunResult]]) -> list[str]:
+def setting_names(groups: list[list[RunResult]], *, within: str | None = None) -> list[str]:
     """What tells each group of runs (one setting each) from the other groups: the settings whose
-    values differ between them, ``key=value, ...``; empty for a group alone."""
+    values differ between them, ``key=value, ...``; empty for a group alone. ``within`` ("head"):
+    only between the groups of one head, and without the head itself (``beta=10`` for one of two
+    hxe groups, nothing for a head of one group)."""
     flat = [settings(group[0]) for group in groups]
+    if within is not None:
+        names = [""] * len(groups)
+        for value in dict.fromkeys(f.get(within) for f in flat):
+            members = [i for i, f in enumerate(flat) if f.get(within) == value]
+            for i, name in zip(members, setting_names([groups[i] for i in members])):
+                names[i] = name
+        return names
     differ = sorted(k for k in set().union(*flat) if len({json.dumps(f.get(k), default=str) for f in flat}) > 1)
     return [", ".join(f"{k}={_shown(f.get(k))}" for k in differ) for f in flat]
 
@@ -144,7 +155,7 @@ def grouped_summary(runs: list[RunResult]) -> pd.DataFrame:
     if table.empty:
         return table
     table["config"] = [config_key(r) for r in runs]
-    keys = ["dataset", "backbone", "head"]
+    keys = ["dataset", "split", "backbone", "head"]
     numeric = [c for c in table.columns if c not in (*keys, "config", "run", "seed", "samples")
                and pd.api.types.is_numeric_dtype(table[c])]
     by_name = {r.name: r for r in runs}
@@ -154,11 +165,11 @@ def grouped_summary(runs: list[RunResult]) -> pd.DataFrame:
         row.update(runs=", ".join(group["run"]), seeds=len(group))
         for col in numeric:
             row[f"{col}_mean"] = group[col].mean()
-            row[f"{col}_std"] = group[col].std(ddof=1) if len(group) > 1 else 0.0
+            row[f"{col}_std"] = group[col].std(ddof=1) if len(group) > 1 else math.nan  # one seed: no spread
         rows.append(row)
         members.append([by_name[name] for name in group["run"]])
     out = pd.DataFrame(rows)
-    out.insert(3, "setting", setting_names(members))
+    out.insert(4, "setting", setting_names(members, within="head"))
     return out
 
 

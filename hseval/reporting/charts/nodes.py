@@ -110,7 +110,7 @@ def node_deltas(deltas: pd.DataFrame, *, title: str = "Per-node accuracy differe
 
 
 def shallower_samples(targets: np.ndarray, hierarchy: Hierarchy, depth: int | None) -> dict[str, int]:
-    """The classes shallower than level ``depth`` (no node there) and their test samples, which a
+    """The classes shallower than level ``depth`` (no node there) and their evaluated samples, which a
     confusion matrix at that level leaves out; {} at the leaves."""
     if depth is None:
         return {}
@@ -189,7 +189,7 @@ def confusion_heatmap(matrix: np.ndarray, nodes: np.ndarray, hierarchy: Hierarch
         notes.append(f"{', '.join(left_out)} {'has' if len(left_out) == 1 else 'have'} no level-{depth} super-class: "
                      f"{whose} {samples:,} samples are left out ({kept:,} counted)")
     if empty:
-        notes.append(f"no test samples: {', '.join(empty)}")
+        notes.append(f"no samples: {', '.join(empty)}")
     subtitle = "".join(f"<br><sup>{_text(note)}</sup>" for note in notes)
     side = max(360, 26 * len(names))
     fig.update_layout(title=_text(title) + subtitle, template=TEMPLATE, yaxis_autorange="reversed", shapes=shapes,
