@@ -25,7 +25,6 @@ from hseval.io.results import Evaluation, RunResult, load_evaluation
 from hseval.metrics.confusion import confusion_matrix, most_confused
 from hseval.reporting import ranking, significance
 from hseval.reporting.decisions import matched_operating_points
-from hseval.reporting.significance import compare_runs
 from hseval.tree.hierarchy import Hierarchy
 
 __all__ = ["fingerprint", "evaluation", "confusion", "confused_pairs", "paired", "operating_points", "leaderboard",
@@ -77,9 +76,10 @@ def _run_key(run: RunResult) -> tuple:
 
 @st.cache_data(show_spinner=False, max_entries=256, hash_funcs={RunResult: _run_key})
 def paired(a: RunResult, b: RunResult) -> pd.DataFrame:
-    """:func:`hseval.reporting.significance.compare_runs` of ``a`` against ``b`` (every level: difference,
-    bootstrap interval, McNemar p), computed once per pair of files."""
-    return compare_runs(a, b)
+    """:func:`hseval.reporting.ranking.compare_all` of ``a`` against ``b`` (every level: difference,
+    bootstrap interval, McNemar p; mistake severity, distance and hF1 by the bootstrap), computed
+    once per pair of files."""
+    return ranking.compare_all(a, b)
 
 
 @st.cache_data(show_spinner="Resampling the operating curves…", max_entries=16,

@@ -23,11 +23,12 @@ from hseval.io.evaluation_format import IndexRecord, metrics_record  # noqa: E40
 from hseval.io.folders import ANY_MARKER  # noqa: E402
 from hseval.io.records import json_schema  # noqa: E402
 from hseval.io.run_format import RunRecord  # noqa: E402
+from hseval.io.selection_format import Selection  # noqa: E402
 from hseval.reporting.columns import column_help, display_name  # noqa: E402
 from scripts.readme_blocks import write_block  # noqa: E402
 
 SCHEMAS = {"run": RunRecord, "metrics": metrics_record(), "index": IndexRecord, "demo": DemoRecord,
-           "folder-marker": ANY_MARKER}
+           "folder-marker": ANY_MARKER, "selection": Selection}
 """The stem of each file's name (``.hseval-folder.json``: folder-marker) -> its record."""
 FOLDER = ROOT / "docs" / "schemas"
 METRICS = ("top1", "top5", "level1_from_leaf", "level1_own_scores", "level1_agreement", "mistake_severity",

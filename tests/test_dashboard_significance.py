@@ -99,10 +99,10 @@ def test_compare_shows_intervals_and_p_values_for_every_run(seeded, monkeypatch)
     at = app(seeded, monkeypatch).run()
     at.sidebar.toggle(key="group_seeds").set_value(False).run()
     page(at, "compare")
-    significance = table(at, "McNemar p")
+    significance = table(at, "p")
     assert set(significance["run"]) == {"plain-2", *BESIDE_PLAIN, *(f"{name}-2" for name in BESIDE_PLAIN)}
     copy = significance[significance["run"] == "plain-2"]
-    assert (copy["difference"] == "+0.0000").all() and set(copy["McNemar p"]) == {"1.00"}  # identical predictions
+    assert (copy["difference"] == "+0.0000").all() and set(copy["p"]) == {"1.00"}  # identical predictions
     assert set(copy["Holm p"]) == {"1.00"}  # adjusted over every test of the table, and never below the raw p
     intervals = figures(at)["compare_intervals"]["data"]
     assert {t["name"] for t in intervals if "customdata" in t} == set(significance["run"])

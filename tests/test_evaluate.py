@@ -95,7 +95,7 @@ def test_report_writes_tables_and_an_offline_page(evaluated, tmp_path, capsys):
     assert page.count("<p class='guide'>") >= page.count("class='chart'")
     significance = pd.read_csv(folder / "significance.csv")
     assert set(significance["run"]) == set(BESIDE_PLAIN)  # against plain, the default baseline
-    assert significance["McNemar p"].notna().all()
+    assert significance["p"].notna().all()
     markdown = (folder / "report.md").read_text()
     assert "## Contents" in markdown and "- [Difference from plain](#difference-from-plain)" in markdown
     assert "## Argmax and CRM re-ranking" in markdown and "| CRM top-1 | Δ top-1 |" in markdown

@@ -11,7 +11,7 @@ from hseval.app import loading, tables
 from hseval.app.state import PageContext, context
 from hseval.app.views.common import agreement_table, chart, page_title, pick_run, shows_problems
 from hseval.io.results import RunResult
-from hseval.reporting import charts
+from hseval.reporting import charts, ranking
 from hseval.reporting.escape import markdown
 from hseval.reporting.sections import (
     FAMILY,
@@ -22,7 +22,7 @@ from hseval.reporting.sections import (
     seed_group_table,
     significance_table,
 )
-from hseval.reporting.significance import against_baseline, seed_groups
+from hseval.reporting.significance import MCNEMAR, against_baseline, seed_groups
 from hseval.reporting.summary import level_table
 from hseval.tree.ancestry import same_tree
 
@@ -31,20 +31,23 @@ def _significance(runs: list[RunResult], baseline: RunResult, ctx: PageContext) 
     st.subheader(f"Is the difference real? Each run against {baseline.name}")
     st.caption("Accuracy difference on the same samples (run − baseline) at every level, with a 95 % interval "
                "from a paired bootstrap over samples (10,000 resamples) and the exact McNemar test's p-value (from "
-               "the samples only one of the two gets right). " + FAMILY + " " + GUIDES["intervals"])
+               "the samples only one of the two gets right); the table adds mistake severity, hierarchical distance "
+               f"and hierarchical F1 (their interval and p from {ranking.RESAMPLES:,} paired bootstrap resamples). "
+               + FAMILY + " " + GUIDES["intervals"])
     paired, unpaired = against_baseline(runs, baseline, compare=loading.paired)
     for name, reason in unpaired.items():
         st.warning(f"No paired test for {name}: {reason}.")
     if paired.empty:
         return
     title = f"Difference from {baseline.name}, 95 % paired bootstrap interval"
-    chart(charts.difference_intervals(paired, colours=ctx.colours, title=title, tree=one_tree(runs)),
+    chart(charts.difference_intervals(paired[paired["test"] == MCNEMAR], colours=ctx.colours, title=title,
+                                      tree=one_tree(runs)),
           key="compare_intervals")
     shown = significance_table(paired, {}, one_tree(runs))
     st.dataframe(shown, hide_index=True, key="compare_significance", column_config={
         "run": st.column_config.TextColumn(pinned=True),
-        "run accuracy": st.column_config.NumberColumn(format="%.4f"),
-        "baseline accuracy": st.column_config.NumberColumn(format="%.4f")})
+        "run value": st.column_config.NumberColumn(format="%.4f"),
+        "baseline value": st.column_config.NumberColumn(format="%.4f")})
 
 
 def _seed_groups(runs: list[RunResult], baseline: RunResult) -> None:

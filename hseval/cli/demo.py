@@ -121,7 +121,8 @@ def cmd_demo(args: argparse.Namespace) -> int:
         print()
         print(_table(rows, levels))
         print("\n'own scores': super-class accuracy from the head's own super-class scores (parent δ columns for the "
-              "Δ-heads, the level heads for multitask); '—': the head has none.")
+              "Δ-heads, the level heads for multitask, the path probabilities of each level's nodes for nbdt); '—': "
+              "the head has none.")
         total = time.perf_counter() - start
         stages["report"] = total - stages["training"] - stages["evaluation"]
         _record(out, total, seconds, stages, quick=args.quick)

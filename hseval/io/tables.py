@@ -316,14 +316,14 @@ SUMMARY = Table("summary.csv", (
     Column("run", str), Column("dataset", str), Column("split", str), Column("backbone", str, nullable=True),
     Column("head", str), Column("seed", int, 0, nullable=True), Column("samples", int, 0),
     Column("selection", str, nullable=True)),
-    pattern=(".+", _NUMBER), key=("run",), hint="", digits=12)
+    pattern=(".+", _NUMBER), key=("run",), hint="", digits=15)
 GROUPED = Table("summary_grouped.csv", (
     Column("dataset", str), Column("split", str), Column("backbone", str, nullable=True), Column("head", str),
     Column("setting", str, nullable=True), Column("runs", str),
-    Column("seeds", int, 1)), pattern=(r".+_(mean|std)", _NUMBER), hint="", digits=12)
+    Column("seeds", int, 1)), pattern=(r".+_(mean|std)", _NUMBER), hint="", digits=15)
 LEVELS = Table("superclass_accuracy.csv", (Column("run", str), Column("head", str), Column("leaf", float, 0, 1)),
                pattern=(r"level [1-9][0-9]{0,3} \((from leaf|own scores)\)", _UNIT), key=("run",), hint="",
-               digits=12)
+               digits=15)
 """The report's tables of numbers (``hseval report``): one row per run, per seed group, and the
 super-class accuracy report. Every column a pattern names is a number."""
 

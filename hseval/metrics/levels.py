@@ -299,8 +299,8 @@ def _levels_sums(sums: Sums) -> dict[str, dict[str, float]]:
 METRICS.add("own super-class scores", Metric(
     keys={"superclass_acc_from_levels": Key(
               "super-class accuracy (own scores)", "Super-class accuracy at each level from the head's own super-class "
-              "scores (the parent δ columns of the hierarchical heads, the extra heads of multitask); n/a for a head "
-              "without them.", kind="levels", shown="headline"),
+              "scores (the parent δ columns of the hierarchical heads, the extra heads of multitask, NBDT's path "
+              "probabilities of each level's nodes); n/a for a head without them.", kind="levels", shown="headline"),
           "level_agreement": Key("level agreement", "How often the head's own super-class prediction at a level is the "
                                  "ancestor of its leaf prediction.", kind="levels", shown="summary")},
     state=lambda hierarchy, num_ks, n_bins: {"level_counts": np.zeros((max(hierarchy.max_depth - 1, 0), 3),

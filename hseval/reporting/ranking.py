@@ -40,10 +40,19 @@ from hseval.metrics.mistakes import hierarchical_distance
 from hseval.metrics.node_metrics import compare, node_metric
 from hseval.metrics.nodes import NodeLayout
 from hseval.reporting.columns import display_name
-from hseval.reporting.significance import ALPHA, CONFIDENCE, holm, mcnemar_exact, not_paired
+from hseval.reporting.significance import (
+    ALPHA,
+    COLUMNS,
+    CONFIDENCE,
+    MCNEMAR,
+    compare_runs,
+    holm,
+    mcnemar_exact,
+    not_paired,
+)
 
 __all__ = ["SampleMetric", "sample_metric", "available_metrics", "chosen_metrics", "DEFAULT_METRICS", "bootstrap",
-           "entry_value", "leaderboard", "leaderboard_table", "RESAMPLES"]
+           "entry_value", "leaderboard", "leaderboard_table", "RESAMPLES", "BASELINE_METRICS", "compare_all"]
 
 RESAMPLES = 1000
 Parts = tuple[np.ndarray, np.ndarray]
@@ -279,20 +288,54 @@ def leaderboard(entries: Sequence[tuple[str, Sequence[RunResult]]], metrics: Seq
     return frame, left_out
 
 
+BASELINE_METRICS = ("mistake_severity", "avg_hdist@1", "hierarchical_f1")
+"""The metrics beyond the accuracies on which each run is tested against the baseline."""
+
+
+def compare_all(a: RunResult, b: RunResult, *, resamples: int = RESAMPLES, seed: int = 0) -> pd.DataFrame:
+    """``a`` against ``b`` on the same samples: every level's accuracy (the exact McNemar test of
+    :func:`~hseval.reporting.significance.compare_runs`), then each of :data:`BASELINE_METRICS` both
+    have, with the paired bootstrap's percentile interval of the difference and its p-value; rows
+    of :data:`COLUMNS`."""
+    rows = [compare_runs(a, b, seed=seed)]
+    metrics = [m for m in map(sample_metric, BASELINE_METRICS) if m.parts(a) is not None and m.parts(b) is not None]
+    if metrics:
+        parts = [m.parts(r) for m in metrics for r in (a, b)]
+        drawn = bootstrap(np.stack([p[0] for p in parts], 1), np.stack([p[1] for p in parts], 1),
+                          resamples=resamples, seed=seed)
+        tail = (1 - CONFIDENCE) / 2
+        extra = []
+        for k, metric in enumerate(metrics):
+            value_a, value_b = metric.value(a), metric.value(b)
+            if not (math.isfinite(value_a) and math.isfinite(value_b)):
+                continue  # undefined for one of them (mistake severity without a mistake): no test to make
+            deltas = drawn[:, 2 * k] - drawn[:, 2 * k + 1]
+            finite = deltas[np.isfinite(deltas)]
+            low, high = np.quantile(finite, [tail, 1 - tail]) if len(finite) else (math.nan, math.nan)
+            p = _bootstrap_p(finite, value_a - value_b)
+            extra.append([metric.name, value_a, value_b, value_a - value_b, float(low), float(high), p,
+                          len(a.targets), math.nan, math.nan, "paired bootstrap"])
+        rows.append(pd.DataFrame(extra, columns=COLUMNS).astype({"samples": int}))
+    return pd.concat(rows, ignore_index=True)
+
+
+def _bootstrap_p(deltas: np.ndarray, delta: float) -> float:
+    """Two-sided p of a difference from its bootstrap draws: the normal approximation of their spread."""
+    spread = float(deltas.std(ddof=1)) if len(deltas) > 1 else math.nan
+    if not spread > 0:
+        return 1.0 if delta == 0 else 0.0 if spread == 0 else math.nan
+    return float(2 * stats.norm.sf(abs(delta) / spread))
+
+
 def _against_best(metric: SampleMetric, runs: Sequence[RunResult], best: Sequence[RunResult], deltas: np.ndarray,
                   delta: float) -> dict:
     if metric.binary and len(runs) == 1 and len(best) == 1:
         (a, counted), (b, _) = metric.parts(runs[0]), metric.parts(best[0])
         kept = counted > 0
         only_a, only_b = int(((a > 0) & (b == 0) & kept).sum()), int(((b > 0) & (a == 0) & kept).sum())
-        return {"difference": delta, "p_value": mcnemar_exact(only_a, only_b), "test": "exact McNemar"}
-    deltas = deltas[np.isfinite(deltas)]
-    spread = float(deltas.std(ddof=1)) if len(deltas) > 1 else math.nan
-    if not spread > 0:
-        p = 1.0 if delta == 0 else 0.0 if spread == 0 else math.nan
-    else:
-        p = float(2 * stats.norm.sf(abs(delta) / spread))
-    return {"difference": delta, "p_value": p, "test": "paired bootstrap"}
+        return {"difference": delta, "p_value": mcnemar_exact(only_a, only_b), "test": MCNEMAR}
+    return {"difference": delta, "p_value": _bootstrap_p(deltas[np.isfinite(deltas)], delta),
+            "test": "paired bootstrap"}
 
 
 def leaderboard_table(frame: pd.DataFrame, metrics: Sequence[SampleMetric], tree=None, digits: int = 4

@@ -271,7 +271,7 @@ def render(evaluation: Evaluation, root: Path, *, baseline: str | None = None, i
     where = f"the folder holding this file (written in {escape.markdown(root)})" if inside else escape.markdown(root)
     files.update({"superclass_accuracy.md": "# Super-class accuracy\n\n" + _markdown(levels),
                   "significance.csv": report_charts.significance_csv(paired, unpaired, split=split),
-                  "leaderboard.csv": board.assign(split=split).to_csv(index=False),
+                  "leaderboard.csv": board.assign(split=split).to_csv(index=False, float_format="%.15g"),
                   "decisions_summary.csv": decision_views.decisions_summary(runs).to_csv(index=False),
                   "operating_points.csv": matched.to_csv(index=False),
                   "paper_tables.md": "# The paper's tables from these runs\n\n" + to_markdown(paper),

@@ -18,7 +18,9 @@ from hseval.reporting import decisions as decision_views
 from hseval.reporting.colours import run_colours
 from hseval.reporting.columns import display_name
 from hseval.reporting.html import Chart
+from hseval.reporting.ranking import compare_all
 from hseval.reporting.significance import (
+    MCNEMAR,
     SeedGroup,
     against_baseline,
     compare_groups,
@@ -283,11 +285,12 @@ def significance_table(paired: pd.DataFrame, unpaired: dict[str, str], tree=None
     """The tests of :func:`~hseval.reporting.significance.against_baseline` as a table shows them:
     levels by their display names, p-values as people read them, and a line for each run that could
     not be paired, saying why."""
-    rows = [{"run": r.run, "metric": display_name(r.metric, tree), "run accuracy": r.a, "baseline accuracy": r.b,
+    rows = [{"run": r.run, "metric": display_name(r.metric, tree), "run value": r.a, "baseline value": r.b,
              "difference": f"{r.delta:+.4f}", "95 % interval": f"[{r.low:+.4f}, {r.high:+.4f}]",
-             "McNemar p": format_p(r.p_value), "Holm p": format_p(r.p_holm), "only run right": r.only_a,
-             "only baseline right": r.only_b, "samples": r.samples} for r in paired.itertuples()]
-    rows += [{"run": name, "metric": "–", "McNemar p": f"not paired: {reason}"} for name, reason in unpaired.items()]
+             "p": format_p(r.p_value), "Holm p": format_p(r.p_holm), "test": r.test,
+             "only run right": _count(r.only_a), "only baseline right": _count(r.only_b), "samples": r.samples}
+            for r in paired.itertuples()]
+    rows += [{"run": name, "metric": "–", "p": f"not paired: {reason}"} for name, reason in unpaired.items()]
     return pd.DataFrame(rows)
 
 
@@ -295,13 +298,19 @@ def significance_csv(paired: pd.DataFrame, unpaired: dict[str, str], *, split: s
     """``significance.csv``: every test against the baseline in numbers (accuracies, difference, its
     interval, McNemar's p and Holm's adjusted p over them all) on the samples of ``split``, and the
     runs that could not be paired."""
-    frame = paired.rename(columns={"a": "run accuracy", "b": "baseline accuracy", "delta": "difference",
-                                   "low": "interval low", "high": "interval high", "p_value": "McNemar p",
+    frame = paired.rename(columns={"a": "run value", "b": "baseline value", "delta": "difference",
+                                   "low": "interval low", "high": "interval high", "p_value": "p",
                                    "p_holm": "Holm p", "only_a": "only run right", "only_b": "only baseline right"})
     notes = pd.DataFrame({"run": list(unpaired), "note": [f"not paired: {r}" for r in unpaired.values()]})
     out = pd.concat([frame.assign(note=""), notes], ignore_index=True)
     out.insert(1, "split", split)
-    return out.to_csv(index=False)
+    for column in ("samples", "only run right", "only baseline right"):
+        out[column] = out[column].astype("Int64")
+    return out.to_csv(index=False, float_format="%.15g")
+
+
+def _count(value: float) -> int | str:
+    return "–" if value != value else int(value)
 
 
 def mean_std(mean: float, std: float) -> str:
@@ -340,9 +349,10 @@ def significance_tables(runs: list[RunResult], base: RunResult,
     """(each run against the baseline on the same samples, with Holm's p; why some runs were not
     paired; each seed group against the baseline's group over seeds; the differences the forest
     plot draws: the groups' when there are groups)."""
-    paired, unpaired = against_baseline(runs, base)
+    paired, unpaired = against_baseline(runs, base, compare=compare_all)
     groups_table, group_forest = pd.DataFrame(), pd.DataFrame()
     if any(len(e.runs) > 1 for e in drawn):
         home = next(e for e in drawn if base in e.runs)
         groups_table, group_forest = seed_group_table(drawn, home, level_table(runs))
-    return paired, unpaired, groups_table, group_forest if not group_forest.empty else paired
+    accuracies = paired[paired["test"] == MCNEMAR]  # the forest plot's axis is an accuracy difference
+    return paired, unpaired, groups_table, group_forest if not group_forest.empty else accuracies

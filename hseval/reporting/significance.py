@@ -48,7 +48,8 @@ CONFIDENCE = 0.95
 RESAMPLES = 10_000
 ALPHA = 0.05
 """The level at which a difference is called significant, after Holm's correction."""
-COLUMNS = ["metric", "a", "b", "delta", "low", "high", "p_value", "samples", "only_a", "only_b"]
+COLUMNS = ["metric", "a", "b", "delta", "low", "high", "p_value", "samples", "only_a", "only_b", "test"]
+MCNEMAR = "exact McNemar"
 
 
 def holm(p_values) -> np.ndarray:
@@ -106,6 +107,7 @@ class PairedDifference:
     samples: int
     only_a: int
     only_b: int
+    test: str = MCNEMAR
 
     def text(self, digits: int = 4) -> str:
         """``+0.0030 [-0.0012, +0.0071], p = 0.16``"""
@@ -186,7 +188,7 @@ def compare_runs(a: RunResult, b: RunResult, *, resamples: int = RESAMPLES, seed
     rows = []
     for metric, ma, mb in pairs:
         d = paired_difference(ca[ma], cb[mb], resamples=resamples, seed=seed)
-        rows.append([metric, d.a, d.b, d.delta, d.low, d.high, d.p_value, d.samples, d.only_a, d.only_b])
+        rows.append([metric, d.a, d.b, d.delta, d.low, d.high, d.p_value, d.samples, d.only_a, d.only_b, d.test])
     return pd.DataFrame(rows, columns=COLUMNS)
 
 
