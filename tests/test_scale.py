@@ -26,7 +26,8 @@ import pytest
 from tests.helpers import prediction_file
 
 ROOT = Path(__file__).resolve().parents[1]
-DETERMINISTIC = {"MALLOC_ARENA_MAX": "1", "MALLOC_MMAP_THRESHOLD_": str(1 << 17), "MALLOC_TRIM_THRESHOLD_": str(1 << 17),
+DETERMINISTIC = {"MALLOC_ARENA_MAX": "1", "MALLOC_MMAP_THRESHOLD_": str(1 << 17),
+                 "MALLOC_TRIM_THRESHOLD_": str(1 << 17),
                  **{name: "1" for name in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS",
                                            "NUMBA_NUM_THREADS")}}
 CLASSES, SAMPLES = 5000, 6000

@@ -93,8 +93,7 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
         if args.runs:
             raise ConfigError(f"give run folders or --predictions, not both (got {args.runs[0]!r} and --predictions); "
                               "evaluate them in two commands with the same --out")
-        _refuse_other_modes(args, "--predictions", "a prediction file holds the model's outputs on its test set "
-                                                   "already")
+        _refuse_other_modes(args, "--predictions", "a prediction file holds the model's outputs already")
         if args.hierarchy is None:
             raise ConfigError("--predictions needs --hierarchy TREE: the class tree the predictions are scored "
                               "against")

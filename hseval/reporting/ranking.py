@@ -211,7 +211,7 @@ def chosen_metrics(names: Sequence[str] | None, runs: Sequence[RunResult]) -> li
             metric = sample_metric(one)
             if all(metric.parts(r) is None for r in runs):
                 raise ConfigError(f"metric {one!r}: none of the {len(runs)} run(s) has it (e.g. a head without own "
-                                  "super-class scores, a rule not in --rules)")
+                                  "super-class scores, or a decoding rule its evaluation did not run)")
             out.append(metric)
     return out
 

@@ -74,7 +74,7 @@ def selected_runs(evaluation: Evaluation, selection: Selection, *, where: str | 
     split = evaluation.split
     if split == selection.split:
         raise ConfigError(f"--selection {where}: it was chosen on this evaluation's split ({split}); report the "
-                          "chosen runs on the test split (an evaluation with --split test)")
+                          "chosen runs on the test split (an evaluation folder of the test split)")
     if evaluation.datasets != [selection.dataset]:
         raise ConfigError(f"--selection {where}: it chose runs of {selection.dataset}, and {evaluation.root} holds "
                           f"runs of {', '.join(evaluation.datasets)}")

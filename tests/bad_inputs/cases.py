@@ -1173,11 +1173,9 @@ def _(tmp, good):
 
 
 # ====================================================================== recorded values are used values (issue 24)
-cli("predictions-with-run-options", "`--predictions` with `--split train --data-root X --device cuda:7` (used to be "
-    "ignored, the split recorded as test)", "--data-root applies only to run folders or --model; a prediction file "
-    "holds the "
-    "model's outputs on its test set already",
-    lambda tmp, good: predictions(tmp, good, npz(tmp), "--split", "train", "--data-root", "X", "--device", "cuda:7"))
+cli("predictions-with-run-options", "`--predictions` with `--data-root X --device cuda:7` (used to be ignored)",
+    "--data-root applies only to run folders or --model; a prediction file holds the model's outputs already",
+    lambda tmp, good: predictions(tmp, good, npz(tmp), "--data-root", "X", "--device", "cuda:7"))
 cli("run-with-scores", "a run folder with `--scores probs`", "--scores applies only to --predictions; a run "
     "carries its own tree and names", lambda tmp, good: ["evaluate", str(good.run), "--scores", "probs", "--out",
                                                          str(tmp / "ev")])
@@ -1527,6 +1525,84 @@ def _(tmp, good):
     from tests.bad_inputs.builders import MARKER_NAME
 
     return _predict(tmp, write(tmp / "w.pt", planted_pickle(tmp / MARKER_NAME)))
+
+
+# ====================================================================== one split per folder, choosing on it (issue 46)
+def _evaluated(tmp: Path, good: Good, folder: str, *names_and_options: str, split: str = "val") -> Path:
+    """Prediction files (each ``name`` or ``name:dataset``) evaluated on ``split`` into ``tmp / folder``."""
+    from hseval.cli.main import main
+
+    for spec in names_and_options:
+        name, _, dataset = spec.partition(":")
+        argv = predictions(tmp, good, npz(tmp, name=f"{name}.npz"), "--split", split, "--name", name,
+                           *(["--dataset", dataset] if dataset else []))
+        argv[argv.index("--out") + 1] = str(tmp / folder)
+        assert main(argv) == 0, argv
+    return tmp / folder
+
+
+@case("evaluate-another-split", "outputs", "`evaluate --predictions p.npz --split val --out EVAL` where EVAL holds "
+      "test evaluations (used to replace or sit beside them, unsaid)", "…eval: it holds evaluations of the test split "
+      "(run), and this is of the validation split; an evaluation folder holds one split: choose another --out (e.g. "
+      "eval-validation)")
+def _(tmp, good):
+    evaluation = Path(shutil.copytree(good.evaluation, tmp / "eval"))
+    argv = predictions(tmp, good, npz(tmp), "--split", "val")
+    argv[argv.index("--out") + 1] = str(evaluation)
+    return argv
+
+
+@case("select-on-test", "cli", "`select EVAL` of a test evaluation", "…eval: holds an evaluation of the test split; "
+      "choose on a validation evaluation ('hseval evaluate RUNS --split val --out DIR'): a setting chosen on the test "
+      "split makes its test numbers look better than they are")
+def _(tmp, good):
+    evaluation = Path(shutil.copytree(good.evaluation, tmp / "eval"))
+    return ["select", str(evaluation), "--metric", "top1", "--out", str(tmp / "s.json")]
+
+
+@case("select-unknown-metric", "cli", "`select VAL --metric accuracy`", "unknown metric 'accuracy'; choose top1, "
+      "top5, level1_from_leaf, …")
+def _(tmp, good):
+    return ["select", str(_evaluated(tmp, good, "val", "a")), "--metric", "accuracy", "--out", str(tmp / "s.json")]
+
+
+@case("select-metric-absent", "cli", "`select VAL --metric level1_own_scores` where no run has own scores",
+      "metric 'level1_own_scores': none of the 1 run(s) has it (e.g. a head without own super-class scores, or a "
+      "decoding rule "
+      "its evaluation did not run)")
+def _(tmp, good):
+    return ["select", str(_evaluated(tmp, good, "val", "a")), "--metric", "level1_own_scores", "--out",
+            str(tmp / "s.json")]
+
+
+@case("select-two-datasets", "cli", "`select VAL` of runs of two datasets", "…val: holds runs of 2 datasets (x, y); "
+      "choose among the runs of one dataset")
+def _(tmp, good):
+    return ["select", str(_evaluated(tmp, good, "val", "a:x", "b:y")), "--metric", "top1", "--out",
+            str(tmp / "s.json")]
+
+
+def _selection(tmp: Path, good: Good) -> Path:
+    from hseval.cli.main import main
+
+    assert main(["select", str(_evaluated(tmp, good, "val", "a")), "--metric", "top1", "--out",
+                 str(tmp / "s.json")]) == 0
+    return tmp / "s.json"
+
+
+@case("report-selection-on-its-split", "cli", "`report VAL --selection s.json` on the split it chose on",
+      "--selection …s.json: it was chosen on this evaluation's split (validation); report the chosen runs on the "
+      "test split (an evaluation folder of the test split)")
+def _(tmp, good):
+    return ["report", str(tmp / "val"), "--selection", str(_selection(tmp, good))]
+
+
+@case("report-selection-runs-absent", "cli", "`report TEST --selection s.json` whose runs TEST does not hold",
+      "--selection …s.json: 1 chosen run(s) are not evaluated in …test (…a.npz); evaluate them there with 'hseval "
+      "evaluate RUNS --out DIR'")
+def _(tmp, good):
+    selection = _selection(tmp, good)
+    return ["report", str(_evaluated(tmp, good, "test", "b", split="test")), "--selection", str(selection)]
 
 
 # ====================================================================== the README table
