@@ -9,9 +9,9 @@ import argparse
 
 def cmd_select(args: argparse.Namespace) -> int:
     from hseval.io.output import OutputFile  # pandas and scipy: for this command only
-    from hseval.io.results import load_evaluation
-    from hseval.io.selection_format import write_selection
-    from hseval.reporting.selection import select, selection_table
+    from hseval.io.results import load_evaluation  # pandas: for this command only
+    from hseval.io.selection_format import write_selection  # pydantic records: for this command only
+    from hseval.reporting.selection import select, selection_table  # scipy: for this command only
 
     target = OutputFile(args.out, reads=[args.dir])  # a bad --out: refused before any work
     evaluation = load_evaluation(args.dir)
