@@ -103,7 +103,8 @@ def leaderboard(entries: list[tuple[str, list[RunResult]]], metrics: tuple[str, 
     default ones): (its numbers, the table as shown, the entries left out), resampled once."""
     chosen = ranking.chosen_metrics(metrics, [r for _, runs in entries for r in runs])
     frame, left_out = ranking.leaderboard(entries, chosen)
-    return frame, ranking.leaderboard_table(frame, chosen, entries[0][1][0].hierarchy), left_out
+    entry = "seed group" if any(len(runs) > 1 for _, runs in entries) else "run"
+    return frame, ranking.leaderboard_table(frame, chosen, entries[0][1][0].hierarchy, entry=entry), left_out
 
 
 @st.cache_data(show_spinner=False, max_entries=64, hash_funcs={RunResult: _run_key})

@@ -223,3 +223,23 @@ def test_a_misshapen_tensor_is_named_with_what_the_backbone_needs(tmp_path, back
         stem = f"body.{key}" == model.stem
         assert ("the file's first convolution takes 17 channel(s), the data has 1" in message) == stem, message
         assert "\n" not in message
+
+
+@pytest.mark.slow  # trains two runs
+def test_an_hseval_run_folder_gives_its_backbone_and_drops_its_head(fashion_like, tmp_path, capsys):
+    first = tmp_path / "first"
+    assert main(["train", "--data-root", str(fashion_like), "--head", "multitask", *QUICK, "--out", str(first)]) == 0
+    second = tmp_path / "second"
+    assert main(["train", "--data-root", str(fashion_like), "--head", "riemann", "--init", str(first), "--set",
+                 "model.freeze_backbone=true", *QUICK, "--out", str(second)]) == 0
+    before, after = load_run(first).model.state_dict(), load_run(second).model.state_dict()
+    body = [k for k in before if k.startswith("backbone.")]
+    assert body and all(torch.equal(before[k], after[k]) for k in body)  # frozen: the first run's backbone
+    source = json.loads((second / "run.json").read_text())["initialised_from"]
+    assert source["prefix"] == "backbone." and source["sha256"] == sha256(first / "model.safetensors")
+    assert source["dropped"] and all(k.startswith("head.") for k in source["dropped"])  # multitask's own head
+    capsys.readouterr()
+    assert main(["train", "--data-root", str(fashion_like), "--init", str(first), "--prefix", "x.", *QUICK,
+                 "--out", str(tmp_path / "third")]) == 2
+    assert "is an hseval run, whose backbone's keys hseval knows; leave --prefix out" in capsys.readouterr().err
+    assert not (tmp_path / "third").exists()

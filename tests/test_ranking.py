@@ -110,8 +110,9 @@ def test_best_ties_and_p_values_follow_from_the_numbers(evaluated):
         assert top.loc[name, "p_value"] == mcnemar_exact(int((a & ~b).sum()), int((b & ~a).sum()))
     assert (frame[frame["metric"] == "mistake_severity"].query("not best")["test"] == "paired bootstrap").all()
     table = ranking.leaderboard_table(frame, metrics)
-    assert list(table.columns) == ["entry", "top-1", "mistake severity ↓"]
-    assert table.set_index("entry").loc["good"].str.endswith("★").all()
+    assert list(table.columns) == ["run", "top-1", "mistake severity ↓"]
+    assert table["run"].tolist() == ["good", "fair", "weak"]  # best first by the first metric
+    assert table.set_index("run").loc["good"].str.endswith("★").all()
 
 
 def test_the_bootstrap_is_index_resampling_applied_to_every_column_at_once():

@@ -7,6 +7,9 @@ the backbone comes from: torchvision's (``conv1.weight``, ``layer1.0.bn1.running
 ``timm:`` backbone, timm's. Every tensor of the backbone's body must be in the file; its last
 layer (``fc``, ``classifier``, timm's ``head``) is dropped, the bottleneck and the head start fresh.
 A missing, unused or misshapen tensor is one line naming the key, before anything is trained.
+
+``model.init`` may also be an hseval run folder: its ``model.safetensors`` gives the backbone
+(body and bottleneck, its keys under ``backbone.``), and its own head is dropped.
 """
 
 from __future__ import annotations
@@ -16,7 +19,9 @@ from typing import Any
 
 import torch
 
+from hseval.core.errors import ConfigError
 from hseval.core.fileio import sha256
+from hseval.io.run_format import META_FILE, MODEL_FILE
 from hseval.io.state_dict import (
     StateDict,
     StateDictError,
@@ -30,7 +35,7 @@ from hseval.io.state_dict import (
 from hseval.nn.backbones import Backbone
 from hseval.train.config import ModelConfig
 
-__all__ = ["BackboneTarget", "read_init", "load_init"]
+__all__ = ["BackboneTarget", "init_file", "read_init", "load_init"]
 
 
 class BackboneTarget(Target):
@@ -73,15 +78,29 @@ class BackboneTarget(Target):
         return [k for k in unused if last and (k == last or k.startswith(f"{last}."))]
 
 
+def init_file(init: str | Path) -> tuple[Path, bool]:
+    """The state dict file of ``model.init``, and whether it is an hseval run's (the folder's
+    ``model.safetensors``, where the backbone's keys start with ``backbone.``)."""
+    path = Path(init).expanduser()
+    if path.is_dir() and (path / META_FILE).is_file():
+        return path / MODEL_FILE, True
+    return path, False
+
+
 def read_init(config: ModelConfig, backbone: Backbone) -> tuple[StateDict, dict[str, str | None], list[str]]:
     """The file of ``config.init`` read and matched to ``backbone`` (what :func:`load_init` loads);
     one-line errors name the file and the key."""
-    state = read_state_dict(config.init, prefix=config.init_prefix)
+    path, of_run = init_file(config.init)
+    if of_run and config.init_prefix:
+        raise ConfigError(f"--prefix {config.init_prefix}: --init {config.init} is an hseval run, whose backbone's "
+                          "keys hseval knows; leave --prefix out")
+    state = read_state_dict(path, prefix="backbone." if of_run else config.init_prefix)
+    ignore = [*config.init_ignore, *(k for k in state.tensors if of_run and k.startswith("head."))]  # its own head
     maps = {}
     for key, source in parse_maps(config.init_map).items():  # backbone.body.X, body.X or the file's own X
         key = key.removeprefix("backbone.")
         maps[key if key.startswith(("body.", "bottleneck.")) else f"body.{key}"] = source
-    plan, dropped = match_state_dict(state, BackboneTarget(backbone), mapping=maps, ignore=config.init_ignore)
+    plan, dropped = match_state_dict(state, BackboneTarget(backbone), mapping=maps, ignore=ignore)
     return state, plan, dropped
 
 

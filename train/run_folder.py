@@ -19,6 +19,7 @@ from hseval.io.run_settings import DATASET, INIT_FILE, TREE, changed_inputs, run
 from hseval.train.checks import head_options_for
 from hseval.train.config import TrainConfig
 from hseval.train.optim import learning_rates
+from hseval.train.pretrained import init_file
 
 __all__ = ["resumes", "check_run_folder", "Reuse", "reuse", "training_inputs", "MISSING"]
 
@@ -82,7 +83,7 @@ def training_inputs(config: TrainConfig, data: LoadedDataset) -> dict[str, Any]:
     config, _ = head_options_for(config)
     init = None
     if config.model.init:
-        path = Path(config.model.init).expanduser()
+        path, _ = init_file(config.model.init)
         init = {"sha256": fileio.sha256(path, error=ConfigError) if path.is_file() else MISSING}
     record = {"training": config.model_dump(), "hierarchy": fileio.json_ready(data.hierarchy.to_dict()),
               "initialised_from": init, "dataset": fileio.json_ready(data.describe())}

@@ -102,8 +102,8 @@ def _baseline(available: list[RunResult], names: list[str], unreadable: set[str]
 def page_title(ctx: PageContext, name: str) -> None:
     """A page's title, with the data its numbers are of under it: the dataset and the split."""
     st.title(name)
-    st.caption(f"{markdown(ctx.dataset)} · **{markdown(ctx.evaluation.split)} split** · "
-               f"{len(ctx.runs)} of {len(ctx.available)} run(s) chosen")
+    st.caption(f"**{markdown(ctx.dataset)}**, **{markdown(ctx.evaluation.split)} split** · {len(ctx.runs)} of "
+               f"{len(ctx.available)} run(s) chosen in the sidebar · {markdown(ctx.folder)}")
 
 
 def sidebar(evaluation: Evaluation, folder: str | None = None) -> PageContext:

@@ -28,8 +28,6 @@ from hseval.reporting.summary import (
 
 def render(ctx: PageContext) -> None:
     page_title(ctx, "Overview")
-    st.caption(f"{len(ctx.available)} evaluated run(s) of **{markdown(ctx.dataset)}** in {markdown(ctx.folder)}; "
-               f"{len(ctx.runs)} selected in the sidebar.")
     for problem in ctx.evaluation.problems:
         st.error(f"Skipped a run: {problem}")
     tree = one_tree(ctx.available)
@@ -53,7 +51,7 @@ def render(ctx: PageContext) -> None:
     st.dataframe(table, hide_index=True, key="overview_table", column_config=config)
     notes = ["Hover a column's name for what it measures."]
     if compared:
-        notes.append(f"'{markdown(column)}': leaf accuracy minus {markdown(ctx.baseline.name)}'s on the same test "
+        notes.append(f"'{markdown(column)}': leaf accuracy minus {markdown(ctx.baseline.name)}'s on the same "
                      "samples, with a 95 % paired bootstrap interval and the exact McNemar test's p-value (the "
                      "baseline is chosen in the sidebar; the Compare page has every level).")
     if tree is not None and tree.max_depth > 1:

@@ -338,17 +338,22 @@ def _against_best(metric: SampleMetric, runs: Sequence[RunResult], best: Sequenc
             "test": "paired bootstrap"}
 
 
-def leaderboard_table(frame: pd.DataFrame, metrics: Sequence[SampleMetric], tree=None, digits: int = 4
-                      ) -> pd.DataFrame:
-    """The leaderboard as a table shows it: one row per entry, one column per metric, each cell
-    ``value [low, high]`` with ★ for the best and = for those tied with it."""
+def leaderboard_table(frame: pd.DataFrame, metrics: Sequence[SampleMetric], tree=None, *, entry: str = "run",
+                      digits: int = 4) -> pd.DataFrame:
+    """The leaderboard as a table shows it: one row per entry (its column called ``entry``), best
+    first by the first metric, one column per metric, each cell ``value [low, high]`` with ★ for
+    the best and = for those tied with it."""
     if frame.empty:
         return pd.DataFrame()
-    out = pd.DataFrame({"entry": list(dict.fromkeys(frame["entry"]))})
+    first = frame[frame["metric"] == metrics[0].name].set_index("entry")["value"]
+    names = sorted(dict.fromkeys(frame["entry"]), key=lambda e: (
+        math.inf if first.get(e, math.nan) != first.get(e, math.nan) else
+        first[e] if metrics[0].lower else -first[e]))
+    out = pd.DataFrame({entry: names})
     for metric in metrics:
         part = frame[frame["metric"] == metric.name].set_index("entry")
         label = metric.label(tree) + (" ↓" if metric.lower else "")
-        out[label] = [_cell(part.loc[e], digits) if e in part.index else "n/a" for e in out["entry"]]
+        out[label] = [_cell(part.loc[e], digits) if e in part.index else "n/a" for e in names]
     return out
 
 

@@ -191,7 +191,8 @@ def _leaderboard_section(drawn, metrics, tree, split: str, seeds: bool) -> tuple
              "test for an accuracy of two runs, else the paired bootstrap's); ↓ lower is better."
              + (" A seed group's value is pooled over its seeds (an accuracy: their mean)." if seeds else "")
              + "".join(f" Left out: {name}, {why}." for name, why in left_out.items()))
-    return (LEADERBOARD_TITLE, intro, ranking.leaderboard_table(frame, metrics, tree)), frame
+    return (LEADERBOARD_TITLE, intro, ranking.leaderboard_table(frame, metrics, tree,
+                                                                entry="seed group" if seeds else "run")), frame
 
 
 def render(evaluation: Evaluation, root: Path, *, baseline: str | None = None, inside: bool = True,
