@@ -23,6 +23,7 @@ from typing import Any
 import torch
 from torch import nn
 
+from hseval.core.device import torch_threads
 from hseval.core.errors import ConfigError, DataError
 from hseval.core.progress import bar as progress_bar
 from hseval.data import LoadedDataset, load_with_tree
@@ -35,7 +36,7 @@ from hseval.train.config import TrainConfig
 from hseval.train.optim import Optimizers
 from hseval.train.probe import Features
 from hseval.train.run_folder import Reuse, check_run_folder, resumes, reuse
-from hseval.train.session import Session, open_session, torch_threads
+from hseval.train.session import Session, open_session
 from hseval.train.step import Context
 
 __all__ = ["train", "train_one_epoch", "evaluate", "load_data", "data_settings"]

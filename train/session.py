@@ -2,14 +2,12 @@
 (its backbone loaded from ``model.init`` and frozen when asked: :func:`initial_model`) or loaded
 from the training state when resuming, the (DDP-wrapped, compiled) step, the data where the device
 holds it or the cached features a probe trains on, the history so far and the writer of the
-outputs; and the thread count a configuration asks for, applied for the training alone
-(:func:`torch_threads`)."""
+outputs."""
 
 from __future__ import annotations
 
-import contextlib
 import random
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -32,7 +30,7 @@ from hseval.train.pretrained import load_init
 from hseval.train.probe import Features, FeatureView, feature_identity
 from hseval.train.step import Context, TrainStep, compiled, model_spec
 
-__all__ = ["Session", "open_session", "initial_model", "torch_threads"]
+__all__ = ["Session", "open_session", "initial_model"]
 
 
 @dataclass
@@ -122,14 +120,3 @@ def open_session(config: TrainConfig, out: Path, data: LoadedDataset, indices: n
                    features)
 
 
-@contextlib.contextmanager
-def torch_threads(count: int | None) -> Iterator[None]:
-    """torch's CPU thread count set to ``count`` (None: left as it is) inside the block, and put
-    back on leaving: a library call changes nothing process-wide."""
-    previous = torch.get_num_threads()
-    if count:
-        torch.set_num_threads(count)
-    try:
-        yield
-    finally:
-        torch.set_num_threads(previous)

@@ -2,13 +2,15 @@
 
 from __future__ import annotations
 
+import contextlib
 import re
+from collections.abc import Iterator
 
 import torch
 
 from hseval.core.errors import ConfigError
 
-__all__ = ["resolve_device"]
+__all__ = ["resolve_device", "torch_threads"]
 
 
 def resolve_device(name: str, local_rank: int = 0, *, option: str = "--device") -> torch.device:
@@ -26,3 +28,16 @@ def resolve_device(name: str, local_rank: int = 0, *, option: str = "--device") 
         if match[2] is not None and int(match[2]) >= count:
             raise ConfigError(f"{option}={name} but this machine has {count} CUDA device(s) (cuda:0..cuda:{count - 1})")
     return torch.device(name)
+
+
+@contextlib.contextmanager
+def torch_threads(count: int | None) -> Iterator[None]:
+    """torch's CPU thread count set to ``count`` (None: left as it is) inside the block, and put
+    back on leaving: a library call changes nothing process-wide."""
+    previous = torch.get_num_threads()
+    if count:
+        torch.set_num_threads(count)
+    try:
+        yield
+    finally:
+        torch.set_num_threads(previous)

@@ -61,6 +61,17 @@ def cpu_model() -> str:
     return platform.processor() or platform.machine()
 
 
+def spare_cores() -> int:
+    """The CPUs this process may use that other work is not using now: :func:`available_cores`
+    less the last minute's load average (at least 1). Threads beyond it wait on each other: a
+    computation whose threads meet at every step (t-SNE's) slows by many times on a busy machine."""
+    try:
+        busy = os.getloadavg()[0]
+    except (AttributeError, OSError):
+        busy = 0.0
+    return max(1, available_cores() - int(busy + 0.5))
+
+
 def available_cores() -> int:
     """The CPUs this process may run on: its affinity (``taskset``, a Slurm or container
     allocation), which can be fewer than the machine's ``os.cpu_count()``; at least 1."""

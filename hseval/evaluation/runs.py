@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import contextlib
 import glob
-import os
+import time
 import warnings
 from collections.abc import Callable
 from concurrent.futures import Future, ThreadPoolExecutor
@@ -26,9 +26,9 @@ import torch
 
 from hseval.core import fileio
 from hseval.core.arguments import Threads, bounds
-from hseval.core.device import resolve_device
+from hseval.core.device import resolve_device, torch_threads
 from hseval.core.errors import ConfigError, DataError, HsevalWarning, RunFormatError
-from hseval.core.perf import available_cores
+from hseval.core.perf import available_cores, spare_cores
 from hseval.core.progress import bar as progress_bar
 from hseval.core.sampling import check_split, stratified_subset
 from hseval.data import load_with_tree
@@ -234,8 +234,8 @@ def _forward(run: Run, split, *, sample: np.ndarray, options: EvalOptions,
         "max_logit": {"mean": float(torch.cat(max_logits).mean())}}
 
 
-def _stages(run: Run, part, root: OutputFolder, *, name: str, inputs: dict[str, Any],
-            options: EvalOptions) -> Callable[[], dict[str, Any]]:
+def _stages(run: Run, part, root: OutputFolder, *, name: str, inputs: dict[str, Any], options: EvalOptions,
+            threads: int, log) -> Callable[[], dict[str, Any]]:
     """The stages of one run on ``part``, its split (:func:`_split_of`), made from ``inputs``
     (:meth:`EvalOptions.inputs`): the forward pass (on the
     device), the metrics and the geometry, done now; the projections (CPU-bound) and the write
@@ -248,7 +248,9 @@ def _stages(run: Run, part, root: OutputFolder, *, name: str, inputs: dict[str, 
     if options.subset is not None:
         part = part.subset(indices)
     sample = stratified_subset(part.labels, options.max_points, seed=options.seed)
+    started = time.perf_counter()
     scores, embeddings, norms = _forward(run, part, sample=sample, options=options, device=device)
+    embedded = time.perf_counter()
     head, meta = run.model.head, run.meta
     scores_stage(evaluation, scores, indices=indices,
                  no_level_scores=f"head {run.head_name!r} has no super-class scores of its own (only its class scores)")
@@ -269,9 +271,16 @@ def _stages(run: Run, part, root: OutputFolder, *, name: str, inputs: dict[str, 
         if scale.verdict:
             warnings.warn(scale.message(f"{name}, {when}"), HsevalWarning, stacklevel=2)
 
+    measured = time.perf_counter()
+    log(f"  forward pass {embedded - started:.1f} s ({len(part) / max(embedded - started, 1e-9):,.0f} img/s), "
+        f"metrics and geometry {measured - embedded:.1f} s")
+
     def finish() -> dict[str, Any]:  # projections, then the write
-        sample_stage(evaluation, embeddings, sample, class_vectors, methods=options.projections, seed=options.seed)
-        return write_evaluation(root, evaluation)
+        start = time.perf_counter()
+        sample_stage(evaluation, embeddings, sample, class_vectors, methods=options.projections, seed=options.seed,
+                     threads=threads)
+        entry = write_evaluation(root, evaluation)
+        return {**entry, "projected": (", ".join(options.projections) or "none", time.perf_counter() - start)}
 
     return finish
 
@@ -319,15 +328,18 @@ def evaluate_runs(patterns: list[str], out_dir: str | Path, *, data_root: str | 
             stratified_subset(part.labels, subset, seed=options.seed, setting="--subset")
     one_split(out_dir, splits)
     entries: dict[str, dict[str, Any]] = {}
-    with root:
+    cores = spare_cores()  # the CPUs not busy now: threads beyond them wait on each other
+    with root, torch_threads(cores):
         index = Index(out_dir, writing=names)
-        threads = workers or max(1, min(len(runs), (os.cpu_count() or 1) // 4))
+        threads = workers or max(1, min(len(runs), cores // 4))
         pending: list[tuple[str, Future]] = []
 
         def done(name: str, entry: dict[str, Any]) -> None:
+            methods, seconds = entry.pop("projected")
             entries[name] = entry
             index.write({name: entry})
-            log(f"  leaf top-1 {entry['leaf_top1']:.4f} -> {out_dir / name}")
+            log(f"  {name}: projections ({methods}) and files {seconds:.1f} s; leaf top-1 {entry['leaf_top1']:.4f} "
+                f"-> {out_dir / name}")
 
         with ThreadPoolExecutor(threads) if threads > 1 else contextlib.nullcontext() as pool:
             for k, (run_dir, name) in enumerate(zip(runs, names), start=1):
@@ -338,7 +350,8 @@ def evaluate_runs(patterns: list[str], out_dir: str | Path, *, data_root: str | 
                     entries[name] = entry
                     log(f"  up to date: {out_dir / name}")
                     continue
-                finish = _stages(run, part, root, name=name, inputs=inputs, options=options)
+                finish = _stages(run, part, root, name=name, inputs=inputs, options=options,
+                                 threads=max(1, cores // threads), log=log)
                 del run, part
                 if pool is None:
                     done(name, finish())

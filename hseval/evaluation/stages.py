@@ -262,7 +262,8 @@ def geometry_stage(evaluation: EvaluationContent, vectors: tuple[np.ndarray, str
 
 
 def sample_stage(evaluation: EvaluationContent, embeddings: np.ndarray | None, sample: np.ndarray,
-                 class_vectors: np.ndarray | None, *, methods: tuple[str, ...] | list[str], seed: int) -> None:
+                 class_vectors: np.ndarray | None, *, methods: tuple[str, ...] | list[str], seed: int,
+                 threads: int | None = None) -> None:
     """projections.csv and embeddings.npz: the ``embeddings`` of the samples ``sample`` (their
     positions in the evaluated split, from :func:`hseval.core.sampling.stratified_subset`) with their
     labels and predictions, and the class vectors, projected by each of ``methods``. Without
@@ -272,7 +273,8 @@ def sample_stage(evaluation: EvaluationContent, embeddings: np.ndarray | None, s
     predictions = evaluation.arrays[eval_format.PREDICTIONS]
     labels, predicted = predictions["targets"][sample], predictions["topk"][sample, 0]
     evaluation.tables[eval_format.PROJECTIONS] = _projection_table(
-        evaluation.tree, embeddings, labels, predicted, list(methods), class_vectors, seed, indices=sample)
+        evaluation.tree, embeddings, labels, predicted, list(methods), class_vectors, seed, indices=sample,
+        threads=threads)
     evaluation.arrays[eval_format.EMBEDDINGS] = {
         "embeddings": embeddings.astype(np.float32), "labels": labels, "predictions": predicted, "indices": sample,
         "node_vectors": np.zeros((0, 0), np.float32) if class_vectors is None else class_vectors.astype(np.float32)}
@@ -285,7 +287,8 @@ def _level_columns(tree: Hierarchy, nodes: np.ndarray) -> dict[str, list[str]]:
 
 
 def _projection_table(tree: Hierarchy, emb: np.ndarray, labels: np.ndarray, pred: np.ndarray, methods: list[str],
-                      vectors: np.ndarray | None, seed: int, *, indices: np.ndarray) -> pd.DataFrame:
+                      vectors: np.ndarray | None, seed: int, *, indices: np.ndarray,
+                      threads: int | None = None) -> pd.DataFrame:
     """projections.csv: one block per method, of the sampled embeddings (labels, predictions, and
     ``indices``, their positions in the evaluated split) and of the class vectors; the header only
     with fewer than 4 samples."""
@@ -294,7 +297,7 @@ def _projection_table(tree: Hierarchy, emb: np.ndarray, labels: np.ndarray, pred
                                      "index"])
     frames = []
     for method in methods:
-        xy, cxy = project(emb, method, class_vectors=vectors, seed=seed)
+        xy, cxy = project(emb, method, class_vectors=vectors, seed=seed, threads=threads)
         frames.append(pd.DataFrame({"method": method, "kind": "sample", "x": xy[:, 0], "y": xy[:, 1],
                                     "label": [tree.node_names[i] for i in labels.tolist()],
                                     **_level_columns(tree, labels), "correct": pred == labels,

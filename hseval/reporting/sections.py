@@ -276,8 +276,9 @@ def detail_charts(entry: SeedGroup) -> list[Chart]:
     return out
 
 
-FAMILY = ("Holm p: McNemar's p adjusted by Holm's method over the family of every test in this table (each run "
-          "against the baseline at each level, both ways); a difference is called significant when it is below 0.05.")
+FAMILY = ("Holm p: each test's p adjusted by Holm's method over the family of every test in this table (each run "
+          "against the baseline at each level, both ways, and on mistake severity, distance and hF1); a difference is "
+          "called significant when it is below 0.05.")
 """What the family of a table of paired tests is, as the report and the Compare page say it."""
 
 
