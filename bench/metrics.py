@@ -216,8 +216,8 @@ def torchmetrics_build(tree: Hierarchy, ks: tuple[int, ...]):
         def __init__(self) -> None:
             super().__init__()
             self.shell = HierarchicalMetrics(tree, topk=ks)
-            self.shell._accumulate = self.accumulate  # the shell's statistics go to this metric's states
-            for name, value in self.shell._state.items():
+            self.shell._stream.add = self.accumulate  # the shell's statistics go to this metric's states
+            for name, value in self.shell._stream.sums.items():
                 self.add_state(name, torch.from_numpy(value.copy()), dist_reduce_fx="sum")
             self.add_state("pair_keys", [], dist_reduce_fx="cat")
             self.add_state("pair_counts", [], dist_reduce_fx="cat")
@@ -248,7 +248,7 @@ def torchmetrics_build(tree: Hierarchy, ks: tuple[int, ...]):
             return confusion
 
         def compute(self) -> dict:
-            state = {name: getattr(self, name).cpu().numpy() for name in self.shell._state}
+            state = {name: getattr(self, name).cpu().numpy() for name in self.shell._stream.sums}
             shown = [i for i, k in enumerate(self.shell.ks) if k in self.shell.reported_ks()]
             return statistics.state_compute(state, self.confusion().pairs(), tree, self.shell.ks, shown=shown,
                                             levels=None, scored=True)

@@ -139,7 +139,7 @@ def test_bad_hierarchy_files_have_clear_errors(tmp_path, text, fmt, message):
 
 def test_an_unknown_format_is_refused_by_the_registry(tmp_path):
     path = _write(tmp_path, "2\n0 2\n1 2\n")
-    message = r"^unknown hierarchy format 'nope'; choose one of pairs, isa, nbdt, paths, child-parent$"
+    message = r"^unknown hierarchy format 'nope'; choose one of pairs, nbdt, paths, isa, child-parent$"
     with pytest.raises(ConfigError, match=message):
         read_hierarchy(path, format="nope")
     with pytest.raises(ConfigError, match=message):
@@ -234,8 +234,8 @@ def test_only_cr_and_lf_end_lines(tmp_path, newline):
     ("# hseval hierarchy: {paths}", r"t.txt, line 1: the '# hseval hierarchy:' line is not valid JSON \(Expecting "
                                     r"property name enclosed in double quotes\); fix it or delete the line"),
     ('# hseval hierarchy: {"format": "nbdt"}', r"line 1: the '# hseval hierarchy:' line needs a \"format\" of pairs, "
-                                               r"isa, paths, child-parent; fix it or delete the line"),
-    ('# hseval hierarchy: ["paths"]', r"needs a \"format\" of pairs, isa, paths, child-parent"),
+                                               r"paths, isa, child-parent; fix it or delete the line"),
+    ('# hseval hierarchy: ["paths"]', r"needs a \"format\" of pairs, paths, isa, child-parent"),
     ('# hseval hierarchy: {"format": "paths", "colour": 1}', r"has the key 'colour', which paths files do not take"),
     ('# hseval hierarchy: {"format": "paths", "leaf_order": "file"}', r"has the key 'leaf_order', which paths files"),
     ('# hseval hierarchy: {"format": "paths", "root": ""}', r"line 1: the '# hseval hierarchy:' line has a malformed "

@@ -107,19 +107,19 @@ def test_training_warns_before_the_first_step_and_the_report_flags_it(fashion_li
 
 def test_a_backbone_other_than_the_recipes_is_pointed_at_the_radius():
     from hseval.cli.main import build_parser
-    from hseval.cli.train import _config
+    from hseval.cli.train_plan import run_config
 
     args = build_parser().parse_args(["train", "--backbone", "resnet18", "--out", "x"])
-    config = _config(args, "riemann", [])
+    config = run_config(args, "riemann", [])
     assert config.data.dataset == "fashion-mnist"  # no --recipe, no --dataset: the default
     with pytest.warns(HsevalWarning, match=r"recipe fashion-mnist is written for small-cnn \(radius R0 = 8.0\)"):
         check_recipe_backbone(config)
     with warnings.catch_warnings():
         warnings.simplefilter("error")
-        check_recipe_backbone(_config(args, "plain", []))  # no radius: nothing to say
+        check_recipe_backbone(run_config(args, "plain", []))  # no radius: nothing to say
         args = build_parser().parse_args(["train", "--backbone", "resnet18", "--out", "x", "--set",
                                           "model.head_options.radius=1"])
-        check_recipe_backbone(_config(args, "riemann", []))  # the radius was chosen
+        check_recipe_backbone(run_config(args, "riemann", []))  # the radius was chosen
 
 
 @pytest.mark.slow  # trains a run: not in the fast lane

@@ -62,8 +62,8 @@ def test_state_does_not_grow_with_the_samples():
         feed(data, metrics=whole)
     targets, preds, counts = whole.pairs()
     assert len(targets) == size <= data["tree"].num_leaves ** 2 and counts.sum() == 6 * len(data["target"])
-    assert {name: value.shape for name, value in whole._state.items()} == \
-        {name: value.shape for name, value in HierarchicalMetrics(data["tree"], topk=KS)._state.items()}
+    assert {name: value.shape for name, value in whole._stream.sums.items()} == \
+        {name: value.shape for name, value in HierarchicalMetrics(data["tree"], topk=KS)._stream.sums.items()}
     assert streamed(whole, "top1") == pytest.approx(METRICS["top1"][0](data), rel=1e-12)
     whole.reset()
     assert len(whole) == 0 and whole.compute()["samples"] == 0

@@ -31,7 +31,7 @@ import pytest
 from safetensors.torch import save_file
 
 from hseval.cli.main import main
-from hseval.cli.train import plan_runs
+from hseval.cli.train_plan import plan_runs
 from hseval.io.evaluation_format import FILES as EVALUATED_FILES
 from hseval.io.evaluation_format import FOLDER_FILES, REPORT_FILES, SCHEMA_VERSION
 from hseval.io.folders import LOCK, MARKER, STAGING, new_marker

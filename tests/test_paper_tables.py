@@ -170,7 +170,7 @@ def test_every_planned_command_is_one_hseval_accepts():
     """Each train-all of every table parses, names a shipped recipe, sets only real keys, and trains
     the number of runs its estimate counts; the tree commands of Table 5 parse too."""
     from hseval.cli.main import build_parser
-    from hseval.cli.train import _config, plan_runs
+    from hseval.cli.train_plan import plan_runs, run_config
 
     module = _load("reproduce_paper")
     steps = module.plan("all", "/data")
@@ -182,7 +182,7 @@ def test_every_planned_command_is_one_hseval_accepts():
             if command[1] == "train-all":
                 planned = plan_runs(args, note=lambda _: None)
                 for head, overrides, _ in planned:  # the recipe exists, every key is real, and the
-                    config = _config(args, head, overrides)  # recipe's dataset is the one trained
+                    config = run_config(args, head, overrides)  # recipe's dataset is the one trained
                     assert (config.data.dataset, config.model.backbone) == (step.dataset, step.backbone)
                 runs += len(planned)
         assert runs == step.runs, (step.table, step.dataset)

@@ -15,7 +15,7 @@ import torch.nn.functional as F
 
 import hseval
 from hseval.cli.main import main
-from hseval.cli.train import plan_runs
+from hseval.cli.train_plan import plan_runs
 from hseval.core.errors import ConfigError
 from hseval.evaluation.stages import probability_metrics
 from hseval.io.results import load_evaluation

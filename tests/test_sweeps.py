@@ -11,7 +11,7 @@ import os
 import pytest
 
 from hseval.cli.main import main
-from hseval.cli.train import plan_runs
+from hseval.cli.train_plan import plan_runs
 from hseval.tree import write_hierarchy
 from hseval.tree.transforms import random_hierarchy
 from tests.helpers import fashion_tree, write_fashion_like

@@ -148,7 +148,7 @@ def test_train_all_resume_keeps_only_runs_trained_with_the_same_settings(fashion
 def test_train_all_grid_names(fashion_like, tmp_path):
     import argparse
 
-    from hseval.cli.train import plan_runs
+    from hseval.cli.train_plan import plan_runs
 
     args = argparse.Namespace(heads="plain,riemann", seeds="0,1",
                               sweep=["model.head_options.radius_decay=0.5,0.9"])
@@ -173,7 +173,7 @@ def test_train_all_grid_names(fashion_like, tmp_path):
 def test_train_all_refuses_two_runs_in_one_folder(heads, seeds, sweep):
     import argparse
 
-    from hseval.cli.train import plan_runs
+    from hseval.cli.train_plan import plan_runs
 
     with pytest.raises(ConfigError, match=r"two runs would be written to '.*'; a head, seed or sweep value is "
                                           r"listed twice"):

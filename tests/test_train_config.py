@@ -151,7 +151,7 @@ def test_any_float_as_written_is_that_float_through_set_and_a_recipe(tmp_path_fa
 @given(value=finite.filter(lambda x: x > 0), form=st.integers(0, len(WRITTEN) - 1))
 def test_any_float_as_written_is_that_float_through_a_sweep(value, form):
     from hseval.cli.main import build_parser
-    from hseval.cli.train import planned_configs
+    from hseval.cli.train_plan import planned_configs
 
     value, text = _as_written(value, form)
     args = build_parser().parse_args(["train-all", "--heads", "plain", "--sweep", f"optim.lr={text}", "--out", "x"])

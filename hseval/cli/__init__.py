@@ -1,6 +1,8 @@
 """Subcommands of the ``hseval`` CLI: one module per group, each with ``register(commands)``
-that adds its parsers to the ``hseval`` sub-parser and sets ``func`` (``args -> exit code``).
-Heavy imports happen inside the command functions, so ``hseval --help`` stays fast."""
+that adds its parsers to the ``hseval`` sub-parser and sets ``func`` (``args -> exit code``); a
+group's part that stands on its own sits beside it (:mod:`hseval.cli.train_plan`, the runs that
+``train-all`` plans). Here, the parsing of option values they share. Heavy imports happen inside
+the command functions, so ``hseval --help`` stays fast."""
 
 from __future__ import annotations
 
@@ -75,6 +77,15 @@ def bounded(annotation: Any, *, what: str = ""):
 
 positive_int = bounded(Size)
 non_negative_int = bounded(Seed)
+
+
+def comma_list(text: str, what: str) -> list[str]:
+    """The items of a comma-separated option value (``--heads plain,riemann``), stripped, empty ones
+    dropped; ``what`` names the option in the error for a value of no item."""
+    items = [t.strip() for t in text.split(",") if t.strip()]
+    if not items:
+        raise ConfigError(f"{what} is empty")
+    return items
 
 
 def refuse_unused(args: argparse.Namespace, options: Iterable[str], *, why: str) -> None:

@@ -18,7 +18,8 @@ from pathlib import Path
 
 from pydantic import Field
 
-from hseval.cli.train import RunsFailed, planned_configs
+from hseval.cli.train import RunsFailed
+from hseval.cli.train_plan import planned_configs
 from hseval.core.perf import available_cores, cpu_model
 from hseval.io.output import OutputFolder
 from hseval.io.records import NonNegative, Positive, Record, write_record

@@ -32,7 +32,7 @@ from hseval.metrics import (
 from hseval.metrics.crm import CrmMetrics
 from hseval.metrics.decisions import DEFAULT_RULES
 from hseval.metrics.nodes import NodeBlock
-from hseval.metrics.streaming import NO_LEVEL_SCORES
+from hseval.metrics.stream_state import NO_LEVEL_SCORES
 from hseval.tree.hierarchy import Hierarchy
 
 __all__ = ["KS", "beyond_the_classes", "BLOCK", "probability_metrics", "block_rows", "EvaluationContent",

@@ -1,5 +1,7 @@
 """Prediction files: a model's outputs on a test set, made by any framework, for ``hseval evaluate
---predictions``. This module alone defines and reads them; nothing here unpickles.
+--predictions``. This module alone defines them, and reads them through its two readers: the
+arrays' here, the CSV's (and the class list's) in :mod:`hseval.io.prediction_csv`; nothing
+unpickles.
 
 Arrays (``.npz`` read with ``allow_pickle=False``, or ``.safetensors``), N samples, |L| classes:
 
@@ -21,7 +23,7 @@ leaves; a column holding only leaf names is read as names).
 What scores are is never guessed from their values; the values are checked against what the file
 says, with one tolerance (:data:`PROBABILITY_TOLERANCE`): probabilities are rows of values in
 [0, 1] summing to 1 within it, and "logits" whose every row is such a vector are refused as the
-probabilities they are.
+probabilities they are (:mod:`hseval.io.prediction_scores`, for both readers).
 
 Class indices follow the tree's leaf order, or the order of ``classes`` (one name per class, as
 the model numbers them) when it is given: the scores' columns and the class weights are then
@@ -35,7 +37,6 @@ goes through them, so that a file of any size is evaluated in the memory of a fe
 
 from __future__ import annotations
 
-import difflib
 import re
 from collections.abc import Iterator
 from dataclasses import dataclass, field
@@ -44,9 +45,11 @@ from pathlib import Path
 import numpy as np
 
 from hseval.core.errors import DataError
-from hseval.core.fileio import read_text, sha256
+from hseval.core.fileio import sha256
 from hseval.io.prediction_arrays import Member, in_memory, npz_members, safetensors_members
-from hseval.io.tables import Column, failure, parse_column, read_cells
+from hseval.io.prediction_csv import read_class_list, read_csv
+from hseval.io.prediction_scores import SCORE_KINDS, check_kind, permuted
+from hseval.io.tables import failure
 from hseval.metrics._checks import PROBABILITY_TOLERANCE, probability_problem
 from hseval.tree.hierarchy import Hierarchy
 
@@ -57,11 +60,7 @@ SUFFIXES = (".npz", ".safetensors", ".csv")
 FEATURE_ARRAYS = ("embeddings", "class_weights", "node_weights")
 """The arrays of features (a layer's values, stored as float32): each value within float32's range."""
 MEMBERS = ("targets", "logits", "probs", "level_scores_<k>", *FEATURE_ARRAYS)
-SCORE_KINDS = ("logits", "probs")
 _LEVEL = re.compile(r"level_scores_([1-9][0-9]{0,3})")
-_SCORE_COLUMN = re.compile(r"(score|logit|prob)_([0-9]+)")
-_COLUMN_KIND = {"logit": "logits", "prob": "probs", "score": None}
-_CSV_HINTS = {"logits": "name the columns logit_<i>", "probs": "name the columns prob_<i>"}
 _ARRAY_HINTS = {"logits": "save raw scores as 'logits'", "probs": "save softmax outputs as 'probs'"}
 
 
@@ -97,9 +96,10 @@ class Rows:
     """A per-sample matrix of a prediction file, (N, C), read in blocks of rows: each block float64,
     checked (finite values) and, with ``columns`` (:func:`read_class_list`'s order), its columns
     permuted into the tree's order. With ``kind`` the scores are checked against it as
-    :func:`_check_kind` checks a whole matrix: "probs" whose row is no distribution, "logits" whose
-    every row is one. A damaged value is one line (``DataError``) naming the member and the row
-    when its block is read. ``np.asarray(rows)`` reads the whole matrix."""
+    :func:`~hseval.io.prediction_scores.check_kind` checks a whole matrix: "probs" whose row is no
+    distribution, "logits" whose every row is one. A damaged value is one line (``DataError``)
+    naming the member and the row when its block is read. ``np.asarray(rows)`` reads the whole
+    matrix."""
 
     def __init__(self, path: Path, name: str, member: Member, *, columns: np.ndarray | None = None,
                  kind: str | None = None) -> None:
@@ -115,46 +115,15 @@ class Rows:
                 problem = probability_problem(block)
                 all_probabilities = all_probabilities and problem is None
                 if self._kind == "probs":
-                    _check_kind(self.path, f"'{self.name}'", problem, "probs", _ARRAY_HINTS, first=first)
-            yield block if self._columns is None else _permuted(block, self._columns)
+                    check_kind(self.path, f"'{self.name}'", problem, "probs", _ARRAY_HINTS, first=first)
+            yield block if self._columns is None else permuted(block, self._columns)
             first += len(block)
         if self._kind == "logits" and all_probabilities and first:
-            _check_kind(self.path, f"'{self.name}'", None, "logits", _ARRAY_HINTS)
+            check_kind(self.path, f"'{self.name}'", None, "logits", _ARRAY_HINTS)
 
     def __array__(self, dtype=None, copy=None) -> np.ndarray:
         whole = np.concatenate(list(self.blocks(max(1, (1 << 20) // self.shape[1]))))
         return whole if dtype is None else whole.astype(dtype)
-
-
-def read_class_list(path: str | Path, tree: Hierarchy) -> np.ndarray:
-    """``classes``: one class name per line, in the model's order -> (|L|,) the tree's leaf index
-    of each model class."""
-    path = Path(path)
-    lines = read_text(path, what="class list", error=DataError).split("\n")
-    if lines and lines[-1] == "":
-        lines.pop()
-    leaf = {name: i for i, name in enumerate(tree.leaf_names)}
-    seen: dict[str, int] = {}
-    order = []
-    for number, line in enumerate(lines, start=1):
-        name = line.rstrip("\r")
-        if name not in leaf:
-            raise _fail(path, _unknown(name, tree), number)
-        if name in seen:
-            raise _fail(path, f"{name!r} is listed twice (first on line {seen[name]})", number)
-        seen[name] = number
-        order.append(leaf[name])
-    if len(order) != tree.num_leaves:
-        missing = next(n for n in tree.leaf_names if n not in seen)
-        raise _fail(path, f"lists {len(order)} classes but the hierarchy has {tree.num_leaves} (missing {missing!r}); "
-                          "give every class once, one per line, in the model's order")
-    return np.asarray(order, dtype=np.int64)
-
-
-def _unknown(name: str, tree: Hierarchy) -> str:
-    close = difflib.get_close_matches(name, tree.leaf_names, n=1)
-    hint = f" (did you mean {close[0]!r}?)" if close else ""
-    return f"{name[:60]!r} is not a class of the hierarchy{hint}"
 
 
 def read_predictions(path: str | Path, tree: Hierarchy, *, classes: np.ndarray | None = None,
@@ -177,9 +146,12 @@ def read_predictions(path: str | Path, tree: Hierarchy, *, classes: np.ndarray |
     except IsADirectoryError:
         raise _fail(path, "is a folder; give a .npz, .safetensors or .csv file") from None
     if fmt == "csv":
-        out = _read_csv(path, data, tree, classes, scores)
-        if out.scores is not None:  # parsed, checked and permuted whole
-            out.scores = Rows(path, out.kind, in_memory(out.scores))
+        csv = read_csv(path, data, tree, classes, scores)
+        out = Predictions(path=path, format=fmt, sha256="", targets=csv.targets, kind=csv.kind)
+        if csv.kind == "labels":
+            out.predictions = csv.values
+        else:  # parsed, checked and permuted whole
+            out.scores = Rows(path, csv.kind, in_memory(csv.values))
     else:
         members = npz_members(path, _fail) if fmt == "npz" else safetensors_members(path, _fail)
         out = _from_members(path, members, tree, classes, scores)
@@ -226,7 +198,7 @@ def _from_members(path: Path, arrays: dict[str, Member], tree: Hierarchy, classe
         raise _fail(path, "holds both 'class_weights' and 'node_weights'; keep one")
     if "class_weights" in arrays:
         weights = _matrix(path, "class_weights", arrays["class_weights"].load(), (tree.num_leaves, None), "feature")
-        out.class_weights = weights if classes is None else _permuted(weights.T, classes).T
+        out.class_weights = weights if classes is None else permuted(weights.T, classes).T
     if "node_weights" in arrays:
         out.node_weights = _matrix(path, "node_weights", arrays["node_weights"].load(), (tree.num_nodes, None),
                                    "feature")
@@ -234,13 +206,6 @@ def _from_members(path: Path, arrays: dict[str, Member], tree: Hierarchy, classe
     if out.embeddings is not None and vectors is not None and vectors.shape[1] != out.embeddings.shape[1]:
         raise _fail(path, f"the class vectors have {vectors.shape[1]} features but 'embeddings' has "
                           f"{out.embeddings.shape[1]}; both come from the same layer")
-    return out
-
-
-def _permuted(scores: np.ndarray, classes: np.ndarray) -> np.ndarray:
-    """Columns from the model's class order into the tree's: column ``i`` goes to ``classes[i]``."""
-    out = np.empty_like(scores)
-    out[:, classes] = scores
     return out
 
 
@@ -294,90 +259,3 @@ def _values(path: Path, name: str, values: np.ndarray, first: int = 0) -> np.nda
         raise _fail(path, f"'{name}' holds a value beyond float32's range ±{largest:.3g} (row {row}), which no layer "
                           "of a network gives; check how the file was written")
     return values
-
-
-def _check_kind(path: Path, what: str, problem: tuple[int, str] | None, kind: str, hints: dict[str, str], *,
-                csv: bool = False, first: int = 0) -> None:
-    """Scores declared ``kind`` whose values say otherwise: probabilities that are not, or logits
-    that are probabilities in every row. ``problem``: :func:`probability_problem` of the scores (of
-    the block from row ``first``); ``what``: the array, or the CSV's columns (``csv``); ``hints``:
-    how this format declares each kind."""
-    if kind == "probs" and problem is not None:
-        row, why = problem
-        row += first
-        if csv:
-            raise _fail(path, f"{why}, so the {what} columns are not probabilities; {hints['logits']}", row + 2)
-        raise _fail(path, f"{what} row {row} {why}, so these are not probabilities; {hints['logits']}")
-    if kind == "logits" and problem is None:
-        raise _fail(path, f"{f'the {what} columns' if csv else what} hold probabilities, not logits (every row in "
-                          f"[0, 1] sums to 1); {hints['probs']}")
-
-
-# ====================================================================== CSV
-def _read_csv(path: Path, data: bytes, tree: Hierarchy, classes: np.ndarray | None,
-              declared: str | None) -> Predictions:
-    header, cells = read_cells(path, data, error=DataError, hint="", lenient=True,
-                               empty="is empty; expected a header line such as target,pred")
-    if "target" not in header:
-        raise _fail(path, "no column 'target'; expected target,pred or target,logit_0,... or target,prob_0,...", 1)
-    if not len(cells):
-        raise _fail(path, "has a header but no sample")
-    column = {h: cells[:, i] for i, h in enumerate(header)}
-    targets = _csv_classes(path, "target", column["target"], tree, classes)
-    score_columns = {h: _SCORE_COLUMN.fullmatch(h) for h in header if h != "target"}
-    out = Predictions(path=path, format="csv", sha256="", targets=targets)
-    if list(score_columns) == ["pred"]:
-        if declared is not None:
-            raise _fail(path, f"holds predicted classes (target,pred), no scores, but {declared} were declared "
-                              f"(--scores {declared})")
-        out.kind = "labels"
-        out.predictions = _csv_classes(path, "pred", column["pred"], tree, classes)
-        return out
-    unknown = [h for h, m in score_columns.items() if m is None]
-    if unknown:
-        raise _fail(path, f"unknown column {unknown[0]!r}; expected target,pred or target,logit_0,...,"
-                         f"logit_{tree.num_leaves - 1} (or prob_0,...)", 1)
-    prefixes = {m.group(1) for m in score_columns.values()}
-    indices = sorted(int(m.group(2)) for m in score_columns.values())
-    if len(prefixes) != 1 or indices != list(range(tree.num_leaves)):
-        raise _fail(path, f"score columns must be one kind (score_, logit_ or prob_) numbered 0.."
-                         f"{tree.num_leaves - 1}, one per class; got {len(indices)} columns", 1)
-    prefix = prefixes.pop()
-    named = _COLUMN_KIND[prefix]
-    if named is None and declared is None:
-        raise _fail(path, f"{prefix}_<i> columns do not say whether they hold logits or probabilities; name them "
-                          "logit_<i> or prob_<i>, or pass --scores logits or --scores probs", 1)
-    if None not in (named, declared) and named != declared:
-        raise _fail(path, f"the {prefix}_<i> columns hold {named}, but {declared} were declared (--scores "
-                          f"{declared}); the columns' names say what they hold", 1)
-    kind = named or declared
-    scores = np.stack([parse_column(column[f"{prefix}_{i}"], Column(f"{prefix}_{i}", float), path, _fail)
-                       for i in range(tree.num_leaves)], axis=1)
-    hints = {k: f"{_CSV_HINTS[k]}" + (f" or pass --scores {k}" if named is None else "") for k in SCORE_KINDS}
-    _check_kind(path, f"{prefix}_<i>", probability_problem(scores), kind, hints, csv=True)
-    out.kind, out.scores = kind, scores if classes is None else _permuted(scores, classes)
-    return out
-
-
-def _csv_classes(path: Path, name: str, cells: np.ndarray, tree: Hierarchy, classes: np.ndarray | None) -> np.ndarray:
-    """A column of class names (every cell a leaf name) or of class indices."""
-    leaf = {n: i for i, n in enumerate(tree.leaf_names)}
-    stripped = np.array([c.strip() for c in cells], dtype=object)
-    if all(c in leaf for c in stripped):
-        return np.array([leaf[c] for c in stripped], dtype=np.int64)
-    if all(re.fullmatch(r"[0-9]{1,12}", c) for c in stripped):
-        values = np.array([int(c) for c in stripped], dtype=np.int64)
-        bad = np.flatnonzero(values >= tree.num_leaves)
-        if len(bad):
-            raise _fail(path, f"{int(values[bad[0]])} is not a class index 0..{tree.num_leaves - 1} of the "
-                              "hierarchy", int(bad[0]) + 2, name)
-        return values if classes is None else classes[values]
-    digits = np.array([bool(re.fullmatch(r"[0-9]{1,12}", c)) for c in stripped])
-    names = np.array([c in leaf for c in stripped])
-    odd = np.flatnonzero(~names & ~digits)
-    if len(odd):
-        row = int(odd[0])
-        raise _fail(path, _unknown(stripped[row], tree), row + 2, name)
-    row = int(np.flatnonzero(digits)[0])
-    raise _fail(path, f"{stripped[row]!r} is an index but other rows hold class names; use names or indices in the "
-                      "whole column", row + 2, name)

@@ -2,7 +2,7 @@
 compute from them; :class:`HierarchicalMetrics` streams the same statistics and computes the same way."""
 
 # isort: off
-from hseval.metrics import accuracy, levels, mistakes, hierarchical, calibration  # noqa: F401 (declare, in this order, the metrics)
+from hseval.metrics import accuracy, levels, mistakes, topk_mistakes, hierarchical, calibration  # noqa: F401 (declare, in this order, the metrics)
 # isort: on
 from hseval.metrics.accuracy import (
     level_accuracy,
@@ -22,16 +22,15 @@ from hseval.metrics.levels import (
     level_predictions_from_logits,
     superclass_accuracy_from_levels,
 )
-from hseval.metrics.mistakes import (
-    avg_hierarchical_distance_at_k,
-    best_hierarchical_distance_at_k,
-    hierarchical_distance,
-    mistake_metrics,
-    mistake_metrics_from_topk,
-    mistake_severity,
-)
+from hseval.metrics.mistakes import hierarchical_distance, mistake_severity
 from hseval.metrics.nodes import node_probabilities
 from hseval.metrics.streaming import HierarchicalMetrics
+from hseval.metrics.topk_mistakes import (
+    avg_hierarchical_distance_at_k,
+    best_hierarchical_distance_at_k,
+    mistake_metrics,
+    mistake_metrics_from_topk,
+)
 
 __all__ = [
     "HierarchicalMetrics",

@@ -4,11 +4,12 @@
 batch, adds the batch's sufficient statistics (:func:`hseval.metrics.statistics.batch_update`,
 built from the same ``_update`` functions as the metric functions of :mod:`hseval.metrics`) to
 its state, and computes the metrics from the sums with the same ``_compute`` functions
-(:func:`hseval.metrics.statistics.state_compute`), so each metric is written once. The state does
-not grow with the number of samples N: named sums (a decoding rule's too), and the sparse
-confusion counts (the (true, predicted) class pairs seen, never a dense |L|×|L| matrix). ``merge``
-adds another instance's state; under ``torch.distributed`` ``compute`` all-reduces every
-process's state first (sums by ``all_reduce``, pairs by ``all_gather``).
+(:func:`hseval.metrics.statistics.state_compute`), so each metric is written once. The state
+(:class:`~hseval.metrics.stream_state.StreamState`) does not grow with the number of samples N:
+named sums (a decoding rule's too), and the sparse confusion counts (the (true, predicted) class
+pairs seen, never a dense |L|×|L| matrix). ``merge`` adds another instance's state; under
+``torch.distributed`` ``compute`` all-reduces every process's state first (sums by
+``all_reduce``, pairs by ``all_gather``).
 
 Not a ``torchmetrics.Metric``: built on one it is slower than this shell on the same statistics
 (``bench/metrics.py --stream`` times both), its wrapped ``update`` drops the top-k this ``update``
@@ -24,19 +25,16 @@ from typing import Any, Literal
 import numpy as np
 
 from hseval.core.arguments import Array, Positive, checked
-from hseval.metrics import _checks, _distributed, statistics
+from hseval.metrics import _checks, statistics
 from hseval.metrics.accuracy import _per_node_compute, _topk
-from hseval.metrics.confusion import SparseConfusion
 from hseval.metrics.decision_metrics import DecisionMetrics
 from hseval.metrics.levels import _check_superclass_levels, _level_scores_update
 from hseval.metrics.nodes import NodeBlock, softmax
+from hseval.metrics.stream_state import NO_LEVEL_SCORES, NO_SCORES, StreamState
 from hseval.tree.hierarchy import Hierarchy
 
 __all__ = ["HierarchicalMetrics", "NO_SCORES", "NO_LEVEL_SCORES"]
 
-NO_SCORES = "the predictions give one class per sample, no scores"
-"""Why a score-based metric (top-k beyond 1, calibration, cross-entropy) is not available."""
-NO_LEVEL_SCORES = "no super-class scores of the model's own were given"
 _PROBS_FIX = "pass softmax outputs, or make the metrics with scores='logits' for logits"
 
 
@@ -110,25 +108,13 @@ class HierarchicalMetrics:
 
     def reset(self) -> None:
         """Forget every sample."""
-        self._state = statistics.state_zeros(self.hierarchy, len(self.ks), self.n_bins)  # added over batches
+        sums = statistics.state_zeros(self.hierarchy, len(self.ks), self.n_bins)  # added over batches
         if self.decisions is not None:
-            self._state.update(self.decisions.zeros())
-        self._confusion = SparseConfusion(self.hierarchy.num_leaves)
-        self._levels: tuple[int, ...] | None = None  # the levels given level scores
-        self._mode: str | None = None                # "scores" or "labels", fixed by the first batch
+            sums.update(self.decisions.zeros())
+        self._stream = StreamState(sums, self.hierarchy.num_leaves)
 
     def __len__(self) -> int:
-        return int(self._state["samples"][0])
-
-    def _set_mode(self, mode: str, levels: tuple[int, ...] | None) -> None:
-        if self._mode is not None and self._mode != mode:
-            kinds = {"scores": "scores", "labels": "predicted classes"}
-            raise ValueError(f"this batch gives {kinds[mode]} but earlier batches gave {kinds[self._mode]}; use "
-                             "update() or update_labels() for every batch")
-        if self._mode is not None and self._levels != levels:
-            raise ValueError(f"this batch has level scores for levels {list(levels or []) or None} but earlier "
-                             f"batches had {list(self._levels or []) or None}; give the same levels in every batch")
-        self._mode, self._levels = mode, levels
+        return len(self._stream)
 
     @checked
     def update(self, logits: Array, targets: Array, level_scores: _checks.Levels | None = None) -> np.ndarray:
@@ -182,13 +168,13 @@ class HierarchicalMetrics:
         if self.scores == "probs":
             _checks.probabilities(scores, fix=_PROBS_FIX, rows_sum_to_one=True)
         levels = _level_scores_update(level_scores, tree, len(targets))
-        self._set_mode("scores", None if levels is None else tuple(sorted(levels)))
+        self._stream.feed("scores", None if levels is None else tuple(sorted(levels)))
         top = _topk(scores, self._kept)
-        self._accumulate(statistics.batch_update(top, targets, tree, self._capped, levels=levels, scores=scores,
+        self._stream.add(statistics.batch_update(top, targets, tree, self._capped, levels=levels, scores=scores,
                                                  logits=self.scores == "logits", n_bins=self.n_bins))
         if self.decisions is not None:
             probs = softmax(scores) if self.scores == "logits" else scores
-            self._accumulate(self.decisions.update(NodeBlock(self.decisions.layout, probs), targets)[0])
+            self._stream.add(self.decisions.update(NodeBlock(self.decisions.layout, probs), targets)[0])
         return top
 
     @checked
@@ -221,17 +207,10 @@ class HierarchicalMetrics:
         if level_predictions is not None:
             levels = {k: _checks.level_nodes(v, k, tree, len(targets)) for k, v in level_predictions.items()}
             _check_superclass_levels(levels, tree)
-        self._set_mode("labels", None if levels is None else tuple(sorted(levels)))
-        self._accumulate(statistics.batch_update(pred[:, None], targets, tree, self._capped, levels=levels))
+        self._stream.feed("labels", None if levels is None else tuple(sorted(levels)))
+        self._stream.add(statistics.batch_update(pred[:, None], targets, tree, self._capped, levels=levels))
         if self.decisions is not None:
-            self._accumulate(self.decisions.update_labels(pred, targets)[0])
-
-    def _accumulate(self, statistics: dict[str, Any]) -> None:
-        for name, value in statistics.items():
-            if name == "pairs":
-                self._confusion.add(value)
-            else:
-                self._state[name] += value
+            self._stream.add(self.decisions.update_labels(pred, targets)[0])
 
     def merge(self, other: HierarchicalMetrics) -> HierarchicalMetrics:
         """Add ``other``'s samples to this instance (same tree and settings); returns self.
@@ -261,27 +240,8 @@ class HierarchicalMetrics:
             raise ValueError("can only merge metrics of the same tree with the same topk, n_bins and scores")
         if (self.decisions.names if self.decisions else []) != (other.decisions.names if other.decisions else []):
             raise ValueError("can only merge metrics of the same decoding rules")
-        if other._mode is not None:
-            self._set_mode(other._mode, other._levels)
-        other._confusion.consolidate()
-        self._confusion.add_keys(other._confusion.keys, other._confusion.counts)
-        self._accumulate(other._state)
+        self._stream.merge(other._stream)
         return self
-
-    def _synced(self) -> HierarchicalMetrics:
-        """This instance, or under an initialised ``torch.distributed`` group of several processes
-        a new one holding every process's state (each process must call ``compute``)."""
-        self._confusion.consolidate()
-        reduced = _distributed.all_processes(self._state, self._confusion.keys, self._confusion.counts,
-                                             mode=self._mode, levels=self._levels)
-        if reduced is None:
-            return self
-        out = HierarchicalMetrics(self.hierarchy, topk=self.ks, n_bins=self.n_bins, scores=self.scores,
-                                  rules=self.decisions.names if self.decisions else ())
-        out._state, pairs, out._mode, out._levels = reduced
-        for keys, counts in pairs:
-            out._confusion.add_keys(keys, counts)
-        return out
 
     def pairs(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """The leaf confusion counts, one entry per distinct pair.
@@ -291,7 +251,7 @@ class HierarchicalMetrics:
         targets, predictions, counts : (M,) ndarray of int64
             The M distinct (true class, predicted class) pairs seen, sorted, and how often each was.
         """
-        pairs = self._confusion.pairs()
+        pairs = self._stream.confusion.pairs()
         return pairs.target, pairs.pred, pairs.count.copy()
 
     def per_node(self) -> tuple[np.ndarray, np.ndarray]:
@@ -316,7 +276,7 @@ class HierarchicalMetrics:
         >>> support.tolist(), correct.tolist()
         ([2, 0, 1, 1, 2, 2], [1, 0, 0, 1, 2, 1])
         """
-        return _per_node_compute(self._confusion.pairs(), self.hierarchy)
+        return _per_node_compute(self._stream.confusion.pairs(), self.hierarchy)
 
     def unavailable(self) -> dict[str, str]:
         """Metric key -> why it cannot be computed from what was given (the kind of inputs; why a
@@ -327,15 +287,7 @@ class HierarchicalMetrics:
         dict of str to str
             {metric key: reason}; empty when every metric is available.
         """
-        out: dict[str, str] = {}
-        for key, (metric, _) in statistics.declared().items():
-            if self._mode == "labels" and "{k}" in key:  # one class per sample: no top-k beyond the first
-                out.update({key.format(k=k): NO_SCORES for k in self.ks[1:]})
-            elif self._mode == "labels" and metric.needs == "scores":
-                out[key] = NO_SCORES
-            elif metric.needs == "levels" and self._levels is None and self.hierarchy.max_depth > 1:
-                out[key] = NO_LEVEL_SCORES
-        return out
+        return self._stream.unavailable(self.ks, self.hierarchy)
 
     def compute(self) -> dict[str, Any]:
         """Every available metric over all samples so far (of every process under
@@ -383,16 +335,17 @@ class HierarchicalMetrics:
         >>> right.compute()["unavailable"]["mistake_severity"]
         'no mistakes: every sample is right, so the mean severity of a mistake is undefined'
         """
-        state = self._synced() if self.sync_on_compute else self
-        unavailable = state.unavailable()
-        shown = [i for i, k in enumerate(state.ks) if f"top{k}" not in unavailable]
-        out = statistics.state_compute(state._state, state._confusion.pairs(), state.hierarchy, state.ks, shown=shown,
-                                       levels=state._levels, scored=state._mode != "labels")
+        state = self._stream.synced() if self.sync_on_compute else self._stream
+        unavailable = state.unavailable(self.ks, self.hierarchy)
+        shown = [i for i, k in enumerate(self.ks) if f"top{k}" not in unavailable]
+        out = statistics.state_compute(state.sums, state.confusion.pairs(), self.hierarchy, self.ks, shown=shown,
+                                       levels=state.levels, scored=state.mode != "labels")
         if self.decisions is not None:
-            out["decisions"], why = self.decisions.compute(state._state, out["samples"],
-                                                           labels_only=state._mode == "labels")
+            out["decisions"], why = self.decisions.compute(state.sums, out["samples"],
+                                                           labels_only=state.mode == "labels")
             unavailable.update({f"decisions.{key}": reason for key, reason in why.items()})
         return {**out, "unavailable": {**out["unavailable"], **unavailable}}
+
 
 
 def _same_tree(a: Hierarchy, b: Hierarchy) -> bool:

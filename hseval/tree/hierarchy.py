@@ -4,7 +4,8 @@ Notation follows the paper (Scieur & Kim, 2021, Sec. 2.1): ``P`` is every node e
 ``L`` the leaves, which are the dataset's classes. Node order is canonical: nodes ``0..L-1`` are
 the leaves in class order, then the super-classes sorted by depth (ties keep their input order).
 The root is implicit: a parent index of ``-1`` means "child of the root". Depth counts from the
-root, whose children have depth 1. Files are read and written by :mod:`hseval.tree.formats`.
+root, whose children have depth 1. What a tree is built from is checked by
+:mod:`hseval.tree.building`; files are read and written by :mod:`hseval.tree.formats`.
 """
 
 from __future__ import annotations
@@ -22,21 +23,11 @@ from pydantic_core import PydanticCustomError, core_schema
 import hseval.tree.ancestry as ancestry
 from hseval.core.arguments import checked
 from hseval.core.errors import HierarchyError
-from hseval.tree.naming import check_names, checked_labels
+from hseval.tree.building import build, check_class_order, node_indices, renumbered_parents
+from hseval.tree.naming import checked_labels
 from hseval.tree.node_lists import EdgePair, lists_from_edges, lists_from_groups, lists_from_paths
 
 __all__ = ["Hierarchy"]
-
-
-def _node_indices(value: Any) -> np.ndarray:
-    """Node indices: integers (a float would be cut to one silently)."""
-    try:
-        array = np.asarray(value)
-    except (TypeError, ValueError):
-        array = np.asarray(None)
-    if array.ndim != 1 or (array.size and not np.issubdtype(array.dtype, np.integer)):
-        raise PydanticCustomError("indices_type", "must be a sequence of integer node indices")
-    return array.astype(np.int64)
 
 
 class Hierarchy:
@@ -79,11 +70,14 @@ class Hierarchy:
     __slots__ = ("_names", "_parents", "_depth", "_num_leaves", "_root_name", "_index", "_labels", "__dict__")
 
     @checked  # the labels are checked by checked_labels, in a HierarchyError that names the source
-    def __init__(self, names: Sequence[str], parents: Annotated[Sequence[int], PlainValidator(_node_indices)],
+    def __init__(self, names: Sequence[str], parents: Annotated[Sequence[int], PlainValidator(node_indices)],
                  num_leaves: int, *, root_name: str = "root", source: str | None = None,
                  labels: SkipValidation[Mapping[str, str] | None] = None, merge_chains: bool = False) -> None:
         try:
-            self._build(list(map(str, names)), parents, num_leaves, root_name, merge_chains)
+            built = build(list(map(str, names)), parents, num_leaves, root_name, merge_chains=merge_chains)
+            self._names, self._parents, self._depth, self._index = built
+            self._num_leaves = int(num_leaves)
+            self._root_name = root_name
             if merge_chains and isinstance(labels, Mapping):  # a removed node's label goes with it
                 labels = {k: v for k, v in labels.items() if k in self._index or k == root_name}
             self._labels = checked_labels(labels, self._names, root_name)
@@ -91,24 +85,6 @@ class Hierarchy:
             if source is None:
                 raise
             raise HierarchyError(f"{source}: {exc}") from None
-
-    def _build(self, names: list[str], parents: np.ndarray, num_leaves: int, root_name: str, merge: bool) -> None:
-        n = len(names)
-        if len(parents) != n:
-            raise HierarchyError(f"{n} node names but {len(parents)} parents; give one parent index per node")
-        if not 1 <= num_leaves <= n:
-            raise HierarchyError(f"num_leaves={num_leaves} must be between 1 and the number of nodes ({n})")
-        check_names([*names, root_name])
-        if n and (parents.min() < -1 or parents.max() >= n):
-            bad = int(np.flatnonzero((parents < -1) | (parents >= n))[0])
-            raise HierarchyError(f"node {names[bad]!r} has parent index {parents[bad]}, outside -1..{n - 1}")
-        order, depth, parents = ancestry.canonical(names, parents, num_leaves, merge_chains=merge)
-        self._parents = ancestry.readonly(parents)
-        self._names = tuple(map(names.__getitem__, order.tolist()))
-        self._depth = ancestry.readonly(depth)
-        self._num_leaves = int(num_leaves)
-        self._root_name = root_name
-        self._index = dict(zip(self._names, range(len(order))))
 
     # ----------------------------------------------------------------- constructors
     @classmethod
@@ -154,28 +130,14 @@ class Hierarchy:
         classes = [str(c) for c in classes]
         if classes == list(self.leaf_names):
             return self
-        seen: set[str] = set()
-        for name in classes:
-            if name in seen:
-                raise HierarchyError(f"{source}: class {name!r} is listed twice; list each class once")
-            if name not in self._index or self._index[name] >= self._num_leaves:
-                raise HierarchyError(f"{source}: class {name!r} is not a leaf of the tree")
-            seen.add(name)
-        missing = next((name for name in self.leaf_names if name not in seen), None)
-        if missing is not None:
-            raise HierarchyError(f"{source}: leaf {missing!r} of the tree is not in the class list")
+        check_class_order(classes, self.leaf_names, source=source)
         return self.renumbered([*classes, *self.node_names[self._num_leaves:]])
 
     def renumbered(self, names: Sequence[str]) -> Hierarchy:
         """The same tree with its nodes numbered in the order of ``names`` (every node once, the
         leaves first: a permutation of the leaves and one of the super-classes)."""
         names = [str(n) for n in names]
-        if sorted(names[: self._num_leaves]) != sorted(self.leaf_names) or sorted(names) != sorted(self._names):
-            raise HierarchyError("renumbered: give every node once, the leaves first")
-        position = {name: k for k, name in enumerate(names)}
-        old = self.parents.tolist()
-        parents = [position[self._names[old[self._index[name]]]] if old[self._index[name]] >= 0 else -1
-                   for name in names]
+        parents = renumbered_parents(names, self._names, self._parents.tolist(), self._index, self._num_leaves)
         return Hierarchy(names, parents, self._num_leaves, root_name=self._root_name, labels=self._labels)
 
     def with_labels(self, labels: Mapping[str, str] | None) -> Hierarchy:

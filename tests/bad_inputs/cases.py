@@ -72,15 +72,15 @@ def hierarchy(id: str, input: str, expect: str, text: str | bytes, name: str = "
 
 
 hierarchy("empty-file", "an empty file", "tree.txt: is empty; expected a hierarchy in one of the formats pairs, "
-          "isa, nbdt, paths, child-parent", "")
+          "nbdt, paths, isa, child-parent", "")
 hierarchy("binary-file", "random binary bytes (with NUL)", "tree.txt: is a binary file, not a hierarchy (expected "
-          "text: one of pairs, isa, nbdt, paths, child-parent)", bytes(range(256)) * 4)
+          "text: one of pairs, nbdt, paths, isa, child-parent)", bytes(range(256)) * 4)
 hierarchy("latin-1-file", "Latin-1 text (`caf\\xe9/x`)", "tree.txt: is not UTF-8 text (byte 3); save it as UTF-8",
           b"caf\xe9/x\n")
 hierarchy("only-comments", "only `#` comments", "tree.txt: holds only comments; expected a hierarchy",
           "# a tree\n# to come\n")
 hierarchy("undetectable", "three names on a line", "tree.txt: cannot tell the hierarchy format; pass --format "
-          "(pairs, isa, nbdt, paths, child-parent)", "a b c\n")
+          "(pairs, nbdt, paths, isa, child-parent)", "a b c\n")
 hierarchy("pairs-cycle", "pairs: 2 → 3 → 2, no root", "tree.txt: every node has a parent, so the pairs contain a "
           "cycle", "4\n0 2\n1 2\n2 3\n3 2\n")
 hierarchy("pairs-self-parent", "pairs: a node its own parent", "tree.txt, line 2: node 0 is its own parent (a cycle)",

@@ -11,9 +11,11 @@ The header: an isa, child-parent or paths file may begin with the line ``# hseva
 trusts it); the other keys are each format's (:attr:`Format.header_keys`): ``root`` (paths: the
 root's name), ``leaf_order`` (isa, child-parent: ``"file"`` keeps the classes in the order in which
 they first appear, ``"natural"`` sorts them) and ``superclass_order`` (the three: every
-super-class, in the tree's canonical order). The format is detected from the header, else from the first lines: a
-count (an integer): pairs, whatever the file's name; ``{``, or anything else in a ``.json`` file:
-nbdt; a ``/`` or ``\\``: paths; two names a line: isa; one name a line: paths.
+super-class, in the tree's canonical order).
+
+Detection: the format the header names, else the first of :data:`FORMATS` that claims the file
+from its name and first lines; each format's module says which files it claims
+(:attr:`Format.claims`), and the registry's order settles overlaps.
 
 Writing: a format renders the text, :func:`write_hierarchy` reads it back in memory (format
 detected) and compares the result with the tree (``==``). Where they differ the format tries its
@@ -41,8 +43,8 @@ from hseval.tree.hierarchy import Hierarchy
 __all__ = ["FORMATS", "Format", "HierarchyFile", "read_hierarchy", "write_hierarchy", "detect_format"]
 
 MAX_FILE_BYTES = 256 * 1024 * 1024
+DETECTED_LINES = 200  # what detection reads of a file: its format shows in its first lines
 HEADER = "# hseval hierarchy:"
-_INTEGER = re.compile(r"[+-]?\d+")
 _SURROGATE = re.compile("[\ud800-\udfff]")
 
 Files = list[tuple[Path, str]]  # what a rendering writes: (path, text), the hierarchy file itself last
@@ -87,9 +89,12 @@ class Format:
     plainest first (the first that reads back as the tree is written); ``header_keys`` maps each
     header key the format takes (beside ``format``) to the check of its value, None for a format
     without a header; ``name_problem(name, role)`` says why a name cannot be in such a file (``role``:
-    ``"root"``, ``"parent"`` or ``"leaf"``)
-    (None for a format that holds any text); ``holds_labels``: the file keeps the nodes' display
-    labels (:attr:`Hierarchy.labels`), which the other formats leave out."""
+    ``"root"``, ``"parent"`` or ``"leaf"``) (None for a format that holds any text); ``holds_labels``:
+    the file keeps the nodes' display labels (:attr:`Hierarchy.labels`), which the other formats
+    leave out; ``claims(path, lines)``: a file without a header is of this format, from its path and
+    first lines (at most :data:`DETECTED_LINES`, stripped, no blanks or comments; maybe none), asked
+    in the order of :data:`FORMATS`, so a claim may leave out an earlier format's; None: only a
+    header or ``--format`` says a file is of this format."""
 
     name: str
     read: Callable[[HierarchyFile], Hierarchy]
@@ -97,9 +102,10 @@ class Format:
     header_keys: Mapping[str, Callable[[object], bool]] | None = None
     name_problem: Callable[[str, str], str | None] | None = None
     holds_labels: bool = False
+    claims: Callable[[Path, list[str]], bool] | None = None
 
 
-FORMATS: Registry[Format] = Registry("hierarchy format")  # filled by hseval.tree.formats, in its order
+FORMATS: Registry[Format] = Registry("hierarchy format")  # filled by hseval.tree.formats, in detection order
 
 
 # --------------------------------------------------------------------- text and lines
@@ -204,25 +210,17 @@ def detect_format(path: str | Path) -> str:
 
 
 def _detect(path: Path, rows: list[str], header: dict) -> str:
+    """The format the header names, else the first of :data:`FORMATS` to claim the file (``rows``: its first lines)."""
     if header:
         return header["format"]
-    sample = list(itertools.islice((line for line in map(str.strip, rows) if line and line[0] != "#"), 200))
-    is_json = path.suffix.lower() == ".json"
-    if not sample:
-        if is_json:
-            return "nbdt"
+    sample = list(itertools.islice((line for line in map(str.strip, rows) if line and line[0] != "#"),
+                                   DETECTED_LINES))
+    for name in FORMATS:
+        claims = FORMATS.get(name).claims
+        if claims is not None and claims(path, sample):
+            return name
+    if not sample:  # unclaimed: a file of comments only is a format's only by its name (nbdt's .json)
         raise HierarchyError(f"{path}: holds only comments; expected a hierarchy")
-    first = sample[0]
-    if _INTEGER.fullmatch(first):  # a pairs file, even one called .json
-        return "pairs"
-    if is_json or first.startswith("{"):
-        return "nbdt"
-    if any("/" in line or "\\" in line for line in sample):  # a separator or an escape
-        return "paths"
-    if all(len(line.split()) == 2 for line in sample):
-        return "isa"
-    if all(len(line.split()) == 1 for line in sample):
-        return "paths"
     raise HierarchyError(f"{path}: cannot tell the hierarchy format; pass --format ({', '.join(FORMATS)})")
 
 
@@ -236,7 +234,8 @@ def read_hierarchy(path: str | Path, *, format: str | None = None, classes: Sequ
     path : str or Path
         A hierarchy file: pairs (with its ``<path>.names.tsv``), isa, NBDT JSON or paths.
     format : str, optional
-        One of :data:`FORMATS` (``pairs``, ``isa``, ``nbdt``, ``paths``); None detects it.
+        One of :data:`FORMATS` (``pairs``, ``nbdt``, ``paths``, ``isa``, ``child-parent``); None
+        detects it.
     classes : sequence of str, optional
         The dataset's class names: the leaves take their order, and each must be a leaf.
     merge_chains : bool, default False

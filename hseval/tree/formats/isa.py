@@ -6,7 +6,7 @@ Names are separated by whitespace, so they cannot hold any. Leaves are in natura
 (numeric ids as numbers, WordNet ids as ImageNet's class index) unless a class list is given or
 the header's ``leaf_order`` is ``"file"`` (the order in which they first appear); the header's
 ``superclass_order`` gives the super-classes' numbering. Nothing tells the two column orders apart
-but a header, so a file without one is detected as isa; where it is not a tree but would be one
+but a header, so a file without one is detected as isa (:func:`claims`); where it is not a tree but would be one
 with its columns swapped, the error says so and names the format that reads it.
 """
 
@@ -85,7 +85,14 @@ def renderings(tree: Hierarchy, path: Path, *, child_first: bool = False) -> Ite
     yield [(path, header_line(header) + body)]
 
 
+def claims(path: Path, lines: list[str]) -> bool:
+    """Detection: a file of two names a line (asked after nbdt and paths, which claim a first line
+    starting with ``{`` and a line with a ``/``)."""
+    return bool(lines) and all(len(line.split()) == 2 for line in lines)
+
+
 _HEADER_KEYS = {"leaf_order": lambda value: value in ("file", "natural"), "superclass_order": is_name_list}
-FORMAT = Format("isa", read, renderings, header_keys=_HEADER_KEYS, name_problem=name_problem)
+FORMAT = Format("isa", read, renderings, header_keys=_HEADER_KEYS, name_problem=name_problem, claims=claims)
+# child-parent claims no file: only a header or --format tells it from isa
 CHILD_PARENT = Format("child-parent", partial(read, child_first=True), partial(renderings, child_first=True),
                       header_keys=_HEADER_KEYS, name_problem=partial(name_problem, child_first=True))

@@ -110,4 +110,10 @@ def _text(nodes: str, quoted: list[str], parents: list[int], children: Sequence[
             + '\n ],\n "links": [\n' + links + "\n ]\n}\n")
 
 
-FORMAT = Format("nbdt", read, renderings, holds_labels=True)
+def claims(path: Path, lines: list[str]) -> bool:
+    """Detection: a ``.json`` file (even one of comments only), or one whose first line starts with
+    ``{`` (asked after pairs, which claims a ``.json`` file that starts with a count)."""
+    return path.suffix.lower() == ".json" or (bool(lines) and lines[0].startswith("{"))
+
+
+FORMAT = Format("nbdt", read, renderings, holds_labels=True, claims=claims)

@@ -29,6 +29,7 @@ __all__ = ["FORMAT", "names_sidecar", "NAMES_HEADER", "MAX_INDEX_DIGITS"]
 
 MAX_INDEX_DIGITS = 12
 NAMES_HEADER = '# hseval names: {"names": "json"}'
+_COUNT = re.compile(r"[+-]?\d+")
 _CLEAN_PAIRS = re.compile(rf"(?:[0-9]{{1,{MAX_INDEX_DIGITS}}} [0-9]{{1,{MAX_INDEX_DIGITS}}}\n)*")  # as hseval writes
 
 
@@ -206,4 +207,10 @@ def renderings(tree: Hierarchy, path: Path) -> Iterator[Files]:
            (path, text)]
 
 
-FORMAT = Format("pairs", read, renderings, header_keys={})
+def claims(path: Path, lines: list[str]) -> bool:
+    """Detection: a file whose first line is a count (an integer) is a pairs file, whatever its
+    name (even ``.json``)."""
+    return bool(lines) and _COUNT.fullmatch(lines[0]) is not None
+
+
+FORMAT = Format("pairs", read, renderings, header_keys={}, claims=claims)

@@ -107,7 +107,14 @@ def renderings(tree: Hierarchy, path: Path) -> Iterator[Files]:
     yield [(path, header_line(header) + body)]
 
 
-FORMAT = Format("paths", read, renderings,
+def claims(path: Path, lines: list[str]) -> bool:
+    """Detection: a file with a ``/`` or ``\\`` on some line (a separator or an escape), or of one
+    name a line (a tree of depth 1)."""
+    return any("/" in line or "\\" in line for line in lines) or \
+        (bool(lines) and all(len(line.split()) == 1 for line in lines))
+
+
+FORMAT = Format("paths", read, renderings, claims=claims,
                 header_keys={"root": lambda value: isinstance(value, str) and value != "",
                              "superclass_order": is_name_list},
                 name_problem=lambda name, role: text_file_problem(name))
