@@ -233,7 +233,7 @@ def test_confusion_heatmap_names_blocks_and_counts():
     np.testing.assert_allclose(z.sum(axis=1), [1, 1, 1])
     assert list(trace.x) == ["apple", "orange", "cat", "dog"]
     assert list(trace.y) == ["apple", "cat", "dog"]  # orange has no samples: left out, and said so
-    assert "no test samples: orange" in fig.layout.title.text
+    assert "no samples: orange" in fig.layout.title.text
     assert trace.text[1][0] == "true cat (in animal)<br>predicted apple (in fruit)<br>2 of 8 (25.0%)"
     assert [s.x0 for s in fig.layout.shapes if s.type == "line" and s.x0 == s.x1] == [1.5]  # fruit | animal
     counts = charts.confusion_heatmap(matrix, leaves, tree, normalize=False).data[0].z
