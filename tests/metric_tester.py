@@ -159,10 +159,6 @@ def argmax(data):
     return data["scores"].argmax(1)
 
 
-def by_level(values):
-    return {str(k): v for k, v in values.items()}
-
-
 def _level_nodes(data):
     tree = data["tree"]
     return {k: tree.nodes_at_depth(k)[logits.argmax(1)] for k, logits in data["level_logits"].items()}
@@ -176,7 +172,7 @@ def _brute_levels(data, against_prediction):
         rows = [(node, path(tree, t), path(tree, p)) for node, t, p in zip(nodes, data["target"], argmax(data))]
         hits = [node == (pp[k - 1] if len(pp) >= k else -1) if against_prediction else node == pt[k - 1]
                 for node, pt, pp in rows if len(pt) >= k]
-        out[str(k)] = np.mean(hits) if hits else np.nan
+        out[k] = np.mean(hits) if hits else np.nan
     return out
 
 
@@ -232,17 +228,17 @@ METRICS = {
     "cross_entropy": (lambda d: log_loss(d["target"], softmax(d["scores"]), labels=range(d["tree"].num_leaves)),
                       None, None),
     "superclass_acc": (
-        lambda d: {str(k): brute_superclass_accuracy(argmax(d), d["target"], d["tree"], k)
+        lambda d: {k: brute_superclass_accuracy(argmax(d), d["target"], d["tree"], k)
                    for k in range(1, d["tree"].max_depth)},
-        lambda d: by_level(superclass_accuracy_from_leaf(argmax(d), d["target"], d["tree"])), None),
+        lambda d: superclass_accuracy_from_leaf(argmax(d), d["target"], d["tree"]), None),
     "superclass_acc_from_levels": (
         lambda d: _brute_levels(d, against_prediction=False),
-        lambda d: by_level(superclass_accuracy_from_levels(level_predictions_from_logits(d["level_logits"], d["tree"]),
-                                                           d["target"], d["tree"])), None),
+        lambda d: superclass_accuracy_from_levels(level_predictions_from_logits(d["level_logits"], d["tree"]),
+                                                  d["target"], d["tree"]), None),
     "level_agreement": (
         lambda d: _brute_levels(d, against_prediction=True),
-        lambda d: by_level(level_agreement(level_predictions_from_logits(d["level_logits"], d["tree"]), argmax(d),
-                                           d["target"], d["tree"])), None),
+        lambda d: level_agreement(level_predictions_from_logits(d["level_logits"], d["tree"]), argmax(d),
+                                  d["target"], d["tree"]), None),
     "full_path_accuracy": (lambda d: _brute_paths(d, consistent=False), None, None),
     "consistency": (lambda d: _brute_paths(d, consistent=True), None, None),
     "mistake_severity": (_brute_severity, lambda d: _mistakes(d, "mistake_severity"), None),

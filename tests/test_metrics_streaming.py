@@ -22,7 +22,8 @@ from sklearn.metrics import log_loss
 import hseval.metrics.streaming
 from hseval.metrics import HierarchicalMetrics, expected_calibration_error, level_predictions_from_logits
 from hseval.metrics.streaming import NO_LEVEL_SCORES, NO_SCORES
-from tests.helpers import appendix_a, examples, fashion_tree, flat_tree, trees, unbalanced
+from hseval.nn.heads import HEADS
+from tests.helpers import appendix_a, examples, fashion_tree, flat_tree, random_tree, trees, unbalanced
 from tests.metric_tester import KS, METRICS, argmax, check_metric, close, feed, make_data, softmax, streamed
 
 RULES = ("leaf", "threshold:0.5", "plurality", "optimal:hf1")
@@ -228,3 +229,24 @@ def test_compute_all_reduces_across_two_gloo_processes(tmp_path):
     assert set(whole["decisions"]) == set(RULES)
     for rank in range(2):
         close(json.loads((tmp_path / f"result.{rank}").read_text()), whole)
+
+
+@pytest.mark.parametrize("name", list(HEADS))
+def test_levels_are_keyed_alike_in_and_out(name):
+    """What a head's ``level_logits`` keys its levels by is what ``compute`` keys them by: a user
+    reads ``compute()["superclass_acc_from_levels"][d]`` with the ``d`` of ``level_logits``."""
+    import torch
+
+    from hseval.nn.heads import create_head  # torch: this test only
+
+    tree = random_tree(9, 4)
+    head = create_head(name, tree, 6)
+    z = torch.randn(20, 6)
+    levels = head.level_logits(z)
+    metrics = HierarchicalMetrics(tree)
+    metrics.update(head(z).detach(), np.arange(20) % 9,
+                   None if levels is None else {d: v.detach() for d, v in levels.items()})
+    result = metrics.compute()
+    assert set(result["superclass_acc"]) == set(range(1, tree.max_depth))
+    if levels is not None:
+        assert set(result["superclass_acc_from_levels"]) == set(levels) == set(result["level_agreement"])

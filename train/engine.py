@@ -110,7 +110,8 @@ def evaluate(model: HierarchicalClassifier, batches: Batches, ctx: Context, *, s
     result = metrics.compute()
     n = result["samples"]
     return {f"{split}_loss": loss_sum / n, f"{split}_acc": result["top1"],
-            f"{split}_superclass_acc": result["superclass_acc"], f"{split}_samples": n, "feature_norm": norm_sum / n}
+            f"{split}_superclass_acc": {str(d): v for d, v in result["superclass_acc"].items()},  # as JSON keys levels
+            f"{split}_samples": n, "feature_norm": norm_sum / n}
 
 
 def train(config: TrainConfig, out: str | Path, *, resume: bool = False, force: bool = False,

@@ -193,13 +193,13 @@ def scores_stage(evaluation: EvaluationContent, scores: ScoreAccumulator, *, ind
     its own, where it has none), per_node.csv and predictions.npz, whose ``indices`` are the
     positions of the scored samples in the split they were drawn from (increasing)."""
     tree, streamed = evaluation.tree, scores.metrics
-    metrics = streamed.compute()
+    metrics = statistics.json_levels(streamed.compute())
     beyond = beyond_the_classes(tree)
     metrics = {k: v for k, v in metrics.items() if k not in beyond}
     metrics["unavailable"] = {**beyond, **{k: no_level_scores if v == NO_LEVEL_SCORES else v
                                            for k, v in metrics["unavailable"].items() if k not in beyond}}
     if scores.crm_skipped is None:
-        crm = scores.crm.compute()
+        crm = statistics.json_levels(scores.crm.compute())
         metrics["unavailable"].update({f"crm.{k}": why for k, why in crm.pop("unavailable").items()})
         metrics["crm"] = {k: v for k, v in crm.items() if k not in beyond}
     else:

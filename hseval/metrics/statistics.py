@@ -30,7 +30,7 @@ from hseval.metrics.confusion import Pairs, pairs_update
 from hseval.tree.hierarchy import Hierarchy
 
 __all__ = ["Key", "Metric", "Batch", "Sums", "METRICS", "declared", "key_of", "state_zeros", "batch_update",
-           "state_compute", "why_undefined", "NO_SAMPLES", "NO_SAMPLE_AT_LEVEL"]
+           "state_compute", "why_undefined", "by_level", "json_levels", "NO_SAMPLES", "NO_SAMPLE_AT_LEVEL"]
 
 NO_SAMPLES = "no samples were given, so every share and mean is undefined"
 NO_SAMPLE_AT_LEVEL = "no sample's class lies at level {level} or deeper, so level {level} has nothing to count"
@@ -44,7 +44,7 @@ class Key:
     ``name``: its column's display name; ``help``: what it measures, shown in every table, the
     report and README (for a ``{k}`` key, ``{the top k}`` ... are worded for k = 1 and k > 1 by
     :func:`hseval.reporting.columns.metric_help`); ``kind``: a share in [0, 1], a non-negative
-    number, one share per super-class level {"1": ...}, or the reliability bins; ``shown``: in the
+    number, one share per super-class level {1: ...} ("1" in JSON), or the reliability bins; ``shown``: in the
     report's headline tables and the dashboard's overview, in the overview only, in summary.csv
     only, or in no table; ``undefined``: why a NaN is, when there are samples; ``always``: for a
     ``{k}`` key, the k whose column every table has, even for a run without it (the cell says why)."""
@@ -204,6 +204,14 @@ def _undefined(value: Any) -> bool:
     return isinstance(value, float) and math.isnan(value)
 
 
-def by_level(values: dict[int, float]) -> dict[str, float]:
-    """Levels keyed "1", "2", ... as in JSON."""
-    return {str(k): v for k, v in values.items()}
+def by_level(values: dict[int, float]) -> dict[int, float]:
+    """Levels keyed 1, 2, ... as ``head.level_logits`` and ``update``'s ``level_scores`` key them."""
+    return {int(k): v for k, v in values.items()}
+
+
+def json_levels(computed: dict[str, Any]) -> dict[str, Any]:
+    """``computed`` (:func:`state_compute`'s) with each record of levels keyed "1", "2", ... as
+    JSON keys them (metrics.json, run.json's history)."""
+    levels = {name for name, (_, key) in declared().items() if key.kind == "levels"}
+    return {k: {str(level): v for level, v in value.items()} if k in levels and isinstance(value, dict) else value
+            for k, value in computed.items()}

@@ -86,7 +86,7 @@ class HierarchicalMetrics:
     >>> _ = metrics.update(logits[2:], target[2:])
     >>> result = metrics.compute()
     >>> len(metrics), result["top1"], result["top2"], result["superclass_acc"], result["mistake_severity"]
-    (4, 0.5, 1.0, {'1': 0.75}, 1.5)
+    (4, 0.5, 1.0, {1: 0.75}, 1.5)
     >>> superclass_accuracy_from_leaf(logits.argmax(1), target, tree)
     {1: 0.75}
     """
@@ -159,7 +159,7 @@ class HierarchicalMetrics:
         [[1, 0], [3, 2]]
         >>> result = metrics.compute()
         >>> result["top1"], result["superclass_acc_from_levels"], result["level_agreement"]
-        (0.5, {'1': 1.0}, {'1': 1.0})
+        (0.5, {1: 1.0}, {1: 1.0})
         """
         tree = self.hierarchy
         scores = _checks.scores(logits, "logits" if self.scores == "logits" else "probs", tree.num_leaves)
@@ -291,7 +291,8 @@ class HierarchicalMetrics:
 
     def compute(self) -> dict[str, Any]:
         """Every available metric over all samples so far (of every process under
-        ``torch.distributed``), as plain JSON types: levels keyed "1", "2", ...; NaN where a
+        ``torch.distributed``), as plain types: levels keyed 1, 2, ... (as ``head.level_logits``
+        and ``level_scores`` key them); NaN where a
         metric is undefined (no sample, no mistake, no sample at a level); ``unavailable`` names
         each metric the inputs do not allow and each undefined value (a level's as "key.level"),
         with the reason.
