@@ -5,6 +5,7 @@ reach torch as an internal OverflowError."""
 
 from __future__ import annotations
 
+import re
 import types
 import typing
 
@@ -174,3 +175,30 @@ def test_a_head_option_has_one_finite_threshold_in_a_recipe_and_in_create_head()
         with pytest.raises(ConfigError):
             check_head_options(load_config("fashion-mnist", [f"model.head={head}",
                                                              f"model.head_options.{option}=3.5e38"]))
+
+
+@pytest.mark.parametrize("name", ["quick", "small", "paper"])
+def test_a_budget_is_its_settings_over_the_recipe(name):
+    """``--budget`` gives exactly the settings its registration lists, over any recipe; the README
+    table is generated from the same registry."""
+    from hseval.cli.main import build_parser
+    from hseval.cli.train_plan import planned_configs
+    from hseval.train.budgets import BUDGETS
+    from hseval.train.config import load_config
+
+    args = build_parser().parse_args(["train-all", "--heads", "plain", "--budget", name, "--out", "x"])
+    [(config, _)] = planned_configs(args, note=lambda _: None)
+    expected = load_config("fashion-mnist", ["model.head=plain", *BUDGETS.get(name).settings])
+    assert (config.data, config.optim) == (expected.data, expected.optim)
+    if name == "quick":
+        assert (config.data.train_subset, config.data.test_subset, config.optim.epochs) == (2000, 2000, 1)
+
+
+def test_a_setting_of_the_budget_given_again_is_refused():
+    from hseval.cli.main import build_parser
+    from hseval.cli.train_plan import planned_configs
+
+    args = build_parser().parse_args(["train-all", "--budget", "small", "--set", "data.train_subset=100", "--out", "x"])
+    with pytest.raises(ConfigError, match=re.escape("data.train_subset: --budget and --set both set it; give each "
+                                                    "setting once")):
+        planned_configs(args, note=lambda _: None)

@@ -15,19 +15,19 @@ import datetime
 import platform
 import time
 from pathlib import Path
+from typing import Literal
 
 from pydantic import Field
 
 from hseval.cli.train import RunsFailed
 from hseval.cli.train_plan import planned_configs
+from hseval.core.errors import ConfigError
 from hseval.core.perf import available_cores, cpu_model
 from hseval.io.output import OutputFolder
 from hseval.io.records import NonNegative, Positive, Record, write_record
+from hseval.train.budgets import BUDGETS
 
-TEST_SUBSET = 2000  # the test images of training's tests after each epoch (and of the quick demo's evaluation)
-TRAIN_SUBSET = 8000  # three epochs of it per head: twelve heads in about two minutes on two cores
-DEMO = [f"data.test_subset={TEST_SUBSET}", f"data.train_subset={TRAIN_SUBSET}"]  # the evaluation tests on all 10,000
-QUICK = [f"data.test_subset={TEST_SUBSET}", "data.train_subset=2000", "optim.epochs=1", "optim.milestones=[1]"]
+TEST_SUBSET = 2000  # the quick demo's evaluation: as many test images as its training tests on (the others: all)
 SAMPLE = 1000  # the embeddings projected per run (PCA, and t-SNE but in the quick demo)
 DEMO_FILE = "demo.json"
 
@@ -44,7 +44,7 @@ class DemoRecord(Record):
     """``demo.json``: what ``hseval demo`` ran, where and how long (read by scripts/readme_demo.py)."""
 
     seconds: NonNegative
-    quick: bool
+    budget: Literal["quick", "small", "paper"]
     heads: list[str]
     train_seconds: dict[str, NonNegative]
     stages: dict[str, NonNegative]  # where the time went: training (every head), evaluation, report
@@ -74,9 +74,12 @@ def cmd_demo(args: argparse.Namespace) -> int:
     start = time.perf_counter()
     out = Path(args.out)
     runs, eval_dir = out / "runs", out / "eval"
+    if args.quick and args.budget not in (None, "quick"):
+        raise ConfigError(f"--quick is --budget quick; give one of --quick and --budget {args.budget}")
+    budget = "quick" if args.quick else args.budget or "small"
     plan = argparse.Namespace(  # train-all's plan: every head, the CPU recipe, one seed
         dataset=None, recipe="fashion-mnist", backbone=None, data_root=args.data_root, device=args.device,
-        quiet=args.quiet, set=QUICK if args.quick else DEMO, heads="all", seeds=None, sweep=[], hierarchy=None,
+        quiet=args.quiet, set=[], budget=budget, heads="all", seeds=None, sweep=[], hierarchy=None,
         init=None, prefix=None, map=[], ignore=[])
     configs = planned_configs(plan)
     folder = OutputFolder(out, "demo", writes=[DEMO_FILE])  # and the runs and the evaluation, in folders of their own
@@ -89,7 +92,7 @@ def cmd_demo(args: argparse.Namespace) -> int:
     data = datasets(configs[0][0])  # every head trains on it: the plan varies no data setting
     with folder:
         print(f"hseval demo: {len(configs)} heads on Fashion-MNIST ({data.root}), "
-              f"{'quick' if args.quick else 'CPU recipe'}; output in {out}")
+              f"budget {budget}; output in {out}")
         outcomes = train_runs(configs, runs, resume=not args.force, force=args.force, datasets=datasets,
                               replace_stale=True, launcher=_cpu_workers(args.device, len(configs)))
         failed = {name: outcome.error for name, outcome in outcomes.items() if outcome.state == "failed"}
@@ -100,9 +103,9 @@ def cmd_demo(args: argparse.Namespace) -> int:
         seconds = {name: outcome.seconds for name, outcome in outcomes.items()}
         stages = {"training": time.perf_counter() - start}
         print("evaluating")
-        projections = ["pca"] if args.quick else ["pca", "tsne"]
+        projections = ["pca"] if budget == "quick" else ["pca", "tsne"]
         entries = evaluate_runs([str(runs / name) for _, name in configs], eval_dir, projections=projections,
-                                subset=TEST_SUBSET if args.quick else None,
+                                subset=TEST_SUBSET if budget == "quick" else None,
                                 max_points=SAMPLE, device=args.device or "auto",
                                 progress=not args.quiet, data_root=args.data_root, reuse=not args.force,
                                 log=lambda _: None)
@@ -126,7 +129,7 @@ def cmd_demo(args: argparse.Namespace) -> int:
               "the head has none.")
         total = time.perf_counter() - start
         stages["report"] = total - stages["training"] - stages["evaluation"]
-        _record(out, total, seconds, stages, quick=args.quick)
+        _record(out, total, seconds, stages, budget=budget)
     spent = ", ".join(f"{stage} {value:.0f} s" for stage, value in stages.items())
     print(f"\ndone in {total:.0f} s ({spent}). Open the dashboard with:\n  hseval dashboard {eval_dir}")
     return 0
@@ -144,13 +147,13 @@ def _cpu_workers(device: str | None, runs: int):
     return lambda planned: on_devices(planned, ["cpu"] * workers)
 
 
-def _record(out: Path, total: float, seconds: dict[str, float], stages: dict[str, float], *, quick: bool) -> None:
+def _record(out: Path, total: float, seconds: dict[str, float], stages: dict[str, float], *, budget: str) -> None:
     """Write ``demo.json`` (:class:`DemoRecord`)."""
     import torch  # for this command only (hseval --help stays light)
 
     gpu = torch.cuda.get_device_name(0) if torch.cuda.is_available() else None
     write_record(out / DEMO_FILE, DemoRecord(
-        seconds=total, quick=quick, heads=list(seconds), train_seconds=seconds, stages=stages,
+        seconds=total, budget=budget, heads=list(seconds), train_seconds=seconds, stages=stages,
         date=datetime.date.today().isoformat(),
         machine=Machine(cpu=cpu_model(), threads=torch.get_num_threads(), gpu=gpu, torch=torch.__version__,
                         python=platform.python_version())))
@@ -160,8 +163,10 @@ def register(commands: argparse._SubParsersAction) -> None:
     demo = commands.add_parser("demo", help="train, evaluate and report every head, the paper's and the peers', on "
                                "Fashion-MNIST (CPU, minutes)")
     demo.add_argument("--out", default="hseval-demo", help="output folder (default: ./hseval-demo)")
-    demo.add_argument("--quick", action="store_true", help="a smoke test: one epoch on 2,000 training "
-                      "images, tested on 2,000, PCA only")
+    demo.add_argument("--quick", action="store_true", help="--budget quick: a smoke test, one epoch on 2,000 "
+                      "training images, tested on 2,000, PCA only")
+    demo.add_argument("--budget", choices=list(BUDGETS), help="how much each head trains (default: small, three epochs "
+                      "on 8,000 images; paper: the Fashion-MNIST recipe's three epochs on 20,000); see train-all")
     demo.add_argument("--data-root", help="folder with Fashion-MNIST's IDX files (default: the usual places)")
     demo.add_argument("--device", help="auto, cpu, cuda (default: auto)")
     demo.add_argument("--force", action="store_true", help="train again even where a finished run exists")

@@ -21,6 +21,7 @@ from hseval.cli import comma_list, count_int, positive_number, refuse_unused
 from hseval.cli.train_plan import PROBE_SETTINGS, plan_runs, planned_configs, planned_head_options, run_config, warn
 from hseval.core.errors import ConfigError, HsevalError
 from hseval.core.extras import check_installed
+from hseval.train.budgets import BUDGETS
 
 __all__ = ["add_train_arguments", "cmd_train", "cmd_train_all", "plan_runs", "planned_configs", "RunsFailed",
            "PROBE_SETTINGS"]
@@ -39,6 +40,8 @@ def add_train_arguments(parser: argparse.ArgumentParser, *, many: bool) -> None:
     parser.add_argument("--recipe", help="a shipped recipe name or a YAML file (default: <dataset>-<backbone>)")
     parser.add_argument("--set", action="append", default=[], metavar="KEY=VALUE",
                         help="override a setting, e.g. --set optim.lr=0.05 (repeatable)")
+    parser.add_argument("--budget", choices=list(BUDGETS), help="how much training, over the recipe: "
+                        + "; ".join(f"{name}: {BUDGETS.get(name).help}" for name in BUDGETS))
     parser.add_argument("--hierarchy", help="a hierarchy file that replaces the dataset's tree")
     parser.add_argument("--init", metavar="FILE", help="start the backbone from this state dict (.safetensors, or "
                         ".pt/.pth read weights-only; torchvision's keys, timm's for timm:NAME); the head starts fresh")

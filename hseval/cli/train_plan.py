@@ -18,6 +18,7 @@ from typing import Any
 
 from hseval.cli import comma_list
 from hseval.core.errors import ConfigError, HsevalWarning
+from hseval.train.budgets import BUDGETS
 
 __all__ = ["PROBE_SETTINGS", "plan_runs", "planned_configs", "planned_head_options", "run_config", "warn"]
 
@@ -44,6 +45,7 @@ def run_config(args: argparse.Namespace, head: str | None, extra: list[str]):
              "--ignore": ("model.init_ignore", json.dumps(args.ignore) if args.ignore else None),
              "--heads" if hasattr(args, "heads") else "--head": ("model.head", head)}
     given = [(flag, f"{key}={value}") for flag, (key, value) in flags.items() if value is not None]
+    given += [("--budget", item) for item in (BUDGETS.get(args.budget).settings if args.budget else ())]
     given += [("--set", item) for item in args.set]
     seeds = getattr(args, "seeds", None) is not None  # plan_runs refuses --seeds with a sweep of engine.seed
     given += [("--probe" if item in PROBE_SETTINGS else "--seeds" if seeds and item.startswith("engine.seed=")
