@@ -35,6 +35,7 @@ WRITERS = {
     "bench-scale": ("bench/scale.py", True),
     "bench-decisions": ("bench/decisions.py", True),
     "bench-predict": ("bench/predict.py", True),
+    "budgets-table": ("scripts/readme_budgets.py", True),
     "bad-inputs-count": ("tests/bad_inputs/cases.py", False),
     "metrics-help": ("scripts/json_schemas.py", False),  # the metrics' help, from where they are defined
 }

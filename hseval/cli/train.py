@@ -44,7 +44,8 @@ def add_train_arguments(parser: argparse.ArgumentParser, *, many: bool) -> None:
                         + "; ".join(f"{name}: {BUDGETS.get(name).help}" for name in BUDGETS))
     parser.add_argument("--hierarchy", help="a hierarchy file that replaces the dataset's tree")
     parser.add_argument("--init", metavar="FILE", help="start the backbone from this state dict (.safetensors, or "
-                        ".pt/.pth read weights-only; torchvision's keys, timm's for timm:NAME); the head starts fresh")
+                        ".pt/.pth read weights-only; torchvision's keys, timm's for timm:NAME), or from an hseval run "
+                        "folder (its backbone; its own head dropped); the head starts fresh")
     parser.add_argument("--prefix", help="strip this prefix from the keys of the --init file")
     parser.add_argument("--map", action="append", default=[], metavar="BACKBONE_KEY=FILE_KEY",
                         help="take a backbone tensor from another key of the --init file (repeatable)")
