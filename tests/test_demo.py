@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import re
+from pathlib import Path
 
 import numpy as np
 import pandas as pd
@@ -15,6 +16,12 @@ from hseval.cli.main import main
 from hseval.io.evaluation_format import FILES as EVAL_FILES
 from hseval.io.run_format import load_run, load_train_state
 from hseval.nn.heads import list_heads
+
+README = Path(__file__).resolve().parents[1] / "README.md"
+
+
+def record_of(out: Path) -> dict:
+    return json.loads((out / "demo.json").read_text())
 
 
 def test_demo_quick_end_to_end(fashion_like, tmp_path, capsys):
@@ -46,7 +53,11 @@ def test_demo_quick_end_to_end(fashion_like, tmp_path, capsys):
                  "report.md", "report.html"):  # the report contract
         assert (out / "eval" / name).is_file(), name
     summary = pd.read_csv(out / "eval" / "summary.csv")
-    assert sorted(summary["head"]) == sorted(heads)
+    assert sorted(summary["head"]) == sorted(heads) and (summary["split"] == "test").all()
+    tests = pd.read_csv(out / "eval" / "significance.csv")  # README's count of the tests against plain is this
+    stated = re.search(r"the demo's eleven runs against `plain` are (\d+) tests", README.read_text()).group(1)
+    assert len(tests[tests["note"].isna()]) == int(stated)
+    assert record_of(out)["budget"] == "quick"
     # the printed table: one line per head and the dashboard command
     for head in heads:
         assert re.search(rf"^{re.escape(head)}\s+[01]\.\d{{4}}", printed, re.M), head

@@ -108,7 +108,7 @@ def cmd_demo(args: argparse.Namespace) -> int:
                                 subset=TEST_SUBSET if budget == "quick" else None,
                                 max_points=SAMPLE, device=args.device or "auto",
                                 progress=not args.quiet, data_root=args.data_root, reuse=not args.force,
-                                log=lambda _: None)
+                                log=(lambda _: None) if args.quiet else print)  # each run's stages and their times
         stages["evaluation"] = time.perf_counter() - start - stages["training"]
         for path in write_report(eval_dir):
             if path.suffix == ".html":

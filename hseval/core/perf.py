@@ -18,6 +18,7 @@ import ctypes.util
 import os
 import platform
 import sys
+import time
 from pathlib import Path
 
 __all__ = ["tune_malloc", "cpu_model", "available_cores"]
@@ -61,14 +62,26 @@ def cpu_model() -> str:
     return platform.processor() or platform.machine()
 
 
-def spare_cores() -> int:
+def spare_cores(*, interval: float = 0.25) -> int:
     """The CPUs this process may use that other work is not using now: :func:`available_cores`
-    less the last minute's load average (at least 1). Threads beyond it wait on each other: a
-    computation whose threads meet at every step (t-SNE's) slows by many times on a busy machine."""
-    try:
-        busy = os.getloadavg()[0]
-    except (AttributeError, OSError):
-        busy = 0.0
+    less the CPUs busy over the next ``interval`` seconds (``/proc/stat``; at least 1). Threads
+    beyond it wait on each other: a computation whose threads meet at every step (t-SNE's) slows
+    by many times on a busy machine. Not the load average: a minute's average still counts work
+    that has just ended (a training that came before)."""
+    def times() -> tuple[int, int] | None:
+        try:
+            fields = [int(v) for v in Path("/proc/stat").read_text().split("\n", 1)[0].split()[1:]]
+        except (OSError, ValueError):
+            return None
+        return sum(fields), fields[3] + (fields[4] if len(fields) > 4 else 0)  # all, idle + iowait
+
+    before = times()
+    if before is None:  # not Linux: nothing says what else runs
+        return available_cores()
+    time.sleep(interval)
+    after = times()
+    total, idle = after[0] - before[0], after[1] - before[1]
+    busy = (total - idle) / total * (os.cpu_count() or 1) if total > 0 else 0.0
     return max(1, available_cores() - int(busy + 0.5))
 
 
