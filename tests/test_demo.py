@@ -16,6 +16,7 @@ from hseval.cli.main import main
 from hseval.io.evaluation_format import FILES as EVAL_FILES
 from hseval.io.run_format import load_run, load_train_state
 from hseval.nn.heads import list_heads
+from hseval.reporting.ranking import BASELINE_METRICS
 
 README = Path(__file__).resolve().parents[1] / "README.md"
 
@@ -54,9 +55,16 @@ def test_demo_quick_end_to_end(fashion_like, tmp_path, capsys):
         assert (out / "eval" / name).is_file(), name
     summary = pd.read_csv(out / "eval" / "summary.csv")
     assert sorted(summary["head"]) == sorted(heads) and (summary["split"] == "test").all()
-    tests = pd.read_csv(out / "eval" / "significance.csv")  # README's count of the tests against plain is this
+    # README's count of the tests against plain: every level both ways (own scores against plain's from its
+    # leaf) and each metric of the bootstrap where both runs have it (this tiny set has no mistakes to rate)
+    tests = pd.read_csv(out / "eval" / "significance.csv")
+    others = [json.loads((out / "eval" / h / "metrics.json").read_text()) for h in heads if h != "plain"]
+    own = sum(len(m.get("superclass_acc_from_levels") or {}) for m in others)
+    plain = json.loads((out / "eval" / "plain" / "metrics.json").read_text())
+    rated = sum(m.get(k) is not None and plain.get(k) is not None for m in others for k in BASELINE_METRICS)
+    assert len(tests[tests["note"].isna()]) == 3 * len(others) + own + rated
     stated = re.search(r"the demo's eleven runs against `plain` are (\d+) tests", README.read_text()).group(1)
-    assert len(tests[tests["note"].isna()]) == int(stated)
+    assert int(stated) == 3 * len(others) + own + len(others) * len(BASELINE_METRICS)
     assert record_of(out)["budget"] == "quick"
     # the printed table: one line per head and the dashboard command
     for head in heads:

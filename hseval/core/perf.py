@@ -62,7 +62,7 @@ def cpu_model() -> str:
     return platform.processor() or platform.machine()
 
 
-def spare_cores(*, interval: float = 0.25) -> int:
+def spare_cores(*, interval: float = 0.1) -> int:
     """The CPUs this process may use that other work is not using now: :func:`available_cores`
     less the CPUs busy over the next ``interval`` seconds (``/proc/stat``; at least 1). Threads
     beyond it wait on each other: a computation whose threads meet at every step (t-SNE's) slows

@@ -21,6 +21,8 @@ from hseval.core.registry import Registry
 
 __all__ = ["PROJECTIONS", "project", "check_available"]
 
+Projected = tuple[np.ndarray, np.ndarray | None]  # the samples' (N, 2) coordinates and the class vectors' or None
+
 
 def _scaled(class_vectors: np.ndarray | None, embeddings: np.ndarray) -> np.ndarray | None:
     if class_vectors is None or len(class_vectors) == 0:
@@ -30,26 +32,26 @@ def _scaled(class_vectors: np.ndarray | None, embeddings: np.ndarray) -> np.ndar
     return class_vectors / np.where(norms > 0, norms, 1.0) * target
 
 
-def _pca(x: np.ndarray, extra: np.ndarray | None, seed: int, threads: int) -> tuple[np.ndarray, np.ndarray | None]:
+def _pca(x: np.ndarray, extra: np.ndarray | None, seed: int, threads: int | None) -> Projected:
     pca = PCA(n_components=2, random_state=seed).fit(x)
     return pca.transform(x), None if extra is None else pca.transform(extra)
 
 
-def _tsne(x: np.ndarray, extra: np.ndarray | None, seed: int, threads: int) -> tuple[np.ndarray, np.ndarray | None]:
+def _tsne(x: np.ndarray, extra: np.ndarray | None, seed: int, threads: int | None) -> Projected:
     TSNE = require(*_NEEDS["tsne"]).TSNE  # imported when used: numba-compiled, optional
 
     perplexity = float(min(30.0, max(2.0, (len(x) - 1) / 3)))
     # openTSNE starts from the PCA of x scaled by its spread: points that all coincide have none
     start = "pca" if np.ptp(x, axis=0).max() > 0 else "random"
-    embedding = TSNE(n_components=2, perplexity=perplexity, random_state=seed, n_jobs=threads, initialization=start,
-                     verbose=False).fit(x)
+    embedding = TSNE(n_components=2, perplexity=perplexity, random_state=seed, n_jobs=threads or spare_cores(),
+                     initialization=start, verbose=False).fit(x)
     placed = None
     if extra is not None:
         placed = np.asarray(embedding.transform(extra, perplexity=min(perplexity, 5.0)))
     return np.asarray(embedding), placed
 
 
-def _umap(x: np.ndarray, extra: np.ndarray | None, seed: int, threads: int) -> tuple[np.ndarray, np.ndarray | None]:
+def _umap(x: np.ndarray, extra: np.ndarray | None, seed: int, threads: int | None) -> Projected:
     umap = require(*_NEEDS["umap"])  # imported when used: compiles for a minute, optional
 
     with warnings.catch_warnings():  # "n_jobs overridden by setting random_state": reproducibility wins
@@ -87,7 +89,7 @@ def project(embeddings: np.ndarray, method: str, *, class_vectors: np.ndarray | 
     extra = _scaled(None if class_vectors is None else np.asarray(class_vectors, dtype=np.float64), x)
     with warnings.catch_warnings():  # a degenerate input's own warnings: the check below says it in one line
         warnings.simplefilter("ignore", RuntimeWarning)
-        xy, placed = method_fn(x, extra, seed, threads or spare_cores())
+        xy, placed = method_fn(x, extra, seed, threads)
     xy, placed = np.asarray(xy, dtype=np.float64), None if placed is None else np.asarray(placed, dtype=np.float64)
     if not np.isfinite(xy).all() or (placed is not None and not np.isfinite(placed).all()):
         raise ConfigError(f"{method} gave coordinates that are not numbers for these {len(x)} embeddings (do they all "
