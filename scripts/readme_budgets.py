@@ -42,8 +42,8 @@ def main() -> int:
         print(f"{name}: {info.seconds:.0f} s")
     header = ("| budget | what it is | settings | training, 12 heads | `hseval demo --budget` in all |\n"
               "|---|---|---|---|---|")
-    note = ("Fashion-MNIST's recipe (the small CNN; `paper` there is its three epochs on 20,000 images), twelve heads "
-            "in two one-thread processes on 2 CPU cores, no GPU; "
+    note = ("Fashion-MNIST's recipe (the small CNN; `paper` there is its three epochs on 20,000 images; the demo tests "
+            "on 2,000 test images after each epoch), twelve heads in two one-thread processes on 2 CPU cores, no GPU; "
             f"{stamp('python scripts/readme_budgets.py', threads=machine.threads, versions={'torch': machine.torch})}.")
     write_block("budgets-table", f"{header}\n" + "\n".join(rows) + f"\n\n{note}\n")
     return 0

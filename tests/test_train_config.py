@@ -191,7 +191,7 @@ def test_a_budget_is_its_settings_over_the_recipe(name):
     expected = load_config("fashion-mnist", ["model.head=plain", *BUDGETS.get(name).settings])
     assert (config.data, config.optim) == (expected.data, expected.optim)
     if name == "quick":
-        assert (config.data.train_subset, config.data.test_subset, config.optim.epochs) == (2000, 2000, 1)
+        assert (config.data.train_subset, config.optim.epochs) == (2000, 1)
 
 
 def test_a_setting_of_the_budget_given_again_is_refused():
@@ -202,3 +202,20 @@ def test_a_setting_of_the_budget_given_again_is_refused():
     with pytest.raises(ConfigError, match=re.escape("data.train_subset: --budget and --set both set it; give each "
                                                     "setting once")):
         planned_configs(args, note=lambda _: None)
+
+
+@pytest.mark.parametrize("name", ["quick", "small", "paper"])
+def test_a_budget_goes_with_a_validation_split(name, fashion_like):
+    """README's recipe (sweep, validation split, select) under any budget: a budget sets how much
+    training, never the split the training tests on (a test subset is refused beside a validation
+    split when the run's data is made: the quick budget once was)."""
+    from hseval.cli.main import build_parser
+    from hseval.cli.train_plan import planned_configs
+    from hseval.data import load_dataset
+    from hseval.train.loader import run_data
+
+    args = build_parser().parse_args(["train-all", "--heads", "plain", "--budget", name, "--set",
+                                      "data.val_fraction=0.1", "--data-root", str(fashion_like), "--out", "x"])
+    [(config, _)] = planned_configs(args, note=lambda _: None)
+    data = run_data(load_dataset("fashion-mnist", str(fashion_like)), config)
+    assert data.val is not None and len(data.test) == 200

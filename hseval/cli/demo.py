@@ -27,7 +27,7 @@ from hseval.io.output import OutputFolder
 from hseval.io.records import NonNegative, Positive, Record, write_record
 from hseval.train.budgets import BUDGETS
 
-TEST_SUBSET = 2000  # the quick demo's evaluation: as many test images as its training tests on (the others: all)
+TEST_SUBSET = 2000  # the test images of training's tests after each epoch (and of the quick demo's evaluation)
 SAMPLE = 1000  # the embeddings projected per run (PCA, and t-SNE but in the quick demo)
 DEMO_FILE = "demo.json"
 
@@ -79,8 +79,8 @@ def cmd_demo(args: argparse.Namespace) -> int:
     budget = "quick" if args.quick else args.budget or "small"
     plan = argparse.Namespace(  # train-all's plan: every head, the CPU recipe, one seed
         dataset=None, recipe="fashion-mnist", backbone=None, data_root=args.data_root, device=args.device,
-        quiet=args.quiet, set=[], budget=budget, heads="all", seeds=None, sweep=[], hierarchy=None,
-        init=None, prefix=None, map=[], ignore=[])
+        quiet=args.quiet, set=[f"data.test_subset={TEST_SUBSET}"], budget=budget, heads="all", seeds=None, sweep=[],
+        hierarchy=None, init=None, prefix=None, map=[], ignore=[])
     configs = planned_configs(plan)
     folder = OutputFolder(out, "demo", writes=[DEMO_FILE])  # and the runs and the evaluation, in folders of their own
     # every output checked before the first run trains: the runs' folders by train_runs, the evaluation of
