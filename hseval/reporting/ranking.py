@@ -51,7 +51,7 @@ from hseval.reporting.significance import (
     not_paired,
 )
 
-__all__ = ["SampleMetric", "sample_metric", "available_metrics", "chosen_metrics", "DEFAULT_METRICS", "bootstrap",
+__all__ = ["SampleMetric", "sample_metric", "chosen_metrics", "DEFAULT_METRICS", "bootstrap",
            "entry_value", "leaderboard", "leaderboard_table", "RESAMPLES", "BASELINE_METRICS", "compare_all"]
 
 RESAMPLES = 1000
@@ -73,8 +73,7 @@ class SampleMetric:
         return display_name(self.name, tree) if "@" not in self.name else self.name.replace("@", " by ", 1)
 
     def value(self, run: RunResult) -> float:
-        parts = self.parts(run)
-        return math.nan if parts is None else _ratio(parts[0].sum(), parts[1].sum())
+        return entry_value([run], self)
 
 
 def _ratio(numerator: float, denominator: float) -> float:
@@ -185,19 +184,6 @@ def sample_metric(name: str) -> SampleMetric:
     raise ConfigError(f"unknown metric {name!r}; choose top1, top5, level1_from_leaf, level1_own_scores, "
                       "mistake_severity, avg_hdist@1, hierarchical_f1 (or _precision, _recall), or METRIC@RULE of "
                       "decisions.csv such as hf1@optimal:hf1")
-
-
-def available_metrics(runs: Sequence[RunResult]) -> list[str]:
-    """Every metric name that at least one of ``runs`` has, in the order the report shows them."""
-    names = [f"top{k}" for k in (1, 5)]
-    depth = max((r.hierarchy.max_depth for r in runs), default=1)
-    names += [f"level{d}_{way}" for way in ("from_leaf", "own_scores") for d in range(1, depth)]
-    names += ["mistake_severity", "avg_hdist@1", "avg_hdist@5", *_FIXED.keys() - {"mistake_severity"}]
-    names += [f"{metric}@{row.rule}" + (" (own scores)" if row.probabilities == "own scores" else "")
-              for r in runs for row in r.decisions.itertuples()
-              for metric in r.decisions.columns if metric not in ("rule", "probabilities", "unavailable")]
-    names = list(dict.fromkeys(names))
-    return [n for n in names if any(sample_metric(n).parts(r) is not None for r in runs)]
 
 
 def chosen_metrics(names: Sequence[str] | None, runs: Sequence[RunResult]) -> list[SampleMetric]:
