@@ -249,8 +249,8 @@ def torchmetrics_build(tree: Hierarchy, ks: tuple[int, ...]):
 
         def compute(self) -> dict:
             state = {name: getattr(self, name).cpu().numpy() for name in self.shell._stream.sums}
-            shown = [i for i, k in enumerate(self.shell.ks) if k in self.shell.reported_ks()]
-            return statistics.state_compute(state, self.confusion().pairs(), tree, self.shell.ks, shown=shown,
+            return statistics.state_compute(state, self.confusion().pairs(), tree, self.shell.ks,
+                                            shown=range(len(self.shell.ks)),
                                             levels=None, scored=True)
 
     return TorchmetricsHierarchical()
@@ -267,8 +267,8 @@ def state_bytes(metrics) -> int:
 
     if hasattr(metrics, "metric_state"):  # torchmetrics
         return size(metrics.metric_state)
-    confusion = getattr(metrics, "_confusion", None)
-    return size(vars(metrics)) + (size(vars(confusion)) if confusion is not None else 0)
+    stream = metrics._stream  # the sums and the confusion pairs; the tree is not state
+    return size(stream.sums) + size(vars(stream.confusion))
 
 
 def same(a, b, path: str = "") -> None:
