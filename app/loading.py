@@ -23,7 +23,7 @@ from hseval.io import evaluation_format as eval_format
 from hseval.io import folders
 from hseval.io.results import Evaluation, RunResult, load_evaluation
 from hseval.metrics.confusion import confusion_matrix, most_confused
-from hseval.reporting import ranking, significance
+from hseval.reporting import ranking
 from hseval.reporting.decisions import matched_operating_points
 from hseval.tree.hierarchy import Hierarchy
 
@@ -77,7 +77,7 @@ def _run_key(run: RunResult) -> tuple:
 @st.cache_data(show_spinner=False, max_entries=256, hash_funcs={RunResult: _run_key})
 def paired(a: RunResult, b: RunResult) -> pd.DataFrame:
     """:func:`hseval.reporting.ranking.compare_all` of ``a`` against ``b`` (every level: difference,
-    bootstrap interval, McNemar p; mistake severity, distance and hF1 by the bootstrap), computed
+    bootstrap interval, McNemar p; the other metrics by the bootstrap), computed
     once per pair of files."""
     return ranking.compare_all(a, b)
 
@@ -93,7 +93,7 @@ def operating_points(runs: list[RunResult], base: RunResult) -> pd.DataFrame:
 @st.cache_data(show_spinner="Resampling the mistakes…", max_entries=16, hash_funcs={RunResult: _run_key})
 def mistake_intervals(runs: list[RunResult]) -> pd.DataFrame:
     """Each run's top-1 error and mistake severity with their bootstrap intervals (kept: resampled once)."""
-    return significance.mistake_intervals(runs)
+    return ranking.mistake_intervals(runs)
 
 
 @st.cache_data(show_spinner="Resampling every metric…", max_entries=16, hash_funcs={RunResult: _run_key})

@@ -64,7 +64,8 @@ def test_demo_quick_end_to_end(fashion_like, tmp_path, capsys):
     rated = sum(m.get(k) is not None and plain.get(k) is not None for m in others for k in BASELINE_METRICS)
     assert len(tests[tests["note"].isna()]) == 3 * len(others) + own + rated
     stated = re.search(r"the demo's eleven runs against `plain` are (\d+) tests", README.read_text()).group(1)
-    assert int(stated) == 3 * len(others) + own + len(others) * len(BASELINE_METRICS)
+    calibrated = sum("ece" in m for m in others)  # cross-entropy and ECE: the runs whose scores are probabilities
+    assert int(stated) == 3 * len(others) + own + len(others) * (len(BASELINE_METRICS) - 2) + 2 * calibrated
     assert record_of(out)["budget"] == "quick"
     # the printed table: one line per head and the dashboard command
     for head in heads:

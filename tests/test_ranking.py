@@ -9,6 +9,7 @@ import re
 
 import numpy as np
 import pytest
+from scipy.special import logsumexp
 
 from hseval.cli.main import main
 from hseval.core.errors import ConfigError
@@ -116,13 +117,12 @@ def test_best_ties_and_p_values_follow_from_the_numbers(evaluated):
 
 
 def test_the_bootstrap_is_index_resampling_applied_to_every_column_at_once():
-    rng = np.random.default_rng(5)
-    num, den = rng.random((40, 3)), rng.integers(0, 2, (40, 3)).astype(float) + 0.5
-    got = ranking.bootstrap(num, den, resamples=230, seed=9, block=100)
+    columns = np.random.default_rng(5).random((40, 3))
+    got = ranking.bootstrap(columns, resamples=230, seed=9, block=100)
     draws, expected = np.random.default_rng(9), []
     for rows in (100, 100, 30):
         for idx in draws.integers(0, 40, size=(rows, 40)):
-            expected.append(num[idx].sum(0) / den[idx].sum(0))
+            expected.append(columns[idx].sum(0))
     assert np.allclose(got, np.array(expected), rtol=1e-12)
 
 
@@ -133,7 +133,33 @@ def test_a_seed_group_pools_its_seeds(evaluated):
     assert ranking.entry_value(runs, top1) == pytest.approx(np.mean([top1.value(r) for r in runs]), abs=1e-12)
     wrong = [(r.topk[:, 0] != r.targets) for r in runs]
     assert ranking.entry_value(runs, severity) == pytest.approx(
-        sum(severity.parts(r)[0].sum() for r in runs) / sum(w.sum() for w in wrong), abs=1e-12)
+        sum(severity.parts(r)[:, 0].sum() for r in runs) / sum(w.sum() for w in wrong), abs=1e-12)
+
+
+def _calibration(scores: np.ndarray, targets: np.ndarray) -> dict[str, float]:
+    """ECE over 15 right-closed bins and the cross-entropy, from logits, by a direct loop over the bins."""
+    log_p = scores - logsumexp(scores, axis=1, keepdims=True)
+    confidence, correct = np.exp(log_p.max(1)), scores.argmax(1) == targets
+    bins = np.clip(np.ceil(confidence * 15) - 1, 0, 14)
+    ece = sum(abs((confidence - correct)[bins == b].sum()) for b in range(15)) / len(targets)
+    return {"ece": ece, "cross_entropy": -log_p[np.arange(len(targets)), targets].mean()}
+
+
+def test_calibration_is_ranked_and_equals_a_recomputation_and_metrics_json(evaluated):
+    folder, tree, targets, logits = evaluated
+    runs = load_evaluation(folder).runs
+    metrics = ranking.chosen_metrics(["ece", "cross_entropy"], runs)
+    assert all(m.lower for m in metrics)
+    frame, _ = ranking.leaderboard([(r.name, [r]) for r in runs], metrics)
+    assert len(frame) == 6
+    for row in frame.itertuples():
+        run = next(r for r in runs if r.name == row.entry)
+        assert row.value == pytest.approx(_calibration(logits[row.entry].astype(float), targets)[row.metric], rel=1e-6)
+        assert row.value == pytest.approx(run.metrics[row.metric], abs=1e-12)  # metrics.json's number
+        assert row.low <= row.value <= row.high
+    pooled = np.concatenate([logits[r.name] for r in runs]).astype(float)  # a seed group: its samples pooled
+    assert ranking.entry_value(runs, metrics[0]) == pytest.approx(
+        _calibration(pooled, np.tile(targets, len(runs)))["ece"], rel=1e-6)
 
 
 def test_decision_metrics_equal_decisions_csv(evaluated):

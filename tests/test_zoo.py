@@ -233,7 +233,7 @@ def test_a_zoo_is_evaluated_reported_and_read_again(tmp_path, capsys):
 
 def test_the_mistake_intervals_are_a_bootstrap_of_the_runs_own_numbers():
     from hseval.metrics import mistake_severity
-    from hseval.reporting.significance import mistake_intervals
+    from hseval.reporting.ranking import mistake_intervals
     from tests.helpers import fashion_tree
 
     tree = fashion_tree()

@@ -31,8 +31,8 @@ def _significance(runs: list[RunResult], baseline: RunResult, ctx: PageContext) 
     st.subheader(f"Is the difference real? Each run against {baseline.name}")
     st.caption("Accuracy difference on the same samples (run − baseline) at every level, with a 95 % interval "
                "from a paired bootstrap over samples (10,000 resamples) and the exact McNemar test's p-value (from "
-               "the samples only one of the two gets right); the table adds mistake severity, hierarchical distance "
-               f"and hierarchical F1 (their interval and p from {ranking.RESAMPLES:,} paired bootstrap resamples). "
+               "the samples only one of the two gets right); the table adds "
+               f"{ranking.BASELINE_SAID} (their interval and p from {ranking.RESAMPLES:,} paired bootstrap resamples). "
                + FAMILY + " " + GUIDES["intervals"])
     paired, unpaired = against_baseline(runs, baseline, compare=loading.paired)
     for name, reason in unpaired.items():

@@ -28,8 +28,9 @@ def register(commands: argparse._SubParsersAction) -> None:
     select = commands.add_parser("select", help="choose each method's setting on a validation evaluation")
     select.add_argument("dir", metavar="VAL_EVAL", help="a folder written by 'hseval evaluate RUNS --split val'")
     select.add_argument("--metric", required=True, help="the metric to choose by: top1, level1_from_leaf, "
-                        "level1_own_scores, mistake_severity, avg_hdist@1, hierarchical_f1, or a decision metric "
-                        "METRIC@RULE such as hf1@optimal:hf1 (lower is better for severity and distances)")
+                        "level1_own_scores, mistake_severity, avg_hdist@1, hierarchical_f1, cross_entropy, ece, or a "
+                        "decision metric METRIC@RULE such as hf1@optimal:hf1 (lower is better for severity, distances, "
+                        "cross-entropy and ECE)")
     select.add_argument("--per", default="head", choices=("head", "all"), help="one setting per head (default), or "
                         "one over all runs")
     select.add_argument("--out", required=True, help="the selection file to write (JSON)")

@@ -24,11 +24,13 @@ from hseval.io import evaluation_format as eval_format
 from hseval.io.records import Positive
 from hseval.metrics import (
     HierarchicalMetrics,
+    _checks,
     geometry,
     level_prediction_matrix,
     level_predictions_from_logits,
     statistics,
 )
+from hseval.metrics.calibration import sample_scores
 from hseval.metrics.crm import CrmMetrics
 from hseval.metrics.decisions import DEFAULT_RULES
 from hseval.metrics.nodes import NodeBlock
@@ -123,7 +125,8 @@ class ScoreAccumulator:
     """A model's class scores, fed batch by batch: the streamed metrics, CRM's re-ranking, the
     decisions of ``rules`` and the operating curves (:mod:`hseval.metrics.decisions`), and the
     per-sample arrays of predictions.npz (targets, top-k classes, own super-class predictions,
-    each rule's node, the depth front). A batch of more than :data:`BLOCK` scores goes through in
+    each rule's node, the depth front, the top-1 confidence and -log p(target) that the ECE and
+    the cross-entropy sum). A batch of more than :data:`BLOCK` scores goes through in
     blocks of :func:`block_rows` rows, and what reads the probabilities (CRM, the decisions) in a
     thread beside the metrics for a large block (the results do not depend on it).
 
@@ -144,6 +147,7 @@ class ScoreAccumulator:
         self.targets: list[np.ndarray] = []
         self.topk: list[np.ndarray] = []
         self.levels: list[np.ndarray] = []
+        self.calibration: list[tuple[np.ndarray, np.ndarray]] = []
 
     def update(self, scores: Any, targets: np.ndarray, level_scores: dict[int, np.ndarray] | None = None) -> None:
         """A batch: (B, |L|) scores (numpy or torch), (B,) targets and the model's own level scores
@@ -165,9 +169,13 @@ class ScoreAccumulator:
         self._add(top, targets, level_scores)
 
     def _probabilities(self, scores: Any, targets: np.ndarray, level_scores: dict[int, np.ndarray] | None) -> None:
-        """What reads a batch's probabilities: CRM's re-ranking, the decisions and the curves."""
-        probs = np.asarray(scores if self.softmax is None else self.softmax(scores), dtype=np.float64)
+        """What reads a batch's probabilities: CRM's re-ranking, the decisions and the curves; and
+        each sample's confidence and -log p(target), from the scores as the metrics read them (the
+        same bits as their sums)."""
         targets = np.asarray(targets, dtype=np.int64)
+        self.calibration.append(sample_scores(_checks.scores(scores, "scores", self.tree.num_leaves), targets,
+                                              logits=self.softmax is not None))
+        probs = np.asarray(scores if self.softmax is None else self.softmax(scores), dtype=np.float64)
         block = NodeBlock(self.decisions.layout, probs)
         self.crm.update(probs, targets, block)
         self.decisions.update(block, targets, level_scores)
@@ -215,9 +223,16 @@ def scores_stage(evaluation: EvaluationContent, scores: ScoreAccumulator, *, ind
     evaluation.arrays[eval_format.PREDICTIONS] = {"targets": np.concatenate(scores.targets),
                                                   "topk": np.concatenate(scores.topk),
                                                   "levels": np.concatenate(scores.levels),
-                                                  "indices": np.asarray(indices, dtype=np.int64)}
+                                                  "indices": np.asarray(indices, dtype=np.int64),
+                                                  **_calibration_arrays(scores.calibration)}
     scores.decisions.write(evaluation, probabilities="given" if scores.softmax is None else "softmax",
                            labels_only=scores.crm_skipped)
+
+
+def _calibration_arrays(parts: list[tuple[np.ndarray, np.ndarray]]) -> dict[str, np.ndarray]:
+    """predictions.npz's ``confidence`` and ``nll`` (N,) float64, empty without scores."""
+    return {name: np.concatenate([p[i] for p in parts]) if parts else np.zeros(0)
+            for i, name in enumerate(("confidence", "nll"))}
 
 
 def probability_metrics() -> list[str]:
@@ -232,6 +247,7 @@ def without_probabilities(evaluation: EvaluationContent, why: str) -> None:
     for key in [*probability_metrics(), "operating_curve", "probabilities"]:
         evaluation.metrics.pop(key, None)
         evaluation.metrics["unavailable"][key] = why
+    evaluation.arrays[eval_format.PREDICTIONS].update(_calibration_arrays([]))
     undecided(evaluation, why)
 
 

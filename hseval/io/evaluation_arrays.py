@@ -1,8 +1,8 @@
 """The arrays of an evaluated run: ``predictions.npz`` (every sample's targets, best classes, own
-level predictions, decisions and depth front) and ``embeddings.npz`` (a sample of embeddings and
-the node vectors), their members (:data:`ARRAYS`) and :func:`read_arrays`, which checks them;
-written by :func:`hseval.io.evaluation_format.write_run`. Nothing here unpickles:
-``np.load(allow_pickle=False)``.
+level predictions, decisions, depth front, confidence and -log p(target)) and ``embeddings.npz``
+(a sample of embeddings and the node vectors), their members (:data:`ARRAYS`) and
+:func:`read_arrays`, which checks them; written by :func:`hseval.io.evaluation_format.write_run`.
+Nothing here unpickles: ``np.load(allow_pickle=False)``.
 """
 
 from __future__ import annotations
@@ -26,14 +26,17 @@ ARRAYS: dict[str, dict[str, tuple[str, int]]] = {
     EMBEDDINGS: {"embeddings": ("f", 2), "labels": ("iu", 1), "predictions": ("iu", 1), "indices": ("iu", 1),
                  "node_vectors": ("f", 2)},
     PREDICTIONS: {"targets": ("iu", 1), "topk": ("iu", 2), "levels": ("i", 2), "indices": ("iu", 1),
-                  "decisions": ("i", 2), "depth_front": ("f", 2), "depth_front_nodes": ("i", 2)},
+                  "decisions": ("i", 2), "depth_front": ("f", 2), "depth_front_nodes": ("i", 2),
+                  "confidence": ("f", 1), "nll": ("f", 1)},
 }
 """Members of each .npz file: (dtype kinds, number of dimensions). predictions.npz's ``levels``
 (N, depth - 1) is the node each sample is predicted at each super-class level by the head's own
 scores (-1 in every row of a level the head does not score); its ``indices`` (N,) the position of
 each sample in the split the evaluation read (``--split``; ``0..N-1`` for the whole split, the
 drawn ones in their order for ``--subset``, the rows of a prediction file), so that a row joins
-the user's own data. embeddings.npz's ``indices`` are the sample's rows of predictions.npz."""
+the user's own data; its ``confidence`` and ``nll`` (N,) the top-1 probability and -log p(target)
+of each sample, empty without scores (what the ECE and the cross-entropy sum, kept to bootstrap
+them). embeddings.npz's ``indices`` are the sample's rows of predictions.npz."""
 
 
 def read_arrays(path: Path, data: bytes, tree: Hierarchy, samples: int) -> dict[str, np.ndarray]:
@@ -61,7 +64,7 @@ def read_arrays(path: Path, data: bytes, tree: Hierarchy, samples: int) -> dict[
         if values.size and (values.min() < 0 or values.max() >= tree.num_leaves):
             raise RunFormatError(f"{path}: '{member}' holds class indices outside 0..{tree.num_leaves - 1}; {RERUN}")
     first = arrays[next(iter(spec))]
-    lengths = {m: len(arrays[m]) for m in spec if m not in ("node_vectors", "depth_front", "depth_front_nodes")}
+    lengths = {m: len(arrays[m]) for m in spec if m not in _SCORED}
     if len(set(lengths.values())) > 1:
         raise RunFormatError(f"{path}: arrays of different lengths ({lengths}); {RERUN}")
     if path.name == PREDICTIONS:
@@ -69,6 +72,7 @@ def read_arrays(path: Path, data: bytes, tree: Hierarchy, samples: int) -> dict[
             raise RunFormatError(f"{path}: {len(first)} samples but metrics.json says {samples}; {RERUN}")
         _check_level_predictions(path, arrays["levels"], len(first), tree)
         _check_decisions(path, arrays, len(first), tree)
+        _check_calibration(path, arrays["confidence"], arrays["nll"], len(first))
         positions = arrays["indices"]
         if len(positions) and (positions.min() < 0 or positions.max() > INT_MAX or (np.diff(positions) <= 0).any()):
             raise RunFormatError(f"{path}: 'indices' must be increasing positions in the split (0 or more); {RERUN}")
@@ -80,6 +84,17 @@ def read_arrays(path: Path, data: bytes, tree: Hierarchy, samples: int) -> dict[
         if len(arrays["indices"]) and (arrays["indices"].min() < 0 or arrays["indices"].max() >= samples):
             raise RunFormatError(f"{path}: 'indices' outside 0..{samples - 1}; {RERUN}")
     return arrays
+
+
+_SCORED = ("node_vectors", "depth_front", "depth_front_nodes", "confidence", "nll")
+"""Members that may be empty: no node vectors, or no scores."""
+
+
+def _check_calibration(path: Path, confidence: np.ndarray, nll: np.ndarray, n: int) -> None:
+    if len(confidence) != len(nll) or len(confidence) not in (0, n):
+        raise RunFormatError(f"{path}: 'confidence' and 'nll' must both hold {n} values, or none; {RERUN}")
+    if len(confidence) and ((confidence < 0).any() or (confidence > 1).any() or (nll < 0).any()):
+        raise RunFormatError(f"{path}: 'confidence' must hold probabilities and 'nll' values of 0 or more; {RERUN}")
 
 
 def _check_level_predictions(path: Path, levels: np.ndarray, n: int, tree: Hierarchy) -> None:

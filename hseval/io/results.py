@@ -55,6 +55,9 @@ class RunResult:
     depth_front: tuple[np.ndarray, np.ndarray] = field(repr=False)
     """((N, max_depth + 1) probabilities, nodes): each sample's most probable node at each depth
     (0 rows without probabilities)."""
+    calibration: tuple[np.ndarray, np.ndarray] = field(repr=False)
+    """((N,) top-1 confidence, (N,) -log p(target)): what the ECE and the cross-entropy sum (empty
+    without scores)."""
 
     def embeddings(self) -> dict[str, np.ndarray]:
         """The sample of embeddings, its labels and predictions, and the node vectors (embeddings.npz)."""
@@ -120,7 +123,8 @@ def read_run(folder: Path) -> RunResult:
                      projections=tables[fmt.PROJECTIONS], targets=arrays["targets"], topk=arrays["topk"],
                      levels=arrays["levels"], decisions=tables[fmt.DECISIONS], curves=tables[fmt.CURVES],
                      indices=arrays["indices"], decided=arrays["decisions"],
-                     depth_front=(arrays["depth_front"], arrays["depth_front_nodes"]))
+                     depth_front=(arrays["depth_front"], arrays["depth_front_nodes"]),
+                     calibration=(arrays["confidence"], arrays["nll"]))
 
 
 def load_evaluation(root: str | Path, *, strict: bool = False) -> Evaluation:

@@ -7,7 +7,7 @@ Binning: ``n_bins`` equal-width bins over (0, 1], closed on the right as in Guo 
 all-zero rows) goes to the first bin, so no sample is dropped.
 
 The statistic is three sums per bin (samples, correct ones, confidences; :func:`_bins_update`)
-and, for the cross-entropy, the sum of -log p(target) (:func:`_scores_update` gives both from
+and, for the cross-entropy, the sum of -log p(target) (:func:`sample_scores` gives both from
 logits or probabilities); :class:`~hseval.metrics.HierarchicalMetrics` adds them batch by batch
 and both it and the functions here compute from them.
 """
@@ -22,7 +22,7 @@ from hseval.core.arguments import Array, Positive, checked
 from hseval.metrics import _checks
 from hseval.metrics.statistics import METRICS, Batch, Key, Metric, Sums
 
-__all__ = ["expected_calibration_error", "reliability_bins"]
+__all__ = ["expected_calibration_error", "reliability_bins", "sample_scores", "bin_index"]
 
 
 @checked
@@ -116,9 +116,10 @@ def _confidence_and_correct(probs: np.ndarray, target: np.ndarray) -> tuple[np.n
     return probs.max(axis=1), probs.argmax(axis=1) == target
 
 
-def _scores_update(scores: np.ndarray, target: np.ndarray, *, logits: bool) -> tuple[np.ndarray, np.ndarray]:
+def sample_scores(scores: np.ndarray, target: np.ndarray, *, logits: bool) -> tuple[np.ndarray, np.ndarray]:
     """(confidence, -log p(target)) of each sample, (N,) each, from checked (N, C) ``scores``:
-    logits (through a stable log-softmax) or probabilities (p clipped at 1e-12)."""
+    logits (through a stable log-softmax) or probabilities (p clipped at 1e-12); what the ECE and
+    the cross-entropy sum, so an evaluation keeps them per sample to bootstrap those metrics."""
     rows = np.arange(len(target))
     if logits:
         shifted = scores - scores.max(axis=1, keepdims=True)
@@ -128,7 +129,7 @@ def _scores_update(scores: np.ndarray, target: np.ndarray, *, logits: bool) -> t
     return scores.max(axis=1), -np.log(np.maximum(scores[rows, target], 1e-12))
 
 
-def _bin_index(confidence: np.ndarray, *, n_bins: int) -> np.ndarray:
+def bin_index(confidence: np.ndarray, *, n_bins: int) -> np.ndarray:
     """The bin of each confidence: the b with ``b / n_bins < conf <= (b + 1) / n_bins`` (0 in the first)."""
     edges = np.linspace(0.0, 1.0, n_bins + 1)
     # searchsorted(side="left") - 1 is the b with edges[b] < conf <= edges[b + 1]: right-closed bins
@@ -138,7 +139,7 @@ def _bin_index(confidence: np.ndarray, *, n_bins: int) -> np.ndarray:
 def _bins_update(confidence: np.ndarray, correct: np.ndarray, *, n_bins: int) -> tuple[np.ndarray, ...]:
     """Per bin (n_bins,): the samples (int64), the correct ones (int64) and the sum of their
     confidences (float64), from (N,) confidences and (N,) booleans."""
-    which = _bin_index(confidence, n_bins=n_bins)
+    which = bin_index(confidence, n_bins=n_bins)
     return (np.bincount(which, minlength=n_bins).astype(np.int64),
             np.bincount(which[correct], minlength=n_bins).astype(np.int64),
             np.bincount(which, weights=confidence, minlength=n_bins))
@@ -165,7 +166,7 @@ def _ece_compute(bins: tuple[np.ndarray, ...]) -> float:
 
 
 def _calibration_batch(batch: Batch) -> dict[str, Any]:
-    confidence, nll = _scores_update(batch.scores, batch.targets, logits=batch.logits)
+    confidence, nll = sample_scores(batch.scores, batch.targets, logits=batch.logits)
     count, correct, confidences = _bins_update(confidence, batch.top[:, 0] == batch.targets, n_bins=batch.n_bins)
     return {"bin_count": count, "bin_correct": correct, "bin_confidence": confidences, "nll": nll.sum()}
 

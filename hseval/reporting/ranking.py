@@ -1,12 +1,14 @@
-"""Which method is best, on every metric that is a mean over the samples, with intervals and ties.
+"""Which method is best, on every metric that is a function of sums over the samples, with intervals and ties.
 
-Each such metric is a ratio of two sums over the samples, ``Σ numerator / Σ denominator``
+Most such metrics are a ratio of two sums over the samples, ``Σ numerator / Σ denominator``
 (:class:`SampleMetric`): an accuracy is a mean of 0/1 (the denominator 1, or 0 for a sample
 whose class has no node at that level); mistake severity sums the LCA heights over the mistakes
 (the denominator marks them); micro hierarchical F1 is ``Σ 2·depth(LCA) / Σ (depth(pred) +
-depth(true))``; a decision metric (``hf1@optimal:hf1``) is the mean of the node metric of what
-that rule chose. Every value is computed from the evaluation's per-sample arrays
-(``predictions.npz``), so it equals metrics.json's and decisions.csv's.
+depth(true))``; the cross-entropy is the mean of -log p(target); a decision metric
+(``hf1@optimal:hf1``) is the mean of the node metric of what that rule chose. The ECE is
+``Σ_b |Σ_{i in b} (confidence_i - correct_i)| / N`` over its bins: one sum per bin and the count.
+Every value is computed from the evaluation's per-sample arrays (``predictions.npz``), so it
+equals metrics.json's and decisions.csv's.
 
 The **paired bootstrap** (:func:`bootstrap`) draws each resample once, as multinomial counts of
 the samples, and applies it to every entry and metric together: an entry's interval is the
@@ -18,8 +20,7 @@ the best entry of each metric and the entries not significantly different from i
 adjusted p ≥ :data:`~hseval.reporting.significance.ALPHA` over every test of the table) as tied.
 
 An entry is a run, or a seed group (its runs' per-sample values summed: the value pooled over its
-seeds, an accuracy the mean over them). ECE and the cross-entropy are not here: the evaluation
-keeps no per-sample confidence.
+seeds, an accuracy the mean over them).
 """
 
 from __future__ import annotations
@@ -27,6 +28,7 @@ from __future__ import annotations
 import functools
 import math
 import re
+import warnings
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
@@ -36,6 +38,7 @@ from scipy import stats
 
 from hseval.core.errors import ConfigError
 from hseval.io.results import RunResult
+from hseval.metrics.calibration import bin_index
 from hseval.metrics.mistakes import hierarchical_distance
 from hseval.metrics.node_metrics import compare, node_metric
 from hseval.metrics.nodes import NodeLayout
@@ -51,23 +54,38 @@ from hseval.reporting.significance import (
     not_paired,
 )
 
-__all__ = ["SampleMetric", "sample_metric", "chosen_metrics", "DEFAULT_METRICS", "bootstrap",
-           "entry_value", "leaderboard", "leaderboard_table", "RESAMPLES", "BASELINE_METRICS", "compare_all"]
+__all__ = ["SampleMetric", "sample_metric", "chosen_metrics", "DEFAULT_METRICS", "bootstrap", "entry_value",
+           "mistake_intervals", "leaderboard", "leaderboard_table", "RESAMPLES", "BASELINE_METRICS", "BASELINE_SAID",
+           "compare_all"]
 
 RESAMPLES = 1000
-Parts = tuple[np.ndarray, np.ndarray]
+Parts = np.ndarray
+"""(N, C) per-sample columns, whose sums over the samples give a metric's value."""
+
+
+def _ratio_of(sums: np.ndarray) -> np.ndarray:
+    """``Σ numerator / Σ denominator`` from (..., 2) sums; NaN where the denominator is 0."""
+    with np.errstate(invalid="ignore", divide="ignore"):
+        return sums[..., 0] / sums[..., 1]
+
+
+def _pair(numerator: np.ndarray, denominator: np.ndarray) -> Parts:
+    return np.stack([numerator, denominator], 1).astype(float)
 
 
 @dataclass(frozen=True)
 class SampleMetric:
-    """A metric that is ``Σ numerator / Σ denominator`` over the samples: ``parts(run)`` gives the
-    two (N,) arrays, or None where the run does not have the metric; ``lower``: lower is better;
-    ``binary``: the numerator is 0/1 and the denominator depends on the samples only (McNemar applies)."""
+    """A metric that is a function of sums over the samples: ``parts(run)`` gives its (N, C)
+    per-sample columns, or None where the run does not have the metric; ``combine`` its value from
+    their (..., C) sums (by default ``Σ numerator / Σ denominator`` of two columns); ``lower``:
+    lower is better; ``binary``: the numerator is 0/1 and the denominator depends on the samples
+    only (McNemar applies)."""
 
     name: str
     parts: Callable[[RunResult], Parts | None]
     lower: bool = False
     binary: bool = False
+    combine: Callable[[np.ndarray], np.ndarray] = _ratio_of
 
     def label(self, tree=None) -> str:
         return display_name(self.name, tree) if "@" not in self.name else self.name.replace("@", " by ", 1)
@@ -76,15 +94,11 @@ class SampleMetric:
         return entry_value([run], self)
 
 
-def _ratio(numerator: float, denominator: float) -> float:
-    return float(numerator / denominator) if denominator else math.nan
-
-
 def _top(k: int) -> Callable[[RunResult], Parts | None]:
     def parts(run: RunResult) -> Parts | None:
         if run.topk.shape[1] < k:
             return None
-        return (run.topk[:, :k] == run.targets[:, None]).any(1).astype(float), np.ones(len(run.targets))
+        return _pair((run.topk[:, :k] == run.targets[:, None]).any(1), np.ones(len(run.targets)))
     return parts
 
 
@@ -96,13 +110,13 @@ def _level(depth: int, own: bool) -> Callable[[RunResult], Parts | None]:
         truth = tree.ancestor_at_depth(run.targets, depth)
         said = run.levels[:, depth - 1] if own else tree.ancestor_at_depth(run.topk[:, 0], depth)
         reached = truth >= 0
-        return ((said == truth) & reached).astype(float), reached.astype(float)
+        return _pair((said == truth) & reached, reached)
     return parts
 
 
 def _severity(run: RunResult) -> Parts:
     distance = hierarchical_distance(run.topk[:, 0], run.targets, run.hierarchy).astype(float)
-    return distance, (distance > 0).astype(float)
+    return _pair(distance, distance > 0)
 
 
 def _distance_at(k: int) -> Callable[[RunResult], Parts | None]:
@@ -111,7 +125,7 @@ def _distance_at(k: int) -> Callable[[RunResult], Parts | None]:
             return None
         top = run.topk[:, :k]
         distance = hierarchical_distance(top.ravel(), np.repeat(run.targets, k), run.hierarchy).reshape(top.shape)
-        return distance.mean(1), np.ones(len(run.targets))
+        return _pair(distance.mean(1), np.ones(len(run.targets)))
     return parts
 
 
@@ -120,7 +134,8 @@ def _hierarchical(which: str) -> Callable[[RunResult], Parts]:
         tree, pred, true = run.hierarchy, run.topk[:, 0], run.targets
         overlap = tree.lca_depth(pred, true).astype(float)
         said, truth = tree.depth[pred].astype(float), tree.depth[true].astype(float)
-        return {"precision": (overlap, said), "recall": (overlap, truth), "f1": (2 * overlap, said + truth)}[which]
+        sums = {"precision": (overlap, said), "recall": (overlap, truth), "f1": (2 * overlap, said + truth)}
+        return _pair(*sums[which])
     return parts
 
 
@@ -138,8 +153,8 @@ def _decision(metric_name: str, rule: str) -> Callable[[RunResult], Parts | None
         value = metric.value(comparison).astype(float)
         if metric.over_mistakes:
             wrong = (~comparison.correct).astype(float)
-            return value * wrong, wrong
-        return value, np.ones(len(value))
+            return _pair(value * wrong, wrong)
+        return _pair(value, np.ones(len(value)))
     return parts
 
 
@@ -148,8 +163,33 @@ def _layout(tree) -> NodeLayout:
     return NodeLayout(tree)
 
 
+def _cross_entropy(run: RunResult) -> Parts | None:
+    nll = run.calibration[1]
+    return _pair(nll, np.ones(len(nll))) if len(nll) else None
+
+
+def _ece(run: RunResult) -> Parts | None:
+    """Per bin, ``confidence - correct`` of the samples in it; last, 1 per sample (the bins are
+    metrics.json's reliability bins, binned as :func:`~hseval.metrics.calibration.bin_index`)."""
+    confidence = run.calibration[0]
+    if not len(confidence):
+        return None
+    bins = len(run.metrics["reliability"]["upper"])
+    out = np.zeros((len(confidence), bins + 1))
+    out[np.arange(len(confidence)), bin_index(confidence, n_bins=bins)] = confidence - (run.topk[:, 0] == run.targets)
+    out[:, bins] = 1
+    return out
+
+
+def _ece_of(sums: np.ndarray) -> np.ndarray:
+    with np.errstate(invalid="ignore", divide="ignore"):
+        return np.abs(sums[..., :-1]).sum(-1) / sums[..., -1]
+
+
 _FIXED: dict[str, SampleMetric] = {m.name: m for m in (
     SampleMetric("mistake_severity", _severity, lower=True),
+    SampleMetric("cross_entropy", _cross_entropy, lower=True),
+    SampleMetric("ece", _ece, lower=True, combine=_ece_of),
     *(SampleMetric(f"hierarchical_{w}", _hierarchical(w)) for w in ("precision", "recall", "f1")))}
 _TOP = re.compile(r"top([1-9][0-9]{0,3})")
 _LEVEL = re.compile(r"level([1-9][0-9]{0,3})_(from_leaf|own_scores)")
@@ -161,7 +201,8 @@ mistake severity and hierarchical F1 ("levels" stands for the levels of the tree
 
 def sample_metric(name: str) -> SampleMetric:
     """The metric called ``name``: ``top<k>``, ``level<d>_from_leaf`` or ``level<d>_own_scores``,
-    ``mistake_severity``, ``avg_hdist@<k>``, ``hierarchical_precision``/``recall``/``f1``, or
+    ``mistake_severity``, ``avg_hdist@<k>``, ``hierarchical_precision``/``recall``/``f1``, ``ece``,
+    ``cross_entropy``, or
     ``<node metric>@<rule>`` (a decision metric of decisions.csv, e.g. ``hf1@optimal:hf1``,
     ``correct@threshold:0.5``, a rule of the head's own scores with `` (own scores)``)."""
     name = name.strip()
@@ -182,7 +223,8 @@ def sample_metric(name: str) -> SampleMetric:
         if found is not None and rule:
             return SampleMetric(name, _decision(metric, rule), lower=found.lower, binary=metric in ("correct", "exact"))
     raise ConfigError(f"unknown metric {name!r}; choose top1, top5, level1_from_leaf, level1_own_scores, "
-                      "mistake_severity, avg_hdist@1, hierarchical_f1 (or _precision, _recall), or METRIC@RULE of "
+                      "mistake_severity, avg_hdist@1, hierarchical_f1 (or _precision, _recall), ece, cross_entropy, or "
+                      "METRIC@RULE of "
                       "decisions.csv such as hf1@optimal:hf1")
 
 
@@ -202,32 +244,69 @@ def chosen_metrics(names: Sequence[str] | None, runs: Sequence[RunResult]) -> li
     return out
 
 
-def bootstrap(numerators: np.ndarray, denominators: np.ndarray, *, resamples: int = RESAMPLES, seed: int = 0,
+def bootstrap(columns: np.ndarray, *, resamples: int = RESAMPLES, seed: int | tuple[int, ...] = 0,
               block: int = 100) -> np.ndarray:
-    """(resamples, M) values ``Σ num / Σ den`` of M columns of (N, M) per-sample parts, over paired
-    bootstrap resamples of the N samples (each drawn once, as multinomial counts, for every column)."""
-    n = len(numerators)
+    """(resamples, K) sums of the K columns of (N, K) per-sample parts over paired bootstrap
+    resamples of the N samples (each drawn once, as multinomial counts, for every column)."""
+    n = len(columns)
     rng, out = np.random.default_rng(seed), []
     for start in range(0, resamples, block):
         rows = min(block, resamples - start)
         drawn = rng.integers(0, n, size=(rows, n)) + (np.arange(rows) * n)[:, None]
-        counts = np.bincount(drawn.ravel(), minlength=rows * n).reshape(rows, n).astype(float)
-        with np.errstate(invalid="ignore", divide="ignore"):
-            out.append((counts @ numerators) / (counts @ denominators))
-    return np.concatenate(out) if out else np.zeros((0, numerators.shape[1]))
+        out.append(np.bincount(drawn.ravel(), minlength=rows * n).reshape(rows, n).astype(float) @ columns)
+    return np.concatenate(out) if out else np.zeros((0, columns.shape[1]))
+
+
+def _draws(blocks: Sequence[tuple[SampleMetric, Parts]], *, resamples: int, seed: int | tuple[int, ...]
+           ) -> tuple[np.ndarray, np.ndarray]:
+    """Each (metric, parts) block's value and its (resamples,) values over one paired bootstrap of all of them."""
+    sums = bootstrap(np.concatenate([p for _, p in blocks], 1), resamples=resamples, seed=seed)
+    edges = np.cumsum([0, *(p.shape[1] for _, p in blocks)])
+    point = np.array([float(metric.combine(p.sum(0))) for metric, p in blocks])
+    drawn = np.stack([metric.combine(sums[:, lo:hi]) for (metric, _), lo, hi in zip(blocks, edges, edges[1:])], 1)
+    return point, drawn
+
+
+def _intervals(point: np.ndarray, drawn: np.ndarray, confidence: float) -> tuple[np.ndarray, np.ndarray]:
+    """The percentile interval of each column of ``drawn``; NaN for a column NaN in every resample
+    (no mistake to rate)."""
+    tail = (1 - confidence) / 2
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)  # "All-NaN slice": that column's interval is NaN
+        return tuple(np.nanquantile(drawn, [tail, 1 - tail], axis=0)) if len(drawn) else (point, point)
+
+
+def mistake_intervals(runs: Sequence[RunResult], *, resamples: int = RESAMPLES, confidence: float = CONFIDENCE,
+                      seed: int = 0) -> pd.DataFrame:
+    """Making Better Mistakes' Figure 1 as a table: each run's top-1 error and mistake severity (the
+    mean LCA height of its mistakes) with their percentile intervals over :func:`bootstrap`
+    resamples of its own samples (the same resamples for both, so that a run's two values move
+    together; runs may have different samples). Columns: run, error, error_low, error_high,
+    severity, severity_low, severity_high, samples, mistakes."""
+    top1, severity = sample_metric("top1"), sample_metric("mistake_severity")
+    rows = []
+    for k, run in enumerate(runs):
+        if not len(run.targets):
+            continue
+        mistakes = severity.parts(run)
+        point, drawn = _draws([(top1, top1.parts(run)), (severity, mistakes)], resamples=resamples, seed=(seed, k))
+        low, high = _intervals(point, drawn, confidence)
+        rows.append({"run": run.name, "error": 1 - point[0], "error_low": 1 - high[0], "error_high": 1 - low[0],
+                     "severity": point[1], "severity_low": low[1], "severity_high": high[1],
+                     "samples": len(run.targets), "mistakes": int(mistakes[:, 1].sum())})
+    return pd.DataFrame(rows, columns=["run", "error", "error_low", "error_high", "severity", "severity_low",
+                                       "severity_high", "samples", "mistakes"])
 
 
 def _entry_parts(runs: Sequence[RunResult], metric: SampleMetric) -> Parts | None:
     parts = [metric.parts(r) for r in runs]
-    if any(p is None for p in parts):
-        return None
-    return sum(p[0] for p in parts), sum(p[1] for p in parts)
+    return None if any(p is None for p in parts) else sum(parts)
 
 
 def entry_value(runs: Sequence[RunResult], metric: SampleMetric) -> float:
     """The value of an entry (a run, or a seed group pooled) on ``metric``; NaN where it lacks it."""
     parts = _entry_parts(runs, metric)
-    return math.nan if parts is None else _ratio(parts[0].sum(), parts[1].sum())
+    return math.nan if parts is None else float(metric.combine(parts.sum(0)))
 
 
 def leaderboard(entries: Sequence[tuple[str, Sequence[RunResult]]], metrics: Sequence[SampleMetric], *,
@@ -240,20 +319,16 @@ def leaderboard(entries: Sequence[tuple[str, Sequence[RunResult]]], metrics: Seq
     first = entries[0][1][0]
     left_out = {name: reason for name, runs in entries for r in runs if (reason := not_paired(r, first))}
     entries = [(name, runs) for name, runs in entries if name not in left_out]
-    columns, where = [], {}
+    blocks, where = [], {}
     for m, metric in enumerate(metrics):
         for e, (_, runs) in enumerate(entries):
             if (parts := _entry_parts(runs, metric)) is not None:
-                where[e, m] = len(columns)
-                columns.append(parts)
-    if not columns:
+                where[e, m] = len(blocks)
+                blocks.append((metric, parts))
+    if not blocks:
         return pd.DataFrame(), left_out
-    num, den = np.stack([c[0] for c in columns], 1), np.stack([c[1] for c in columns], 1)
-    drawn = bootstrap(num, den, resamples=resamples, seed=seed)
-    point = np.array([_ratio(n, d) for n, d in zip(num.sum(0), den.sum(0))])
-    tail = (1 - confidence) / 2
-    with np.errstate(invalid="ignore"):
-        low, high = np.nanquantile(drawn, [tail, 1 - tail], axis=0) if len(drawn) else (point, point)
+    point, drawn = _draws(blocks, resamples=resamples, seed=seed)
+    low, high = _intervals(point, drawn, confidence)
     rows = []
     for m, metric in enumerate(metrics):
         present = [e for e in range(len(entries)) if (e, m) in where]
@@ -274,8 +349,11 @@ def leaderboard(entries: Sequence[tuple[str, Sequence[RunResult]]], metrics: Seq
     return frame, left_out
 
 
-BASELINE_METRICS = ("mistake_severity", "avg_hdist@1", "hierarchical_f1")
+BASELINE_METRICS = ("mistake_severity", "avg_hdist@1", "hierarchical_f1", "cross_entropy", "ece")
 """The metrics beyond the accuracies on which each run is tested against the baseline."""
+BASELINE_SAID = ("mistake severity, hierarchical distance@1, hierarchical F1, cross-entropy and ECE (those two where "
+                 "both runs' scores are probabilities)")
+""":data:`BASELINE_METRICS` as the report, the pages and README say them."""
 
 
 def compare_all(a: RunResult, b: RunResult, *, resamples: int = RESAMPLES, seed: int = 0) -> pd.DataFrame:
@@ -286,13 +364,11 @@ def compare_all(a: RunResult, b: RunResult, *, resamples: int = RESAMPLES, seed:
     rows = [compare_runs(a, b, seed=seed)]
     metrics = [m for m in map(sample_metric, BASELINE_METRICS) if m.parts(a) is not None and m.parts(b) is not None]
     if metrics:
-        parts = [m.parts(r) for m in metrics for r in (a, b)]
-        drawn = bootstrap(np.stack([p[0] for p in parts], 1), np.stack([p[1] for p in parts], 1),
-                          resamples=resamples, seed=seed)
+        point, drawn = _draws([(m, m.parts(r)) for m in metrics for r in (a, b)], resamples=resamples, seed=seed)
         tail = (1 - CONFIDENCE) / 2
         extra = []
         for k, metric in enumerate(metrics):
-            value_a, value_b = metric.value(a), metric.value(b)
+            value_a, value_b = point[2 * k], point[2 * k + 1]
             if not (math.isfinite(value_a) and math.isfinite(value_b)):
                 continue  # undefined for one of them (mistake severity without a mistake): no test to make
             deltas = drawn[:, 2 * k] - drawn[:, 2 * k + 1]
@@ -316,8 +392,8 @@ def _bootstrap_p(deltas: np.ndarray, delta: float) -> float:
 def _against_best(metric: SampleMetric, runs: Sequence[RunResult], best: Sequence[RunResult], deltas: np.ndarray,
                   delta: float) -> dict:
     if metric.binary and len(runs) == 1 and len(best) == 1:
-        (a, counted), (b, _) = metric.parts(runs[0]), metric.parts(best[0])
-        kept = counted > 0
+        ours, theirs = metric.parts(runs[0]), metric.parts(best[0])
+        a, b, kept = ours[:, 0], theirs[:, 0], ours[:, 1] > 0
         only_a, only_b = int(((a > 0) & (b == 0) & kept).sum()), int(((b > 0) & (a == 0) & kept).sum())
         return {"difference": delta, "p_value": mcnemar_exact(only_a, only_b), "test": MCNEMAR}
     return {"difference": delta, "p_value": _bootstrap_p(deltas[np.isfinite(deltas)], delta),

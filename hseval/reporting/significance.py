@@ -34,12 +34,11 @@ import pandas as pd
 from scipy import stats
 
 from hseval.io.results import RunResult
-from hseval.metrics.mistakes import hierarchical_distance
 from hseval.reporting.columns import WAYS
 from hseval.reporting.summary import config_key
 from hseval.tree.ancestry import same_tree
 
-__all__ = ["mistake_intervals",
+__all__ = [
            "CONFIDENCE", "RESAMPLES", "ALPHA", "holm", "against_baseline", "mcnemar_exact", "paired_bootstrap",
            "PairedDifference", "paired_difference", "correctness", "not_paired", "compare_runs", "SeedGroup",
            "seed_groups", "seed_interval", "group_levels", "compare_groups"]
@@ -313,33 +312,3 @@ def compare_groups(a: SeedGroup, b: SeedGroup, table: pd.DataFrame, *,
             row.update(low=float(ci.low), high=float(ci.high), p_value=float(result.pvalue))
         out.append(row)
     return pd.DataFrame(out)
-
-
-def mistake_intervals(runs: list[RunResult], *, resamples: int = 1000, confidence: float = CONFIDENCE, seed: int = 0,
-                      block: int = 50) -> pd.DataFrame:
-    """Making Better Mistakes' Figure 1 as a table: each run's top-1 error and mistake severity (the
-    mean LCA height of its mistakes, :func:`hseval.metrics.mistake_severity`) with their percentile
-    intervals over ``resamples`` bootstrap resamples of its samples (the same resample for both, so
-    that a run's two values move together). Columns: run, error, error_low, error_high, severity,
-    severity_low, severity_high, samples, mistakes."""
-    rows, tail = [], (1 - confidence) / 2
-    for k, run in enumerate(runs):
-        if not len(run.targets):
-            continue
-        distance = hierarchical_distance(run.topk[:, 0], run.targets, run.hierarchy).astype(np.float64)
-        wrong = (distance > 0).astype(np.float64)
-        rng, n, drawn = np.random.default_rng([seed, k]), len(distance), []
-        for start in range(0, resamples, block):
-            idx = rng.integers(0, n, size=(min(block, resamples - start), n))
-            mistakes = wrong[idx].sum(1)
-            with np.errstate(invalid="ignore", divide="ignore"):
-                drawn.append(np.stack([mistakes / n, distance[idx].sum(1) / mistakes], 1))
-        values = np.concatenate(drawn)
-        low, high = np.nanquantile(values, [tail, 1 - tail], axis=0) if np.isfinite(values).any() else \
-            (np.full(2, np.nan), np.full(2, np.nan))
-        count = wrong.sum()
-        rows.append({"run": run.name, "error": count / n, "error_low": low[0], "error_high": high[0],
-                     "severity": distance.sum() / count if count else np.nan, "severity_low": low[1],
-                     "severity_high": high[1], "samples": n, "mistakes": int(count)})
-    return pd.DataFrame(rows, columns=["run", "error", "error_low", "error_high", "severity", "severity_low",
-                                       "severity_high", "samples", "mistakes"])

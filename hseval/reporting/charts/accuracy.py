@@ -187,7 +187,7 @@ LABELLED = 6
 def error_and_severity(points: pd.DataFrame, *, title: str = "Top-1 error against mistake severity",
                        colours: dict[str, str] | None = None, groups: dict[str, str] | None = None) -> go.Figure:
     """Making Better Mistakes' Figure 1: one point per run (a row of
-    :func:`~hseval.reporting.significance.mistake_intervals`), top-1 error across, mistake severity
+    :func:`~hseval.reporting.ranking.mistake_intervals`), top-1 error across, mistake severity
     up, each with its 95 % bootstrap interval; coloured by ``groups`` (run -> seed group; default:
     the run)."""
     data = points.dropna(subset=["error"])
