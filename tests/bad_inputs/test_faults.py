@@ -164,60 +164,71 @@ def test_kill_9_during_evaluate_leaves_only_complete_runs(good, three_runs, tmp_
 KILLED_AT_REPLACE = """
 import os, signal, sys
 kill_at, replaced, real = int(sys.argv[1]), [0], os.replace
-def replace(*args, **kwargs):  # SIGKILL just before the kill_at-th file replacement (0: count them)
+def replace(*args, **kwargs):  # SIGKILL just before the kill_at-th file replacement
     replaced[0] += 1
     if replaced[0] == kill_at:
         os.kill(os.getpid(), signal.SIGKILL)
     return real(*args, **kwargs)
 os.replace = replace
 from hseval.cli.main import main
-code = main(sys.argv[2:])
-print(replaced[0])
-raise SystemExit(code)
+raise SystemExit(main(sys.argv[2:]))
 """
 
 
 def hseval_killed_at(replacement: int, *argv: str) -> subprocess.CompletedProcess:
     """``hseval *argv`` killed with SIGKILL just before its ``replacement``-th ``os.replace`` (the
-    moment an atomic write becomes visible), or run whole for 0, printing how many it made."""
+    moment an atomic write becomes visible)."""
     env = dict(os.environ, PYTHONPATH=str(ROOT), OMP_NUM_THREADS="1")
     return subprocess.run([sys.executable, "-c", KILLED_AT_REPLACE, str(replacement), *argv], env=env,
                           capture_output=True, text=True, timeout=300)
 
 
-def test_kill_9_during_report_leaves_the_old_or_the_new_file(good, tmp_path, capsys):
-    """A report killed just before each of its file replacements in turn (every moment at which a
-    non-atomic writer would leave a cut file): every file is the old one or the new one, whole."""
+def test_kill_9_during_report_leaves_the_old_or_the_new_file(good, tmp_path, capsys, monkeypatch):
+    """A report stopped just before each of its file replacements in turn (every moment at which a
+    non-atomic writer would leave a cut file): every file is the old one or the new one, whole.
+    Each moment's files are read in one report (what a SIGKILL there leaves: the files as the OS
+    holds them, no process buffer); the first and the last moment are also killed for real, and
+    must leave the same."""
     folder = Path(shutil.copytree(good.evaluation, tmp_path / "eval"))
     assert main(["report", str(folder)]) == 0
     old = {name: (folder / name).read_bytes() for name in REPORT_FILES}
     run = next(p for p in folder.iterdir() if p.is_dir())
     shutil.copytree(run, folder / "copy")  # the new report has one more run
-    whole = hseval_killed_at(0, "report", str(folder))
-    assert whole.returncode == 0, whole.stderr
-    replacements = int(whole.stdout.split()[-1])
+    moments, real = [], os.replace
+
+    def replace(*args, **kwargs):
+        moments.append({name: (folder / name).read_bytes() for name in REPORT_FILES})
+        return real(*args, **kwargs)
+
+    with monkeypatch.context() as patched:
+        patched.setattr(os, "replace", replace)
+        assert main(["report", str(folder)]) == 0
     new = {name: (folder / name).read_bytes() for name in REPORT_FILES}
     assert all(old[n] != new[n] for n in ("summary.csv", "report.md"))
-    assert replacements >= len(REPORT_FILES)
-    outcomes = []
-    for kill_at in range(1, replacements + 1):
+    assert len(moments) >= len(REPORT_FILES)
+
+    def outcome(files: dict[str, bytes], moment: int) -> str:
+        state = ""
+        for name in REPORT_FILES:
+            data = files[name]
+            if name == "report.html":  # plotly gives each figure a random id: complete, old or not
+                assert data == old[name] or data.rstrip().endswith(b"</body></html>"), moment
+            else:
+                assert data in (old[name], new[name]), (moment, name)
+            state += "o" if data == old[name] else "n"
+        return state
+
+    outcomes = [outcome(files, k) for k, files in enumerate(moments, 1)]
+    assert outcomes[0] == "o" * len(REPORT_FILES)  # stopped before the first file was replaced
+    for kill_at in (1, len(moments)):
         for name in REPORT_FILES:  # back to the old files before each kill
             (folder / name).write_bytes(old[name])
         killed = hseval_killed_at(kill_at, "report", str(folder))
         assert killed.returncode == -signal.SIGKILL, (kill_at, killed.stderr)
-        state = []
-        for name in REPORT_FILES:
-            data = (folder / name).read_bytes()
-            if name == "report.html":  # plotly gives each figure a random id: complete, old or not
-                assert data == old[name] or data.rstrip().endswith(b"</body></html>"), kill_at
-            else:
-                assert data in (old[name], new[name]), (kill_at, name)
-            state.append("old" if data == old[name] else "new")
-        outcomes.append("".join(s[0] for s in state))
-    assert outcomes[0] == "o" * len(REPORT_FILES)  # killed before the first file was replaced
+        assert outcome({name: (folder / name).read_bytes() for name in REPORT_FILES}, kill_at) == outcomes[kill_at - 1]
     assert main(["report", str(folder)]) == 0
     assert [p for p in leftovers(folder) if not p.startswith("copy/")] == []  # stale temporaries removed
-    print("report killed before each replacement (o: old file, n: new):", outcomes)
+    print("report stopped before each replacement (o: old file, n: new):", outcomes)
 
 
 # ====================================================================== a full disk
