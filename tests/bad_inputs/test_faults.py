@@ -37,7 +37,7 @@ ROOT = Path(__file__).parents[2]
 KILL_SEED = 20240611
 TRAIN_KILLS = 2
 EPOCHS = 4
-RUN_NAMES = ("a", "b", "c", "d", "e")
+RUN_NAMES = ("a", "b", "c")
 REPORT_FILES = ("summary.csv", "summary_grouped.csv", "superclass_accuracy.csv", "superclass_accuracy.md",
                 "report.md", "report.html")
 

@@ -95,7 +95,7 @@ def two_runs(evaluated, tmp_path_factory) -> Path:
     return folder
 
 
-SHOWN_ACCEPTED = 4
+SHOWN_ACCEPTED = 2
 """Accepted mutations of one evaluation file that the report and the dashboard are run on."""
 
 
