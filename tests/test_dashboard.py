@@ -39,6 +39,27 @@ def test_overview_shows_the_runs_table_and_level_bars(at):
     assert not at.error
 
 
+def test_the_leaderboard_ranks_the_metrics_chosen(at, evaluated):
+    from hseval.io.results import load_evaluation
+    from hseval.reporting import ranking
+
+    board = table(at, "mistake severity ↓")  # the default metrics
+    assert sorted(board["run"]) == EVALUATED_RUNS and sum("★" in v for v in board["top-1"]) >= 1
+    chooser = at.multiselect(key="overview_leaderboard_metrics")
+    chooser.set_value(["ece", "hf1@optimal:hf1", "level1_own_scores"]).run()
+    board = table(at, "ECE ↓").set_index("run")
+    assert list(board.columns) == ["ECE ↓", "hf1 by optimal:hf1", "level 1 (own scores)"]
+    assert board.loc["barz-denzler", "ECE ↓"] == "n/a"  # cosine similarities: no probabilities to calibrate
+    assert board.loc["plain", "level 1 (own scores)"] == "n/a"
+    for run in load_evaluation(evaluated).runs:  # each cell: the run's value, from its prediction files
+        for name, column in (("ece", "ECE ↓"), ("hf1@optimal:hf1", "hf1 by optimal:hf1")):
+            value = ranking.sample_metric(name).value(run)
+            assert value != value or board.loc[run.name, column].startswith(f"{value:.4f} ["), (run.name, name)
+    assert any("--leaderboard ece,hf1@optimal:hf1,level1_own_scores" in c.value for c in at.caption)
+    chooser.set_value([]).run()
+    assert any("Choose at least one metric" in i.value for i in at.info) and not at.exception
+
+
 def test_overview_says_what_each_method_is_and_cites_it(at):
     methods = at.table[0].value
     assert sorted(methods.index) == EVALUATED_RUNS  # one row per head, whole (a table, not a scrolled grid)

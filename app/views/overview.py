@@ -5,6 +5,8 @@ name and help; a missing value reads "n/a — reason"."""
 
 from __future__ import annotations
 
+import shlex
+
 import streamlit as st
 
 from hseval.app import loading, tables
@@ -91,13 +93,24 @@ def _leaderboard(ctx: PageContext) -> None:
     """Every run (or seed group) of the folder on the leaderboard's metrics, with intervals and ties."""
     groups = seed_groups(ctx.available)
     entries = [(g.name, g.runs) for g in groups] if ctx.group_seeds else [(r.name, [r]) for r in ctx.available]
-    _, table, left_out = loading.leaderboard(entries)
+    runs = [r for _, members in entries for r in members]
     st.subheader("Leaderboard")
+    tree, options = runs[0].hierarchy, ranking.available_metrics(runs)
+    chosen = st.multiselect("Metrics", options, default=[m.name for m in ranking.chosen_metrics(None, runs)],
+                            format_func=lambda name: ranking.sample_metric(name).label(tree),
+                            key="overview_leaderboard_metrics", help="Any metric some run has: accuracies, mistake "
+                            "severity, distances, hierarchical P/R/F1, cross-entropy, ECE, and every decision metric "
+                            "of each rule (METRIC by RULE).")
+    if not chosen:
+        st.info("Choose at least one metric.")
+        return
+    _, table, left_out = loading.leaderboard(entries, tuple(chosen))
     st.dataframe(table, hide_index=True, key="overview_leaderboard")
+    command = f"hseval report --leaderboard {shlex.quote(','.join(chosen))}"
     st.caption(f"Each {'seed group' if ctx.group_seeds else 'run'} on the {markdown(ctx.evaluation.split)} split: the "
                f"value with its 95 % interval ({ranking.RESAMPLES:,} paired bootstrap resamples of the samples); ★ the "
                "best, = not significantly different from it (Holm's p ≥ 0.05 over every test of the table); ↓ lower "
-               "is better. The report's leaderboard takes other metrics (hseval report --leaderboard)."
+               f"is better. The report takes the same metrics: `{command}`."
                + "".join(f" Left out: {markdown(name)}, {markdown(why)}." for name, why in left_out.items()))
 
 

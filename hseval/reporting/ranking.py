@@ -54,7 +54,8 @@ from hseval.reporting.significance import (
     not_paired,
 )
 
-__all__ = ["SampleMetric", "sample_metric", "chosen_metrics", "DEFAULT_METRICS", "bootstrap", "entry_value",
+__all__ = ["SampleMetric", "sample_metric", "available_metrics", "chosen_metrics", "DEFAULT_METRICS", "bootstrap",
+           "entry_value",
            "mistake_intervals", "leaderboard", "leaderboard_table", "RESAMPLES", "BASELINE_METRICS", "BASELINE_SAID",
            "compare_all"]
 
@@ -228,6 +229,26 @@ def sample_metric(name: str) -> SampleMetric:
                       "decisions.csv such as hf1@optimal:hf1")
 
 
+def available_metrics(runs: Sequence[RunResult]) -> list[str]:
+    """Every metric name that at least one of ``runs`` has, in the order the report shows them;
+    read from what each run holds (its top-k width, own levels, probabilities and decisions.csv's
+    rows), nothing computed."""
+    depth = max((r.hierarchy.max_depth for r in runs), default=1)
+    width = max((r.topk.shape[1] for r in runs), default=0)
+    own = {d for r in runs for d in range(1, r.hierarchy.max_depth) if (r.levels[:, d - 1] >= 0).any()}
+    names = [f"top{k}" for k in (1, 5) if k <= width]
+    names += [f"level{d}_from_leaf" for d in range(1, depth)] + [f"level{d}_own_scores" for d in sorted(own)]
+    names += ["mistake_severity", *(f"avg_hdist@{k}" for k in (1, 5) if k <= width), "hierarchical_precision",
+              "hierarchical_recall", "hierarchical_f1"]
+    names += ["cross_entropy", "ece"] if any(len(r.calibration[0]) for r in runs) else []
+    for r in runs:
+        table = r.decisions
+        for column in (c for c in table.columns if c not in ("rule", "probabilities", "unavailable")):
+            names += [f"{column}@{row.rule}" + (" (own scores)" if row.probabilities == "own scores" else "")
+                      for row in table[table[column].notna()].itertuples()]
+    return list(dict.fromkeys(names))
+
+
 def chosen_metrics(names: Sequence[str] | None, runs: Sequence[RunResult]) -> list[SampleMetric]:
     """The metrics named (:data:`DEFAULT_METRICS` when None; "levels": every level from the leaf),
     each one that no run has refused in one line."""
@@ -315,7 +336,8 @@ def leaderboard(entries: Sequence[tuple[str, Sequence[RunResult]]], metrics: Seq
     """Every entry (name, its runs: one, or a seed group's) on every metric: one row per (entry,
     metric) with value, its percentile interval low/high, best, the difference from the best with
     its p-value and test, Holm's p over the table, and tied (not significantly different from the
-    best); and the entries left out because they were not evaluated on the first entry's samples."""
+    best), NaN where the entry lacks the metric; and the entries left out because they were not
+    evaluated on the first entry's samples."""
     first = entries[0][1][0]
     left_out = {name: reason for name, runs in entries for r in runs if (reason := not_paired(r, first))}
     entries = [(name, runs) for name, runs in entries if name not in left_out]
@@ -334,10 +356,14 @@ def leaderboard(entries: Sequence[tuple[str, Sequence[RunResult]]], metrics: Seq
         present = [e for e in range(len(entries)) if (e, m) in where]
         values = {e: point[where[e, m]] for e in present if point[where[e, m]] == point[where[e, m]]}
         best = (min if metric.lower else max)(values, key=values.get) if values else None
-        for e in present:
+        for e in range(len(entries)):
+            row = {"entry": entries[e][0], "metric": metric.name, "value": math.nan, "low": math.nan,
+                   "high": math.nan, "best": False, "difference": math.nan, "p_value": math.nan, "test": ""}
+            if e not in present:  # the entry lacks the metric (no probabilities, no own scores): n/a
+                rows.append(row)
+                continue
             c = where[e, m]
-            row = {"entry": entries[e][0], "metric": metric.name, "value": point[c], "low": low[c], "high": high[c],
-                   "best": e == best, "difference": math.nan, "p_value": math.nan, "test": ""}
+            row.update(value=point[c], low=low[c], high=high[c], best=e == best)
             if best is not None and e != best and e in values:
                 b = where[best, m]
                 row.update(_against_best(metric, entries[e][1], entries[best][1], drawn[:, c] - drawn[:, b],
