@@ -23,7 +23,7 @@ from hseval.io import evaluation_format as eval_format
 from hseval.io import folders
 from hseval.io.results import Evaluation, RunResult, load_evaluation
 from hseval.metrics.confusion import confusion_matrix, most_confused
-from hseval.reporting import ranking
+from hseval.reporting import ranking, sample_metrics
 from hseval.reporting.decisions import matched_operating_points
 from hseval.tree.hierarchy import Hierarchy
 
@@ -101,7 +101,7 @@ def leaderboard(entries: list[tuple[str, list[RunResult]]], metrics: tuple[str, 
                 ) -> tuple[pd.DataFrame, pd.DataFrame, dict[str, str]]:
     """:func:`hseval.reporting.ranking.leaderboard` of ``entries`` on ``metrics`` (None: the
     default ones): (its numbers, the table as shown, the entries left out), resampled once."""
-    chosen = ranking.chosen_metrics(metrics, [r for _, runs in entries for r in runs])
+    chosen = sample_metrics.chosen_metrics(metrics, [r for _, runs in entries for r in runs])
     frame, left_out = ranking.leaderboard(entries, chosen)
     entry = "seed group" if any(len(runs) > 1 for _, runs in entries) else "run"
     return frame, ranking.leaderboard_table(frame, chosen, entries[0][1][0].hierarchy, entry=entry), left_out

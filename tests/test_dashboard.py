@@ -41,7 +41,7 @@ def test_overview_shows_the_runs_table_and_level_bars(at):
 
 def test_the_leaderboard_ranks_the_metrics_chosen(at, evaluated):
     from hseval.io.results import load_evaluation
-    from hseval.reporting import ranking
+    from hseval.reporting import sample_metrics
 
     board = table(at, "mistake severity ↓")  # the default metrics
     assert sorted(board["run"]) == EVALUATED_RUNS and sum("★" in v for v in board["top-1"]) >= 1
@@ -53,7 +53,7 @@ def test_the_leaderboard_ranks_the_metrics_chosen(at, evaluated):
     assert board.loc["plain", "level 1 (own scores)"] == "n/a"
     for run in load_evaluation(evaluated).runs:  # each cell: the run's value, from its prediction files
         for name, column in (("ece", "ECE ↓"), ("hf1@optimal:hf1", "hf1 by optimal:hf1")):
-            value = ranking.sample_metric(name).value(run)
+            value = sample_metrics.sample_metric(name).value(run)
             assert value != value or board.loc[run.name, column].startswith(f"{value:.4f} ["), (run.name, name)
     assert any("--leaderboard ece,hf1@optimal:hf1,level1_own_scores" in c.value for c in at.caption)
     chooser.set_value([]).run()

@@ -71,7 +71,7 @@ def write_evaluated_run(folder: Path, tree: Hierarchy, *, samples: int = 12, dim
                                  "indices": np.arange(samples), "node_vectors": node_vectors},
         eval_format.PREDICTIONS: {"targets": targets, "topk": topk,
                                   "levels": np.full((samples, tree.max_depth - 1), -1, np.int64),
-                                  "indices": np.arange(samples)}})
+                                  "indices": np.arange(samples), "confidence": np.zeros(0), "nll": np.zeros(0)}})
     scores = ScoreAccumulator(tree, softmax=None, rules=["leaf"])  # the classes' decisions, as evaluate has them
     if samples:
         scores.update_labels(topk[:, 0], targets)

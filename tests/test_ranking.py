@@ -14,7 +14,7 @@ from scipy.special import logsumexp
 from hseval.cli.main import main
 from hseval.core.errors import ConfigError
 from hseval.io.results import load_evaluation
-from hseval.reporting import ranking
+from hseval.reporting import ranking, sample_metrics
 from hseval.reporting.significance import holm, mcnemar_exact
 from hseval.tree import write_hierarchy
 from tests.helpers import random_tree
@@ -74,7 +74,7 @@ def _brute(tree, targets, scores, name: str) -> float:
 def test_every_value_equals_a_recomputation_from_the_prediction_files(evaluated):
     folder, tree, targets, logits = evaluated
     runs = load_evaluation(folder).runs
-    metrics = ranking.chosen_metrics(None, runs)
+    metrics = sample_metrics.chosen_metrics(None, runs)
     assert [m.name for m in metrics] == ["top1", *(f"level{d}_from_leaf" for d in range(1, tree.max_depth)),
                                          "mistake_severity", "hierarchical_f1"]
     frame, left_out = ranking.leaderboard([(r.name, [r]) for r in runs], metrics)
@@ -82,7 +82,7 @@ def test_every_value_equals_a_recomputation_from_the_prediction_files(evaluated)
     for row in frame.itertuples():
         assert row.value == pytest.approx(_brute(tree, targets, logits[row.entry], row.metric), abs=1e-12), row
         assert row.low <= row.value <= row.high
-        metric = ranking.sample_metric(row.metric)
+        metric = sample_metrics.sample_metric(row.metric)
         run = next(r for r in runs if r.name == row.entry)
         recorded = {"top1": run.metrics["top1"], "mistake_severity": run.metrics["mistake_severity"],
                     "hierarchical_f1": run.metrics["hierarchical_f1"]}
@@ -94,10 +94,10 @@ def test_every_value_equals_a_recomputation_from_the_prediction_files(evaluated)
 def test_best_ties_and_p_values_follow_from_the_numbers(evaluated):
     folder, *_ = evaluated
     runs = load_evaluation(folder).runs
-    metrics = ranking.chosen_metrics(["top1", "mistake_severity"], runs)
+    metrics = sample_metrics.chosen_metrics(["top1", "mistake_severity"], runs)
     frame, _ = ranking.leaderboard([(r.name, [r]) for r in runs], metrics)
     for name, part in frame.groupby("metric"):
-        lower = ranking.sample_metric(name).lower
+        lower = sample_metrics.sample_metric(name).lower
         best = part.loc[part["value"].idxmin() if lower else part["value"].idxmax()]
         assert part["best"].sum() == 1 and bool(best["best"]) and best["entry"] == "good"
         assert part.loc[part["best"], "p_value"].isna().all()
@@ -129,10 +129,10 @@ def test_the_bootstrap_is_index_resampling_applied_to_every_column_at_once():
 def test_a_seed_group_pools_its_seeds(evaluated):
     folder, *_ = evaluated
     runs = load_evaluation(folder).runs
-    top1, severity = ranking.sample_metric("top1"), ranking.sample_metric("mistake_severity")
-    assert ranking.entry_value(runs, top1) == pytest.approx(np.mean([top1.value(r) for r in runs]), abs=1e-12)
+    top1, severity = sample_metrics.sample_metric("top1"), sample_metrics.sample_metric("mistake_severity")
+    assert sample_metrics.entry_value(runs, top1) == pytest.approx(np.mean([top1.value(r) for r in runs]), abs=1e-12)
     wrong = [(r.topk[:, 0] != r.targets) for r in runs]
-    assert ranking.entry_value(runs, severity) == pytest.approx(
+    assert sample_metrics.entry_value(runs, severity) == pytest.approx(
         sum(severity.parts(r)[:, 0].sum() for r in runs) / sum(w.sum() for w in wrong), abs=1e-12)
 
 
@@ -148,7 +148,7 @@ def _calibration(scores: np.ndarray, targets: np.ndarray) -> dict[str, float]:
 def test_calibration_is_ranked_and_equals_a_recomputation_and_metrics_json(evaluated):
     folder, tree, targets, logits = evaluated
     runs = load_evaluation(folder).runs
-    metrics = ranking.chosen_metrics(["ece", "cross_entropy"], runs)
+    metrics = sample_metrics.chosen_metrics(["ece", "cross_entropy"], runs)
     assert all(m.lower for m in metrics)
     frame, _ = ranking.leaderboard([(r.name, [r]) for r in runs], metrics)
     assert len(frame) == 6
@@ -158,7 +158,7 @@ def test_calibration_is_ranked_and_equals_a_recomputation_and_metrics_json(evalu
         assert row.value == pytest.approx(run.metrics[row.metric], abs=1e-12)  # metrics.json's number
         assert row.low <= row.value <= row.high
     pooled = np.concatenate([logits[r.name] for r in runs]).astype(float)  # a seed group: its samples pooled
-    assert ranking.entry_value(runs, metrics[0]) == pytest.approx(
+    assert sample_metrics.entry_value(runs, metrics[0]) == pytest.approx(
         _calibration(pooled, np.tile(targets, len(runs)))["ece"], rel=1e-6)
 
 
@@ -168,7 +168,7 @@ def test_decision_metrics_equal_decisions_csv(evaluated):
         for row in run.decisions.itertuples():
             for column in ("hf1", "correct", "depth_recall", "mistake_severity", "wu_palmer"):
                 name = f"{column}@{row.rule}" + (" (own scores)" if row.probabilities == "own scores" else "")
-                value, recorded = ranking.sample_metric(name).value(run), getattr(row, column)
+                value, recorded = sample_metrics.sample_metric(name).value(run), getattr(row, column)
                 assert (math.isnan(value) and math.isnan(recorded)) or value == pytest.approx(recorded, abs=1e-9), name
 
 
@@ -179,4 +179,4 @@ def test_decision_metrics_equal_decisions_csv(evaluated):
 def test_a_metric_the_runs_do_not_have_is_one_line(evaluated, name, message):
     runs = load_evaluation(evaluated[0]).runs
     with pytest.raises(ConfigError, match=re.escape(message)):
-        ranking.chosen_metrics([name], runs)
+        sample_metrics.chosen_metrics([name], runs)

@@ -13,7 +13,7 @@ import pytest
 from hseval.cli.main import main
 from hseval.io.results import load_evaluation
 from hseval.io.selection_format import read_selection
-from hseval.reporting import ranking
+from hseval.reporting import sample_metrics
 from hseval.tree import write_hierarchy
 from tests.helpers import random_tree
 
@@ -48,7 +48,7 @@ def test_each_head_gets_its_validation_best_setting(files, tmp_path, capsys):
     assert "next: hseval report TEST_EVAL --selection" in capsys.readouterr().out
     chosen = read_selection(out)
     runs = {r.name: r for r in load_evaluation(tmp_path / "val").runs}
-    top1 = {name: ranking.sample_metric("top1").value(run) for name, run in runs.items()}
+    top1 = {name: sample_metrics.sample_metric("top1").value(run) for name, run in runs.items()}
     assert chosen.metric == "top1" and chosen.split == "validation" and chosen.samples == SAMPLES
     by_head = {c.method: c for c in chosen.choices}
     assert set(by_head) == {"hxe", "plain"}
@@ -60,7 +60,7 @@ def test_each_head_gets_its_validation_best_setting(files, tmp_path, capsys):
     assert main(["select", str(tmp_path / "val"), "--metric", "mistake_severity", "--per", "all", "--out",
                  str(tmp_path / "low.json")]) == 0
     (only,) = read_selection(tmp_path / "low.json").choices  # lower is better: the least severe of all four
-    severity = {n: ranking.sample_metric("mistake_severity").value(r) for n, r in runs.items()}
+    severity = {n: sample_metrics.sample_metric("mistake_severity").value(r) for n, r in runs.items()}
     assert only.chosen.runs == [min(severity, key=severity.get)]
 
 
@@ -119,7 +119,7 @@ def test_sweep_evaluate_on_val_select_report_on_test(fashion_like, tmp_path, cap
     assert not (tmp_path / "eval").exists()  # nothing of the test split existed when the choice was made
     chosen = read_selection(tmp_path / "selection.json")
     val = load_evaluation(tmp_path / "eval-val").runs
-    f1 = ranking.sample_metric("hierarchical_f1")
+    f1 = sample_metrics.sample_metric("hierarchical_f1")
     soft = [r for r in val if r.head == "soft-labels"]
     assert len(soft) == 2
     best = max(soft, key=f1.value)

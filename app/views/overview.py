@@ -12,7 +12,7 @@ import streamlit as st
 from hseval.app import loading, tables
 from hseval.app.state import PageContext, context
 from hseval.app.views.common import chart, needs_runs, page_title, shown, table_config
-from hseval.reporting import charts, ranking
+from hseval.reporting import charts, ranking, sample_metrics
 from hseval.reporting.columns import level_legend
 from hseval.reporting.escape import markdown
 from hseval.reporting.sections import GUIDES, history_guide, level_frame, levels_guide, one_tree
@@ -95,9 +95,9 @@ def _leaderboard(ctx: PageContext) -> None:
     entries = [(g.name, g.runs) for g in groups] if ctx.group_seeds else [(r.name, [r]) for r in ctx.available]
     runs = [r for _, members in entries for r in members]
     st.subheader("Leaderboard")
-    tree, options = runs[0].hierarchy, ranking.available_metrics(runs)
-    chosen = st.multiselect("Metrics", options, default=[m.name for m in ranking.chosen_metrics(None, runs)],
-                            format_func=lambda name: ranking.sample_metric(name).label(tree),
+    tree, options = runs[0].hierarchy, sample_metrics.available_metrics(runs)
+    chosen = st.multiselect("Metrics", options, default=[m.name for m in sample_metrics.chosen_metrics(None, runs)],
+                            format_func=lambda name: sample_metrics.sample_metric(name).label(tree),
                             key="overview_leaderboard_metrics", help="Any metric some run has: accuracies, mistake "
                             "severity, distances, hierarchical P/R/F1, cross-entropy, ECE, and every decision metric "
                             "of each rule (METRIC by RULE).")

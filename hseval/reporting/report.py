@@ -26,7 +26,7 @@ from hseval.io.results import Evaluation, load_evaluation
 from hseval.io.selection_format import read_selection
 from hseval.nn import radius_guard
 from hseval.reporting import decisions as decision_views
-from hseval.reporting import escape, ranking
+from hseval.reporting import escape, ranking, sample_metrics
 from hseval.reporting import sections as report_charts
 from hseval.reporting import selection as selecting
 from hseval.reporting.columns import column_help, display_name, identity, level_legend, metric_of_column, not_available
@@ -200,9 +200,9 @@ def render(evaluation: Evaluation, root: Path, *, baseline: str | None = None, i
     """Every file of the report as text, by name (report.html by its key "report.html");
     ``inside``: the page is written into ``root`` (its header then shows the folder it is in);
     ``selection``: the :class:`~hseval.io.selection_format.Selection` the runs were chosen by;
-    ``leaderboard``: its metrics (:func:`hseval.reporting.ranking.chosen_metrics`)."""
+    ``leaderboard``: its metrics (:func:`hseval.reporting.sample_metrics.chosen_metrics`)."""
     runs, split = evaluation.runs, evaluation.split
-    metrics = ranking.chosen_metrics(leaderboard, runs)
+    metrics = sample_metrics.chosen_metrics(leaderboard, runs)
     title = f"hseval report: {split} split"
     base, why = report_charts.baseline(runs, baseline)
     drawn = report_charts.entries(runs)

@@ -16,7 +16,7 @@ import pandas as pd
 from hseval.core.errors import ConfigError
 from hseval.io.results import Evaluation, RunResult
 from hseval.io.selection_format import Candidate, Choice, Selection
-from hseval.reporting.ranking import chosen_metrics, entry_value
+from hseval.reporting.sample_metrics import chosen_metrics, entry_value
 from hseval.reporting.significance import seed_groups
 from hseval.reporting.summary import setting_names
 
