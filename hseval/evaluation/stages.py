@@ -173,8 +173,8 @@ class ScoreAccumulator:
         each sample's confidence and -log p(target), from the scores as the metrics read them (the
         same bits as their sums)."""
         targets = np.asarray(targets, dtype=np.int64)
-        self.calibration.append(sample_scores(_checks.scores(scores, "scores", self.tree.num_leaves), targets,
-                                              logits=self.softmax is not None))
+        self.calibration.append(sample_scores(_checks.to_numpy(scores, "scores", floating=True), targets,
+                                              logits=self.softmax is not None))  # checked by the metrics
         probs = np.asarray(scores if self.softmax is None else self.softmax(scores), dtype=np.float64)
         block = NodeBlock(self.decisions.layout, probs)
         self.crm.update(probs, targets, block)
