@@ -25,8 +25,8 @@ import numpy as np
 
 from hseval.metrics import _checks, statistics
 from hseval.metrics.accuracy import _topk
-from hseval.metrics.confusion import SparseConfusion
 from hseval.metrics.nodes import NodeBlock, layout_of
+from hseval.metrics.stream_state import StreamState
 from hseval.tree.hierarchy import Hierarchy
 
 __all__ = ["crm_risk", "crm_summary", "CrmMetrics"]
@@ -85,23 +85,18 @@ class CrmMetrics:
         self.ks = tuple(sorted({1, *topk}))
         self._capped = tuple(min(k, hierarchy.num_leaves) for k in self.ks)
         self._layout = layout_of(hierarchy)
-        self._state = statistics.state_zeros(hierarchy, len(self.ks), 1)
-        self._confusion = SparseConfusion(hierarchy.num_leaves)
+        self._stream = StreamState(statistics.state_zeros(hierarchy, len(self.ks), 1), hierarchy.num_leaves)
 
     def update(self, probs: np.ndarray, targets: np.ndarray, block: NodeBlock | None = None) -> None:
         """A batch: (B, |L|) probabilities and (B,) class indices, checked (the scores they come from
         were); ``block``: the same probabilities through the tree already (the decisions' block)."""
         block = NodeBlock(self._layout, np.asarray(probs, dtype=np.float64)) if block is None else block
         top = _topk(-block.class_risk(), max(self._capped))
-        for name, value in statistics.batch_update(top, targets, self.hierarchy, self._capped).items():
-            if name == "pairs":
-                self._confusion.add(value)
-            else:
-                self._state[name] += value
+        self._stream.add(statistics.batch_update(top, targets, self.hierarchy, self._capped))
 
     def compute(self) -> dict:
         """:func:`crm_summary` of every k, with "unavailable": why each undefined value is (no mistakes ...)."""
-        computed = statistics.state_compute(self._state, self._confusion.pairs(), self.hierarchy, self.ks,
+        computed = statistics.state_compute(self._stream.sums, self._stream.confusion.pairs(), self.hierarchy, self.ks,
                                             shown=range(len(self.ks)), levels=None, scored=False)
         summary = crm_summary(computed)
         return {**summary, "unavailable": {key: why for key, why in computed["unavailable"].items()
