@@ -233,8 +233,10 @@ def render(evaluation: Evaluation, root: Path, *, baseline: str | None = None, i
                           "(ICML 2021) and its comparison, 'peers' the hierarchy-aware methods of other papers.",
                methods_table(runs)),
               (f"Difference from {base.name}", f"Each run minus the baseline on the same samples ({split} split): "
-                                               "95 % interval from a paired bootstrap over samples (10,000 resamples), "
-                                               "p from the exact McNemar test. Baseline: "
+                                               "the accuracies' 95 % interval from a paired bootstrap over samples "
+                                               "(10,000 resamples), p from the exact McNemar test; then "
+                                               f"{ranking.BASELINE_SAID}, interval and p from {ranking.RESAMPLES:,} "
+                                               "paired bootstrap resamples. Baseline: "
                                                f"{why} (--baseline RUN chooses another). " + report_charts.FAMILY,
                _shown(report_charts.significance_table(paired, unpaired, tree), tree, helps))]
     if paper["paper"].notna().any():

@@ -18,7 +18,7 @@ from hseval.reporting import decisions as decision_views
 from hseval.reporting.colours import run_colours
 from hseval.reporting.columns import display_name
 from hseval.reporting.html import Chart
-from hseval.reporting.ranking import BASELINE_SAID, compare_all, mistake_intervals
+from hseval.reporting.ranking import compare_all, mistake_intervals
 from hseval.reporting.significance import (
     MCNEMAR,
     SeedGroup,
@@ -276,8 +276,8 @@ def detail_charts(entry: SeedGroup) -> list[Chart]:
 
 
 FAMILY = ("Holm p: each test's p adjusted by Holm's method over the family of every test in this table (each run "
-          f"against the baseline at each level, both ways, and on {BASELINE_SAID}); a difference is called significant "
-          "when it is below 0.05.")
+          "against the baseline at each level, both ways, and on each of the other metrics); a difference is called "
+          "significant when it is below 0.05.")
 """What the family of a table of paired tests is, as the report and the Compare page say it."""
 
 
