@@ -223,6 +223,17 @@ def test_report_and_every_page_read_right(many_runs, tmp_path, record_property):
         drawn(page, minimum=6)
         look(page, "compare")
 
+        page.get_by_role("link", name="Decisions").click()  # the operating curves, one per run, and the stop depths
+        page.wait_for_function(f"""() => [...{PLOTS}].some(p => String((p.layout.title || {{}}).text || '')
+            .includes('correct against specific'))""", timeout=30_000)
+        page.wait_for_function(f"""() => [...{PLOTS}].some(p => String((p.layout.title || {{}}).text || '')
+            .includes('Depth of the threshold'))""", timeout=30_000)
+        curves = page.evaluate(f"""() => [...{PLOTS}].filter(p => String((p.layout.title || {{}}).text || '')
+            .includes('correct against specific')).flatMap(p => p.data.map(t => t.name))""")
+        assert names - {"barz-denzler", "barz-denzler-2"} <= set(curves), curves  # each run with probabilities
+        _wait_text(page, "Run whose answers to show")
+        look(page, "decisions")
+
         _break(many_runs, "plain")  # the baseline is skipped now: it changes, and the page says so
         page.get_by_role("link", name="Overview").click()
         _wait_text(page, "The baseline plain could not be read: comparing with plain-2 instead.")
