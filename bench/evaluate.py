@@ -1,14 +1,14 @@
 """Evaluation costs, as ratios measured in the same run.
 
-    python bench/evaluate.py [--samples 10000] [--skip-umap] [--runs 8 --projections pca,tsne,umap --device auto]
-                             [--readme]
+    python bench/evaluate.py [--samples 10000] [--tsne-points 10000] [--skip-umap]
+                             [--runs 8 --projections pca,tsne,umap --device auto] [--readme]
 
 1. Metrics + geometry against embedding extraction, for ``--samples`` test images of
    Fashion-MNIST through a small CNN with the ``riemann`` head (goal: ≤ 0.1×): the metric pass
    (the accumulator over the logits, per-node accuracy) and the geometry (parent/child table,
    pair angles, tree agreement) are timed separately from the forward pass that produces the
    embeddings.
-2. t-SNE of 10,000 × 128 points: openTSNE against scikit-learn (same perplexity 30, 2 threads).
+2. t-SNE of ``--tsne-points`` (10,000) × 128 points: openTSNE against scikit-learn (same perplexity 30, 2 threads).
 3. UMAP (umap-learn) of 5,000 × 128 points: the first call (which compiles numba code) and a
    second call in the same process.
 4. With ``--runs N``: ``hseval evaluate`` of N runs (trained for one short epoch here) against one
@@ -93,18 +93,18 @@ def bench_metrics(samples: int) -> dict[str, float]:
     return {"samples": samples, "embed_s": t_embed, "ratio": (t_metrics + t_geom) / t_embed}
 
 
-def bench_tsne() -> dict[str, float]:
+def bench_tsne(points: int) -> dict[str, float]:
     from openTSNE import TSNE as OpenTSNE
     from sklearn.manifold import TSNE as SkTSNE
 
     rng = np.random.default_rng(0)
     centres = rng.normal(0, 4, (10, 128))
-    x = (centres[rng.integers(0, 10, 10_000)] + rng.normal(size=(10_000, 128))).astype(np.float32)
+    x = (centres[rng.integers(0, 10, points)] + rng.normal(size=(points, 128))).astype(np.float32)
     _, t_open = timed(lambda: OpenTSNE(perplexity=30, n_jobs=2, random_state=0, verbose=False).fit(x))
     _, t_sk = timed(lambda: SkTSNE(perplexity=30, n_jobs=2, random_state=0, init="pca").fit_transform(x))
-    print(f"2. t-SNE 10,000×128: openTSNE {t_open:.1f} s, scikit-learn {t_sk:.1f} s; "
+    print(f"2. t-SNE {points:,}×128: openTSNE {t_open:.1f} s, scikit-learn {t_sk:.1f} s; "
           f"scikit-learn / openTSNE = {t_sk / t_open:.2f}")
-    return {"opentsne_s": t_open, "sklearn_s": t_sk}
+    return {"opentsne_s": t_open, "sklearn_s": t_sk, "points": points}
 
 
 def bench_umap() -> dict[str, float]:
@@ -121,8 +121,9 @@ def bench_umap() -> dict[str, float]:
 def readme_text(metrics: dict[str, float], tsne: dict[str, float], umap: dict[str, float] | None) -> str:
     """README's sentence on evaluation costs, from this run's measurements."""
     text = (f"Evaluation: metrics and geometry take {metrics['ratio']:.3f}× the time of embedding extraction for "
-            f"{metrics['samples']:,} images; t-SNE of 10,000×128 points takes {tsne['opentsne_s']:.1f} s with openTSNE "
-            f"against {tsne['sklearn_s']:.1f} s with scikit-learn ({tsne['sklearn_s'] / tsne['opentsne_s']:.1f}×)")
+            f"{metrics['samples']:,} images; t-SNE of {tsne['points']:,}×128 points takes {tsne['opentsne_s']:.1f} s "
+            f"with openTSNE against {tsne['sklearn_s']:.1f} s with scikit-learn "
+            f"({tsne['sklearn_s'] / tsne['opentsne_s']:.1f}×)")
     if umap:
         text += (f"; UMAP of 5,000 points takes {umap['first_s']:.0f} s in a new process (numba compilation) and "
                  f"{umap['second_s']:.1f} s after")
@@ -163,6 +164,7 @@ def bench_many_runs(n: int, projections: str, device: str, data_root: str | None
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--samples", type=int, default=10_000)
+    parser.add_argument("--tsne-points", type=int, default=10_000, help="points of the t-SNE comparison")
     parser.add_argument("--skip-umap", action="store_true")
     parser.add_argument("--runs", type=int, default=0, help="also time 'hseval evaluate' of this many runs")
     parser.add_argument("--projections", default="pca,tsne,umap", help="of the --runs comparison")
@@ -178,7 +180,7 @@ def main() -> int:
     print(f"torch {torch.__version__}, {torch.get_num_threads()} threads, {cpu_model()}")
     if not args.only_runs:
         metrics = bench_metrics(args.samples)
-        tsne = bench_tsne()
+        tsne = bench_tsne(args.tsne_points)
         umap = None if args.skip_umap else bench_umap()
         if args.readme:
             write_block("bench-evaluate", readme_text(metrics, tsne, umap))

@@ -77,12 +77,11 @@ def main() -> int:
     heads = list_heads()
     configs = [(load_config("fashion-mnist", [*settings, f"model.head={h}"]), h) for h in heads]
     try:
-        with OutputFolder(root, "runs"):  # the folder of runs train-all makes, where the features go
-            pass
         start = time.perf_counter()
         said: list[str] = []
         datasets = Datasets([(configs[0][0], data)])  # every head's data settings are the same
-        features = probe_features(configs[:1], datasets, root / FEATURES, log=said.append)[heads[0]]
+        with OutputFolder(root, "runs", writes=(FEATURES,)):  # the folder train-all --probe makes, features/ in it
+            features = probe_features(configs[:1], datasets, root / FEATURES, log=said.append)[heads[0]]
         extraction = time.perf_counter() - start
         reused = any(line.startswith("reusing") for line in said)
         shape = tuple(features.tensors["train"].shape)
@@ -98,11 +97,10 @@ def main() -> int:
         text = (f"{len(heads)} heads × {args.epochs} epochs (batch {args.batch}) on {shape[0]:,} cached {shape[1]}-d "
                 f"features, each tested on {len(features.tensors['test']):,} after every epoch: {total:.0f} s in all, "
                 f"{min(o.seconds for o in outcomes.values()):.0f}–{max(o.seconds for o in outcomes.values()):.0f} s a "
-                f"head (`hyperbolic` the slowest); the features of a ResNet-18 were {extracted}, once per backbone "
-                f"({stamp('python bench/probe.py --readme', threads=args.threads)})")
+                f"head (`hyperbolic` the slowest); the features of a ResNet-18 were {extracted}, once per backbone")
         print(text)
-        if args.readme:
-            write_block("bench-probe", text)
+        if args.readme:  # dated only where the machine was quiet
+            write_block("bench-probe", f"{text} ({stamp('python bench/probe.py --readme', threads=args.threads)})")
     finally:
         if not args.out:
             shutil.rmtree(root, ignore_errors=True)
