@@ -31,12 +31,14 @@ def files(tmp_path_factory):
         scores = rng.normal(size=(SAMPLES, CLASSES)).astype(np.float32)
         scores[np.arange(SAMPLES), targets] += skill
         np.savez(root / f"{name}.npz", targets=targets, logits=scores)
+    pd.DataFrame({"target": targets, "pred": scores.argmax(1)}).to_csv(root / "plain-labels.csv", index=False)
     return root
 
 
 def _evaluate(files, out, *names, split="val", dataset=None):
     for name in names:
-        assert main(["evaluate", "--predictions", str(files / f"{name}.npz"), "--hierarchy", str(files / "tree.txt"),
+        file = next(files / f"{name}.{ext}" for ext in ("npz", "csv") if (files / f"{name}.{ext}").is_file())
+        assert main(["evaluate", "--predictions", str(file), "--hierarchy", str(files / "tree.txt"),
                      "--head", name.split("-")[0], "--projections", "none", "--split", split, "--out", str(out),
                      *(["--dataset", dataset] if dataset else [])]) == 0
 
@@ -69,14 +71,17 @@ def test_each_head_gets_its_validation_best_setting(files, tmp_path, capsys):
     ("metric", "unknown metric 'accuracy'"),
     ("absent", "metric 'level1_own_scores': none of the 2 run(s) has it"),
     ("datasets", "holds runs of 2 datasets (a, b); choose among the runs of one dataset"),
+    ("lacking", "metric 'ece': the runs of plain do not have it (ECE and cross-entropy need scores that are "
+                "probabilities"),
 ])
 def test_a_selection_that_cannot_be_made_is_one_line_and_writes_nothing(files, tmp_path, capsys, case, message):
     if case == "datasets":
         _evaluate(files, tmp_path / "e", "hxe-4", dataset="a")
         _evaluate(files, tmp_path / "e", "plain", dataset="b")
     else:
-        _evaluate(files, tmp_path / "e", "hxe-4", "plain", split="test" if case == "test" else "val")
-    metric = {"metric": "accuracy", "absent": "level1_own_scores"}.get(case, "top1")
+        plain = "plain-labels" if case == "lacking" else "plain"
+        _evaluate(files, tmp_path / "e", "hxe-4", plain, split="test" if case == "test" else "val")
+    metric = {"metric": "accuracy", "absent": "level1_own_scores", "lacking": "ece"}.get(case, "top1")
     capsys.readouterr()
     assert main(["select", str(tmp_path / "e"), "--metric", metric, "--out", str(tmp_path / "s.json")]) == 2
     err = capsys.readouterr().err.strip()

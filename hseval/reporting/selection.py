@@ -16,7 +16,7 @@ import pandas as pd
 from hseval.core.errors import ConfigError
 from hseval.io.results import Evaluation, RunResult
 from hseval.io.selection_format import Candidate, Choice, Selection
-from hseval.reporting.sample_metrics import chosen_metrics, entry_value
+from hseval.reporting.sample_metrics import chosen_metrics, entry_parts, entry_value
 from hseval.reporting.significance import seed_groups
 from hseval.reporting.summary import setting_names
 
@@ -53,8 +53,11 @@ def select(evaluation: Evaluation, metric: str, *, per: str = "head") -> Selecti
         mine = [c for m, c in candidates if m == method]
         valued = sorted((c for c in mine if c.value is not None), key=lambda c: c.value, reverse=not scored.lower)
         if not valued:
-            raise ConfigError(f"metric {metric!r} is undefined for every run of {method} (e.g. mistake severity "
-                              "without a mistake); choose another --metric")
+            lacking = any(entry_parts(g.runs, scored) is None for g in groups if g.name in {c.group for c in mine})
+            why = (f"the runs of {method} do not have it (ECE and cross-entropy need scores that are probabilities, "
+                   "own-score levels a head that has them)" if lacking else
+                   f"it is undefined for every run of {method} (mistake severity without a mistake)")
+            raise ConfigError(f"metric {metric!r}: {why}; choose another --metric")
         best = valued[0]
         tied = [c.group for c in valued[1:] if c.value == best.value]
         margin = abs(best.value - valued[1].value) if len(valued) > 1 else None
