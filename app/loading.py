@@ -18,6 +18,7 @@ import pandas as pd
 import streamlit as st
 
 from hseval.app.selection import data_location
+from hseval.core.dataset_names import LOADABLE
 from hseval.core.errors import HsevalError, first_line
 from hseval.io import evaluation_format as eval_format
 from hseval.io import folders
@@ -133,11 +134,11 @@ def node_vectors(run: RunResult) -> np.ndarray:
 def _dataset(name: str, root: str | None, hierarchy: str):
     # A resource: a split's images are shared read-only, never copied per rerun. A reason (str)
     # is returned rather than raised, so that a missing dataset is not looked for on every rerun.
-    from hseval.data import DATASETS, load_with_tree  # torch: only for pages with images
+    if name not in LOADABLE:  # known without torch: a prediction file's pages never import it
+        return f"'{name}' is not a dataset hseval can load"
+    from hseval.data import load_with_tree  # torch: only for pages with images
     from hseval.data.base import check_classes  # torch: only for pages with images
 
-    if name not in DATASETS:
-        return f"'{name}' is not a dataset hseval can load"
     tree = Hierarchy.from_dict(json.loads(hierarchy))
     try:
         data = load_with_tree(name, root, tree)

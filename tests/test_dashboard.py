@@ -370,3 +370,37 @@ def test_a_5000_class_tree_is_shown_in_parts(large_evaluated, monkeypatch):
     page(at, "geometry")  # the tree agreement of a seeded sample of the classes, and the page says so
     assert table(at, "classes clustered")["classes clustered"].tolist() == [CLUSTER_CLASSES]
     assert any(f"(large: {CLUSTER_CLASSES:,} of {tree.num_leaves:,} classes)" in c.value for c in at.caption)
+
+
+TORCH_FREE = """
+import sys
+from streamlit.testing.v1 import AppTest
+at = AppTest.from_file(sys.argv[1], default_timeout=120).run()
+for name in sys.argv[2:]:
+    at.switch_page(f"views/{name}.py").run()
+    assert not at.exception, (name, [e.message for e in at.exception])
+print(sorted(m for m in sys.modules if m.split(".")[0] in ("torch", "torchvision")))
+"""
+
+
+@pytest.mark.slow  # a dashboard in its own process
+def test_the_pages_of_a_prediction_file_never_import_torch(tmp_path):
+    """A prediction file of a dataset hseval cannot load has no image to show: no page imports torch
+    (half a gigabyte of memory and seconds), the Decisions page's image panel included."""
+    import os
+    import subprocess
+    import sys
+
+    from hseval.cli.main import main
+    from hseval.tree import write_hierarchy
+    from tests.helpers import random_tree
+
+    write_hierarchy(random_tree(12, 2), tmp_path / "tree.txt")
+    rng = np.random.default_rng(0)
+    np.savez(tmp_path / "p.npz", targets=rng.integers(0, 12, 100), logits=rng.normal(size=(100, 12)).astype("f4"))
+    assert main(["evaluate", "--predictions", str(tmp_path / "p.npz"), "--hierarchy", str(tmp_path / "tree.txt"),
+                 "--projections", "pca", "--out", str(tmp_path / "eval")]) == 0
+    done = subprocess.run([sys.executable, "-c", TORCH_FREE, str(MAIN), *PAGES], capture_output=True, text=True,
+                          env=dict(os.environ, HSEVAL_EVAL_DIR=str(tmp_path / "eval")), timeout=300)
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert done.stdout.strip().splitlines()[-1] == "[]"

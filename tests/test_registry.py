@@ -80,3 +80,10 @@ def test_every_projection_places_points_and_class_vectors(name):
     xy, placed = project(rng.normal(size=(40, 6)), name, class_vectors=rng.normal(size=(3, 6)))
     assert xy.shape == (40, 2) and np.isfinite(xy).all()
     assert placed is None or placed.shape == (3, 2)
+
+
+def test_the_names_known_without_torch_are_the_registrys():
+    from hseval.core.dataset_names import LOADABLE
+    from hseval.data import DATASETS
+
+    assert LOADABLE == set(DATASETS.names())
