@@ -152,9 +152,11 @@ def compare_all(a: RunResult, b: RunResult, *, resamples: int = RESAMPLES, seed:
     have, with the paired bootstrap's percentile interval of the difference and its p-value; rows
     of :data:`COLUMNS`."""
     rows = [compare_runs(a, b, seed=seed)]
-    metrics = [m for m in map(sample_metric, BASELINE_METRICS) if m.parts(a) is not None and m.parts(b) is not None]
+    both = [(m, m.parts(a), m.parts(b)) for m in map(sample_metric, BASELINE_METRICS)]
+    both = [(m, pa, pb) for m, pa, pb in both if pa is not None and pb is not None]  # each run's parts, once
+    metrics = [m for m, *_ in both]
     if metrics:
-        point, drawn = _draws([(m, m.parts(r)) for m in metrics for r in (a, b)], resamples=resamples, seed=seed)
+        point, drawn = _draws([(m, p) for m, pa, pb in both for p in (pa, pb)], resamples=resamples, seed=seed)
         tail = (1 - CONFIDENCE) / 2
         extra = []
         for k, metric in enumerate(metrics):
